@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"io"
+
+	"github.com/urfave/cli/v3"
+
+	"gatehouse/internal/config"
+)
+
+// run builds the command tree and runs it. Every setting is a flag with a
+// GATEHOUSE_* environment variable behind it.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	d := config.Defaults()
+	root := &cli.Command{
+		Name:      "gatehouse",
+		Usage:     "the gateway between the company and partners, users and staff",
+		Writer:    stdout,
+		ErrWriter: stderr,
+		Reader:    stdin,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "addr", Value: d.Addr, Usage: "public listener", Sources: cli.EnvVars("GATEHOUSE_ADDR")},
+			&cli.StringFlag{Name: "admin-addr", Value: d.AdminAddr, Usage: "admin listener (GraphQL, Playground, /metrics)", Sources: cli.EnvVars("GATEHOUSE_ADMIN_ADDR")},
+			&cli.StringFlag{Name: "data-dir", Value: d.DataDir, Usage: "embedded database and generated dev keys", Sources: cli.EnvVars("GATEHOUSE_DATA_DIR")},
+			&cli.StringFlag{Name: "database-url", Usage: "sqlite:PATH or postgres://… (default sqlite:<data dir>/gatehouse.db)", Sources: cli.EnvVars("GATEHOUSE_DATABASE_URL")},
+			&cli.StringFlag{Name: "redis-url", Usage: "redis://… (default: in-process store, one replica only)", Sources: cli.EnvVars("GATEHOUSE_REDIS_URL")},
+			&cli.StringFlag{Name: "redis-prefix", Value: d.RedisKeyPrefix, Usage: "prefix of every Redis key", Sources: cli.EnvVars("GATEHOUSE_REDIS_PREFIX")},
+			&cli.StringFlag{Name: "master-key", Usage: "base64 of 32 bytes: AES-256-GCM key for stored secrets", Sources: cli.EnvVars("GATEHOUSE_MASTER_KEY")},
+			&cli.StringFlag{Name: "jwt-secret", Usage: "HS256 key, at least 32 bytes", Sources: cli.EnvVars("GATEHOUSE_JWT_SECRET")},
+			&cli.StringFlag{Name: "bootstrap-api-key", Usage: "an enabled admin API key with this value exists after start", Sources: cli.EnvVars("GATEHOUSE_BOOTSTRAP_API_KEY")},
+			&cli.StringFlag{Name: "tls-cert", Usage: "certificate file: the public listener speaks HTTPS", Sources: cli.EnvVars("GATEHOUSE_TLS_CERT")},
+			&cli.StringFlag{Name: "tls-key", Usage: "key file for --tls-cert", Sources: cli.EnvVars("GATEHOUSE_TLS_KEY")},
+			&cli.StringFlag{Name: "mtls-addr", Usage: "extra HTTPS listener requiring a client certificate", Sources: cli.EnvVars("GATEHOUSE_MTLS_ADDR")},
+			&cli.StringFlag{Name: "client-ca", Usage: "CA bundle that signs accepted client certificates", Sources: cli.EnvVars("GATEHOUSE_CLIENT_CA")},
+			&cli.DurationFlag{Name: "webhook-retry-base", Value: d.WebhookRetryBase, Usage: "first webhook retry delay; later ones double", Sources: cli.EnvVars("GATEHOUSE_WEBHOOK_RETRY_BASE")},
+			&cli.BoolFlag{Name: "webhook-allow-private", Usage: "allow callback URLs on loopback/private/link-local addresses", Sources: cli.EnvVars("GATEHOUSE_WEBHOOK_ALLOW_PRIVATE")},
+			&cli.StringFlag{Name: "log-level", Value: d.LogLevel, Usage: "debug, info, warn or error", Sources: cli.EnvVars("GATEHOUSE_LOG_LEVEL")},
+			&cli.StringFlag{Name: "log-format", Value: d.LogFormat, Usage: "text or json", Sources: cli.EnvVars("GATEHOUSE_LOG_FORMAT")},
+		},
+		Commands: []*cli.Command{
+			serveCommand(),
+			migrateCommand(),
+			versionCommand(),
+		},
+	}
+	return root.Run(ctx, args)
+}
+
+// configFrom reads the flags into a resolved, validated Config.
+func configFrom(cmd *cli.Command) (config.Config, error) {
+	c := config.Config{
+		Addr:                cmd.String("addr"),
+		AdminAddr:           cmd.String("admin-addr"),
+		DataDir:             cmd.String("data-dir"),
+		DatabaseURL:         cmd.String("database-url"),
+		RedisURL:            cmd.String("redis-url"),
+		RedisKeyPrefix:      cmd.String("redis-prefix"),
+		MasterKeyB64:        cmd.String("master-key"),
+		JWTSecretRaw:        cmd.String("jwt-secret"),
+		BootstrapAPIKey:     cmd.String("bootstrap-api-key"),
+		TLSCert:             cmd.String("tls-cert"),
+		TLSKey:              cmd.String("tls-key"),
+		MTLSAddr:            cmd.String("mtls-addr"),
+		ClientCA:            cmd.String("client-ca"),
+		WebhookRetryBase:    cmd.Duration("webhook-retry-base"),
+		WebhookAllowPrivate: cmd.Bool("webhook-allow-private"),
+		LogLevel:            cmd.String("log-level"),
+		LogFormat:           cmd.String("log-format"),
+	}
+	err := c.Resolve()
+	return c, err
+}

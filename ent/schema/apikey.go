@@ -1,0 +1,40 @@
+package schema
+
+import (
+	"time"
+
+	"entgo.io/contrib/entgql"
+	"entgo.io/ent"
+	"entgo.io/ent/schema"
+	"entgo.io/ent/schema/field"
+)
+
+// APIKey guards the admin GraphQL endpoint. Only a hash of the key is stored.
+type APIKey struct {
+	ent.Schema
+}
+
+// Fields of the APIKey.
+func (APIKey) Fields() []ent.Field {
+	return []ent.Field{
+		field.String("name").MaxLen(128).NotEmpty().
+			Annotations(entgql.OrderField("NAME")),
+		// prefix is the first characters of the key, shown to tell keys apart.
+		field.String("prefix").MaxLen(16).Immutable(),
+		field.String("key_hash").Unique().Immutable().Sensitive(),
+		field.Int("status").Default(1).Range(0, 1),
+		field.Int64("usage_count").Default(0).NonNegative().
+			Annotations(entgql.OrderField("USAGE_COUNT")),
+		field.Time("last_used_at").Optional().Nillable(),
+		field.Time("create_time").Default(time.Now).Immutable().
+			Annotations(entgql.OrderField("CREATE_TIME")),
+	}
+}
+
+// Annotations of the APIKey.
+func (APIKey) Annotations() []schema.Annotation {
+	return []schema.Annotation{
+		entgql.QueryField(),
+		entgql.RelayConnection(),
+	}
+}

@@ -1,0 +1,49 @@
+package schema
+
+import (
+	"entgo.io/contrib/entgql"
+	"entgo.io/ent"
+	"entgo.io/ent/schema"
+	"entgo.io/ent/schema/edge"
+	"entgo.io/ent/schema/field"
+	"entgo.io/ent/schema/index"
+)
+
+// APIUsage counts signed partner calls per app, API version and UTC day.
+type APIUsage struct {
+	ent.Schema
+}
+
+// Fields of the APIUsage.
+func (APIUsage) Fields() []ent.Field {
+	return []ent.Field{
+		field.Int("app_id").Immutable(),
+		field.String("version").MaxLen(8).Immutable().
+			Annotations(entgql.OrderField("VERSION")),
+		// day is the UTC day, formatted 2006-01-02.
+		field.String("day").MaxLen(10).Immutable().
+			Annotations(entgql.OrderField("DAY")),
+		field.Int64("count").Default(0).NonNegative().
+			Annotations(entgql.OrderField("COUNT")),
+	}
+}
+
+// Edges of the APIUsage.
+func (APIUsage) Edges() []ent.Edge {
+	return []ent.Edge{
+		edge.From("app", PartnerApp.Type).Ref("usages").Field("app_id").Unique().Required().Immutable(),
+	}
+}
+
+// Indexes of the APIUsage.
+func (APIUsage) Indexes() []ent.Index {
+	return []ent.Index{index.Fields("app_id", "version", "day").Unique()}
+}
+
+// Annotations of the APIUsage.
+func (APIUsage) Annotations() []schema.Annotation {
+	return []schema.Annotation{
+		entgql.QueryField(),
+		entgql.RelayConnection(),
+	}
+}

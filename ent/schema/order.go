@@ -1,0 +1,57 @@
+package schema
+
+import (
+	"time"
+
+	"entgo.io/contrib/entgql"
+	"entgo.io/ent"
+	"entgo.io/ent/schema"
+	"entgo.io/ent/schema/edge"
+	"entgo.io/ent/schema/field"
+	"entgo.io/ent/schema/index"
+)
+
+// Order is a partner's order, queried through the signed order API.
+type Order struct {
+	ent.Schema
+}
+
+// Fields of the Order.
+func (Order) Fields() []ent.Field {
+	return []ent.Field{
+		field.String("order_no").MaxLen(64).NotEmpty().Unique().Immutable().
+			Annotations(entgql.OrderField("ORDER_NO")),
+		field.Int("app_id").Immutable(),
+		// amount is in minor units (cents).
+		field.Int64("amount").NonNegative().
+			Annotations(entgql.OrderField("AMOUNT")),
+		field.Enum("status").Values("CREATED", "PAID", "CANCELLED", "REFUNDED").Default("CREATED").
+			Annotations(entgql.OrderField("STATUS")),
+		field.String("customer_name").Optional().MaxLen(128),
+		field.String("customer_phone").Optional().MaxLen(32),
+		field.String("customer_email").Optional().MaxLen(254),
+		field.Time("create_time").Default(time.Now).Immutable().
+			Annotations(entgql.OrderField("CREATE_TIME")),
+		field.Time("pay_time").Optional().Nillable(),
+	}
+}
+
+// Edges of the Order.
+func (Order) Edges() []ent.Edge {
+	return []ent.Edge{
+		edge.From("app", PartnerApp.Type).Ref("orders").Field("app_id").Unique().Required().Immutable(),
+	}
+}
+
+// Indexes of the Order.
+func (Order) Indexes() []ent.Index {
+	return []ent.Index{index.Fields("app_id")}
+}
+
+// Annotations of the Order.
+func (Order) Annotations() []schema.Annotation {
+	return []schema.Annotation{
+		entgql.QueryField(),
+		entgql.RelayConnection(),
+	}
+}

@@ -1,0 +1,36 @@
+package schema
+
+import (
+	"time"
+
+	"entgo.io/contrib/entgql"
+	"entgo.io/ent"
+	"entgo.io/ent/schema"
+	"entgo.io/ent/schema/field"
+)
+
+// Sku is a stock-keeping unit whose stock partners deduct.
+type Sku struct {
+	ent.Schema
+}
+
+// Fields of the Sku.
+func (Sku) Fields() []ent.Field {
+	return []ent.Field{
+		field.String("name").MaxLen(200).NotEmpty().
+			Annotations(entgql.OrderField("NAME")),
+		// stock never goes negative: deductions are conditional updates.
+		field.Int64("stock").NonNegative().
+			Annotations(entgql.OrderField("STOCK")),
+		field.Time("update_time").Default(time.Now).UpdateDefault(time.Now).
+			Annotations(entgql.OrderField("UPDATE_TIME")),
+	}
+}
+
+// Annotations of the Sku.
+func (Sku) Annotations() []schema.Annotation {
+	return []schema.Annotation{
+		entgql.QueryField(),
+		entgql.RelayConnection(),
+	}
+}

@@ -1,0 +1,45 @@
+package schema
+
+import (
+	"time"
+
+	"entgo.io/contrib/entgql"
+	"entgo.io/ent"
+	"entgo.io/ent/schema"
+	"entgo.io/ent/schema/edge"
+	"entgo.io/ent/schema/field"
+)
+
+// User is a person who signs in (JWT login, OAuth approval).
+type User struct {
+	ent.Schema
+}
+
+// Fields of the User.
+func (User) Fields() []ent.Field {
+	return []ent.Field{
+		field.String("username").MaxLen(64).NotEmpty().Unique().
+			Annotations(entgql.OrderField("USERNAME")),
+		field.String("password_hash").Sensitive(),
+		field.Strings("roles").Optional(),
+		field.Int("status").Default(1).Range(0, 1),
+		field.Time("create_time").Default(time.Now).Immutable().
+			Annotations(entgql.OrderField("CREATE_TIME")),
+	}
+}
+
+// Edges of the User.
+func (User) Edges() []ent.Edge {
+	return []ent.Edge{
+		edge.To("auth_codes", AuthCode.Type).Annotations(entgql.Skip(entgql.SkipAll)),
+		edge.To("oauth_tokens", OAuthToken.Type).Annotations(entgql.Skip(entgql.SkipAll)),
+	}
+}
+
+// Annotations of the User.
+func (User) Annotations() []schema.Annotation {
+	return []schema.Annotation{
+		entgql.QueryField(),
+		entgql.RelayConnection(),
+	}
+}

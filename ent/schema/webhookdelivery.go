@@ -1,0 +1,64 @@
+package schema
+
+import (
+	"time"
+
+	"entgo.io/contrib/entgql"
+	"entgo.io/ent"
+	"entgo.io/ent/schema"
+	"entgo.io/ent/schema/edge"
+	"entgo.io/ent/schema/field"
+	"entgo.io/ent/schema/index"
+)
+
+// WebhookDelivery is one webhook event to deliver to a partner (the outbox row).
+type WebhookDelivery struct {
+	ent.Schema
+}
+
+// Fields of the WebhookDelivery.
+func (WebhookDelivery) Fields() []ent.Field {
+	return []ent.Field{
+		field.Int("app_id").Immutable(),
+		field.String("event_id").MaxLen(64).NotEmpty().Unique().Immutable(),
+		field.String("event_type").MaxLen(64).NotEmpty().Immutable().
+			Annotations(entgql.OrderField("EVENT_TYPE")),
+		field.Text("biz_data").Immutable(),
+		field.String("callback_url").MaxLen(2048),
+		field.Enum("status").Values("PENDING", "RETRYING", "SUCCESS", "FAILED").Default("PENDING").
+			Annotations(entgql.OrderField("STATUS")),
+		field.Int("retry_count").Default(0).NonNegative(),
+		field.Int("max_retry").Default(5).NonNegative(),
+		field.Time("next_attempt_at").Default(time.Now).
+			Annotations(entgql.OrderField("NEXT_ATTEMPT_AT")),
+		field.Time("lease_until").Optional().Nillable(),
+		field.Text("last_error").Optional(),
+		field.Time("create_time").Default(time.Now).Immutable().
+			Annotations(entgql.OrderField("CREATE_TIME")),
+		field.Time("update_time").Default(time.Now).UpdateDefault(time.Now),
+	}
+}
+
+// Edges of the WebhookDelivery.
+func (WebhookDelivery) Edges() []ent.Edge {
+	return []ent.Edge{
+		edge.From("app", PartnerApp.Type).Ref("webhook_deliveries").Field("app_id").Unique().Required().Immutable(),
+		edge.To("attempts", DeliveryAttempt.Type).Annotations(entgql.RelayConnection()),
+	}
+}
+
+// Indexes of the WebhookDelivery.
+func (WebhookDelivery) Indexes() []ent.Index {
+	return []ent.Index{
+		index.Fields("status", "next_attempt_at"),
+		index.Fields("app_id", "status"),
+	}
+}
+
+// Annotations of the WebhookDelivery.
+func (WebhookDelivery) Annotations() []schema.Annotation {
+	return []schema.Annotation{
+		entgql.QueryField(),
+		entgql.RelayConnection(),
+	}
+}

@@ -1,0 +1,104 @@
+package app_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"gatehouse/internal/app"
+	"gatehouse/internal/app/apptest"
+	"gatehouse/internal/testenv"
+)
+
+func TestHealthAndReadiness(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		e := apptest.Start(t, b)
+		if r := e.Do(t, "GET", e.PublicURL+"/healthz", ""); r.Status != 200 {
+			t.Fatalf("healthz: %d", r.Status)
+		}
+		r := e.Do(t, "GET", e.PublicURL+"/readyz", "")
+		if r.Status != 200 || r.Map(t)["database"] != "ok" || r.Map(t)["kv"] != "ok" {
+			t.Fatalf("readyz: %d %s", r.Status, r.Body)
+		}
+		// With the database gone, readiness fails with 503 instead of hanging.
+		_ = e.App.DB.SQL.Close()
+		r = e.Do(t, "GET", e.PublicURL+"/readyz", "")
+		if r.Status != http.StatusServiceUnavailable || r.Map(t)["database"] != "unavailable" {
+			t.Fatalf("readyz without database: %d %s", r.Status, r.Body)
+		}
+	})
+}
+
+func TestRequestID(t *testing.T) {
+	e := apptest.Start(t, testenv.Backend{Name: "sqlite"})
+	r := e.Do(t, "GET", e.PublicURL+"/healthz", "", "X-Request-Id", "abc.DEF_123-x")
+	if got := r.Header.Get("X-Request-Id"); got != "abc.DEF_123-x" {
+		t.Fatalf("well-formed id not echoed: %q", got)
+	}
+	for _, bad := range []string{"has space", strings.Repeat("a", 65), "semi;colon", "<script>"} {
+		r := e.Do(t, "GET", e.PublicURL+"/healthz", "", "X-Request-Id", bad)
+		got := r.Header.Get("X-Request-Id")
+		if got == "" || got == bad {
+			t.Fatalf("bad id %q: got %q, want a fresh one", bad, got)
+		}
+	}
+	r1 := e.Do(t, "GET", e.PublicURL+"/api/tickets", "")
+	r2 := e.Do(t, "GET", e.AdminURL+"/healthz", "")
+	if r1.Header.Get("X-Request-Id") == "" || r2.Header.Get("X-Request-Id") == "" || r1.Header.Get("X-Request-Id") == r2.Header.Get("X-Request-Id") {
+		t.Fatal("every response on both listeners carries its own request id")
+	}
+	// One structured line per request, with the id, and no query string.
+	e.Do(t, "GET", e.PublicURL+"/api/tickets?cursor=secretish", "", "X-Request-Id", "trace-me")
+	logs := e.Logs.String()
+	if !strings.Contains(logs, "request_id=trace-me") || strings.Contains(logs, "secretish") {
+		t.Fatalf("request log line missing or leaks the query string:\n%s", logs)
+	}
+}
+
+func TestUnknownRoutes(t *testing.T) {
+	e := apptest.Start(t, testenv.Backend{Name: "sqlite"})
+	r := e.Do(t, "GET", e.PublicURL+"/nope", "")
+	if r.Status != 404 || r.Map(t)["error"] != "not_found" {
+		t.Fatalf("unknown path: %d %s", r.Status, r.Body)
+	}
+	r = e.Do(t, "POST", e.PublicURL+"/healthz", "")
+	if r.Status != 405 {
+		t.Fatalf("wrong method: %d %s", r.Status, r.Body)
+	}
+}
+
+func TestServeAndGracefulShutdown(t *testing.T) {
+	cfg := apptest.Config(t, testenv.Backend{Name: "sqlite"})
+	if err := cfg.Resolve(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := app.New(ctx, cfg, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := a.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.Serve(ctx, ls) }()
+	resp, err := http.Get("http://" + ls.Public.Addr().String() + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	resp, err = http.Get("http://" + ls.Admin.Addr().String() + "/metrics")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("metrics: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Serve returned %v after shutdown", err)
+	}
+	if _, err := http.Get("http://" + ls.Public.Addr().String() + "/healthz"); err == nil {
+		t.Fatal("listener still accepting after shutdown")
+	}
+}

@@ -1,0 +1,162 @@
+// Package apptest starts a fully wired gatehouse behind httptest servers on
+// one storage backend, for black-box HTTP tests.
+package apptest
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gatehouse/internal/app"
+	"gatehouse/internal/config"
+	"gatehouse/internal/secret"
+	"gatehouse/internal/testenv"
+)
+
+// Env is a running gatehouse.
+type Env struct {
+	App       *app.App
+	PublicURL string
+	AdminURL  string
+	Client    *http.Client
+	Logs      *SyncBuffer
+}
+
+// Option adjusts the configuration before the app is built.
+type Option func(*config.Config)
+
+// Start builds the app on backend b and serves both handlers; everything is
+// torn down when the test ends.
+func Start(t testing.TB, b testenv.Backend, opts ...Option) *Env {
+	t.Helper()
+	cfg := Config(t, b)
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := cfg.Resolve(); err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	logs := &SyncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	ctx := context.Background()
+	a, err := app.New(ctx, cfg, log)
+	if err != nil {
+		t.Fatalf("app.New: %v", err)
+	}
+	if err := a.Start(ctx); err != nil {
+		t.Fatalf("app.Start: %v", err)
+	}
+	pub := httptest.NewServer(a.Public)
+	adm := httptest.NewServer(a.Admin)
+	t.Cleanup(func() {
+		pub.Close()
+		adm.Close()
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = a.Close(cctx)
+	})
+	return &Env{App: a, PublicURL: pub.URL, AdminURL: adm.URL, Client: pub.Client(), Logs: logs}
+}
+
+// Config returns the configuration Start uses for backend b: a temp data
+// dir, fresh keys, and the backend's database and Redis prefix.
+func Config(t testing.TB, b testenv.Backend) config.Config {
+	t.Helper()
+	cfg := config.Defaults()
+	cfg.Addr = "127.0.0.1:0"
+	cfg.AdminAddr = "127.0.0.1:0"
+	cfg.DataDir = t.TempDir()
+	cfg.MasterKeyB64 = base64.StdEncoding.EncodeToString(secret.RandomBytes(32))
+	cfg.JWTSecretRaw = base64.StdEncoding.EncodeToString(secret.RandomBytes(32))
+	if b.Embedded() {
+		cfg.DatabaseURL = "sqlite:" + filepath.Join(cfg.DataDir, "gatehouse.db")
+	} else {
+		cfg.DatabaseURL = b.DatabaseURL
+		cfg.RedisURL = b.RedisURL
+		cfg.RedisKeyPrefix = b.KeyPrefix
+	}
+	cfg.LogLevel = "debug"
+	return cfg
+}
+
+// Response is a read response.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body into v, failing the test on error.
+func (r Response) JSON(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("decode %q: %v", r.Body, err)
+	}
+}
+
+// Map decodes the body as a JSON object.
+func (r Response) Map(t testing.TB) map[string]any {
+	t.Helper()
+	var m map[string]any
+	r.JSON(t, &m)
+	return m
+}
+
+// Do sends a request with an optional body and headers (pairs of name, value).
+func (e *Env) Do(t testing.TB, method, url string, body string, headers ...string) Response {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		t.Fatalf("new request: %v", err)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := e.Client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("read body: %v", err)
+	}
+	return Response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+}
+
+// JSONBody is the Content-Type header pair for JSON bodies.
+var JSONBody = []string{"Content-Type", "application/json"}
+
+// SyncBuffer is a goroutine-safe log sink tests can search.
+type SyncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// Write implements io.Writer.
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+// String returns everything written so far.
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}

@@ -1,0 +1,134 @@
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+)
+
+// Server timeouts: bounded so that slow or idle clients cannot hold
+// connections forever.
+const (
+	readHeaderTimeout = 5 * time.Second
+	readTimeout       = 30 * time.Second
+	writeTimeout      = 60 * time.Second
+	idleTimeout       = 120 * time.Second
+	// ShutdownTimeout bounds how long in-flight requests may finish.
+	ShutdownTimeout = 20 * time.Second
+)
+
+func newServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    64 << 10,
+	}
+}
+
+// Listeners are the bound sockets of a running App.
+type Listeners struct {
+	Public, Admin, MTLS net.Listener
+}
+
+// Listen binds every configured listener, so that callers (and tests using
+// port 0) learn the addresses before serving starts.
+func (a *App) Listen() (*Listeners, error) {
+	var l Listeners
+	var err error
+	if l.Public, err = net.Listen("tcp", a.Cfg.Addr); err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", a.Cfg.Addr, err)
+	}
+	if l.Admin, err = net.Listen("tcp", a.Cfg.AdminAddr); err != nil {
+		l.Public.Close()
+		return nil, fmt.Errorf("listen on %s: %w", a.Cfg.AdminAddr, err)
+	}
+	if a.Cfg.MTLSAddr != "" {
+		if l.MTLS, err = net.Listen("tcp", a.Cfg.MTLSAddr); err != nil {
+			l.Public.Close()
+			l.Admin.Close()
+			return nil, fmt.Errorf("listen on %s: %w", a.Cfg.MTLSAddr, err)
+		}
+	}
+	return &l, nil
+}
+
+// Serve runs the listeners until ctx ends, then shuts down gracefully:
+// stop accepting, let in-flight requests finish (bounded), stop background
+// work, flush, and close storage.
+func (a *App) Serve(ctx context.Context, l *Listeners) error {
+	type srv struct {
+		s   *http.Server
+		ln  net.Listener
+		tls bool
+	}
+	servers := []srv{{s: newServer(a.Public), ln: l.Public}, {s: newServer(a.Admin), ln: l.Admin}}
+	if a.Cfg.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(a.Cfg.TLSCert, a.Cfg.TLSKey)
+		if err != nil {
+			return fmt.Errorf("load TLS certificate: %w", err)
+		}
+		servers[0].s.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		servers[0].tls = true
+		if l.MTLS != nil {
+			pem, err := os.ReadFile(a.Cfg.ClientCA)
+			if err != nil {
+				return fmt.Errorf("read GATEHOUSE_CLIENT_CA: %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return errors.New("GATEHOUSE_CLIENT_CA holds no PEM certificate")
+			}
+			m := newServer(a.Public)
+			m.TLSConfig = &tls.Config{
+				Certificates: []tls.Certificate{cert},
+				ClientCAs:    pool,
+				ClientAuth:   tls.RequireAndVerifyClientCert,
+				MinVersion:   tls.VersionTLS12,
+			}
+			servers = append(servers, srv{s: m, ln: l.MTLS, tls: true})
+		}
+	}
+	errc := make(chan error, len(servers))
+	for _, s := range servers {
+		go func() {
+			var err error
+			if s.tls {
+				err = s.s.ServeTLS(s.ln, "", "")
+			} else {
+				err = s.s.Serve(s.ln)
+			}
+			if errors.Is(err, http.ErrServerClosed) {
+				err = nil
+			}
+			errc <- err
+		}()
+	}
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errc:
+	}
+	a.Log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ShutdownTimeout)
+	defer cancel()
+	var errs []error
+	for _, s := range servers {
+		if err := s.s.Shutdown(sctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	errs = append(errs, a.Close(sctx))
+	if serveErr != nil {
+		errs = append(errs, serveErr)
+	}
+	return errors.Join(errs...)
+}

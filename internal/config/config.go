@@ -1,0 +1,249 @@
+// Package config holds the one configuration struct of the process, its
+// defaults, and its validation. Values come from flags or GATEHOUSE_*
+// environment variables (see cmd/gatehouse); Resolve fills in derived
+// defaults and dev keys, and Validate reports every problem at once.
+package config
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"gatehouse/internal/secret"
+)
+
+// Config is the whole configuration of a gatehouse process.
+type Config struct {
+	Addr        string // public listener
+	AdminAddr   string // admin listener (GraphQL, Playground, /metrics)
+	DataDir     string
+	DatabaseURL string // sqlite:PATH or postgres://…
+	RedisURL    string // empty: in-process store
+	// RedisKeyPrefix starts every Redis key, so deployments (and tests) can
+	// share one Redis server.
+	RedisKeyPrefix string
+
+	MasterKeyB64    string // GATEHOUSE_MASTER_KEY, base64 of 32 bytes
+	JWTSecretRaw    string // GATEHOUSE_JWT_SECRET
+	BootstrapAPIKey string
+
+	TLSCert  string
+	TLSKey   string
+	MTLSAddr string
+	ClientCA string
+
+	WebhookRetryBase    time.Duration
+	WebhookAllowPrivate bool
+
+	LogLevel  string
+	LogFormat string
+
+	// Derived by Resolve.
+	MasterKey []byte
+	JWTSecret []byte
+	// GeneratedKeys lists the dev keys Resolve generated into DataDir.
+	GeneratedKeys []string
+}
+
+// Defaults returns the documented defaults.
+func Defaults() Config {
+	return Config{
+		Addr:             "127.0.0.1:8080",
+		AdminAddr:        "127.0.0.1:8081",
+		DataDir:          "./data",
+		RedisKeyPrefix:   "gatehouse:",
+		WebhookRetryBase: time.Second,
+		LogLevel:         "info",
+		LogFormat:        "text",
+	}
+}
+
+// Embedded reports whether the database is the embedded SQLite file.
+func (c *Config) Embedded() bool { return strings.HasPrefix(c.DatabaseURL, "sqlite:") }
+
+// Resolve derives the database URL from the data directory when none is
+// given, decodes the keys, and in embedded mode generates missing dev keys
+// into the data directory (mode 0600). It then validates the result.
+func (c *Config) Resolve() error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	if c.DatabaseURL == "" {
+		c.DatabaseURL = "sqlite:" + filepath.Join(c.DataDir, "gatehouse.db")
+	}
+	var errs []error
+	if c.MasterKeyB64 != "" {
+		k, err := secret.ParseKey(c.MasterKeyB64)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("GATEHOUSE_MASTER_KEY: %w", err))
+		}
+		c.MasterKey = k
+	}
+	if c.JWTSecretRaw != "" {
+		if len(c.JWTSecretRaw) < 32 {
+			errs = append(errs, errors.New("GATEHOUSE_JWT_SECRET: must be at least 32 bytes"))
+		}
+		c.JWTSecret = []byte(c.JWTSecretRaw)
+	}
+	missing := c.MasterKey == nil && c.MasterKeyB64 == "" || c.JWTSecret == nil && c.JWTSecretRaw == ""
+	if missing && !c.Embedded() {
+		if c.MasterKeyB64 == "" {
+			errs = append(errs, errors.New("GATEHOUSE_MASTER_KEY is required with a Postgres database: every replica must share it (generate one with: head -c 32 /dev/urandom | base64)"))
+		}
+		if c.JWTSecretRaw == "" {
+			errs = append(errs, errors.New("GATEHOUSE_JWT_SECRET is required with a Postgres database: every replica must share it (at least 32 bytes)"))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if missing {
+		if err := c.devKeys(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// devKeys loads or creates the embedded-mode keys in the data directory.
+func (c *Config) devKeys() error {
+	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
+		return fmt.Errorf("create data dir: %w", err)
+	}
+	if c.MasterKey == nil {
+		raw, created, err := loadOrCreate(filepath.Join(c.DataDir, "master.key"), func() string {
+			return base64.StdEncoding.EncodeToString(secret.RandomBytes(32))
+		})
+		if err != nil {
+			return err
+		}
+		k, err := secret.ParseKey(raw)
+		if err != nil {
+			return fmt.Errorf("%s: %w", filepath.Join(c.DataDir, "master.key"), err)
+		}
+		c.MasterKey = k
+		if created {
+			c.GeneratedKeys = append(c.GeneratedKeys, "master.key")
+		}
+	}
+	if c.JWTSecret == nil {
+		raw, created, err := loadOrCreate(filepath.Join(c.DataDir, "jwt.key"), func() string {
+			return base64.RawURLEncoding.EncodeToString(secret.RandomBytes(48))
+		})
+		if err != nil {
+			return err
+		}
+		c.JWTSecret = []byte(raw)
+		if created {
+			c.GeneratedKeys = append(c.GeneratedKeys, "jwt.key")
+		}
+	}
+	return nil
+}
+
+func loadOrCreate(path string, gen func() string) (string, bool, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		return strings.TrimSpace(string(b)), false, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return "", false, fmt.Errorf("read %s: %w", path, err)
+	}
+	v := gen()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) { // another process won the race
+		b, err := os.ReadFile(path)
+		return strings.TrimSpace(string(b)), false, err
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("create %s: %w", path, err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(v + "\n"); err != nil {
+		return "", false, fmt.Errorf("write %s: %w", path, err)
+	}
+	return v, true, nil
+}
+
+// Validate reports every problem with the raw values at once.
+func (c *Config) Validate() error {
+	var errs []error
+	for name, addr := range map[string]string{"GATEHOUSE_ADDR": c.Addr, "GATEHOUSE_ADMIN_ADDR": c.AdminAddr} {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %q is not host:port", name, addr))
+		}
+	}
+	if c.MTLSAddr != "" {
+		if _, _, err := net.SplitHostPort(c.MTLSAddr); err != nil {
+			errs = append(errs, fmt.Errorf("GATEHOUSE_MTLS_ADDR: %q is not host:port", c.MTLSAddr))
+		}
+		if c.ClientCA == "" {
+			errs = append(errs, errors.New("GATEHOUSE_MTLS_ADDR needs GATEHOUSE_CLIENT_CA"))
+		}
+		if c.TLSCert == "" || c.TLSKey == "" {
+			errs = append(errs, errors.New("GATEHOUSE_MTLS_ADDR needs GATEHOUSE_TLS_CERT and GATEHOUSE_TLS_KEY"))
+		}
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		errs = append(errs, errors.New("GATEHOUSE_TLS_CERT and GATEHOUSE_TLS_KEY must be set together"))
+	}
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("GATEHOUSE_DATA_DIR: must not be empty"))
+	}
+	switch {
+	case c.DatabaseURL == "", strings.HasPrefix(c.DatabaseURL, "sqlite:"):
+		if c.DatabaseURL == "sqlite:" {
+			errs = append(errs, errors.New("GATEHOUSE_DATABASE_URL: sqlite: needs a path"))
+		}
+	case strings.HasPrefix(c.DatabaseURL, "postgres://"), strings.HasPrefix(c.DatabaseURL, "postgresql://"):
+	default:
+		errs = append(errs, errors.New("GATEHOUSE_DATABASE_URL: must start with sqlite:, postgres:// or postgresql://"))
+	}
+	if c.RedisURL != "" && !strings.HasPrefix(c.RedisURL, "redis://") && !strings.HasPrefix(c.RedisURL, "rediss://") {
+		errs = append(errs, errors.New("GATEHOUSE_REDIS_URL: must start with redis:// or rediss://"))
+	}
+	if c.WebhookRetryBase <= 0 {
+		errs = append(errs, errors.New("GATEHOUSE_WEBHOOK_RETRY_BASE: must be positive"))
+	}
+	if _, err := ParseLevel(c.LogLevel); err != nil {
+		errs = append(errs, err)
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		errs = append(errs, fmt.Errorf("GATEHOUSE_LOG_FORMAT: %q is not text or json", c.LogFormat))
+	}
+	if c.BootstrapAPIKey != "" && len(c.BootstrapAPIKey) < 16 {
+		errs = append(errs, errors.New("GATEHOUSE_BOOTSTRAP_API_KEY: must be at least 16 characters"))
+	}
+	return errors.Join(errs...)
+}
+
+// ParseLevel maps the GATEHOUSE_LOG_LEVEL names to slog levels.
+func ParseLevel(s string) (slog.Level, error) {
+	switch strings.ToLower(s) {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info", "":
+		return slog.LevelInfo, nil
+	case "warn", "warning":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, fmt.Errorf("GATEHOUSE_LOG_LEVEL: %q is not debug, info, warn or error", s)
+}
+
+// NewLogger builds the process logger.
+func (c *Config) NewLogger(w *os.File) *slog.Logger {
+	lvl, _ := ParseLevel(c.LogLevel)
+	opts := &slog.HandlerOptions{Level: lvl}
+	if c.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

@@ -1,0 +1,84 @@
+package config
+
+import (
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestValidateReportsEveryProblem(t *testing.T) {
+	c := Defaults()
+	c.Addr = "nope"
+	c.DatabaseURL = "mysql://x"
+	c.RedisURL = "http://x"
+	c.LogLevel = "loud"
+	c.LogFormat = "xml"
+	c.TLSCert = "cert.pem"
+	err := c.Validate()
+	if err == nil {
+		t.Fatal("want error")
+	}
+	for _, want := range []string{"GATEHOUSE_ADDR", "GATEHOUSE_DATABASE_URL", "GATEHOUSE_REDIS_URL", "GATEHOUSE_LOG_LEVEL", "GATEHOUSE_LOG_FORMAT", "GATEHOUSE_TLS_KEY"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %s:\n%v", want, err)
+		}
+	}
+}
+
+func TestPostgresNeedsSharedKeys(t *testing.T) {
+	c := Defaults()
+	c.DataDir = t.TempDir()
+	c.DatabaseURL = "postgres://localhost/x"
+	err := c.Resolve()
+	if err == nil || !strings.Contains(err.Error(), "GATEHOUSE_MASTER_KEY") || !strings.Contains(err.Error(), "GATEHOUSE_JWT_SECRET") {
+		t.Fatalf("want both keys reported, got %v", err)
+	}
+	if entries, _ := os.ReadDir(c.DataDir); len(entries) != 0 {
+		t.Fatal("keys generated for a Postgres deployment")
+	}
+}
+
+func TestEmbeddedGeneratesDevKeysOnce(t *testing.T) {
+	dir := t.TempDir()
+	c := Defaults()
+	c.DataDir = dir
+	if err := c.Resolve(); err != nil {
+		t.Fatal(err)
+	}
+	if c.DatabaseURL != "sqlite:"+filepath.Join(dir, "gatehouse.db") {
+		t.Fatalf("database url %q", c.DatabaseURL)
+	}
+	if len(c.MasterKey) != 32 || len(c.JWTSecret) < 32 || len(c.GeneratedKeys) != 2 {
+		t.Fatalf("keys: %d %d %v", len(c.MasterKey), len(c.JWTSecret), c.GeneratedKeys)
+	}
+	for _, f := range []string{"master.key", "jwt.key"} {
+		st, err := os.Stat(filepath.Join(dir, f))
+		if err != nil || st.Mode().Perm() != 0o600 {
+			t.Fatalf("%s: %v %v", f, err, st)
+		}
+	}
+	again := Defaults()
+	again.DataDir = dir
+	if err := again.Resolve(); err != nil {
+		t.Fatal(err)
+	}
+	if string(again.MasterKey) != string(c.MasterKey) || string(again.JWTSecret) != string(c.JWTSecret) || len(again.GeneratedKeys) != 0 {
+		t.Fatal("second start did not reuse the generated keys")
+	}
+}
+
+func TestKeyValidation(t *testing.T) {
+	c := Defaults()
+	c.DataDir = t.TempDir()
+	c.MasterKeyB64 = base64.StdEncoding.EncodeToString([]byte("short"))
+	c.JWTSecretRaw = "too-short"
+	err := c.Resolve()
+	if err == nil || !strings.Contains(err.Error(), "GATEHOUSE_MASTER_KEY") || !strings.Contains(err.Error(), "GATEHOUSE_JWT_SECRET") {
+		t.Fatalf("got %v", err)
+	}
+	if strings.Contains(err.Error(), "too-short") {
+		t.Fatal("error echoes the secret")
+	}
+}

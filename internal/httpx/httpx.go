@@ -1,0 +1,165 @@
+// Package httpx is the HTTP plumbing shared by both listeners: request ids,
+// one structured log line per request, panic recovery, body limits, and the
+// JSON writers every front door uses.
+package httpx
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"runtime/debug"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"gatehouse/internal/secret"
+)
+
+// MaxBodyBytes is the largest request body accepted (64 KiB).
+const MaxBodyBytes = 64 << 10
+
+type ctxKey int
+
+const requestIDKey ctxKey = iota
+
+// HeaderRequestID carries the request id in both directions.
+const HeaderRequestID = "X-Request-Id"
+
+var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+// RequestID takes the caller's X-Request-Id when it is well-formed, else
+// makes one, and echoes it on the response.
+func RequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get(HeaderRequestID)
+		if !validRequestID.MatchString(id) {
+			id = secret.RandomToken("", 12)
+		}
+		w.Header().Set(HeaderRequestID, id)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
+	})
+}
+
+// GetRequestID returns the request id set by RequestID.
+func GetRequestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey).(string)
+	return id
+}
+
+// statusRecorder remembers the status and size written.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	n, err := s.ResponseWriter.Write(b)
+	s.bytes += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+var requestDuration = promauto.NewHistogramVec(prometheus.HistogramOpts{
+	Name:    "gatehouse_http_request_duration_seconds",
+	Help:    "HTTP request latency by listener, method and status.",
+	Buckets: prometheus.DefBuckets,
+}, []string{"listener", "method", "status"})
+
+// Logger writes one line per request. It logs the path without the query
+// string: signed requests carry signatures and nonces there.
+func Logger(log *slog.Logger, listener string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			start := time.Now()
+			rec := &statusRecorder{ResponseWriter: w}
+			next.ServeHTTP(rec, r)
+			if rec.status == 0 {
+				rec.status = http.StatusOK
+			}
+			d := time.Since(start)
+			requestDuration.WithLabelValues(listener, r.Method, http.StatusText(rec.status)).Observe(d.Seconds())
+			lvl := slog.LevelInfo
+			if rec.status >= 500 {
+				lvl = slog.LevelError
+			}
+			log.LogAttrs(r.Context(), lvl, "request",
+				slog.String("listener", listener),
+				slog.String("method", r.Method),
+				slog.String("path", r.URL.Path),
+				slog.Int("status", rec.status),
+				slog.Int64("bytes", rec.bytes),
+				slog.Float64("duration_ms", float64(d.Microseconds())/1000),
+				slog.String("request_id", GetRequestID(r.Context())),
+				slog.String("remote", r.RemoteAddr),
+			)
+		})
+	}
+}
+
+// Recoverer turns a panic into a 500 in the generic error shape, logged
+// with its stack; http.ErrAbortHandler is re-raised as net/http expects.
+func Recoverer(log *slog.Logger) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			defer func() {
+				v := recover()
+				if v == nil {
+					return
+				}
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				log.ErrorContext(r.Context(), "panic", "panic", v, "request_id", GetRequestID(r.Context()), "stack", string(debug.Stack()))
+				WriteError(w, http.StatusInternalServerError, "internal_error", "internal error")
+			}()
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// LimitBody refuses bodies announced larger than MaxBodyBytes with 413 and
+// caps the rest, so a decoder sees *http.MaxBytesError past the limit.
+func LimitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > MaxBodyBytes {
+			WriteError(w, http.StatusRequestEntityTooLarge, "payload_too_large", "request body must be at most 64 KiB")
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// WriteJSON writes v as JSON with the given status.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// ErrorBody is the error shape of the ticket API and the auth schemes.
+type ErrorBody struct {
+	Error   string `json:"error"`
+	Message string `json:"message,omitempty"`
+}
+
+// WriteError writes {"error": code, "message": msg}.
+func WriteError(w http.ResponseWriter, status int, code, msg string) {
+	WriteJSON(w, status, ErrorBody{Error: code, Message: msg})
+}

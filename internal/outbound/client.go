@@ -1,0 +1,256 @@
+// Package outbound is the HTTP client for every call gatehouse makes to
+// external services (partner systems, webhook receivers). It enforces the
+// limits of the specification: connect and read timeouts, a total and a
+// per-host connection cap, retries for idempotent calls only, and a circuit
+// breaker per host. Retry and breaker policies come from failsafe-go; the
+// connection caps and timeouts are built on net/http.
+//
+// The package also signs outbound requests (Signer) and runs calls at most
+// once per idempotency key (CallOnce).
+package outbound
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/failsafe-go/failsafe-go"
+	"github.com/failsafe-go/failsafe-go/circuitbreaker"
+	"github.com/failsafe-go/failsafe-go/retrypolicy"
+)
+
+// Errors callers can test for with errors.Is.
+var (
+	// ErrCircuitOpen means the call was refused without contacting the host
+	// because its circuit breaker is open.
+	ErrCircuitOpen = errors.New("outbound: circuit breaker open")
+	// ErrConnectTimeout means a connection could not be opened within the
+	// connect timeout.
+	ErrConnectTimeout = errors.New("outbound: connect timeout")
+	// ErrReadTimeout means the response headers, or the next part of the
+	// body, did not arrive within the read timeout.
+	ErrReadTimeout = errors.New("outbound: read timeout")
+)
+
+// Breaker states as reported by BreakerState, named as in the specification.
+const (
+	StateClosed   = "CLOSED"
+	StateOpen     = "OPEN"
+	StateHalfOpen = "HALF_OPEN"
+)
+
+// CallOptions adjusts one call.
+type CallOptions struct {
+	// Idempotent marks a call as safe to repeat although its method is not,
+	// e.g. a POST carrying an idempotency key the receiver honours. GET,
+	// HEAD, OPTIONS, TRACE, PUT and DELETE are idempotent by method; POST
+	// and PATCH are retried only when this is set.
+	Idempotent bool
+	// Signer, when set, signs every attempt afresh: a retry reusing the
+	// first attempt's nonce would be refused as a replay by the receiver.
+	Signer *Signer
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithStateListener calls fn whenever the breaker of a host changes state
+// (for logs and metrics). States are StateClosed, StateOpen, StateHalfOpen.
+func WithStateListener(fn func(host, from, to string)) Option {
+	return func(c *Client) { c.onState = fn }
+}
+
+// Client makes outbound HTTP calls within the configured limits. It is safe
+// for concurrent use; create one per process and share it, since the
+// connection caps and breakers are per Client.
+type Client struct {
+	cfg       Config
+	dialer    DialFunc
+	limiter   *connLimiter
+	transport *http.Transport
+	http      *http.Client
+	retry     retrypolicy.RetryPolicy[*http.Response]
+	onState   func(host, from, to string)
+
+	mu       sync.Mutex
+	breakers map[string]circuitbreaker.CircuitBreaker[*http.Response]
+}
+
+// New returns a Client enforcing cfg, or the validation errors of cfg.
+func New(cfg Config, opts ...Option) (*Client, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.RetryWaits = append([]time.Duration(nil), cfg.RetryWaits...)
+	c := &Client{
+		cfg:      cfg,
+		dialer:   cfg.Dialer,
+		limiter:  newConnLimiter(cfg.MaxConns),
+		breakers: make(map[string]circuitbreaker.CircuitBreaker[*http.Response]),
+	}
+	if c.dialer == nil {
+		c.dialer = (&net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	c.transport = newTransport(cfg, c.dial)
+	c.limiter.evictIdle = c.transport.CloseIdleConnections
+	c.http = &http.Client{
+		Transport: c.transport,
+		// Redirects are returned to the caller: following them would send
+		// signed headers to wherever the remote points us.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	c.retry = retrypolicy.NewBuilder[*http.Response]().
+		HandleIf(retryable).
+		AbortIf(func(_ *http.Response, err error) bool {
+			return errors.Is(err, circuitbreaker.ErrOpen) || errors.Is(err, context.Canceled)
+		}).
+		WithMaxAttempts(cfg.RetryAttempts).
+		WithDelayFunc(func(exec failsafe.ExecutionAttempt[*http.Response]) time.Duration {
+			return cfg.retryWait(exec.Attempts())
+		}).
+		// The caller gets the last reply (e.g. the final 503 with its body)
+		// rather than a generic "retries exceeded" error.
+		ReturnLastFailure().
+		// A reply that will be retried is never seen by the caller: release
+		// its connection now.
+		OnRetryScheduled(func(e failsafe.ExecutionScheduledEvent[*http.Response]) { drain(e.LastResult()) }).
+		Build()
+	return c, nil
+}
+
+// Close releases idle connections.
+func (c *Client) Close() { c.transport.CloseIdleConnections() }
+
+// Do sends req and returns the reply. Replies of any status are returned
+// as they are (redirects are not followed); the caller must close the body,
+// and should read it promptly since the read timeout keeps running.
+//
+// Idempotent calls (see CallOptions) are retried after transport errors and
+// 5xx or 429 replies, up to Config.RetryAttempts attempts in total, with the
+// configured waits. Every attempt passes the breaker of the target host; an
+// open breaker fails the call with an error wrapping ErrCircuitOpen without
+// dialing.
+func (c *Client) Do(ctx context.Context, req *http.Request, opt CallOptions) (*http.Response, error) {
+	if req.URL == nil || req.URL.Host == "" {
+		return nil, errors.New("outbound: request URL has no host")
+	}
+	host := hostKey(req.URL)
+	idempotent := opt.Idempotent || idempotentMethod(req.Method)
+	retries := idempotent && c.cfg.RetryAttempts > 1
+	if retries || opt.Signer != nil {
+		if err := replayable(req); err != nil {
+			return nil, err
+		}
+	}
+	policies := []failsafe.Policy[*http.Response]{c.breaker(host)}
+	if retries {
+		policies = append([]failsafe.Policy[*http.Response]{c.retry}, policies...)
+	}
+	resp, err := failsafe.With(policies...).WithContext(ctx).GetWithExecution(
+		func(exec failsafe.Execution[*http.Response]) (*http.Response, error) {
+			return c.attempt(exec.Context(), req, !exec.IsFirstAttempt(), opt)
+		})
+	if errors.Is(err, circuitbreaker.ErrOpen) {
+		return nil, fmt.Errorf("outbound: %s %s: %w", req.Method, host, ErrCircuitOpen)
+	}
+	return resp, err
+}
+
+// attempt sends one copy of req. The attempt's context outlives this call:
+// it is canceled when the body is closed or the read timeout fires.
+func (c *Client) attempt(ctx context.Context, req *http.Request, retry bool, opt CallOptions) (*http.Response, error) {
+	actx, cancel := context.WithCancelCause(ctx)
+	r := req.Clone(context.WithValue(actx, requestCtxKey{}, actx))
+	if retry && req.GetBody != nil {
+		body, err := req.GetBody()
+		if err != nil {
+			cancel(nil)
+			return nil, fmt.Errorf("outbound: replaying request body: %w", err)
+		}
+		r.Body = body
+	}
+	if opt.Signer != nil {
+		if err := opt.Signer.Sign(r); err != nil {
+			cancel(nil)
+			return nil, err
+		}
+	}
+	resp, err := c.http.Do(r)
+	if err != nil {
+		cancel(nil)
+		if ctx.Err() == nil && !errors.Is(err, ErrConnectTimeout) && isTimeout(err) {
+			// The transport's ResponseHeaderTimeout fired.
+			return nil, fmt.Errorf("%w (%s): %w", ErrReadTimeout, c.cfg.ReadTimeout, err)
+		}
+		return nil, err
+	}
+	resp.Body = newTimedBody(resp.Body, c.cfg.ReadTimeout, cancel)
+	return resp, nil
+}
+
+// retryable reports whether an attempt's outcome is worth another attempt.
+func retryable(resp *http.Response, err error) bool {
+	if err != nil {
+		return true
+	}
+	return resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500
+}
+
+// breakerFailure reports whether an outcome counts against the host. A 429
+// does not: the host is healthy and asking us to slow down. A call canceled
+// by our caller says nothing about the host either.
+func breakerFailure(resp *http.Response, err error) bool {
+	if err != nil {
+		return !errors.Is(err, context.Canceled)
+	}
+	return resp.StatusCode >= 500
+}
+
+func idempotentMethod(m string) bool {
+	switch m {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+// replayable makes sure req.GetBody can produce the body again, buffering
+// the body in memory when the caller's request cannot replay it.
+func replayable(req *http.Request) error {
+	if req.Body == nil || req.Body == http.NoBody || req.GetBody != nil {
+		return nil
+	}
+	b, err := io.ReadAll(req.Body)
+	_ = req.Body.Close()
+	if err != nil {
+		return fmt.Errorf("outbound: reading request body: %w", err)
+	}
+	req.ContentLength = int64(len(b))
+	req.Body = io.NopCloser(bytes.NewReader(b))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	return nil
+}
+
+// hostKey names the breaker of a URL's destination: lower-case host and
+// port, with the scheme's default port filled in, as the transport dials it.
+func hostKey(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if strings.EqualFold(u.Scheme, "https") {
+			port = "443"
+		}
+	}
+	return net.JoinHostPort(strings.ToLower(u.Hostname()), port)
+}

@@ -1,0 +1,133 @@
+// Package store opens the Ent client on the embedded SQLite file or on
+// Postgres (through pgx), migrates the schema, and runs transactions.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"entgo.io/ent/dialect"
+	entsql "entgo.io/ent/dialect/sql"
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	_ "modernc.org/sqlite"             // registers the "sqlite" driver (pure Go, no cgo)
+
+	"gatehouse/ent"
+	_ "gatehouse/ent/runtime" // registers schema defaults and hooks
+)
+
+// DB is an open database: the Ent client and the pool under it.
+type DB struct {
+	*ent.Client
+	SQL     *sql.DB
+	Dialect string // dialect.SQLite or dialect.Postgres
+}
+
+// Open connects to url ("sqlite:PATH" or "postgres://…") without migrating.
+func Open(ctx context.Context, url string) (*DB, error) {
+	var (
+		db          *sql.DB
+		dialectName string
+		err         error
+	)
+	switch {
+	case strings.HasPrefix(url, "sqlite:"):
+		path := strings.TrimPrefix(url, "sqlite:")
+		if path == "" {
+			return nil, errors.New("sqlite: empty path")
+		}
+		if dir := filepath.Dir(path); dir != "" {
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return nil, fmt.Errorf("create database directory: %w", err)
+			}
+		}
+		// WAL lets readers run beside the one writer; _txlock=immediate takes
+		// the write lock at BEGIN so two read-then-write transactions wait
+		// for each other (busy_timeout) instead of failing with SQLITE_BUSY.
+		dsn := "file:" + path + "?_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate&_time_format=sqlite"
+		db, err = sql.Open("sqlite", dsn)
+		if err != nil {
+			return nil, fmt.Errorf("open sqlite: %w", err)
+		}
+		db.SetMaxOpenConns(8)
+		dialectName = dialect.SQLite
+	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
+		db, err = sql.Open("pgx", url)
+		if err != nil {
+			return nil, fmt.Errorf("open postgres: %w", err)
+		}
+		db.SetMaxOpenConns(40)
+		db.SetMaxIdleConns(20)
+		db.SetConnMaxIdleTime(5 * time.Minute)
+		dialectName = dialect.Postgres
+	default:
+		return nil, errors.New("database URL must start with sqlite:, postgres:// or postgresql://")
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(pingCtx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	drv := entsql.OpenDB(dialectName, db)
+	return &DB{Client: ent.NewClient(ent.Driver(drv)), SQL: db, Dialect: dialectName}, nil
+}
+
+// migrationLock is the Postgres advisory lock key that serialises
+// migrations of replicas starting together.
+const migrationLock = 0x6761746568 // "gateh"
+
+// Migrate brings the schema up to date. On Postgres it holds an advisory
+// lock so that replicas starting at once migrate one after another.
+func (d *DB) Migrate(ctx context.Context) error {
+	if d.Dialect == dialect.Postgres {
+		conn, err := d.SQL.Conn(ctx)
+		if err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		defer conn.Close()
+		if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock($1)", migrationLock); err != nil {
+			return fmt.Errorf("migrate: lock: %w", err)
+		}
+		defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", migrationLock) //nolint:errcheck // the lock dies with the session anyway
+	}
+	if err := d.Schema.Create(ctx); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
+
+// Ping checks that the database answers.
+func (d *DB) Ping(ctx context.Context) error { return d.SQL.PingContext(ctx) }
+
+// Close closes the client and the pool.
+func (d *DB) Close() error { return d.Client.Close() }
+
+// WithTx runs fn in a transaction, rolling back on error or panic.
+func WithTx(ctx context.Context, client *ent.Client, fn func(tx *ent.Tx) error) (err error) {
+	tx, err := client.Tx(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			_ = tx.Rollback()
+			panic(v)
+		}
+	}()
+	if err := fn(tx); err != nil {
+		if rerr := tx.Rollback(); rerr != nil {
+			err = fmt.Errorf("%w (rollback: %v)", err, rerr)
+		}
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
