@@ -1,0 +1,117 @@
+package demo
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"gatehouse/internal/order"
+	"gatehouse/internal/partner"
+	"gatehouse/rest/partnerclient"
+)
+
+func init() { register(20, seedPartner) }
+
+// The demo partner app. In embedded mode (make run) its secret is this
+// documented constant, so that the README's copy-paste call works; with
+// Postgres it is derived from the master key, so a demo seeded into a
+// shared database does not carry a published secret.
+const (
+	DemoAppKey       = "demo-app"
+	DemoAppSecret    = "demo-app-secret-for-local-use-only"
+	demoOtherAppKey  = "demo-other-app"
+	demoOtherOrderNo = "SO2001"
+)
+
+// DemoSecret returns the demo app's secret for this configuration.
+func DemoSecret(e Env) string {
+	if e.App.Cfg.Embedded() {
+		return DemoAppSecret
+	}
+	m := hmac.New(sha256.New, e.App.Cfg.MasterKey)
+	m.Write([]byte("gatehouse demo partner app secret"))
+	return "demo-" + hex.EncodeToString(m.Sum(nil))[:40]
+}
+
+var demoOrders = []order.CreateInput{
+	{OrderNo: "SO1001", Amount: "99.90", Status: order.Paid, CustomerName: "Alice Chen", CustomerPhone: "13800000000", CustomerEmail: "alice@example.com"},
+	{OrderNo: "SO1002", Amount: "15", CustomerName: "Bob Li", CustomerPhone: "13912345678", CustomerEmail: "bob@example.com"},
+	{OrderNo: "SO1003", Amount: "250.05", Status: order.Refunded, CustomerName: "Carol Wu", CustomerPhone: "13700001111", CustomerEmail: "carol@example.com"},
+}
+
+func seedPartner(ctx context.Context, e Env, b *strings.Builder) error {
+	a := e.App
+	sec := DemoSecret(e)
+	app, err := ensureApp(ctx, e, partner.CreateInput{AppName: "Demo partner", AppKey: DemoAppKey, AppSecret: sec, Scopes: []string{"orders:read"}})
+	if err != nil {
+		return err
+	}
+	other, err := ensureApp(ctx, e, partner.CreateInput{AppName: "Another partner", AppKey: demoOtherAppKey})
+	if err != nil {
+		return err
+	}
+	for _, in := range demoOrders {
+		in.AppID = app.ID
+		if _, err := a.Orders.Create(ctx, in); err != nil && !errors.Is(err, order.ErrConflict) {
+			return fmt.Errorf("demo order %s: %w", in.OrderNo, err)
+		}
+	}
+	if _, err := a.Orders.Create(ctx, order.CreateInput{AppID: other.ID, OrderNo: demoOtherOrderNo, Amount: "10.00"}); err != nil && !errors.Is(err, order.ErrConflict) {
+		return fmt.Errorf("demo order %s: %w", demoOtherOrderNo, err)
+	}
+	same, err := a.Partners.SecretMatches(ctx, DemoAppKey, sec)
+	if err != nil {
+		return err
+	}
+
+	fmt.Fprintf(b, "# Partner API (signed requests; see docs/partner-api.md)\n")
+	fmt.Fprintf(b, "app_key:    %s\n", DemoAppKey)
+	fmt.Fprintf(b, "app_secret: %s\n", sec)
+	if !same {
+		fmt.Fprintf(b, "            (the demo app's secret was rotated since: use the one the rotation returned)\n")
+	}
+	fmt.Fprintf(b, "orders:     SO1001 (PAID), SO1002 (CREATED), SO1003 (REFUNDED); %s belongs to another app (403, code 5003)\n", demoOtherOrderNo)
+	signer := partnerclient.Signer{AppKey: DemoAppKey, AppSecret: sec}
+	ready, err := signer.SignURL(e.PublicURL + "/api/v2/orders/query?order_no=SO1001")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(b, "\n# ready-made signed call (valid once, until %s UTC):\n", time.Now().UTC().Add(partner.MaxClockSkew).Format(time.TimeOnly))
+	fmt.Fprintf(b, "curl -s '%s'\n", ready)
+	fmt.Fprintf(b, "\n# sign with the CLI (a fresh timestamp and nonce each time):\n")
+	fmt.Fprintf(b, "curl -s \"$(./bin/gatehouse sign --app-key %s --app-secret '%s' '%s/api/v1/orders/query?order_no=SO1001')\"\n", DemoAppKey, sec, e.PublicURL)
+	fmt.Fprintf(b, "\n# sign in the shell: md5(secret + timestamp + nonce + sorted name+value pairs)\n")
+	fmt.Fprintf(b, "%s\n", ShellSignedCurl(e.PublicURL, DemoAppKey, sec, "SO1001"))
+	return nil
+}
+
+// ShellSignedCurl returns a POSIX shell snippet that signs and sends a v1
+// order query (needs md5sum; on macOS use `md5 -q` instead).
+func ShellSignedCurl(baseURL, appKey, appSecret, orderNo string) string {
+	return fmt.Sprintf("TS=$(date +%%s000); NONCE=$(od -An -N8 -tx1 /dev/urandom | tr -d ' \\n'); "+
+		"SIGN=$(printf '%%s' \"%s${TS}${NONCE}order_no%s\" | md5sum | cut -c1-32); "+
+		"curl -s \"%s/api/v1/orders/query?app_key=%s&timestamp=$TS&nonce=$NONCE&order_no=%s&sign=$SIGN\"",
+		appSecret, orderNo, baseURL, url.QueryEscape(appKey), url.QueryEscape(orderNo))
+}
+
+// ensureApp returns the app with in.AppKey, creating it when missing.
+func ensureApp(ctx context.Context, e Env, in partner.CreateInput) (partner.App, error) {
+	app, err := e.App.Partners.GetByKey(ctx, in.AppKey)
+	if err == nil {
+		return app, nil
+	}
+	if !errors.Is(err, partner.ErrNotFound) {
+		return partner.App{}, err
+	}
+	app, _, err = e.App.Partners.Create(ctx, in)
+	if errors.Is(err, partner.ErrConflict) { // another replica seeded it meanwhile
+		return e.App.Partners.GetByKey(ctx, in.AppKey)
+	}
+	return app, err
+}

@@ -1,0 +1,105 @@
+package demo_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+
+	"gatehouse/internal/app"
+	"gatehouse/internal/app/apptest"
+	"gatehouse/internal/demo"
+	"gatehouse/internal/testenv"
+)
+
+// TestDemoPartner: seeding twice is harmless, and the printed calls work:
+// the ready-made signed URL and the shell snippet (when sh, md5sum, od and
+// curl are installed, as on the Linux machines `make run` targets).
+func TestDemoPartner(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		cfg := apptest.Config(t, b)
+		if err := cfg.Resolve(); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		a, err := app.New(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls, err := a.Listen()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		for range 2 {
+			out.Reset()
+			if err := demo.Seed(ctx, a, ls, &out); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := a.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- a.Serve(ctx, ls) }()
+		t.Cleanup(func() {
+			cancel()
+			<-done
+		})
+		text := out.String()
+		if !strings.Contains(text, "app_key:    "+demo.DemoAppKey) {
+			t.Fatalf("demo output lacks the app key:\n%s", text)
+		}
+		if b.Embedded() && !strings.Contains(text, "app_secret: "+demo.DemoAppSecret) {
+			t.Fatalf("embedded demo must print the documented secret:\n%s", text)
+		}
+		if strings.Contains(text, "was rotated") {
+			t.Fatalf("fresh demo says its secret was rotated:\n%s", text)
+		}
+
+		ready := regexp.MustCompile(`(?m)^curl -s '([^']+)'$`).FindStringSubmatch(text)
+		if ready == nil {
+			t.Fatalf("no ready-made call in:\n%s", text)
+		}
+		resp, err := http.Get(ready[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var env struct {
+			Code int `json:"code"`
+			Data struct {
+				OrderNo string `json:"order_no"`
+				Status  string `json:"status"`
+			} `json:"data"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&env)
+		resp.Body.Close()
+		if err != nil || env.Code != 200 || env.Data.OrderNo != "SO1001" || env.Data.Status != "PAID" {
+			t.Fatalf("ready-made call: %+v %v", env, err)
+		}
+
+		for _, tool := range []string{"sh", "md5sum", "od", "curl"} {
+			if _, err := exec.LookPath(tool); err != nil {
+				t.Logf("%s not installed: the shell snippet is not run", tool)
+				return
+			}
+		}
+		line := regexp.MustCompile(`(?m)^TS=.*$`).FindString(text)
+		if line == "" {
+			t.Fatalf("no shell snippet in:\n%s", text)
+		}
+		got, err := exec.Command("sh", "-c", line).Output()
+		if err != nil {
+			t.Fatalf("shell snippet: %v", err)
+		}
+		if !strings.Contains(string(got), `"code":200`) || !strings.Contains(string(got), `"order_no":"SO1001"`) {
+			t.Fatalf("shell snippet answered %s", got)
+		}
+	})
+}

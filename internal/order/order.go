@@ -1,0 +1,252 @@
+// Package order is the order domain of the partner API: orders belong to
+// one partner app, amounts are integer minor units (cents), and the query
+// tells "no such order" (5001) apart from "another app's order" (5003).
+package order
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"gatehouse/ent"
+	entorder "gatehouse/ent/order"
+	"gatehouse/ent/partnerapp"
+)
+
+// Errors of the service, for errors.Is.
+var (
+	// ErrNotFound: no order has that number (5001).
+	ErrNotFound = errors.New("order does not exist")
+	// ErrForbidden: the order belongs to another app (5003).
+	ErrForbidden = errors.New("no access to the resource")
+	// ErrConflict: the order number is taken.
+	ErrConflict = errors.New("order number already exists")
+)
+
+// ValidationError is an input that breaks a rule, with a message fit for
+// the caller. Field names the input (the query parameter or GraphQL field).
+type ValidationError struct {
+	Field string
+	Msg   string
+}
+
+func (e *ValidationError) Error() string {
+	if e.Field == "" {
+		return e.Msg
+	}
+	return e.Field + ": " + e.Msg
+}
+
+func invalid(field, format string, args ...any) error {
+	return &ValidationError{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Status is an order status.
+type Status = entorder.Status
+
+// The order statuses.
+const (
+	Created   Status = entorder.StatusCREATED
+	Paid      Status = entorder.StatusPAID
+	Cancelled Status = entorder.StatusCANCELLED
+	Refunded  Status = entorder.StatusREFUNDED
+)
+
+// Limits of the order fields.
+const (
+	MaxOrderNoLen       = 64
+	MaxCustomerNameLen  = 128
+	MaxCustomerPhoneLen = 32
+	MaxCustomerEmailLen = 254
+)
+
+// Order is the service's view of an order.
+type Order struct {
+	ID      int
+	OrderNo string
+	AppID   int
+	// Amount is in minor units: 9990 is 99.90.
+	Amount        int64
+	Status        Status
+	CustomerName  string
+	CustomerPhone string
+	CustomerEmail string
+	CreateTime    time.Time
+	PayTime       *time.Time
+}
+
+func fromEnt(r *ent.Order) Order {
+	o := Order{
+		ID:            r.ID,
+		OrderNo:       r.OrderNo,
+		AppID:         r.AppID,
+		Amount:        r.Amount,
+		Status:        r.Status,
+		CustomerName:  r.CustomerName,
+		CustomerPhone: r.CustomerPhone,
+		CustomerEmail: r.CustomerEmail,
+		CreateTime:    r.CreateTime.UTC(),
+	}
+	if r.PayTime != nil {
+		t := r.PayTime.UTC()
+		o.PayTime = &t
+	}
+	return o
+}
+
+// Service reads and creates orders.
+type Service struct {
+	client *ent.Client
+	now    func() time.Time
+}
+
+// NewService returns a Service over client.
+func NewService(client *ent.Client) *Service {
+	return &Service{client: client, now: time.Now}
+}
+
+// SetClock replaces the clock used for create and pay times (tests).
+func (s *Service) SetClock(now func() time.Time) { s.now = now }
+
+// QueryForApp returns order orderNo when it belongs to app appID:
+// ErrNotFound when no order has that number, ErrForbidden when another app
+// owns it.
+func (s *Service) QueryForApp(ctx context.Context, appID int, orderNo string) (Order, error) {
+	o, err := s.Get(ctx, orderNo)
+	if err != nil {
+		return Order{}, err
+	}
+	if o.AppID != appID {
+		return Order{}, ErrForbidden
+	}
+	return o, nil
+}
+
+// Get returns order orderNo whoever owns it (admin use).
+func (s *Service) Get(ctx context.Context, orderNo string) (Order, error) {
+	row, err := s.client.Order.Query().Where(entorder.OrderNo(orderNo)).Only(ctx)
+	if ent.IsNotFound(err) {
+		return Order{}, ErrNotFound
+	}
+	if err != nil {
+		return Order{}, fmt.Errorf("get order: %w", err)
+	}
+	return fromEnt(row), nil
+}
+
+// CreateInput creates an order (admin, demo and tests; partners do not
+// create orders through the API).
+type CreateInput struct {
+	AppID   int
+	OrderNo string
+	// Amount is a decimal string with at most two decimals: "99.90", "100".
+	Amount        string
+	CustomerName  string
+	CustomerPhone string
+	CustomerEmail string
+	// Status defaults to CREATED. An order created PAID gets PayTime, or
+	// now when PayTime is nil (imports of already-paid orders).
+	Status  Status
+	PayTime *time.Time
+}
+
+// Create validates and stores an order.
+func (s *Service) Create(ctx context.Context, in CreateInput) (Order, error) {
+	if err := ValidateNewOrderNo(in.OrderNo); err != nil {
+		return Order{}, err
+	}
+	amount, err := ParseAmount(in.Amount)
+	if err != nil {
+		return Order{}, err
+	}
+	st := in.Status
+	if st == "" {
+		st = Created
+	}
+	if err := entorder.StatusValidator(st); err != nil {
+		return Order{}, invalid("status", "must be one of CREATED, PAID, CANCELLED, REFUNDED")
+	}
+	name, err := customerField("customerName", in.CustomerName, MaxCustomerNameLen)
+	if err != nil {
+		return Order{}, err
+	}
+	phone, err := customerField("customerPhone", in.CustomerPhone, MaxCustomerPhoneLen)
+	if err != nil {
+		return Order{}, err
+	}
+	if strings.ContainsFunc(phone, func(r rune) bool { return !unicode.IsDigit(r) && !strings.ContainsRune("+-() ", r) }) {
+		return Order{}, invalid("customerPhone", "may only hold digits, spaces and + - ( )")
+	}
+	email, err := customerField("customerEmail", in.CustomerEmail, MaxCustomerEmailLen)
+	if err != nil {
+		return Order{}, err
+	}
+	if local, domain, ok := strings.Cut(email, "@"); email != "" && (!ok || local == "" || domain == "" || strings.Contains(domain, "@")) {
+		return Order{}, invalid("customerEmail", "is not an e-mail address")
+	}
+	now := s.now().UTC().Truncate(time.Millisecond)
+	payTime := in.PayTime
+	switch {
+	case (st == Paid || st == Refunded) && payTime == nil:
+		payTime = &now
+	case st == Created && payTime != nil:
+		return Order{}, invalid("payTime", "a CREATED order has no pay time")
+	}
+	exists, err := s.client.PartnerApp.Query().Where(partnerapp.ID(in.AppID)).Exist(ctx)
+	if err != nil {
+		return Order{}, fmt.Errorf("create order: %w", err)
+	}
+	if !exists {
+		return Order{}, invalid("appID", "no partner app has id %d", in.AppID)
+	}
+	row, err := s.client.Order.Create().
+		SetOrderNo(in.OrderNo).
+		SetAppID(in.AppID).
+		SetAmount(amount).
+		SetStatus(st).
+		SetCustomerName(name).
+		SetCustomerPhone(phone).
+		SetCustomerEmail(email).
+		SetCreateTime(now).
+		SetNillablePayTime(payTime).
+		Save(ctx)
+	if ent.IsConstraintError(err) {
+		return Order{}, fmt.Errorf("%w: %q", ErrConflict, in.OrderNo)
+	}
+	if err != nil {
+		return Order{}, fmt.Errorf("create order: %w", err)
+	}
+	return fromEnt(row), nil
+}
+
+// ValidateNewOrderNo checks the number of a new order: 1–64 printable
+// ASCII characters without spaces.
+func ValidateNewOrderNo(no string) error {
+	if no == "" || len(no) > MaxOrderNoLen {
+		return invalid("orderNo", "must be 1 to %d characters", MaxOrderNoLen)
+	}
+	for i := 0; i < len(no); i++ {
+		if no[i] < 0x21 || no[i] > 0x7e {
+			return invalid("orderNo", "must be printable ASCII without spaces")
+		}
+	}
+	return nil
+}
+
+func customerField(field, v string, maxLen int) (string, error) {
+	v = strings.TrimSpace(v)
+	switch {
+	case !utf8.ValidString(v):
+		return "", invalid(field, "must be valid UTF-8")
+	case len(v) > maxLen:
+		// The schema's limit counts bytes of UTF-8.
+		return "", invalid(field, "must be at most %d bytes of UTF-8", maxLen)
+	case strings.ContainsFunc(v, unicode.IsControl):
+		return "", invalid(field, "must not contain control characters")
+	}
+	return v, nil
+}

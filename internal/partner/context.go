@@ -1,0 +1,28 @@
+package partner
+
+import "context"
+
+type ctxKey struct{}
+
+// NewContext returns ctx carrying the admitted request: the calling app and
+// the signed parameters.
+func NewContext(ctx context.Context, a *Admitted) context.Context {
+	return context.WithValue(ctx, ctxKey{}, a)
+}
+
+// FromContext returns the app of a request admitted by the signed-request
+// middleware, or false outside it.
+func FromContext(ctx context.Context) (*App, bool) {
+	a, ok := ctx.Value(ctxKey{}).(*Admitted)
+	if !ok || a.App == nil {
+		return nil, false
+	}
+	return a.App, true
+}
+
+// AdmittedFromContext returns the whole admitted request (app, rate-limit
+// state, and the signed query parameters business handlers should read).
+func AdmittedFromContext(ctx context.Context) (*Admitted, bool) {
+	a, ok := ctx.Value(ctxKey{}).(*Admitted)
+	return a, ok
+}
