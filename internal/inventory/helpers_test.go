@@ -1,0 +1,91 @@
+package inventory_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"gatehouse/ent"
+	"gatehouse/ent/idempotencyrecord"
+	"gatehouse/internal/inventory"
+	"gatehouse/internal/store"
+	"gatehouse/internal/testenv"
+)
+
+// openDB opens and migrates the database of backend b for this test.
+func openDB(t testing.TB, b testenv.Backend) *store.DB {
+	t.Helper()
+	url := b.DatabaseURL
+	if b.Embedded() {
+		url = "sqlite:" + filepath.Join(t.TempDir(), "inventory.db")
+	}
+	ctx := context.Background()
+	db, err := store.Open(ctx, url)
+	if err != nil {
+		t.Fatalf("open %s: %v", b.Name, err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	return db
+}
+
+func newService(t testing.TB, b testenv.Backend, opts ...inventory.Option) (*inventory.Service, *store.DB) {
+	t.Helper()
+	db := openDB(t, b)
+	return inventory.NewService(db, opts...), db
+}
+
+func mustSku(t testing.TB, svc *inventory.Service, stock int64) *ent.Sku {
+	t.Helper()
+	s, err := svc.CreateSku(context.Background(), "widget", stock)
+	if err != nil {
+		t.Fatalf("create sku: %v", err)
+	}
+	return s
+}
+
+func stockOf(t testing.TB, db *store.DB, id int) int64 {
+	t.Helper()
+	s, err := db.Sku.Get(context.Background(), id)
+	if err != nil {
+		t.Fatalf("get sku %d: %v", id, err)
+	}
+	return s.Stock
+}
+
+// recordOf returns the idempotency record of bizNo, or nil.
+func recordOf(t testing.TB, db *store.DB, bizNo string) *ent.IdempotencyRecord {
+	t.Helper()
+	r, err := db.IdempotencyRecord.Query().Where(idempotencyrecord.BizNo(bizNo)).Only(context.Background())
+	if ent.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatalf("record %q: %v", bizNo, err)
+	}
+	return r
+}
+
+func recordCount(t testing.TB, db *store.DB) int {
+	t.Helper()
+	n, err := db.IdempotencyRecord.Query().Count(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// eventually polls cond until it holds or within passes.
+func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", within, what)
+		}
+		time.Sleep(5 * time.Millisecond) // polling interval, not a wait for work
+	}
+}

@@ -1,0 +1,145 @@
+// Package inventory is the stock domain: SKUs (created and set by the
+// admin side) and the partner API's idempotent stock deduction.
+//
+// A deduction is exactly-once per business serial number (biz_no): the
+// idempotency record and the stock change commit in one transaction, the
+// stock is changed by a conditional UPDATE (stock >= quantity) so it never
+// goes negative, and concurrent requests with one biz_no wait for the first
+// and then answer as repeats of it. The rules are in deduct.go and
+// docs/inventory.md; the REST layer (rest/inventory.go) only decodes,
+// calls [Service.Deduct] and maps errors to the envelope.
+package inventory
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"entgo.io/ent/dialect"
+
+	"gatehouse/internal/store"
+)
+
+// Errors of the service, for errors.Is.
+var (
+	// ErrNotFound: no SKU has that id (SetStock; in a deduction it is the
+	// "unknown SKU" outcome, 400/5002).
+	ErrNotFound = errors.New("sku not found")
+	// ErrInsufficientStock: the SKU has less stock than the quantity
+	// (409/5002 "insufficient stock"). The record is failed (2).
+	ErrInsufficientStock = errors.New("insufficient stock")
+	// ErrBusinessFailed: the biz_no was used before and that deduction
+	// failed (409/5001 "business failed").
+	ErrBusinessFailed = errors.New("business failed")
+	// ErrParamsMismatch: the biz_no was used before with another sku_id or
+	// quantity (422/5002).
+	ErrParamsMismatch = errors.New("biz_no was already used with a different sku_id or quantity")
+	// ErrForbidden: the biz_no belongs to another app (403/5003).
+	ErrForbidden = errors.New("biz_no belongs to another app")
+	// ErrInProgress: a deduction with this biz_no is still being processed
+	// elsewhere and did not finish within the wait bound (409/6000, retry
+	// later with the same biz_no).
+	ErrInProgress = errors.New("a deduction with this biz_no is still in progress")
+	// ErrUnavailable: the database did not answer (503/6000).
+	ErrUnavailable = errors.New("inventory: database unavailable")
+)
+
+// ValidationError is an input that breaks a rule, with a message fit for
+// the caller. Field names the input (query parameter or GraphQL field).
+type ValidationError struct {
+	Field string
+	Msg   string
+}
+
+func (e *ValidationError) Error() string {
+	if e.Field == "" {
+		return e.Msg
+	}
+	return e.Field + ": " + e.Msg
+}
+
+func invalid(field, format string, args ...any) error {
+	return &ValidationError{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Defaults of the service.
+const (
+	// DefaultInFlightWait bounds how long a request waits for a deduction
+	// with the same biz_no that another process has recorded as processing
+	// (status 0) to settle. See docs/inventory.md.
+	DefaultInFlightWait = 5 * time.Second
+	// DefaultWorkTimeout bounds one deduction's database work. The work is
+	// detached from the caller's cancellation so that a client hanging up
+	// never leaves a deduction half-recorded.
+	DefaultWorkTimeout = 30 * time.Second
+)
+
+// Service creates SKUs, sets stock and deducts it. It is safe for
+// concurrent use.
+type Service struct {
+	db           *store.DB
+	q            queries
+	now          func() time.Time
+	inFlightWait time.Duration
+	workTimeout  time.Duration
+
+	faults atomic.Pointer[Faults]
+	// onInFlight, when set (tests), is called each time a record is seen in
+	// status 0 while waiting for it to settle.
+	onInFlight func(bizNo string)
+}
+
+// Option configures a Service.
+type Option func(*Service)
+
+// WithInFlightWait sets how long a request waits for a record another
+// process holds in status 0 before answering ErrInProgress.
+func WithInFlightWait(d time.Duration) Option { return func(s *Service) { s.inFlightWait = d } }
+
+// WithClock replaces the clock used for record and SKU times and for the
+// in-flight wait's deadline.
+func WithClock(now func() time.Time) Option { return func(s *Service) { s.now = now } }
+
+// NewService returns a Service over db (SQLite or Postgres).
+func NewService(db *store.DB, opts ...Option) *Service {
+	s := &Service{
+		db:           db,
+		q:            newQueries(db.Dialect == dialect.Postgres),
+		now:          time.Now,
+		inFlightWait: DefaultInFlightWait,
+		workTimeout:  DefaultWorkTimeout,
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Faults are failures injected by tests into a deduction, to prove the
+// rollback rules; nil functions inject nothing. Production code never sets
+// them.
+type Faults struct {
+	// AfterDecrement runs after the stock was decremented and before the
+	// result is stored; an error is an unexpected failure of the business
+	// work: the decrement is rolled back and the record is failed (2).
+	AfterDecrement func(bizNo string) error
+	// BeforeCommit runs just before the commit; an error stands for a
+	// failed commit: the whole transaction is rolled back and the failed
+	// record (2) is then written on its own.
+	BeforeCommit func(bizNo string) error
+}
+
+// SetFaults installs fault injection (tests only). Safe while requests run.
+func (s *Service) SetFaults(f Faults) { s.faults.Store(&f) }
+
+func (s *Service) fault(pick func(*Faults) func(string) error, bizNo string) error {
+	f := s.faults.Load()
+	if f == nil {
+		return nil
+	}
+	if fn := pick(f); fn != nil {
+		return fn(bizNo)
+	}
+	return nil
+}

@@ -1,0 +1,93 @@
+package inventory
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"gatehouse/ent"
+)
+
+// Limits of the SKU fields.
+const (
+	// MaxNameLen is the longest SKU name after trimming, in bytes of UTF-8
+	// (the schema's limit): 200 ASCII characters, fewer of other scripts.
+	MaxNameLen = 200
+	// MaxStock is the largest stock a SKU may be given.
+	MaxStock = 1_000_000_000_000
+)
+
+// CreateSku stores a SKU. name is trimmed of surrounding white space and
+// must then be 1–200 characters (at most 200 bytes of UTF-8) without
+// control characters; stock must be 0–1e12. Errors: *ValidationError.
+func (s *Service) CreateSku(ctx context.Context, name string, stock int64) (*ent.Sku, error) {
+	n, err := NormalizeName(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := validateStock(stock); err != nil {
+		return nil, err
+	}
+	row, err := s.db.Sku.Create().SetName(n).SetStock(stock).SetUpdateTime(s.now()).Save(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("create sku: %w", err)
+	}
+	return row, nil
+}
+
+// SetStock replaces the stock of SKU id (an administrative correction: it
+// is absolute, so it wins over deductions that committed before it).
+// Errors: *ValidationError for a stock outside 0–1e12, ErrNotFound.
+func (s *Service) SetStock(ctx context.Context, id int, stock int64) (*ent.Sku, error) {
+	if err := validateStock(stock); err != nil {
+		return nil, err
+	}
+	if id <= 0 {
+		return nil, ErrNotFound
+	}
+	row, err := s.db.Sku.UpdateOneID(id).SetStock(stock).SetUpdateTime(s.now()).Save(ctx)
+	switch {
+	case ent.IsNotFound(err):
+		return nil, ErrNotFound
+	case err != nil:
+		return nil, fmt.Errorf("set stock of sku %d: %w", id, err)
+	}
+	return row, nil
+}
+
+// Sku returns SKU id. Errors: ErrNotFound.
+func (s *Service) Sku(ctx context.Context, id int) (*ent.Sku, error) {
+	row, err := s.db.Sku.Get(ctx, id)
+	switch {
+	case ent.IsNotFound(err):
+		return nil, ErrNotFound
+	case err != nil:
+		return nil, fmt.Errorf("get sku %d: %w", id, err)
+	}
+	return row, nil
+}
+
+// NormalizeName trims surrounding white space and checks the name rules.
+func NormalizeName(name string) (string, error) {
+	n := strings.TrimSpace(name)
+	switch {
+	case n == "":
+		return "", invalid("name", "is required and must not be blank")
+	case !utf8.ValidString(n):
+		return "", invalid("name", "must be valid UTF-8")
+	case strings.ContainsFunc(n, unicode.IsControl):
+		return "", invalid("name", "must not contain control characters")
+	case len(n) > MaxNameLen:
+		return "", invalid("name", "must be at most %d characters (%d bytes of UTF-8)", MaxNameLen, MaxNameLen)
+	}
+	return n, nil
+}
+
+func validateStock(stock int64) error {
+	if stock < 0 || stock > MaxStock {
+		return invalid("stock", "must be an integer from 0 to %d", int64(MaxStock))
+	}
+	return nil
+}
