@@ -1,6 +1,35 @@
 package app
 
-import "context"
+import (
+	"context"
+
+	"gatehouse/internal/webhook"
+)
+
+// webhookServices are the webhook services, embedded in App.
+type webhookServices struct {
+	// Webhooks is the outbox dispatcher and the admin operations on
+	// deliveries (Resend, ResendFailed). Events are queued by the business
+	// services themselves (order.Service.Pay) inside their transactions.
+	Webhooks *webhook.Service
+}
 
 // wireWebhooks builds the webhook outbox and dispatcher.
-func (a *App) wireWebhooks(ctx context.Context) error { return nil }
+func (a *App) wireWebhooks(ctx context.Context) error {
+	svc, err := webhook.NewService(a.DB, a.Cfg.MasterKey, a.Log, webhook.Options{
+		RetryBase:    a.Cfg.WebhookRetryBase,
+		AllowPrivate: a.Cfg.WebhookAllowPrivate,
+	})
+	if err != nil {
+		return err
+	}
+	a.Webhooks = svc
+	return nil
+}
+
+// startWebhooks starts the dispatcher; Close stops it, letting in-flight
+// attempts finish (bounded) and releasing the leases of the rest.
+func (a *App) startWebhooks(context.Context) {
+	a.Webhooks.Start()
+	a.stops = append(a.stops, a.Webhooks.Close)
+}

@@ -133,6 +133,26 @@ func TestBreaker(t *testing.T) {
 		f.wantState(StateClosed)
 	})
 
+	t.Run("NoBreaker calls pass an open breaker and do not count", func(t *testing.T) {
+		t.Parallel()
+		f := newBreakerFixture(t)
+		f.open()
+		f.wantRejected()
+		f.status.Store(http.StatusInternalServerError)
+		for range 3 {
+			resp, err := get(f.t, f.c, f.srv.URL, CallOptions{NoBreaker: true})
+			if err != nil {
+				t.Fatalf("NoBreaker call through an open breaker: %v", err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusInternalServerError {
+				t.Fatalf("status %d", resp.StatusCode)
+			}
+		}
+		f.wantState(StateOpen)
+		f.wantRejected()
+	})
+
 	t.Run("429 and 4xx are not failures", func(t *testing.T) {
 		t.Parallel()
 		f := newBreakerFixture(t)

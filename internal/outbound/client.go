@@ -57,6 +57,11 @@ type CallOptions struct {
 	// Signer, when set, signs every attempt afresh: a retry reusing the
 	// first attempt's nonce would be refused as a replay by the receiver.
 	Signer *Signer
+	// NoBreaker sends the call whatever the state of the host's circuit
+	// breaker, and leaves the breaker out of it. For callers with their own
+	// contractual schedule of attempts (webhook deliveries), which a breaker
+	// opened by other calls to the same host must not delay or skip.
+	NoBreaker bool
 }
 
 // Option configures a Client.
@@ -153,7 +158,10 @@ func (c *Client) Do(ctx context.Context, req *http.Request, opt CallOptions) (*h
 			return nil, err
 		}
 	}
-	policies := []failsafe.Policy[*http.Response]{c.breaker(host)}
+	var policies []failsafe.Policy[*http.Response]
+	if !opt.NoBreaker {
+		policies = append(policies, c.breaker(host))
+	}
 	if retries {
 		policies = append([]failsafe.Policy[*http.Response]{c.retry}, policies...)
 	}

@@ -1,0 +1,262 @@
+package webhook_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"gatehouse/ent"
+	"gatehouse/ent/deliveryattempt"
+	"gatehouse/ent/webhookdelivery"
+	"gatehouse/internal/order"
+	"gatehouse/internal/partner"
+	"gatehouse/internal/secret"
+	"gatehouse/internal/store"
+	"gatehouse/internal/testenv"
+	"gatehouse/internal/webhook"
+)
+
+// env is a webhook service on one backend with the services that produce
+// events, without HTTP front doors.
+type env struct {
+	url       string // database URL
+	db        *store.DB
+	masterKey []byte
+	svc       *webhook.Service
+	partners  *partner.Service
+	orders    *order.Service
+	logs      *syncBuffer
+	opt       webhook.Options
+}
+
+// dbURL returns a fresh database URL for backend b.
+func dbURL(t testing.TB, b testenv.Backend) string {
+	if b.Embedded() {
+		return "sqlite:" + filepath.Join(t.TempDir(), "gatehouse.db")
+	}
+	return b.DatabaseURL
+}
+
+// newEnv opens and migrates a fresh database and starts a Service on it.
+func newEnv(t testing.TB, b testenv.Backend, opt webhook.Options) *env {
+	t.Helper()
+	e := &env{url: dbURL(t, b), masterKey: secret.RandomBytes(32), logs: &syncBuffer{}, opt: opt}
+	e.db = openDB(t, e.url)
+	var err error
+	e.partners, err = partner.NewService(e.db.Client, e.masterKey,
+		partner.WithWebhookSecretGen(webhook.NewSecret),
+		partner.WithCallbackURLCheck(func(u string) error { return webhook.ValidateCallbackURL(u, opt.AllowPrivate) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.orders = order.NewService(e.db.Client)
+	e.svc = e.startService(t, e.db)
+	return e
+}
+
+func openDB(t testing.TB, url string) *store.DB {
+	t.Helper()
+	db, err := store.Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// startService starts another dispatcher (a replica) on db.
+func (e *env) startService(t testing.TB, db *store.DB) *webhook.Service {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	svc, err := webhook.NewService(db, e.masterKey, log, e.opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.Start()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		_ = svc.Close(ctx)
+	})
+	return svc
+}
+
+// newApp creates a partner app calling back to callback, returning its id
+// and webhook secret.
+func (e *env) newApp(t testing.TB, callback string) (int, string) {
+	t.Helper()
+	app, sec, err := e.partners.Create(context.Background(), partner.CreateInput{AppName: "receiver", CallbackURL: callback})
+	if err != nil {
+		t.Fatalf("create app: %v", err)
+	}
+	return app.ID, sec.WebhookSecret
+}
+
+var orderSeq struct {
+	sync.Mutex
+	n int
+}
+
+// pay creates a CREATED order of app appID and pays it, returning the
+// order.paid delivery.
+func (e *env) pay(t testing.TB, appID int) *ent.WebhookDelivery {
+	t.Helper()
+	ctx := context.Background()
+	orderSeq.Lock()
+	orderSeq.n++
+	no := fmt.Sprintf("SO-%d-%s", orderSeq.n, testenv.RandomSuffix())
+	orderSeq.Unlock()
+	o, err := e.orders.Create(ctx, order.CreateInput{AppID: appID, OrderNo: no, Amount: "99.90"})
+	if err != nil {
+		t.Fatalf("create order: %v", err)
+	}
+	if _, err := e.orders.Pay(ctx, o.OrderNo); err != nil {
+		t.Fatalf("pay: %v", err)
+	}
+	d, err := e.db.WebhookDelivery.Query().Where(webhookdelivery.BizDataContains(`"` + no + `"`)).Only(ctx)
+	if err != nil {
+		t.Fatalf("delivery of %s: %v", no, err)
+	}
+	return d
+}
+
+// waitStatus polls delivery id until it has status want.
+func (e *env) waitStatus(t testing.TB, id int, want webhookdelivery.Status, within time.Duration) *ent.WebhookDelivery {
+	t.Helper()
+	var d *ent.WebhookDelivery
+	waitFor(t, within, func() bool {
+		var err error
+		d, err = e.db.WebhookDelivery.Get(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.Status == want
+	}, func() string {
+		return fmt.Sprintf("delivery %d is %s (retry %d, error %q), want %s", id, d.Status, d.RetryCount, d.LastError, want)
+	})
+	return d
+}
+
+func (e *env) attempts(t testing.TB, id int) []*ent.DeliveryAttempt {
+	t.Helper()
+	as, err := e.db.DeliveryAttempt.Query().Where(deliveryattempt.DeliveryID(id)).
+		Order(deliveryattempt.ByAttemptNo()).All(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return as
+}
+
+// waitFor polls cond every few milliseconds until it holds or within has
+// passed.
+func waitFor(t testing.TB, within time.Duration, cond func() bool, msg func() string) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %s", within, msg())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// received is one request a receiver got.
+type received struct {
+	at     time.Time
+	header http.Header
+	body   []byte
+}
+
+// receiver is a local webhook endpoint recording every request; respond
+// picks the status of the n-th request (from 1).
+type receiver struct {
+	*httptest.Server
+	mu      sync.Mutex
+	got     []received
+	respond func(n int) int
+	hold    chan struct{} // when non-nil, requests wait for it to close
+}
+
+func newReceiver(t testing.TB, respond func(n int) int) *receiver {
+	r := &receiver{respond: respond}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		r.got = append(r.got, received{at: time.Now(), header: req.Header.Clone(), body: body})
+		n := len(r.got)
+		hold := r.hold
+		status := http.StatusOK
+		if r.respond != nil {
+			status = r.respond(n)
+		}
+		r.mu.Unlock()
+		if hold != nil {
+			select {
+			case <-hold:
+			case <-req.Context().Done():
+				return
+			}
+		}
+		w.Header().Set("X-Receiver", "test")
+		w.WriteHeader(status)
+		fmt.Fprintf(w, `{"n":%d}`, n)
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
+func (r *receiver) requests() []received {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]received(nil), r.got...)
+}
+
+func (r *receiver) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.got)
+}
+
+func always(status int) func(int) int { return func(int) int { return status } }
+
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}
+
+// message decodes a webhook body, keeping the field order for checks.
+func message(t testing.TB, body []byte) webhook.Message {
+	t.Helper()
+	var m webhook.Message
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		t.Fatalf("webhook body %s: %v", body, err)
+	}
+	return m
+}

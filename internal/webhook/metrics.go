@@ -1,0 +1,61 @@
+package webhook
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"gatehouse/ent"
+)
+
+// Metrics on the process's default registry (served at /metrics on the
+// admin listener).
+var (
+	// failedTotal is the alert: a delivery ran out of retries. Alert on
+	// increase(gatehouse_webhook_deliveries_failed_total[5m]) > 0.
+	failedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gatehouse_webhook_deliveries_failed_total",
+		Help: "Webhook deliveries that reached FAILED after exhausting their retries (alert on any increase).",
+	}, []string{"event_type"})
+	attemptsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gatehouse_webhook_attempts_total",
+		Help: "Webhook delivery attempts by result (success: 2xx reply).",
+	}, []string{"result"})
+	attemptSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "gatehouse_webhook_attempt_duration_seconds",
+		Help:    "Duration of webhook delivery attempts.",
+		Buckets: prometheus.ExponentialBuckets(0.005, 2, 12),
+	})
+	firstAttemptLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "gatehouse_webhook_first_attempt_latency_seconds",
+		Help:    "Time from an event being committed to the start of its first delivery attempt.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
+	})
+)
+
+func init() {
+	prometheus.MustRegister(failedTotal, attemptsTotal, attemptSeconds, firstAttemptLatency)
+}
+
+func alertFailed(eventType string) { failedTotal.WithLabelValues(eventType).Inc() }
+
+func (s *Service) observe(d *ent.WebhookDelivery, o *outcome, attemptNo int) {
+	result := "failure"
+	if o.success() {
+		result = "success"
+	}
+	attemptsTotal.WithLabelValues(result).Inc()
+	attemptSeconds.Observe(o.duration.Seconds())
+	if attemptNo == 1 {
+		firstAttemptLatency.Observe(max(o.started.Sub(d.CreateTime), time.Duration(0)).Seconds())
+	}
+}
+
+// FailedTotal returns the alert counter's value for eventType (tests and
+// the demo read it).
+func FailedTotal(eventType string) float64 {
+	var m dto.Metric
+	_ = failedTotal.WithLabelValues(eventType).Write(&m)
+	return m.GetCounter().GetValue()
+}
