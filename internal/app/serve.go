@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -71,21 +72,30 @@ func (a *App) Serve(ctx context.Context, l *Listeners) error {
 		tls bool
 	}
 	servers := []srv{{s: newServer(a.Public), ln: l.Public}, {s: newServer(a.Admin), ln: l.Admin}}
+	// A setup failure must not leak the bound sockets nor the storage.
+	setupFailed := func(err error) error {
+		for _, ln := range []net.Listener{l.Public, l.Admin, l.MTLS} {
+			if ln != nil {
+				ln.Close()
+			}
+		}
+		return errors.Join(err, a.Close(context.WithoutCancel(ctx)))
+	}
 	if a.Cfg.TLSCert != "" {
 		cert, err := tls.LoadX509KeyPair(a.Cfg.TLSCert, a.Cfg.TLSKey)
 		if err != nil {
-			return fmt.Errorf("load TLS certificate: %w", err)
+			return setupFailed(fmt.Errorf("load TLS certificate: %w", err))
 		}
 		servers[0].s.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 		servers[0].tls = true
 		if l.MTLS != nil {
 			pem, err := os.ReadFile(a.Cfg.ClientCA)
 			if err != nil {
-				return fmt.Errorf("read GATEHOUSE_CLIENT_CA: %w", err)
+				return setupFailed(fmt.Errorf("read GATEHOUSE_CLIENT_CA: %w", err))
 			}
 			pool := x509.NewCertPool()
 			if !pool.AppendCertsFromPEM(pem) {
-				return errors.New("GATEHOUSE_CLIENT_CA holds no PEM certificate")
+				return setupFailed(errors.New("GATEHOUSE_CLIENT_CA holds no PEM certificate"))
 			}
 			m := newServer(a.Public)
 			m.TLSConfig = &tls.Config{
@@ -94,8 +104,15 @@ func (a *App) Serve(ctx context.Context, l *Listeners) error {
 				ClientAuth:   tls.RequireAndVerifyClientCert,
 				MinVersion:   tls.VersionTLS12,
 			}
+			// Refused handshakes (no or untrusted client certificate) are
+			// reported by net/http through ErrorLog: keep them in the
+			// structured log.
+			m.ErrorLog = slog.NewLogLogger(a.Log.With("listener", "mtls").Handler(), slog.LevelInfo)
 			servers = append(servers, srv{s: m, ln: l.MTLS, tls: true})
 		}
+	}
+	if l.MTLS != nil && a.Cfg.TLSCert == "" {
+		return setupFailed(errors.New("GATEHOUSE_MTLS_ADDR needs GATEHOUSE_TLS_CERT and GATEHOUSE_TLS_KEY"))
 	}
 	errc := make(chan error, len(servers))
 	for _, s := range servers {

@@ -1,0 +1,138 @@
+package demo_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"gatehouse/internal/app"
+	"gatehouse/internal/app/apptest"
+	"gatehouse/internal/demo"
+	"gatehouse/internal/secret"
+	"gatehouse/internal/testenv"
+)
+
+// The demo hashes its user's password; at the production cost (and under
+// the race detector) that dominates the test. The algorithm is the same.
+func init() { secret.PasswordCost = bcrypt.MinCost }
+
+// TestDemoAuth: seeding twice is harmless, and the printed commands work:
+// the login curl, /api/auth/me and logout; the authorize URL through the
+// login and approval pages; the token curl with the code and userinfo.
+func TestDemoAuth(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		cfg := apptest.Config(t, b)
+		if err := cfg.Resolve(); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		a, err := app.New(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls, err := a.Listen()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		for range 2 {
+			out.Reset()
+			if err := demo.Seed(ctx, a, ls, &out); err != nil {
+				t.Fatal(err)
+			}
+		}
+		done := make(chan error, 1)
+		go func() { done <- a.Serve(ctx, ls) }()
+		t.Cleanup(func() {
+			cancel()
+			<-done
+		})
+		text := out.String()
+		password := regexp.MustCompile(`(?m)^password: (\S+)$`).FindStringSubmatch(text)
+		if password == nil || !strings.Contains(text, "username: "+demo.DemoUsername) {
+			t.Fatalf("no demo user in:\n%s", text)
+		}
+		if b.Embedded() && password[1] != demo.DemoPassword {
+			t.Fatalf("embedded demo must print the documented password:\n%s", text)
+		}
+		if strings.Contains(text, "was changed") {
+			t.Fatalf("fresh demo says its password changed:\n%s", text)
+		}
+		line := func(prefix string) string {
+			t.Helper()
+			for _, l := range strings.Split(text, "\n") {
+				if strings.HasPrefix(l, prefix) {
+					return l
+				}
+			}
+			t.Fatalf("no line starting %q in:\n%s", prefix, text)
+			return ""
+		}
+		authorize := line("http://" + ls.Public.Addr().String() + "/oauth/authorize?")
+
+		// The OAuth part, as a browser would do it.
+		jar, _ := cookiejar.New(nil)
+		c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := c.Get(authorize)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 302 {
+			t.Fatalf("authorize URL: HTTP %d", resp.StatusCode)
+		}
+		base := "http://" + ls.Public.Addr().String()
+		resp, err = c.PostForm(base+"/login", url.Values{"username": {demo.DemoUsername}, "password": {password[1]}, "next": {"/oauth/approve"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		resp, err = c.PostForm(base+"/oauth/confirm", url.Values{"approved": {"true"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		loc, err := url.Parse(resp.Header.Get("Location"))
+		if err != nil || !strings.HasPrefix(loc.String(), demo.DemoRedirectURI+"?") || loc.Query().Get("code") == "" {
+			t.Fatalf("approve: HTTP %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+		}
+
+		for _, tool := range []string{"sh", "curl", "sed"} {
+			if _, err := exec.LookPath(tool); err != nil {
+				t.Skipf("%s is not installed; the printed shell commands cannot run", tool)
+			}
+		}
+		sh := func(script string) string {
+			t.Helper()
+			outb, err := exec.Command("sh", "-c", script).CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s\n%v: %s", script, err, outb)
+			}
+			return string(outb)
+		}
+		login := line("TOKEN=$(")
+		me := line("curl -s " + base + "/api/auth/me")
+		logout := line("curl -s -X POST " + base + "/auth/logout")
+		if got := sh(login + "\n" + me); !strings.Contains(got, `"username":"demo"`) {
+			t.Fatalf("printed login + me: %s", got)
+		}
+		if got := sh(login + "\n" + logout + "\n" + me); !strings.Contains(got, `"code":200`) || !strings.Contains(got, "invalid_token") {
+			t.Fatalf("printed logout: %s", got)
+		}
+		exchange := line("ACCESS=$(")
+		userinfo := line("curl -s " + base + "/oauth/userinfo")
+		if got := sh("CODE='" + loc.Query().Get("code") + "'\n" + exchange + "\n" + userinfo); !strings.Contains(got, `"username":"demo"`) {
+			t.Fatalf("printed token exchange + userinfo: %s", got)
+		}
+	})
+}
