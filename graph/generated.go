@@ -11,6 +11,7 @@ import (
 	"gatehouse/ent/order"
 	"gatehouse/ent/ticket"
 	"gatehouse/ent/webhookdelivery"
+	"gatehouse/graph/scalar"
 	"math"
 	"strconv"
 	"sync/atomic"
@@ -33,6 +34,7 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
+	Mutation() MutationResolver
 	Query() QueryResolver
 }
 
@@ -59,6 +61,11 @@ type ComplexityRoot struct {
 	APIKeyEdge struct {
 		Cursor func(childComplexity int) int
 		Node   func(childComplexity int) int
+	}
+
+	APIKeySecretPayload struct {
+		APIKey func(childComplexity int) int
+		Key    func(childComplexity int) int
 	}
 
 	APIUsage struct {
@@ -130,6 +137,22 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	Mutation struct {
+		CreateAPIKey                  func(childComplexity int, name string) int
+		CreateOrder                   func(childComplexity int, input CreateOrderInput) int
+		CreatePartnerApp              func(childComplexity int, input CreatePartnerAppInput) int
+		CreateSku                     func(childComplexity int, input CreateSkuInput) int
+		CreateUser                    func(childComplexity int, input CreateUserInput) int
+		DisableAPIKey                 func(childComplexity int, id int) int
+		PayOrder                      func(childComplexity int, orderNo string) int
+		ResendFailedWebhookDeliveries func(childComplexity int, appID *int) int
+		ResendWebhookDelivery         func(childComplexity int, id int) int
+		RotatePartnerAppSecret        func(childComplexity int, id int) int
+		RotateWebhookSecret           func(childComplexity int, id int) int
+		SetSkuStock                   func(childComplexity int, id int, stock int) int
+		UpdatePartnerApp              func(childComplexity int, id int, input UpdatePartnerAppInput) int
+	}
+
 	Order struct {
 		Amount        func(childComplexity int) int
 		App           func(childComplexity int) int
@@ -190,6 +213,12 @@ type ComplexityRoot struct {
 	PartnerAppEdge struct {
 		Cursor func(childComplexity int) int
 		Node   func(childComplexity int) int
+	}
+
+	PartnerAppSecretPayload struct {
+		App           func(childComplexity int) int
+		AppSecret     func(childComplexity int) int
+		WebhookSecret func(childComplexity int) int
 	}
 
 	Query struct {
@@ -294,6 +323,21 @@ type ComplexityRoot struct {
 
 // region    ************************** generated!.gotpl **************************
 
+type MutationResolver interface {
+	CreatePartnerApp(ctx context.Context, input CreatePartnerAppInput) (*PartnerAppSecretPayload, error)
+	UpdatePartnerApp(ctx context.Context, id int, input UpdatePartnerAppInput) (*ent.PartnerApp, error)
+	RotatePartnerAppSecret(ctx context.Context, id int) (*PartnerAppSecretPayload, error)
+	RotateWebhookSecret(ctx context.Context, id int) (*PartnerAppSecretPayload, error)
+	ResendWebhookDelivery(ctx context.Context, id int) (*ent.WebhookDelivery, error)
+	ResendFailedWebhookDeliveries(ctx context.Context, appID *int) (int, error)
+	CreateSku(ctx context.Context, input CreateSkuInput) (*ent.Sku, error)
+	SetSkuStock(ctx context.Context, id int, stock int) (*ent.Sku, error)
+	CreateOrder(ctx context.Context, input CreateOrderInput) (*ent.Order, error)
+	PayOrder(ctx context.Context, orderNo string) (*ent.Order, error)
+	CreateAPIKey(ctx context.Context, name string) (*APIKeySecretPayload, error)
+	DisableAPIKey(ctx context.Context, id int) (*ent.APIKey, error)
+	CreateUser(ctx context.Context, input CreateUserInput) (*ent.User, error)
+}
 type QueryResolver interface {
 	APIKeys(ctx context.Context, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.APIKeyOrder, where *ent.APIKeyWhereInput) (*ent.APIKeyConnection, error)
 	APIUsages(ctx context.Context, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.APIUsageOrder, where *ent.APIUsageWhereInput) (*ent.APIUsageConnection, error)
@@ -398,6 +442,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.APIKeyEdge.Node(childComplexity), true
+
+	case "APIKeySecretPayload.apiKey":
+		if e.ComplexityRoot.APIKeySecretPayload.APIKey == nil {
+			break
+		}
+
+		return e.ComplexityRoot.APIKeySecretPayload.APIKey(childComplexity), true
+	case "APIKeySecretPayload.key":
+		if e.ComplexityRoot.APIKeySecretPayload.Key == nil {
+			break
+		}
+
+		return e.ComplexityRoot.APIKeySecretPayload.Key(childComplexity), true
 
 	case "APIUsage.app":
 		if e.ComplexityRoot.APIUsage.App == nil {
@@ -659,6 +716,150 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.IdempotencyRecordEdge.Node(childComplexity), true
+
+	case "Mutation.createAPIKey":
+		if e.ComplexityRoot.Mutation.CreateAPIKey == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createAPIKey_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateAPIKey(childComplexity, args["name"].(string)), true
+	case "Mutation.createOrder":
+		if e.ComplexityRoot.Mutation.CreateOrder == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createOrder_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateOrder(childComplexity, args["input"].(CreateOrderInput)), true
+	case "Mutation.createPartnerApp":
+		if e.ComplexityRoot.Mutation.CreatePartnerApp == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createPartnerApp_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreatePartnerApp(childComplexity, args["input"].(CreatePartnerAppInput)), true
+	case "Mutation.createSku":
+		if e.ComplexityRoot.Mutation.CreateSku == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createSku_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateSku(childComplexity, args["input"].(CreateSkuInput)), true
+	case "Mutation.createUser":
+		if e.ComplexityRoot.Mutation.CreateUser == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createUser_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateUser(childComplexity, args["input"].(CreateUserInput)), true
+	case "Mutation.disableAPIKey":
+		if e.ComplexityRoot.Mutation.DisableAPIKey == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_disableAPIKey_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DisableAPIKey(childComplexity, args["id"].(int)), true
+	case "Mutation.payOrder":
+		if e.ComplexityRoot.Mutation.PayOrder == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_payOrder_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.PayOrder(childComplexity, args["orderNo"].(string)), true
+	case "Mutation.resendFailedWebhookDeliveries":
+		if e.ComplexityRoot.Mutation.ResendFailedWebhookDeliveries == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_resendFailedWebhookDeliveries_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ResendFailedWebhookDeliveries(childComplexity, args["appID"].(*int)), true
+	case "Mutation.resendWebhookDelivery":
+		if e.ComplexityRoot.Mutation.ResendWebhookDelivery == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_resendWebhookDelivery_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ResendWebhookDelivery(childComplexity, args["id"].(int)), true
+	case "Mutation.rotatePartnerAppSecret":
+		if e.ComplexityRoot.Mutation.RotatePartnerAppSecret == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_rotatePartnerAppSecret_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RotatePartnerAppSecret(childComplexity, args["id"].(int)), true
+	case "Mutation.rotateWebhookSecret":
+		if e.ComplexityRoot.Mutation.RotateWebhookSecret == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_rotateWebhookSecret_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RotateWebhookSecret(childComplexity, args["id"].(int)), true
+	case "Mutation.setSkuStock":
+		if e.ComplexityRoot.Mutation.SetSkuStock == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setSkuStock_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetSkuStock(childComplexity, args["id"].(int), args["stock"].(int)), true
+	case "Mutation.updatePartnerApp":
+		if e.ComplexityRoot.Mutation.UpdatePartnerApp == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_updatePartnerApp_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.UpdatePartnerApp(childComplexity, args["id"].(int), args["input"].(UpdatePartnerAppInput)), true
 
 	case "Order.amount":
 		if e.ComplexityRoot.Order.Amount == nil {
@@ -927,6 +1128,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.PartnerAppEdge.Node(childComplexity), true
+
+	case "PartnerAppSecretPayload.app":
+		if e.ComplexityRoot.PartnerAppSecretPayload.App == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PartnerAppSecretPayload.App(childComplexity), true
+	case "PartnerAppSecretPayload.appSecret":
+		if e.ComplexityRoot.PartnerAppSecretPayload.AppSecret == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PartnerAppSecretPayload.AppSecret(childComplexity), true
+	case "PartnerAppSecretPayload.webhookSecret":
+		if e.ComplexityRoot.PartnerAppSecretPayload.WebhookSecret == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PartnerAppSecretPayload.WebhookSecret(childComplexity), true
 
 	case "Query.apiKeys":
 		if e.ComplexityRoot.Query.APIKeys == nil {
@@ -1352,6 +1572,10 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		ec.unmarshalInputAPIKeyWhereInput,
 		ec.unmarshalInputAPIUsageOrder,
 		ec.unmarshalInputAPIUsageWhereInput,
+		ec.unmarshalInputCreateOrderInput,
+		ec.unmarshalInputCreatePartnerAppInput,
+		ec.unmarshalInputCreateSkuInput,
+		ec.unmarshalInputCreateUserInput,
 		ec.unmarshalInputDeliveryAttemptOrder,
 		ec.unmarshalInputDeliveryAttemptWhereInput,
 		ec.unmarshalInputIdempotencyRecordOrder,
@@ -1364,6 +1588,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		ec.unmarshalInputSkuWhereInput,
 		ec.unmarshalInputTicketOrder,
 		ec.unmarshalInputTicketWhereInput,
+		ec.unmarshalInputUpdatePartnerAppInput,
 		ec.unmarshalInputUserOrder,
 		ec.unmarshalInputUserWhereInput,
 		ec.unmarshalInputWebhookDeliveryOrder,
@@ -1402,6 +1627,21 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 
 			return &response
 		}
+	case ast.Mutation:
+		return func(ctx context.Context) *graphql.Response {
+			if !first {
+				return nil
+			}
+			first = false
+			ctx = graphql.WithUnmarshalerMap(ctx, inputUnmarshalMap)
+			data := ec._Mutation(ctx, opCtx.Operation.SelectionSet)
+			var buf bytes.Buffer
+			data.MarshalGQL(&buf)
+
+			return &graphql.Response{
+				Data: buf.Bytes(),
+			}
+		}
 
 	default:
 		return graphql.OneShot(graphql.ErrorResponse(ctx, "unsupported GraphQL operation"))
@@ -1430,6 +1670,137 @@ func newExecutionContext(
 var sources = []*ast.Source{
 	{Name: "../web-schema/admin.graphql", Input: `# Hand-written part of the admin schema. Types generated from ent/schema
 # live in ent.graphql; never edit that file by hand.
+#
+# Errors carry extensions.code: VALIDATION_FAILED (with extensions.field),
+# NOT_FOUND, CONFLICT, INVALID_STATE, or INTERNAL (details only in the log).
+
+type Mutation {
+  """
+  Creates an enabled partner app. The app secret and the webhook secret are
+  returned here, once, and never again.
+  """
+  createPartnerApp(input: CreatePartnerAppInput!): PartnerAppSecretPayload!
+  """
+  Changes the given fields of an app; absent fields are left as they are.
+  Takes effect on every replica within 1 s.
+  """
+  updatePartnerApp(id: ID!, input: UpdatePartnerAppInput!): PartnerApp!
+  """
+  Gives the app a new app secret (returned once); the old one keeps
+  verifying for 24 h. webhookSecret is null.
+  """
+  rotatePartnerAppSecret(id: ID!): PartnerAppSecretPayload!
+  """
+  Gives the app a new webhook signing secret (returned once); the old one
+  keeps signing for 24 h. appSecret is null.
+  """
+  rotateWebhookSecret(id: ID!): PartnerAppSecretPayload!
+  """
+  Puts a delivery back to PENDING with retryCount 0; its attempts are kept.
+  """
+  resendWebhookDelivery(id: ID!): WebhookDelivery!
+  """
+  Re-queues every FAILED delivery (of one app when appID is given) and
+  returns how many.
+  """
+  resendFailedWebhookDeliveries(appID: ID): Int!
+  "Creates a SKU with its initial stock."
+  createSku(input: CreateSkuInput!): Sku!
+  "Sets the stock of a SKU (0 or more)."
+  setSkuStock(id: ID!, stock: Int!): Sku!
+  "Creates an order (status CREATED) for a partner app."
+  createOrder(input: CreateOrderInput!): Order!
+  """
+  Marks a CREATED order PAID (payTime now) and queues its order.paid
+  webhook in the same transaction.
+  """
+  payOrder(orderNo: String!): Order!
+  "Creates an enabled admin API key; the key is returned here, once."
+  createAPIKey(name: String!): APIKeySecretPayload!
+  "Disables an API key: it is refused from the next request on."
+  disableAPIKey(id: ID!): APIKey!
+  "Creates an enabled user who can sign in (JWT login, OAuth approval)."
+  createUser(input: CreateUserInput!): User!
+}
+
+input CreatePartnerAppInput {
+  "1-128 characters."
+  appName: String!
+  "1-64 of [A-Za-z0-9_-], unique; generated when absent."
+  appKey: String
+  "Requests per second, 1-1000000; default 1000."
+  rateLimit: Int
+  """
+  Last day the app may call the API (through the end of that UTC day).
+  A date (2027-12-31) or an RFC 3339 time, of which only the date counts.
+  """
+  expireDate: Time
+  "Webhook callback URL (http or https)."
+  callbackURL: String
+  "OAuth redirect URIs (exact match at /oauth/authorize)."
+  redirectURIs: [String!]
+  "OAuth scopes the app may ask for."
+  scopes: [String!]
+}
+
+"""
+Every field is optional; an absent field is left unchanged. expireDate,
+callbackURL, redirectURIs and scopes are cleared by null.
+"""
+input UpdatePartnerAppInput {
+  appName: String
+  "The app key cannot change: only its current value is accepted."
+  appKey: String
+  rateLimit: Int
+  expireDate: Time @goField(omittable: true)
+  callbackURL: String @goField(omittable: true)
+  redirectURIs: [String!] @goField(omittable: true)
+  scopes: [String!] @goField(omittable: true)
+  "0 disabled, 1 enabled."
+  status: Int
+}
+
+"""
+An app with the secrets just created or rotated. Secrets are shown only in
+this payload; a null secret was not changed.
+"""
+type PartnerAppSecretPayload {
+  app: PartnerApp!
+  appSecret: String
+  webhookSecret: String
+}
+
+input CreateSkuInput {
+  "1-200 characters."
+  name: String!
+  "0 or more."
+  stock: Int!
+}
+
+input CreateOrderInput {
+  appID: ID!
+  "1-64 printable ASCII characters without spaces, unique."
+  orderNo: String!
+  "Decimal with at most two decimals, e.g. \"99.90\"."
+  amount: String!
+  customerName: String
+  customerPhone: String
+  customerEmail: String
+}
+
+input CreateUserInput {
+  "1-64 of [A-Za-z0-9._-], unique."
+  username: String!
+  "8-72 bytes."
+  password: String!
+  roles: [String!]
+}
+
+"An API key with the key itself, shown only here."
+type APIKeySecretPayload {
+  apiKey: APIKey!
+  key: String!
+}
 `, BuiltIn: false},
 	{Name: "../web-schema/ent.graphql", Input: `directive @goField(forceResolver: Boolean, name: String, omittable: Boolean) on FIELD_DEFINITION | INPUT_FIELD_DEFINITION
 directive @goModel(model: String, models: [String!], forceGenerate: Boolean) on OBJECT | INPUT_OBJECT | SCALAR | ENUM | INTERFACE | UNION
@@ -3733,6 +4104,16 @@ func (ec *executionContext) childFields_APIKeyEdge(ctx context.Context, field gr
 	return nil, fmt.Errorf("no field named %q was found under type APIKeyEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_APIKeySecretPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "apiKey":
+		return ec.fieldContext_APIKeySecretPayload_apiKey(ctx, field)
+	case "key":
+		return ec.fieldContext_APIKeySecretPayload_key(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type APIKeySecretPayload", field.Name)
+}
+
 func (ec *executionContext) childFields_APIUsage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -3993,6 +4374,18 @@ func (ec *executionContext) childFields_PartnerAppEdge(ctx context.Context, fiel
 		return ec.fieldContext_PartnerAppEdge_cursor(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type PartnerAppEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_PartnerAppSecretPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "app":
+		return ec.fieldContext_PartnerAppSecretPayload_app(ctx, field)
+	case "appSecret":
+		return ec.fieldContext_PartnerAppSecretPayload_appSecret(ctx, field)
+	case "webhookSecret":
+		return ec.fieldContext_PartnerAppSecretPayload_webhookSecret(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PartnerAppSecretPayload", field.Name)
 }
 
 func (ec *executionContext) childFields_Sku(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -4280,6 +4673,204 @@ func (ec *executionContext) childFields___Type(ctx context.Context, field graphq
 // endregion ************************** internal!.gotpl ***************************
 
 // region    ***************************** args.gotpl *****************************
+
+func (ec *executionContext) field_Mutation_createAPIKey_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "name",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["name"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_createOrder_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (CreateOrderInput, error) {
+			return ec.unmarshalNCreateOrderInput2gatehouseᚋgraphᚐCreateOrderInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_createPartnerApp_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (CreatePartnerAppInput, error) {
+			return ec.unmarshalNCreatePartnerAppInput2gatehouseᚋgraphᚐCreatePartnerAppInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_createSku_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (CreateSkuInput, error) {
+			return ec.unmarshalNCreateSkuInput2gatehouseᚋgraphᚐCreateSkuInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_createUser_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (CreateUserInput, error) {
+			return ec.unmarshalNCreateUserInput2gatehouseᚋgraphᚐCreateUserInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_disableAPIKey_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_payOrder_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "orderNo",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["orderNo"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_resendFailedWebhookDeliveries_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "appID",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOID2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["appID"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_resendWebhookDelivery_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_rotatePartnerAppSecret_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_rotateWebhookSecret_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_setSkuStock_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "stock",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNInt2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["stock"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_updatePartnerApp_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (UpdatePartnerAppInput, error) {
+			return ec.unmarshalNUpdatePartnerAppInput2gatehouseᚋgraphᚐUpdatePartnerAppInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg1
+	return args, nil
+}
 
 func (ec *executionContext) field_PartnerApp_orders_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
@@ -5360,6 +5951,61 @@ func (ec *executionContext) fieldContext_APIKeyEdge_cursor(_ context.Context, fi
 	return graphql.NewScalarFieldContext("APIKeyEdge", field, false, false, errors.New("field of type Cursor does not have child fields"))
 }
 
+func (ec *executionContext) _APIKeySecretPayload_apiKey(ctx context.Context, field graphql.CollectedField, obj *APIKeySecretPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_APIKeySecretPayload_apiKey(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.APIKey, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.APIKey) graphql.Marshaler {
+			return ec.marshalNAPIKey2ᚖgatehouseᚋentᚐAPIKey(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_APIKeySecretPayload_apiKey(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "APIKeySecretPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_APIKey(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _APIKeySecretPayload_key(ctx context.Context, field graphql.CollectedField, obj *APIKeySecretPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_APIKeySecretPayload_key(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Key, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_APIKeySecretPayload_key(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("APIKeySecretPayload", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
 func (ec *executionContext) _APIUsage_id(ctx context.Context, field graphql.CollectedField, obj *ent.APIUsage) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6423,6 +7069,578 @@ func (ec *executionContext) _IdempotencyRecordEdge_cursor(ctx context.Context, f
 }
 func (ec *executionContext) fieldContext_IdempotencyRecordEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("IdempotencyRecordEdge", field, false, false, errors.New("field of type Cursor does not have child fields"))
+}
+
+func (ec *executionContext) _Mutation_createPartnerApp(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createPartnerApp(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreatePartnerApp(ctx, fc.Args["input"].(CreatePartnerAppInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *PartnerAppSecretPayload) graphql.Marshaler {
+			return ec.marshalNPartnerAppSecretPayload2ᚖgatehouseᚋgraphᚐPartnerAppSecretPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createPartnerApp(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PartnerAppSecretPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createPartnerApp_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_updatePartnerApp(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_updatePartnerApp(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().UpdatePartnerApp(ctx, fc.Args["id"].(int), fc.Args["input"].(UpdatePartnerAppInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.PartnerApp) graphql.Marshaler {
+			return ec.marshalNPartnerApp2ᚖgatehouseᚋentᚐPartnerApp(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_updatePartnerApp(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PartnerApp(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_updatePartnerApp_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_rotatePartnerAppSecret(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_rotatePartnerAppSecret(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RotatePartnerAppSecret(ctx, fc.Args["id"].(int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *PartnerAppSecretPayload) graphql.Marshaler {
+			return ec.marshalNPartnerAppSecretPayload2ᚖgatehouseᚋgraphᚐPartnerAppSecretPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_rotatePartnerAppSecret(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PartnerAppSecretPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_rotatePartnerAppSecret_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_rotateWebhookSecret(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_rotateWebhookSecret(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RotateWebhookSecret(ctx, fc.Args["id"].(int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *PartnerAppSecretPayload) graphql.Marshaler {
+			return ec.marshalNPartnerAppSecretPayload2ᚖgatehouseᚋgraphᚐPartnerAppSecretPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_rotateWebhookSecret(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PartnerAppSecretPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_rotateWebhookSecret_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_resendWebhookDelivery(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_resendWebhookDelivery(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ResendWebhookDelivery(ctx, fc.Args["id"].(int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.WebhookDelivery) graphql.Marshaler {
+			return ec.marshalNWebhookDelivery2ᚖgatehouseᚋentᚐWebhookDelivery(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_resendWebhookDelivery(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookDelivery(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_resendWebhookDelivery_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_resendFailedWebhookDeliveries(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_resendFailedWebhookDeliveries(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ResendFailedWebhookDeliveries(ctx, fc.Args["appID"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_resendFailedWebhookDeliveries(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type Int does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_resendFailedWebhookDeliveries_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_createSku(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createSku(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreateSku(ctx, fc.Args["input"].(CreateSkuInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Sku) graphql.Marshaler {
+			return ec.marshalNSku2ᚖgatehouseᚋentᚐSku(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createSku(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Sku(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createSku_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_setSkuStock(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setSkuStock(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetSkuStock(ctx, fc.Args["id"].(int), fc.Args["stock"].(int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Sku) graphql.Marshaler {
+			return ec.marshalNSku2ᚖgatehouseᚋentᚐSku(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setSkuStock(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Sku(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setSkuStock_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_createOrder(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createOrder(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreateOrder(ctx, fc.Args["input"].(CreateOrderInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Order) graphql.Marshaler {
+			return ec.marshalNOrder2ᚖgatehouseᚋentᚐOrder(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createOrder(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Order(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createOrder_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_payOrder(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_payOrder(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().PayOrder(ctx, fc.Args["orderNo"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Order) graphql.Marshaler {
+			return ec.marshalNOrder2ᚖgatehouseᚋentᚐOrder(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_payOrder(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Order(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_payOrder_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_createAPIKey(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createAPIKey(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreateAPIKey(ctx, fc.Args["name"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *APIKeySecretPayload) graphql.Marshaler {
+			return ec.marshalNAPIKeySecretPayload2ᚖgatehouseᚋgraphᚐAPIKeySecretPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createAPIKey(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_APIKeySecretPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createAPIKey_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_disableAPIKey(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_disableAPIKey(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DisableAPIKey(ctx, fc.Args["id"].(int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.APIKey) graphql.Marshaler {
+			return ec.marshalNAPIKey2ᚖgatehouseᚋentᚐAPIKey(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_disableAPIKey(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_APIKey(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_disableAPIKey_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_createUser(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createUser(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreateUser(ctx, fc.Args["input"].(CreateUserInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.User) graphql.Marshaler {
+			return ec.marshalNUser2ᚖgatehouseᚋentᚐUser(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createUser(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_User(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createUser_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Order_id(ctx context.Context, field graphql.CollectedField, obj *ent.Order) (ret graphql.Marshaler) {
@@ -7492,6 +8710,84 @@ func (ec *executionContext) _PartnerAppEdge_cursor(ctx context.Context, field gr
 }
 func (ec *executionContext) fieldContext_PartnerAppEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("PartnerAppEdge", field, false, false, errors.New("field of type Cursor does not have child fields"))
+}
+
+func (ec *executionContext) _PartnerAppSecretPayload_app(ctx context.Context, field graphql.CollectedField, obj *PartnerAppSecretPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PartnerAppSecretPayload_app(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.App, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.PartnerApp) graphql.Marshaler {
+			return ec.marshalNPartnerApp2ᚖgatehouseᚋentᚐPartnerApp(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PartnerAppSecretPayload_app(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "PartnerAppSecretPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PartnerApp(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _PartnerAppSecretPayload_appSecret(ctx context.Context, field graphql.CollectedField, obj *PartnerAppSecretPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PartnerAppSecretPayload_appSecret(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AppSecret, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_PartnerAppSecretPayload_appSecret(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PartnerAppSecretPayload", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _PartnerAppSecretPayload_webhookSecret(ctx context.Context, field graphql.CollectedField, obj *PartnerAppSecretPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PartnerAppSecretPayload_webhookSecret(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.WebhookSecret, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_PartnerAppSecretPayload_webhookSecret(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PartnerAppSecretPayload", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Query_apiKeys(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
@@ -11267,6 +12563,224 @@ func (ec *executionContext) unmarshalInputAPIUsageWhereInput(ctx context.Context
 				return it, err
 			}
 			it.HasAppWith = data
+		}
+	}
+	return it, nil
+}
+
+func (ec *executionContext) unmarshalInputCreateOrderInput(ctx context.Context, obj any) (CreateOrderInput, error) {
+	var it CreateOrderInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"appID", "orderNo", "amount", "customerName", "customerPhone", "customerEmail"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "appID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appID"))
+			data, err := ec.unmarshalNID2int(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppID = data
+		case "orderNo":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("orderNo"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OrderNo = data
+		case "amount":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("amount"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Amount = data
+		case "customerName":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("customerName"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CustomerName = data
+		case "customerPhone":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("customerPhone"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CustomerPhone = data
+		case "customerEmail":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("customerEmail"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CustomerEmail = data
+		}
+	}
+	return it, nil
+}
+
+func (ec *executionContext) unmarshalInputCreatePartnerAppInput(ctx context.Context, obj any) (CreatePartnerAppInput, error) {
+	var it CreatePartnerAppInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"appName", "appKey", "rateLimit", "expireDate", "callbackURL", "redirectURIs", "scopes"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "appName":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appName"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppName = data
+		case "appKey":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appKey"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppKey = data
+		case "rateLimit":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("rateLimit"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RateLimit = data
+		case "expireDate":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("expireDate"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExpireDate = data
+		case "callbackURL":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("callbackURL"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CallbackURL = data
+		case "redirectURIs":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("redirectURIs"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RedirectURIs = data
+		case "scopes":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("scopes"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Scopes = data
+		}
+	}
+	return it, nil
+}
+
+func (ec *executionContext) unmarshalInputCreateSkuInput(ctx context.Context, obj any) (CreateSkuInput, error) {
+	var it CreateSkuInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"name", "stock"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "stock":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("stock"))
+			data, err := ec.unmarshalNInt2int(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Stock = data
+		}
+	}
+	return it, nil
+}
+
+func (ec *executionContext) unmarshalInputCreateUserInput(ctx context.Context, obj any) (CreateUserInput, error) {
+	var it CreateUserInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"username", "password", "roles"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "username":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("username"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Username = data
+		case "password":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("password"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Password = data
+		case "roles":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("roles"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Roles = data
 		}
 	}
 	return it, nil
@@ -15331,6 +16845,85 @@ func (ec *executionContext) unmarshalInputTicketWhereInput(ctx context.Context, 
 	return it, nil
 }
 
+func (ec *executionContext) unmarshalInputUpdatePartnerAppInput(ctx context.Context, obj any) (UpdatePartnerAppInput, error) {
+	var it UpdatePartnerAppInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"appName", "appKey", "rateLimit", "expireDate", "callbackURL", "redirectURIs", "scopes", "status"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "appName":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appName"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppName = data
+		case "appKey":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appKey"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppKey = data
+		case "rateLimit":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("rateLimit"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RateLimit = data
+		case "expireDate":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("expireDate"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExpireDate = graphql.OmittableOf(data)
+		case "callbackURL":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("callbackURL"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CallbackURL = graphql.OmittableOf(data)
+		case "redirectURIs":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("redirectURIs"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RedirectURIs = graphql.OmittableOf(data)
+		case "scopes":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("scopes"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Scopes = graphql.OmittableOf(data)
+		case "status":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("status"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Status = data
+		}
+	}
+	return it, nil
+}
+
 func (ec *executionContext) unmarshalInputUserOrder(ctx context.Context, obj any) (ent.UserOrder, error) {
 	var it ent.UserOrder
 	if obj == nil {
@@ -16949,6 +18542,49 @@ func (ec *executionContext) _APIKeyEdge(ctx context.Context, sel ast.SelectionSe
 	return out
 }
 
+var aPIKeySecretPayloadImplementors = []string{"APIKeySecretPayload"}
+
+func (ec *executionContext) _APIKeySecretPayload(ctx context.Context, sel ast.SelectionSet, obj *APIKeySecretPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, aPIKeySecretPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("APIKeySecretPayload")
+		case "apiKey":
+			out.Values[i] = ec._APIKeySecretPayload_apiKey(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "key":
+			out.Values[i] = ec._APIKeySecretPayload_key(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var aPIUsageImplementors = []string{"APIUsage", "Node"}
 
 func (ec *executionContext) _APIUsage(ctx context.Context, sel ast.SelectionSet, obj *ent.APIUsage) graphql.Marshaler {
@@ -17522,6 +19158,138 @@ func (ec *executionContext) _IdempotencyRecordEdge(ctx context.Context, sel ast.
 	return out
 }
 
+var mutationImplementors = []string{"Mutation"}
+
+func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, mutationImplementors)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{
+		Object: "Mutation",
+	})
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		innerCtx := graphql.WithRootFieldContext(ctx, &graphql.RootFieldContext{
+			Object: field.Name,
+			Field:  field,
+		})
+
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Mutation")
+		case "createPartnerApp":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createPartnerApp(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "updatePartnerApp":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_updatePartnerApp(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "rotatePartnerAppSecret":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_rotatePartnerAppSecret(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "rotateWebhookSecret":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_rotateWebhookSecret(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "resendWebhookDelivery":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_resendWebhookDelivery(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "resendFailedWebhookDeliveries":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_resendFailedWebhookDeliveries(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createSku":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createSku(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "setSkuStock":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setSkuStock(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createOrder":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createOrder(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "payOrder":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_payOrder(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createAPIKey":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createAPIKey(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "disableAPIKey":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_disableAPIKey(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createUser":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createUser(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var orderImplementors = []string{"Order", "Node"}
 
 func (ec *executionContext) _Order(ctx context.Context, sel ast.SelectionSet, obj *ent.Order) graphql.Marshaler {
@@ -18067,6 +19835,54 @@ func (ec *executionContext) _PartnerAppEdge(ctx context.Context, sel ast.Selecti
 		case "cursor":
 			out.Values[i] = ec._PartnerAppEdge_cursor(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var partnerAppSecretPayloadImplementors = []string{"PartnerAppSecretPayload"}
+
+func (ec *executionContext) _PartnerAppSecretPayload(ctx context.Context, sel ast.SelectionSet, obj *PartnerAppSecretPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, partnerAppSecretPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PartnerAppSecretPayload")
+		case "app":
+			out.Values[i] = ec._PartnerAppSecretPayload_app(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "appSecret":
+			out.Values[i] = ec._PartnerAppSecretPayload_appSecret(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "webhookSecret":
+			out.Values[i] = ec._PartnerAppSecretPayload_webhookSecret(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -19442,6 +21258,20 @@ func (ec *executionContext) ___Type(ctx context.Context, sel ast.SelectionSet, o
 
 // region    ***************************** type.gotpl *****************************
 
+func (ec *executionContext) marshalNAPIKey2gatehouseᚋentᚐAPIKey(ctx context.Context, sel ast.SelectionSet, v ent.APIKey) graphql.Marshaler {
+	return ec._APIKey(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNAPIKey2ᚖgatehouseᚋentᚐAPIKey(ctx context.Context, sel ast.SelectionSet, v *ent.APIKey) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._APIKey(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNAPIKeyConnection2gatehouseᚋentᚐAPIKeyConnection(ctx context.Context, sel ast.SelectionSet, v ent.APIKeyConnection) graphql.Marshaler {
 	return ec._APIKeyConnection(ctx, sel, &v)
 }
@@ -19470,6 +21300,20 @@ func (ec *executionContext) marshalNAPIKeyOrderField2ᚖgatehouseᚋentᚐAPIKey
 		return graphql.Null
 	}
 	return v
+}
+
+func (ec *executionContext) marshalNAPIKeySecretPayload2gatehouseᚋgraphᚐAPIKeySecretPayload(ctx context.Context, sel ast.SelectionSet, v APIKeySecretPayload) graphql.Marshaler {
+	return ec._APIKeySecretPayload(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNAPIKeySecretPayload2ᚖgatehouseᚋgraphᚐAPIKeySecretPayload(ctx context.Context, sel ast.SelectionSet, v *APIKeySecretPayload) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._APIKeySecretPayload(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNAPIKeyWhereInput2ᚖgatehouseᚋentᚐAPIKeyWhereInput(ctx context.Context, v any) (*ent.APIKeyWhereInput, error) {
@@ -19526,6 +21370,26 @@ func (ec *executionContext) marshalNBoolean2bool(ctx context.Context, sel ast.Se
 		}
 	}
 	return res
+}
+
+func (ec *executionContext) unmarshalNCreateOrderInput2gatehouseᚋgraphᚐCreateOrderInput(ctx context.Context, v any) (CreateOrderInput, error) {
+	res, err := ec.unmarshalInputCreateOrderInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNCreatePartnerAppInput2gatehouseᚋgraphᚐCreatePartnerAppInput(ctx context.Context, v any) (CreatePartnerAppInput, error) {
+	res, err := ec.unmarshalInputCreatePartnerAppInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNCreateSkuInput2gatehouseᚋgraphᚐCreateSkuInput(ctx context.Context, v any) (CreateSkuInput, error) {
+	res, err := ec.unmarshalInputCreateSkuInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNCreateUserInput2gatehouseᚋgraphᚐCreateUserInput(ctx context.Context, v any) (CreateUserInput, error) {
+	res, err := ec.unmarshalInputCreateUserInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) unmarshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor(ctx context.Context, v any) (entgql.Cursor[int], error) {
@@ -19652,6 +21516,20 @@ func (ec *executionContext) marshalNInt2int64(ctx context.Context, sel ast.Selec
 	return res
 }
 
+func (ec *executionContext) marshalNOrder2gatehouseᚋentᚐOrder(ctx context.Context, sel ast.SelectionSet, v ent.Order) graphql.Marshaler {
+	return ec._Order(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNOrder2ᚖgatehouseᚋentᚐOrder(ctx context.Context, sel ast.SelectionSet, v *ent.Order) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._Order(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNOrderConnection2gatehouseᚋentᚐOrderConnection(ctx context.Context, sel ast.SelectionSet, v ent.OrderConnection) graphql.Marshaler {
 	return ec._OrderConnection(ctx, sel, &v)
 }
@@ -19711,6 +21589,10 @@ func (ec *executionContext) marshalNPageInfo2entgoᚗioᚋcontribᚋentgqlᚐPag
 	return ec._PageInfo(ctx, sel, &v)
 }
 
+func (ec *executionContext) marshalNPartnerApp2gatehouseᚋentᚐPartnerApp(ctx context.Context, sel ast.SelectionSet, v ent.PartnerApp) graphql.Marshaler {
+	return ec._PartnerApp(ctx, sel, &v)
+}
+
 func (ec *executionContext) marshalNPartnerApp2ᚖgatehouseᚋentᚐPartnerApp(ctx context.Context, sel ast.SelectionSet, v *ent.PartnerApp) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
@@ -19751,9 +21633,37 @@ func (ec *executionContext) marshalNPartnerAppOrderField2ᚖgatehouseᚋentᚐPa
 	return v
 }
 
+func (ec *executionContext) marshalNPartnerAppSecretPayload2gatehouseᚋgraphᚐPartnerAppSecretPayload(ctx context.Context, sel ast.SelectionSet, v PartnerAppSecretPayload) graphql.Marshaler {
+	return ec._PartnerAppSecretPayload(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNPartnerAppSecretPayload2ᚖgatehouseᚋgraphᚐPartnerAppSecretPayload(ctx context.Context, sel ast.SelectionSet, v *PartnerAppSecretPayload) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._PartnerAppSecretPayload(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNPartnerAppWhereInput2ᚖgatehouseᚋentᚐPartnerAppWhereInput(ctx context.Context, v any) (*ent.PartnerAppWhereInput, error) {
 	res, err := ec.unmarshalInputPartnerAppWhereInput(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNSku2gatehouseᚋentᚐSku(ctx context.Context, sel ast.SelectionSet, v ent.Sku) graphql.Marshaler {
+	return ec._Sku(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNSku2ᚖgatehouseᚋentᚐSku(ctx context.Context, sel ast.SelectionSet, v *ent.Sku) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._Sku(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNSkuConnection2gatehouseᚋentᚐSkuConnection(ctx context.Context, sel ast.SelectionSet, v ent.SkuConnection) graphql.Marshaler {
@@ -19853,19 +21763,38 @@ func (ec *executionContext) unmarshalNTicketWhereInput2ᚖgatehouseᚋentᚐTick
 }
 
 func (ec *executionContext) unmarshalNTime2timeᚐTime(ctx context.Context, v any) (time.Time, error) {
-	res, err := graphql.UnmarshalTime(v)
+	res, err := scalar.UnmarshalTime(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNTime2timeᚐTime(ctx context.Context, sel ast.SelectionSet, v time.Time) graphql.Marshaler {
 	_ = sel
-	res := graphql.MarshalTime(v)
+	res := scalar.MarshalTime(v)
 	if res == graphql.Null {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
 		}
 	}
 	return res
+}
+
+func (ec *executionContext) unmarshalNUpdatePartnerAppInput2gatehouseᚋgraphᚐUpdatePartnerAppInput(ctx context.Context, v any) (UpdatePartnerAppInput, error) {
+	res, err := ec.unmarshalInputUpdatePartnerAppInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNUser2gatehouseᚋentᚐUser(ctx context.Context, sel ast.SelectionSet, v ent.User) graphql.Marshaler {
+	return ec._User(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNUser2ᚖgatehouseᚋentᚐUser(ctx context.Context, sel ast.SelectionSet, v *ent.User) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._User(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNUserConnection2gatehouseᚋentᚐUserConnection(ctx context.Context, sel ast.SelectionSet, v ent.UserConnection) graphql.Marshaler {
@@ -19901,6 +21830,10 @@ func (ec *executionContext) marshalNUserOrderField2ᚖgatehouseᚋentᚐUserOrde
 func (ec *executionContext) unmarshalNUserWhereInput2ᚖgatehouseᚋentᚐUserWhereInput(ctx context.Context, v any) (*ent.UserWhereInput, error) {
 	res, err := ec.unmarshalInputUserWhereInput(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNWebhookDelivery2gatehouseᚋentᚐWebhookDelivery(ctx context.Context, sel ast.SelectionSet, v ent.WebhookDelivery) graphql.Marshaler {
+	return ec._WebhookDelivery(ctx, sel, &v)
 }
 
 func (ec *executionContext) marshalNWebhookDelivery2ᚖgatehouseᚋentᚐWebhookDelivery(ctx context.Context, sel ast.SelectionSet, v *ent.WebhookDelivery) graphql.Marshaler {
@@ -20991,7 +22924,7 @@ func (ec *executionContext) unmarshalOTime2ᚖtimeᚐTime(ctx context.Context, v
 	if v == nil {
 		return nil, nil
 	}
-	res, err := graphql.UnmarshalTime(v)
+	res, err := scalar.UnmarshalTime(v)
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
@@ -21001,7 +22934,7 @@ func (ec *executionContext) marshalOTime2ᚖtimeᚐTime(ctx context.Context, sel
 	}
 	_ = sel
 	_ = ctx
-	res := graphql.MarshalTime(*v)
+	res := scalar.MarshalTime(*v)
 	return res
 }
 

@@ -5,10 +5,24 @@ package graph
 
 import (
 	"gatehouse/ent"
+	"gatehouse/internal/apikey"
+	"gatehouse/internal/identity"
+	"gatehouse/internal/inventory"
+	"gatehouse/internal/order"
+	"gatehouse/internal/partner"
+	"gatehouse/internal/webhook"
 )
 
 // Resolver is the root resolver; its fields are the services the admin
 // schema reaches.
 type Resolver struct {
-	Client *ent.Client
+	Client   *ent.Client
+	Partners *partner.Service
+	Orders   *order.Service
+	APIKeys  *apikey.Service
+	Users    *identity.Users
+	// Inventory creates SKUs and sets their stock.
+	Inventory *inventory.Service
+	// Webhooks re-queues deliveries.
+	Webhooks *webhook.Service
 }

@@ -1,12 +1,13 @@
 package graph
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 
-	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
@@ -17,10 +18,9 @@ import (
 	"gatehouse/internal/httpx"
 )
 
-// ComplexityLimit bounds the cost of one query (gqlgen's field-count model).
-const ComplexityLimit = 1000
-
-// NewHandler returns the GraphQL HTTP handler (GET and POST) for resolver.
+// NewHandler returns the GraphQL HTTP handler (GET and POST) for resolver:
+// introspection on, operation limits (depth, complexity, page sizes),
+// errors mapped to codes. Authentication is the caller's (see APIKeyGuard).
 func NewHandler(resolver *Resolver, log *slog.Logger) http.Handler {
 	srv := handler.New(NewExecutableSchema(Config{Resolvers: resolver}))
 	srv.AddTransport(transport.GET{})
@@ -28,31 +28,36 @@ func NewHandler(resolver *Resolver, log *slog.Logger) http.Handler {
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
 	srv.Use(extension.Introspection{})
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](100)})
-	srv.Use(extension.FixedComplexityLimit(ComplexityLimit))
+	srv.Use(limits{})
+	srv.AroundFields(wrapResolverErrors)
 	srv.SetErrorPresenter(errorPresenter(log))
 	srv.SetRecoverFunc(func(ctx context.Context, v any) error {
 		log.ErrorContext(ctx, "graphql panic", "panic", v, "request_id", httpx.GetRequestID(ctx))
-		return errors.New("internal error")
+		return &gqlerror.Error{Message: "internal error", Extensions: map[string]any{"code": CodeInternal}}
 	})
-	return srv
+	return readBody(srv)
 }
 
-// errorPresenter shows coded errors as they are and hides everything else
-// behind "internal error", logging the original with the request id.
-func errorPresenter(log *slog.Logger) graphql.ErrorPresenterFunc {
-	return func(ctx context.Context, err error) *gqlerror.Error {
-		var gqlErr *gqlerror.Error
-		if errors.As(err, &gqlErr) && (gqlErr.Extensions["code"] != nil || gqlErr.Rule != "") {
-			return gqlErr
+// readBody reads a POST body up front so that one over httpx.MaxBodyBytes
+// (sent without Content-Length, so LimitBody could not refuse it early) is
+// answered 413 like everywhere else, not as a GraphQL error.
+func readBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.Body == nil {
+			next.ServeHTTP(w, r)
+			return
 		}
-		if errors.As(err, &gqlErr) && gqlErr.Err == nil {
-			return gqlErr // parse and validation errors from gqlparser
+		b, err := io.ReadAll(r.Body)
+		var mbe *http.MaxBytesError
+		switch {
+		case errors.As(err, &mbe):
+			httpx.WriteError(w, http.StatusRequestEntityTooLarge, "payload_too_large", "request body must be at most 64 KiB")
+			return
+		case err != nil:
+			httpx.WriteError(w, http.StatusBadRequest, "invalid_request", "could not read the request body")
+			return
 		}
-		log.ErrorContext(ctx, "graphql resolver failed", "err", err, "request_id", httpx.GetRequestID(ctx))
-		return &gqlerror.Error{
-			Message:    "internal error",
-			Path:       graphql.GetPath(ctx),
-			Extensions: map[string]any{"code": "INTERNAL"},
-		}
-	}
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		next.ServeHTTP(w, r)
+	})
 }

@@ -1,6 +1,7 @@
 package rest_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -431,7 +432,12 @@ func TestTicketsInGraphQL(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		e := apptest.Start(t, b)
 		tk := createTicket(t, e, "visible to admins")
-		r := e.Do(t, "POST", e.AdminURL+"/graphql", `{"query":"{ tickets(first: 10, where: {status: OPEN}) { totalCount edges { node { id title status createdAt } } } }"}`, apptest.JSONBody...)
+		_, key, err := e.App.APIKeys.Create(context.Background(), "tickets test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		admin := append([]string{"X-API-Key", key}, apptest.JSONBody...)
+		r := e.Do(t, "POST", e.AdminURL+"/graphql", `{"query":"{ tickets(first: 10, where: {status: OPEN}) { totalCount edges { node { id title status createdAt } } } }"}`, admin...)
 		if r.Status != 200 {
 			t.Fatalf("graphql: %d %s", r.Status, r.Body)
 		}
@@ -440,7 +446,7 @@ func TestTicketsInGraphQL(t *testing.T) {
 			t.Fatalf("graphql body %s lacks %s", r.Body, want)
 		}
 		// Tickets are read-only there: no ticket mutation exists.
-		r = e.Do(t, "POST", e.AdminURL+"/graphql", `{"query":"mutation { createTicket(input: {title: \"x\"}) { id } }"}`, apptest.JSONBody...)
+		r = e.Do(t, "POST", e.AdminURL+"/graphql", `{"query":"mutation { createTicket(input: {title: \"x\"}) { id } }"}`, admin...)
 		if !strings.Contains(string(r.Body), `"errors"`) {
 			t.Fatalf("ticket mutation accepted: %s", r.Body)
 		}

@@ -2,21 +2,66 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 
+	"github.com/go-chi/chi/v5"
+
 	"gatehouse/graph"
+	"gatehouse/internal/apikey"
+	"gatehouse/internal/identity"
 )
 
-// wireAdmin builds the admin-side services (API keys, users, SKUs).
-func (a *App) wireAdmin(ctx context.Context) error { return nil }
+// adminServices are the admin side's services, embedded in App.
+type adminServices struct {
+	// APIKeys creates, disables and checks admin API keys.
+	APIKeys *apikey.Service
+	// KeyUsage batches the counting of accepted API key uses.
+	KeyUsage *apikey.Counter
+	// Users creates users (createUser, `gatehouse user create`).
+	Users *identity.Users
+}
+
+// BootstrapAPIKeyName names the key GATEHOUSE_BOOTSTRAP_API_KEY creates.
+const BootstrapAPIKeyName = "bootstrap (GATEHOUSE_BOOTSTRAP_API_KEY)"
+
+// wireAdmin builds the admin-side services (API keys, users) and makes sure
+// the bootstrap API key exists.
+func (a *App) wireAdmin(ctx context.Context) error {
+	a.KeyUsage = apikey.NewCounter(a.DB.Client, a.Log, apikey.DefaultFlushInterval)
+	a.APIKeys = apikey.NewService(a.DB.Client, a.KeyUsage)
+	a.Users = identity.NewUsers(a.DB.Client)
+	if a.Cfg.BootstrapAPIKey != "" {
+		if _, err := a.APIKeys.Ensure(ctx, BootstrapAPIKeyName, a.Cfg.BootstrapAPIKey); err != nil {
+			return fmt.Errorf("GATEHOUSE_BOOTSTRAP_API_KEY: %w", err)
+		}
+	}
+	a.KeyUsage.Start()
+	a.stops = append(a.stops, a.KeyUsage.Close)
+	return nil
+}
 
 // resolver is the root GraphQL resolver with every service it reaches.
 func (a *App) resolver() *graph.Resolver {
-	return &graph.Resolver{Client: a.DB.Client}
+	return &graph.Resolver{
+		Client:    a.DB.Client,
+		Partners:  a.Partners,
+		Orders:    a.Orders,
+		APIKeys:   a.APIKeys,
+		Users:     a.Users,
+		Webhooks:  a.Webhooks,
+		Inventory: a.Inventory,
+	}
 }
 
 // adminGuard is the single place where authentication of the admin
-// GraphQL endpoint plugs in.
+// GraphQL endpoint plugs in: an enabled API key in X-API-Key.
 func (a *App) adminGuard(next http.Handler) http.Handler {
-	return next
+	return graph.APIKeyGuard(a.APIKeys, a.Log)(next)
+}
+
+// mountPlayground serves the GraphiQL Playground at / and its files.
+func (a *App) mountPlayground(r chi.Router) {
+	r.Method(http.MethodGet, "/", graph.PlaygroundPage("gatehouse admin", "/graphql"))
+	r.Method(http.MethodGet, graph.PlaygroundAssetsPath+"*", graph.PlaygroundAssets())
 }

@@ -1,0 +1,77 @@
+package graph
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"gatehouse/internal/apikey"
+	"gatehouse/internal/identity"
+	"gatehouse/internal/inventory"
+	"gatehouse/internal/order"
+	"gatehouse/internal/partner"
+	"gatehouse/internal/webhook"
+)
+
+// TestPlaygroundAssetsIntegrity: the vendored files are byte for byte the
+// ones whose hashes gqlgen publishes (and the page announces as SRI).
+func TestPlaygroundAssetsIntegrity(t *testing.T) {
+	for _, a := range []playgroundAsset{graphiqlJS, graphiqlCSS, reactJS, reactDOMJS} {
+		got, err := subresourceIntegrity(a.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != a.sri {
+			t.Errorf("%s: %s, want %s", a.path, got, a.sri)
+		}
+	}
+}
+
+// TestErrorPresenter: domain errors keep their message and get a code;
+// any other resolver error is logged and shown as "internal error" only;
+// an argument that could not be read is a validation error.
+func TestErrorPresenter(t *testing.T) {
+	var logs bytes.Buffer
+	present := errorPresenter(slog.New(slog.NewTextHandler(&logs, nil)))
+	ctx := context.Background()
+	cases := []struct {
+		err   error
+		code  string
+		field string
+	}{
+		{&resolverError{&partner.ValidationError{Field: "appName", Msg: "is required"}}, CodeValidationFailed, "appName"},
+		{&resolverError{&order.ValidationError{Field: "amount", Msg: "bad"}}, CodeValidationFailed, "amount"},
+		{&resolverError{&apikey.ValidationError{Field: "name", Msg: "bad"}}, CodeValidationFailed, "name"},
+		{&resolverError{&identity.ValidationError{Field: "password", Msg: "bad"}}, CodeValidationFailed, "password"},
+		{&resolverError{&inventory.ValidationError{Field: "stock", Msg: "bad"}}, CodeValidationFailed, "stock"},
+		{&resolverError{fmt.Errorf("wrapped: %w", partner.ErrNotFound)}, CodeNotFound, ""},
+		{&resolverError{order.ErrNotFound}, CodeNotFound, ""},
+		{&resolverError{apikey.ErrNotFound}, CodeNotFound, ""},
+		{&resolverError{inventory.ErrNotFound}, CodeNotFound, ""},
+		{&resolverError{webhook.ErrNotFound}, CodeNotFound, ""},
+		{&resolverError{fmt.Errorf("%w: \"k\"", partner.ErrConflict)}, CodeConflict, ""},
+		{&resolverError{order.ErrConflict}, CodeConflict, ""},
+		{&resolverError{identity.ErrConflict}, CodeConflict, ""},
+		{&resolverError{fmt.Errorf("%w: order is PAID", order.ErrInvalidState)}, CodeInvalidState, ""},
+		{gqlerror.WrapPath(nil, errors.New("time must be RFC 3339")), CodeValidationFailed, ""},
+	}
+	for _, c := range cases {
+		got := present(ctx, c.err)
+		if got.Extensions["code"] != c.code || (c.field != "" && got.Extensions["field"] != c.field) {
+			t.Errorf("%v: %v %v", c.err, got.Message, got.Extensions)
+		}
+	}
+	internal := present(ctx, &resolverError{errors.New("pq: relation secret_table does not exist at 10.0.0.7")})
+	if internal.Message != "internal error" || internal.Extensions["code"] != CodeInternal || strings.Contains(internal.Message, "pq") {
+		t.Fatalf("internal: %+v", internal)
+	}
+	if !strings.Contains(logs.String(), "secret_table") {
+		t.Fatal("the internal error was not logged")
+	}
+}

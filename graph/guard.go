@@ -1,0 +1,53 @@
+package graph
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"gatehouse/internal/apikey"
+	"gatehouse/internal/httpx"
+)
+
+// HeaderAPIKey carries the admin API key (scheme 4).
+const HeaderAPIKey = "X-API-Key"
+
+// APIKeyGuard lets a request through only with an enabled key in
+// X-API-Key; each accepted request is counted once by keys. Refusals are
+// 401 {"error": "missing_api_key" | "invalid_api_key"}.
+func APIKeyGuard(keys *apikey.Service, log *slog.Logger) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			values := r.Header.Values(HeaderAPIKey)
+			var key string
+			switch len(values) {
+			case 0:
+			case 1:
+				key = values[0]
+			default:
+				// Two keys: which one is meant is anyone's guess.
+				authError(w, "invalid_api_key", "send exactly one X-API-Key header")
+				return
+			}
+			_, err := keys.Authenticate(r.Context(), key)
+			switch {
+			case err == nil:
+				next.ServeHTTP(w, r)
+			case errors.Is(err, apikey.ErrMissing):
+				authError(w, "missing_api_key", "send an admin API key in the X-API-Key header")
+			case errors.Is(err, apikey.ErrInvalid):
+				authError(w, "invalid_api_key", "the API key is unknown or disabled")
+			default:
+				log.ErrorContext(r.Context(), "check API key", "err", err, "request_id", httpx.GetRequestID(r.Context()))
+				httpx.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{
+					"error":             "temporarily_unavailable",
+					"error_description": "the API key could not be checked; try again",
+				})
+			}
+		})
+	}
+}
+
+func authError(w http.ResponseWriter, code, desc string) {
+	httpx.WriteJSON(w, http.StatusUnauthorized, map[string]string{"error": code, "error_description": desc})
+}

@@ -1,0 +1,57 @@
+package graph
+
+import (
+	"context"
+
+	"gatehouse/internal/partner"
+)
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// updateInput maps UpdatePartnerAppInput to the service's input: absent
+// fields stay nil; null clears the clearable ones.
+func (r *mutationResolver) updateInput(ctx context.Context, id int, in UpdatePartnerAppInput) (partner.UpdateInput, error) {
+	out := partner.UpdateInput{AppName: in.AppName, RateLimit: in.RateLimit}
+	if in.AppKey != nil {
+		// app_key is what partners sign with and what OAuth calls client_id:
+		// it never changes. Its current value is accepted (a client sending
+		// the whole app back), anything else is refused.
+		app, err := r.Partners.Get(ctx, id)
+		if err != nil {
+			return out, err
+		}
+		if *in.AppKey != app.AppKey {
+			return out, validationError("appKey", "cannot be changed; create a new app for a new key")
+		}
+	}
+	if in.Status != nil {
+		st := partner.Status(*in.Status)
+		out.Status = &st
+	}
+	if v, set := in.ExpireDate.ValueOK(); set {
+		if v == nil {
+			out.ClearExpireDate = true
+		} else {
+			out.ExpireDate = v
+		}
+	}
+	if v, set := in.CallbackURL.ValueOK(); set {
+		u := deref(v) // null removes the callback, like ""
+		out.CallbackURL = &u
+	}
+	if v, set := in.RedirectURIs.ValueOK(); set {
+		uris := append([]string{}, v...)
+		out.RedirectURIs = &uris
+	}
+	if v, set := in.Scopes.ValueOK(); set {
+		scopes := append([]string{}, v...)
+		out.Scopes = &scopes
+	}
+	return out, nil
+}

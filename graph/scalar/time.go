@@ -1,0 +1,40 @@
+// Package scalar holds the admin schema's custom scalar marshalling.
+package scalar
+
+import (
+	"errors"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+)
+
+// MarshalTime writes the GraphQL Time scalar: RFC 3339 in UTC, with the
+// fraction of a second when there is one, so that every time the API shows
+// reads the same whatever the database session's time zone.
+func MarshalTime(t time.Time) graphql.Marshaler {
+	if t.IsZero() {
+		return graphql.Null
+	}
+	return graphql.WriterFunc(func(w io.Writer) {
+		_, _ = io.WriteString(w, strconv.Quote(t.UTC().Format(time.RFC3339Nano)))
+	})
+}
+
+// UnmarshalTime reads the GraphQL Time scalar: an RFC 3339 time
+// ("2026-11-22T10:00:00Z", "2026-11-22T18:00:00+08:00") or a date alone
+// ("2026-11-22"), which means midnight UTC of that day.
+func UnmarshalTime(v any) (time.Time, error) {
+	s, ok := v.(string)
+	if !ok {
+		return time.Time{}, errors.New("time must be a string: RFC 3339 (2026-11-22T10:00:00Z) or a date (2026-11-22)")
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, errors.New("time must be RFC 3339 (2026-11-22T10:00:00Z) or a date (2026-11-22)")
+}

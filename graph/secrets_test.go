@@ -1,0 +1,257 @@
+package graph_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"gatehouse/internal/config"
+	"gatehouse/internal/secret"
+	"gatehouse/internal/testenv"
+	"gatehouse/rest/partnerclient"
+)
+
+const introspectionQuery = `{ __schema { queryType { name } types { name kind
+  fields { name args { name defaultValue type { ...T } } type { ...T } }
+  inputFields { name }
+} } }
+fragment T on __Type { kind name ofType { kind name ofType { kind name ofType { kind name } } } }`
+
+type ischema struct {
+	QueryType struct{ Name string } `json:"queryType"`
+	Types     []itype               `json:"types"`
+}
+
+type itype struct {
+	Name        string   `json:"name"`
+	Kind        string   `json:"kind"`
+	Fields      []ifield `json:"fields"`
+	InputFields []struct {
+		Name string `json:"name"`
+	} `json:"inputFields"`
+}
+
+type ifield struct {
+	Name string `json:"name"`
+	Args []struct {
+		Name         string  `json:"name"`
+		DefaultValue *string `json:"defaultValue"`
+		Type         itypeRef
+	} `json:"args"`
+	Type itypeRef `json:"type"`
+}
+
+type itypeRef struct {
+	Kind   string    `json:"kind"`
+	Name   string    `json:"name"`
+	OfType *itypeRef `json:"ofType"`
+}
+
+// named unwraps NON_NULL and LIST.
+func (r itypeRef) named() itypeRef {
+	for r.OfType != nil && (r.Kind == "NON_NULL" || r.Kind == "LIST") {
+		r = *r.OfType
+	}
+	return r
+}
+
+// sensitiveName matches field names that would hold a secret or a hash.
+var sensitiveName = regexp.MustCompile(`(?i)secret|hash|password|sealed|token|signature`)
+
+// allowedSensitive are the fields whose names match but which are meant
+// to be there: secrets shown once in mutation payloads, the password of a
+// new user, and the times at which a rotated-out secret stops working.
+func allowedSensitive(typ, field string) bool {
+	switch typ + "." + field {
+	case "PartnerAppSecretPayload.appSecret", "PartnerAppSecretPayload.webhookSecret", "CreateUserInput.password":
+		return true
+	}
+	return strings.HasPrefix(field, "previousSecretExpiresAt") || strings.HasPrefix(field, "previousWebhookSecretExpiresAt")
+}
+
+// TestNoSecretsReachable: driven by introspection. No type or input has a
+// field for a secret or hash, and a crawl of every query field — every
+// connection, with every scalar field of its nodes and of the objects and
+// connections under them — returns none of the secrets, keys, hashes or
+// sealed values that exist in the database.
+func TestNoSecretsReachable(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		a := startAdmin(t, b, func(c *config.Config) { c.WebhookAllowPrivate = true })
+		ctx := context.Background()
+		sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) }))
+		t.Cleanup(sink.Close)
+
+		// Seed one of everything, keeping every secret that was shown.
+		var forbidden []string
+		p := a.gql(t, createAppMutation, map[string]any{"in": map[string]any{
+			"appName": "Secretive", "appKey": "secretive", "callbackURL": sink.URL + "/h",
+			"redirectURIs": []string{"https://p.example.com/cb"}, "scopes": []string{"orders:read"},
+		}}).ok(t, "createPartnerApp")
+		appID := str(p, "app", "id")
+		forbidden = append(forbidden, str(p, "appSecret"), str(p, "webhookSecret"))
+		r := a.gql(t, `mutation($id: ID!) { rotatePartnerAppSecret(id: $id) { appSecret } }`, map[string]any{"id": appID}).ok(t, "rotatePartnerAppSecret")
+		forbidden = append(forbidden, str(r, "appSecret"))
+		r = a.gql(t, `mutation($id: ID!) { rotateWebhookSecret(id: $id) { webhookSecret } }`, map[string]any{"id": appID}).ok(t, "rotateWebhookSecret")
+		forbidden = append(forbidden, str(r, "webhookSecret"))
+		k := a.gql(t, `mutation { createAPIKey(name: "crawler") { key } }`, nil).ok(t, "createAPIKey")
+		forbidden = append(forbidden, a.Key, str(k, "key"), secret.HashToken(a.Key), secret.HashToken(str(k, "key")))
+		const password = "pa55word-for-the-crawl"
+		a.gql(t, `mutation($pw: String!) { createUser(input: {username: "crawled", password: $pw, roles: ["admin"]}) { id } }`, map[string]any{"pw": password}).ok(t, "createUser")
+		forbidden = append(forbidden, password)
+		a.gql(t, `mutation($app: ID!) { createOrder(input: {appID: $app, orderNo: "SEC-1", amount: "3.30", customerEmail: "c@example.com"}) { id } }`, map[string]any{"app": appID}).ok(t, "createOrder")
+		a.gql(t, `mutation { payOrder(orderNo: "SEC-1") { id } }`, nil).ok(t, "payOrder")
+		sku := a.gql(t, `mutation { createSku(input: {name: "mug", stock: 3}) { id } }`, nil).ok(t, "createSku")
+		// Partner calls with the current secret: an API usage row and an
+		// idempotency record.
+		pc := partnerclient.New(a.PublicURL, "secretive", forbidden[2])
+		if _, err := pc.OrderV2(ctx, "SEC-1"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pc.Deduct(ctx, partnerclient.DeductRequest{BizNo: "SEC-BIZ-1", SkuID: int64(intID(t, sku, "id")), Quantity: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.App.Usage.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if r := a.Do(t, "POST", a.PublicURL+"/api/tickets", `{"title":"crawl me"}`, "Content-Type", "application/json"); r.Status != 201 {
+			t.Fatalf("ticket: %d", r.Status)
+		}
+		eventually(t, 10*time.Second, "the webhook is delivered", func() bool {
+			r := a.gql(t, `{ webhookDeliveries(where: {status: SUCCESS}) { totalCount } }`, nil).ok(t, "webhookDeliveries")
+			return num(r, "totalCount") == 1
+		})
+		// What storage holds: sealed secrets and hashes, in every spelling.
+		appRow, err := a.App.DB.PartnerApp.Get(ctx, intID(t, p, "app", "id"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sealed := range [][]byte{appRow.Secret, deref(appRow.PreviousSecret), deref(appRow.WebhookSecret), deref(appRow.PreviousWebhookSecret)} {
+			if len(sealed) == 0 {
+				t.Fatal("a sealed secret is missing from the seed")
+			}
+			forbidden = append(forbidden, base64.StdEncoding.EncodeToString(sealed), base64.RawURLEncoding.EncodeToString(sealed), hex.EncodeToString(sealed))
+		}
+		users, err := a.App.DB.User.Query().All(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range users {
+			forbidden = append(forbidden, u.PasswordHash)
+		}
+		for _, s := range forbidden[:4] { // the base64 part of whsec_ secrets alone
+			forbidden = append(forbidden, strings.TrimPrefix(s, "whsec_"))
+		}
+
+		var schema struct {
+			Schema ischema `json:"__schema"`
+		}
+		res := a.gql(t, introspectionQuery, nil)
+		if res.Status != 200 || len(res.Errors) > 0 {
+			t.Fatalf("introspection: %s", res.Body)
+		}
+		decodeInto(t, res.Data, &schema)
+		types := map[string]itype{}
+		for _, ty := range schema.Schema.Types {
+			types[ty.Name] = ty
+			if ty.Name == "Mutation" {
+				continue // operation names, not data: rotatePartnerAppSecret is fine
+			}
+			for _, f := range ty.Fields {
+				if sensitiveName.MatchString(f.Name) && !allowedSensitive(ty.Name, f.Name) {
+					t.Errorf("%s.%s looks like a secret", ty.Name, f.Name)
+				}
+			}
+			for _, f := range ty.InputFields {
+				if sensitiveName.MatchString(f.Name) && !allowedSensitive(ty.Name, f.Name) {
+					t.Errorf("input %s.%s looks like a secret", ty.Name, f.Name)
+				}
+			}
+		}
+
+		crawled := 0
+		for _, f := range types[schema.Schema.QueryType.Name].Fields {
+			if !strings.HasSuffix(f.Type.named().Name, "Connection") {
+				t.Errorf("query field %s is not a connection: extend the crawl", f.Name)
+				continue
+			}
+			q := "{ " + f.Name + "(first: 20) " + selection(types, f.Type.named().Name, 0) + " }"
+			res := a.gql(t, q, nil)
+			if res.Status != 200 || len(res.Errors) > 0 {
+				t.Fatalf("crawl %s: %s\n%s", f.Name, res.Body, q)
+			}
+			if !strings.Contains(res.Body, `"node"`) {
+				t.Errorf("crawl %s returned no rows: the seed misses a type", f.Name)
+			}
+			for _, s := range forbidden {
+				if s != "" && strings.Contains(res.Body, s) {
+					t.Errorf("%s exposes a secret or hash (%.6s…)", f.Name, s)
+				}
+			}
+			crawled++
+		}
+		if crawled < 9 {
+			t.Fatalf("crawled %d query fields", crawled)
+		}
+	})
+}
+
+// selection selects every field of type name that needs no argument, and
+// connections with first: 5, down to five levels of objects (a node's
+// connections, their edges and nodes).
+func selection(types map[string]itype, name string, depth int) string {
+	ty := types[name]
+	var parts []string
+	for _, f := range ty.Fields {
+		ft := f.Type.named()
+		if hasRequiredArg(f) {
+			continue
+		}
+		switch ft.Kind {
+		case "SCALAR", "ENUM":
+			parts = append(parts, f.Name)
+		case "OBJECT", "INTERFACE":
+			if depth >= 5 {
+				continue
+			}
+			args := ""
+			if strings.HasSuffix(ft.Name, "Connection") {
+				args = "(first: 5)"
+			}
+			parts = append(parts, f.Name+args+" "+selection(types, ft.Name, depth+1))
+		}
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "__typename")
+	}
+	return "{ " + strings.Join(parts, " ") + " }"
+}
+
+func hasRequiredArg(f ifield) bool {
+	for _, a := range f.Args {
+		if a.Type.Kind == "NON_NULL" && a.DefaultValue == nil {
+			return true
+		}
+	}
+	return false
+}
+
+func deref(b *[]byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return *b
+}
+
+func decodeInto(t testing.TB, data map[string]any, v any) {
+	t.Helper()
+	if err := remarshal(data, v); err != nil {
+		t.Fatal(fmt.Errorf("decode: %w", err))
+	}
+}
