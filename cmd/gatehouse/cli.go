@@ -28,6 +28,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			&cli.StringFlag{Name: "redis-prefix", Value: d.RedisKeyPrefix, Usage: "prefix of every Redis key", Sources: cli.EnvVars("GATEHOUSE_REDIS_PREFIX")},
 			&cli.StringFlag{Name: "master-key", Usage: "base64 of 32 bytes: AES-256-GCM key for stored secrets", Sources: cli.EnvVars("GATEHOUSE_MASTER_KEY")},
 			&cli.StringFlag{Name: "jwt-secret", Usage: "HS256 key, at least 32 bytes", Sources: cli.EnvVars("GATEHOUSE_JWT_SECRET")},
+			&cli.DurationFlag{Name: "jwt-ttl", Value: d.JWTTTL, Usage: "lifetime of signed user tokens (login)", Sources: cli.EnvVars("GATEHOUSE_JWT_TTL")},
 			&cli.StringFlag{Name: "bootstrap-api-key", Usage: "an enabled admin API key with this value exists after start", Sources: cli.EnvVars("GATEHOUSE_BOOTSTRAP_API_KEY")},
 			&cli.StringFlag{Name: "tls-cert", Usage: "certificate file: the public listener speaks HTTPS", Sources: cli.EnvVars("GATEHOUSE_TLS_CERT")},
 			&cli.StringFlag{Name: "tls-key", Usage: "key file for --tls-cert", Sources: cli.EnvVars("GATEHOUSE_TLS_KEY")},
@@ -35,6 +36,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			&cli.StringFlag{Name: "client-ca", Usage: "CA bundle that signs accepted client certificates", Sources: cli.EnvVars("GATEHOUSE_CLIENT_CA")},
 			&cli.DurationFlag{Name: "webhook-retry-base", Value: d.WebhookRetryBase, Usage: "first webhook retry delay; later ones double", Sources: cli.EnvVars("GATEHOUSE_WEBHOOK_RETRY_BASE")},
 			&cli.BoolFlag{Name: "webhook-allow-private", Usage: "allow callback URLs on loopback/private/link-local addresses", Sources: cli.EnvVars("GATEHOUSE_WEBHOOK_ALLOW_PRIVATE")},
+			&cli.StringFlag{Name: "api-deprecated", Usage: "partner API versions announced as deprecated: v1=2026-06-30,… (Deprecation header)", Sources: cli.EnvVars("GATEHOUSE_API_DEPRECATED")},
+			&cli.StringFlag{Name: "api-sunset", Usage: "retirement dates of partner API versions: v1=2026-12-31,… (Sunset header)", Sources: cli.EnvVars("GATEHOUSE_API_SUNSET")},
 			&cli.StringFlag{Name: "log-level", Value: d.LogLevel, Usage: "debug, info, warn or error", Sources: cli.EnvVars("GATEHOUSE_LOG_LEVEL")},
 			&cli.StringFlag{Name: "log-format", Value: d.LogFormat, Usage: "text or json", Sources: cli.EnvVars("GATEHOUSE_LOG_FORMAT")},
 		},
@@ -42,6 +45,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			serveCommand(),
 			migrateCommand(),
 			versionCommand(),
+			signCommand(),
+			apikeyCommand(),
+			userCommand(),
 		},
 	}
 	return root.Run(ctx, args)
@@ -58,6 +64,7 @@ func configFrom(cmd *cli.Command) (config.Config, error) {
 		RedisKeyPrefix:      cmd.String("redis-prefix"),
 		MasterKeyB64:        cmd.String("master-key"),
 		JWTSecretRaw:        cmd.String("jwt-secret"),
+		JWTTTL:              cmd.Duration("jwt-ttl"),
 		BootstrapAPIKey:     cmd.String("bootstrap-api-key"),
 		TLSCert:             cmd.String("tls-cert"),
 		TLSKey:              cmd.String("tls-key"),
@@ -65,6 +72,8 @@ func configFrom(cmd *cli.Command) (config.Config, error) {
 		ClientCA:            cmd.String("client-ca"),
 		WebhookRetryBase:    cmd.Duration("webhook-retry-base"),
 		WebhookAllowPrivate: cmd.Bool("webhook-allow-private"),
+		APIDeprecated:       cmd.String("api-deprecated"),
+		APISunset:           cmd.String("api-sunset"),
 		LogLevel:            cmd.String("log-level"),
 		LogFormat:           cmd.String("log-format"),
 	}

@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
-	"github.com/99designs/gqlgen/graphql/playground"
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -32,12 +32,21 @@ type App struct {
 
 	Tickets *ticket.Service
 
+	partnerServices   // wire_partner.go
+	adminServices     // wire_admin.go
+	webhookServices   // wire_webhooks.go
+	inventoryServices // wire_inventory.go
+	authServices      // wire_auth.go
+
 	// Public and Admin are the handlers of the two listeners.
 	Public http.Handler
 	Admin  http.Handler
 
 	// background work started by Start and stopped by Close.
 	stops []func(context.Context) error
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // New opens storage, migrates, and builds every service and both handlers.
@@ -63,7 +72,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	a := &App{Cfg: cfg, Log: log, DB: db, KV: store}
 	a.Tickets = ticket.NewService(db.Client)
 	// Each capability wires its services in its own file (wire_*.go).
-	for _, wire := range []func(context.Context) error{a.wirePartner, a.wireAdmin, a.wireWebhooks, a.wireAuth} {
+	for _, wire := range []func(context.Context) error{a.wirePartner, a.wireInventory, a.wireAdmin, a.wireWebhooks, a.wireAuth} {
 		if err := wire(ctx); err != nil {
 			_ = a.Close(ctx)
 			return nil, err
@@ -96,7 +105,7 @@ func (a *App) publicHandler() http.Handler {
 func (a *App) adminHandler() http.Handler {
 	r := chi.NewRouter()
 	r.Use(httpx.RequestID, httpx.Logger(a.Log, "admin"), httpx.Recoverer(a.Log), httpx.LimitBody)
-	r.Get("/", playground.Handler("gatehouse admin", "/graphql"))
+	a.mountPlayground(r)
 	gql := graph.NewHandler(a.resolver(), a.Log)
 	r.Handle("/graphql", a.adminGuard(gql))
 	r.Handle("/metrics", promhttp.Handler())
@@ -124,14 +133,22 @@ func (a *App) ready(w http.ResponseWriter, r *http.Request) {
 }
 
 // Start launches background work (webhook dispatch, counter flushing).
-func (a *App) Start(ctx context.Context) error { return nil }
+func (a *App) Start(ctx context.Context) error {
+	a.startWebhooks(ctx)
+	return nil
+}
 
-// Close stops background work and releases storage.
+// Close stops background work (in reverse order of start), flushes, and
+// releases storage. It is safe to call more than once: later calls return
+// the first call's result.
 func (a *App) Close(ctx context.Context) error {
-	var errs []error
-	for i := len(a.stops) - 1; i >= 0; i-- {
-		errs = append(errs, a.stops[i](ctx))
-	}
-	errs = append(errs, a.KV.Close(), a.DB.Close())
-	return errors.Join(errs...)
+	a.closeOnce.Do(func() {
+		var errs []error
+		for i := len(a.stops) - 1; i >= 0; i-- {
+			errs = append(errs, a.stops[i](ctx))
+		}
+		errs = append(errs, a.KV.Close(), a.DB.Close())
+		a.closeErr = errors.Join(errs...)
+	})
+	return a.closeErr
 }

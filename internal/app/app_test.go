@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"gatehouse/internal/app"
 	"gatehouse/internal/app/apptest"
@@ -100,5 +101,32 @@ func TestServeAndGracefulShutdown(t *testing.T) {
 	}
 	if _, err := http.Get("http://" + ls.Public.Addr().String() + "/healthz"); err == nil {
 		t.Fatal("listener still accepting after shutdown")
+	}
+}
+
+func TestCloseTwice(t *testing.T) {
+	cfg := apptest.Config(t, testenv.Backend{Name: "sqlite"})
+	if err := cfg.Resolve(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	a, err := app.New(ctx, cfg, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 2)
+	go func() { done <- a.Close(ctx); done <- a.Close(ctx) }()
+	for range 2 {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("second Close hangs")
+		}
 	}
 }

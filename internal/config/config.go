@@ -32,6 +32,9 @@ type Config struct {
 	MasterKeyB64    string // GATEHOUSE_MASTER_KEY, base64 of 32 bytes
 	JWTSecretRaw    string // GATEHOUSE_JWT_SECRET
 	BootstrapAPIKey string
+	// JWTTTL is the lifetime of signed user tokens (GATEHOUSE_JWT_TTL,
+	// default 7 200 000 ms).
+	JWTTTL time.Duration
 
 	TLSCert  string
 	TLSKey   string
@@ -40,6 +43,11 @@ type Config struct {
 
 	WebhookRetryBase    time.Duration
 	WebhookAllowPrivate bool
+
+	// APIDeprecated and APISunset announce the retirement of partner API
+	// versions: "v1=2026-06-30,…" (see ParseVersionDates).
+	APIDeprecated string
+	APISunset     string
 
 	LogLevel  string
 	LogFormat string
@@ -59,6 +67,7 @@ func Defaults() Config {
 		DataDir:          "./data",
 		RedisKeyPrefix:   "gatehouse:",
 		WebhookRetryBase: time.Second,
+		JWTTTL:           7_200_000 * time.Millisecond,
 		LogLevel:         "info",
 		LogFormat:        "text",
 	}
@@ -207,6 +216,15 @@ func (c *Config) Validate() error {
 	}
 	if c.RedisURL != "" && !strings.HasPrefix(c.RedisURL, "redis://") && !strings.HasPrefix(c.RedisURL, "rediss://") {
 		errs = append(errs, errors.New("GATEHOUSE_REDIS_URL: must start with redis:// or rediss://"))
+	}
+	if _, err := ParseVersionDates(c.APIDeprecated); err != nil {
+		errs = append(errs, fmt.Errorf("GATEHOUSE_API_DEPRECATED: %w", err))
+	}
+	if _, err := ParseVersionDates(c.APISunset); err != nil {
+		errs = append(errs, fmt.Errorf("GATEHOUSE_API_SUNSET: %w", err))
+	}
+	if c.JWTTTL < time.Second {
+		errs = append(errs, errors.New("GATEHOUSE_JWT_TTL: must be at least 1s"))
 	}
 	if c.WebhookRetryBase <= 0 {
 		errs = append(errs, errors.New("GATEHOUSE_WEBHOOK_RETRY_BASE: must be positive"))
