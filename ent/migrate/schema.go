@@ -11,7 +11,7 @@ var (
 	// APIKeysColumns holds the columns for the "api_keys" table.
 	APIKeysColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeInt, Increment: true},
-		{Name: "name", Type: field.TypeString, Size: 128},
+		{Name: "name", Type: field.TypeString, Size: 512},
 		{Name: "prefix", Type: field.TypeString, Size: 16},
 		{Name: "key_hash", Type: field.TypeString, Unique: true},
 		{Name: "status", Type: field.TypeInt, Default: 1},
@@ -181,9 +181,9 @@ var (
 		{Name: "order_no", Type: field.TypeString, Unique: true, Size: 64},
 		{Name: "amount", Type: field.TypeInt64},
 		{Name: "status", Type: field.TypeEnum, Enums: []string{"CREATED", "PAID", "CANCELLED", "REFUNDED"}, Default: "CREATED"},
-		{Name: "customer_name", Type: field.TypeString, Nullable: true, Size: 128},
-		{Name: "customer_phone", Type: field.TypeString, Nullable: true, Size: 32},
-		{Name: "customer_email", Type: field.TypeString, Nullable: true, Size: 254},
+		{Name: "customer_name", Type: field.TypeString, Nullable: true, Size: 512},
+		{Name: "customer_phone", Type: field.TypeString, Nullable: true, Size: 128},
+		{Name: "customer_email", Type: field.TypeString, Nullable: true, Size: 1016},
 		{Name: "create_time", Type: field.TypeTime},
 		{Name: "pay_time", Type: field.TypeTime, Nullable: true},
 		{Name: "app_id", Type: field.TypeInt},
@@ -212,7 +212,7 @@ var (
 	// PartnerAppsColumns holds the columns for the "partner_apps" table.
 	PartnerAppsColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeInt, Increment: true},
-		{Name: "app_name", Type: field.TypeString, Size: 128},
+		{Name: "app_name", Type: field.TypeString, Size: 512},
 		{Name: "app_key", Type: field.TypeString, Unique: true, Size: 64},
 		{Name: "secret", Type: field.TypeBytes},
 		{Name: "previous_secret", Type: field.TypeBytes, Nullable: true},
@@ -238,7 +238,7 @@ var (
 	// SkusColumns holds the columns for the "skus" table.
 	SkusColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeInt, Increment: true},
-		{Name: "name", Type: field.TypeString, Size: 200},
+		{Name: "name", Type: field.TypeString, Size: 800},
 		{Name: "stock", Type: field.TypeInt64},
 		{Name: "update_time", Type: field.TypeTime},
 	}

@@ -17,8 +17,8 @@ type APIKey struct {
 // Fields of the APIKey.
 func (APIKey) Fields() []ent.Field {
 	return []ent.Field{
-		field.String("name").MaxLen(128).NotEmpty().
-			Annotations(entgql.OrderField("NAME")),
+		field.String("name").MaxLen(4 * 128).NotEmpty(). // 128 characters (checked in internal/apikey)
+									Annotations(entgql.OrderField("NAME")),
 		// prefix is the first characters of the key, shown to tell keys apart.
 		field.String("prefix").MaxLen(16).Immutable(),
 		field.String("key_hash").Unique().Immutable().Sensitive(),

@@ -27,9 +27,9 @@ func (Order) Fields() []ent.Field {
 			Annotations(entgql.OrderField("AMOUNT")),
 		field.Enum("status").Values("CREATED", "PAID", "CANCELLED", "REFUNDED").Default("CREATED").
 			Annotations(entgql.OrderField("STATUS")),
-		field.String("customer_name").Optional().MaxLen(128),
-		field.String("customer_phone").Optional().MaxLen(32),
-		field.String("customer_email").Optional().MaxLen(254),
+		field.String("customer_name").Optional().MaxLen(4 * 128), // characters are checked in internal/order
+		field.String("customer_phone").Optional().MaxLen(4 * 32),
+		field.String("customer_email").Optional().MaxLen(4 * 254),
 		field.Time("create_time").Default(time.Now).Immutable().
 			Annotations(entgql.OrderField("CREATE_TIME")),
 		field.Time("pay_time").Optional().Nillable(),

@@ -19,8 +19,8 @@ type PartnerApp struct {
 // Fields of the PartnerApp.
 func (PartnerApp) Fields() []ent.Field {
 	return []ent.Field{
-		field.String("app_name").MaxLen(128).NotEmpty().
-			Annotations(entgql.OrderField("APP_NAME")),
+		field.String("app_name").MaxLen(4 * 128).NotEmpty(). // 128 characters (checked in internal/partner)
+									Annotations(entgql.OrderField("APP_NAME")),
 		field.String("app_key").MaxLen(64).NotEmpty().Unique().Immutable().
 			Annotations(entgql.OrderField("APP_KEY")),
 		// secret is the app secret sealed with the master key (AES-256-GCM).

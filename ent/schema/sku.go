@@ -17,8 +17,8 @@ type Sku struct {
 // Fields of the Sku.
 func (Sku) Fields() []ent.Field {
 	return []ent.Field{
-		field.String("name").MaxLen(200).NotEmpty().
-			Annotations(entgql.OrderField("NAME")),
+		field.String("name").MaxLen(4 * 200).NotEmpty(). // 200 characters (checked in internal/inventory)
+									Annotations(entgql.OrderField("NAME")),
 		// stock never goes negative: deductions are conditional updates.
 		field.Int64("stock").NonNegative().
 			Annotations(entgql.OrderField("STOCK")),

@@ -45,7 +45,7 @@ const (
 
 // Limits and formats.
 const (
-	// MaxNameLen bounds the key's name (bytes of UTF-8, as the schema).
+	// MaxNameLen bounds the key's name, in characters.
 	MaxNameLen = 128
 	// KeyPrefix starts every generated key, so that leaked keys are easy to
 	// recognise (secret scanners, logs).
@@ -208,8 +208,8 @@ func normalizeName(name string) (string, error) {
 		return "", &ValidationError{Field: "name", Msg: "is required"}
 	case !utf8.ValidString(n):
 		return "", &ValidationError{Field: "name", Msg: "must be valid UTF-8"}
-	case len(n) > MaxNameLen:
-		return "", &ValidationError{Field: "name", Msg: fmt.Sprintf("must be at most %d bytes of UTF-8", MaxNameLen)}
+	case utf8.RuneCountInString(n) > MaxNameLen:
+		return "", &ValidationError{Field: "name", Msg: fmt.Sprintf("must be at most %d characters", MaxNameLen)}
 	case strings.ContainsFunc(n, unicode.IsControl):
 		return "", &ValidationError{Field: "name", Msg: "must not contain control characters"}
 	}

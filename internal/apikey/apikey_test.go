@@ -108,13 +108,17 @@ func TestNameValidation(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		svc := apikey.NewService(openDB(t, b).Client, nil)
 		for name, n := range map[string]string{
-			"empty": "", "blank": " \t ", "too long": strings.Repeat("é", 65), "newline": "a\nb", "invalid UTF-8": "a\xffb",
+			"empty": "", "blank": " \t ", "too long": strings.Repeat("é", apikey.MaxNameLen+1), "newline": "a\nb", "invalid UTF-8": "a\xffb",
 		} {
 			_, _, err := svc.Create(context.Background(), n)
 			var ve *apikey.ValidationError
 			if !errors.As(err, &ve) || ve.Field != "name" {
 				t.Errorf("%s: %v", name, err)
 			}
+		}
+		// The limit counts characters: 128 of two bytes each are fine.
+		if _, _, err := svc.Create(context.Background(), strings.Repeat("é", apikey.MaxNameLen)); err != nil {
+			t.Errorf("128 two-byte characters: %v", err)
 		}
 		if _, _, err := svc.Create(context.Background(), strings.Repeat("n", apikey.MaxNameLen)); err != nil {
 			t.Fatalf("128 characters: %v", err)

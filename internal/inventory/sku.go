@@ -12,15 +12,14 @@ import (
 
 // Limits of the SKU fields.
 const (
-	// MaxNameLen is the longest SKU name after trimming, in bytes of UTF-8
-	// (the schema's limit): 200 ASCII characters, fewer of other scripts.
+	// MaxNameLen is the longest SKU name after trimming, in characters.
 	MaxNameLen = 200
 	// MaxStock is the largest stock a SKU may be given.
 	MaxStock = 1_000_000_000_000
 )
 
 // CreateSku stores a SKU. name is trimmed of surrounding white space and
-// must then be 1–200 characters (at most 200 bytes of UTF-8) without
+// must then be 1–200 characters without
 // control characters; stock must be 0–1e12. Errors: *ValidationError.
 func (s *Service) CreateSku(ctx context.Context, name string, stock int64) (*ent.Sku, error) {
 	n, err := NormalizeName(name)
@@ -79,8 +78,8 @@ func NormalizeName(name string) (string, error) {
 		return "", invalid("name", "must be valid UTF-8")
 	case strings.ContainsFunc(n, unicode.IsControl):
 		return "", invalid("name", "must not contain control characters")
-	case len(n) > MaxNameLen:
-		return "", invalid("name", "must be at most %d characters (%d bytes of UTF-8)", MaxNameLen, MaxNameLen)
+	case utf8.RuneCountInString(n) > MaxNameLen:
+		return "", invalid("name", "must be at most %d characters", MaxNameLen)
 	}
 	return n, nil
 }

@@ -23,6 +23,7 @@ func TestCreateSku(t *testing.T) {
 			{"  trimmed \t", "trimmed", 0},
 			{strings.Repeat("a", 200), strings.Repeat("a", 200), inventory.MaxStock},
 			{strings.Repeat("é", 100), strings.Repeat("é", 100), 3},
+			{strings.Repeat("货", 200), strings.Repeat("货", 200), 4}, // 600 bytes: the limit counts characters
 			{"x", "x", 1},
 		}
 		for _, c := range ok {
@@ -46,7 +47,7 @@ func TestCreateSku(t *testing.T) {
 			{"", 1, "name"},
 			{"   ", 1, "name"},
 			{strings.Repeat("a", 201), 1, "name"},
-			{strings.Repeat("é", 101), 1, "name"},
+			{strings.Repeat("货", 201), 1, "name"},
 			{"bad\nname", 1, "name"},
 			{"bad\x7fname", 1, "name"},
 			{"bad\xffutf8", 1, "name"},

@@ -242,9 +242,8 @@ func customerField(field, v string, maxLen int) (string, error) {
 	switch {
 	case !utf8.ValidString(v):
 		return "", invalid(field, "must be valid UTF-8")
-	case len(v) > maxLen:
-		// The schema's limit counts bytes of UTF-8.
-		return "", invalid(field, "must be at most %d bytes of UTF-8", maxLen)
+	case utf8.RuneCountInString(v) > maxLen:
+		return "", invalid(field, "must be at most %d characters", maxLen)
 	case strings.ContainsFunc(v, unicode.IsControl):
 		return "", invalid(field, "must not contain control characters")
 	}

@@ -133,7 +133,7 @@ func TestCreateAndQuery(t *testing.T) {
 			"created with pay":  {AppID: a1, OrderNo: "X5", Amount: "1", PayTime: &now},
 			"bad email":         {AppID: a1, OrderNo: "X6", Amount: "1", CustomerEmail: "nope"},
 			"bad phone":         {AppID: a1, OrderNo: "X7", Amount: "1", CustomerPhone: "call me"},
-			"name too long":     {AppID: a1, OrderNo: "X8", Amount: "1", CustomerName: strings.Repeat("名", 50)},
+			"name too long":     {AppID: a1, OrderNo: "X8", Amount: "1", CustomerName: strings.Repeat("名", MaxCustomerNameLen+1)},
 			"control character": {AppID: a1, OrderNo: "X9", Amount: "1", CustomerName: "a\tb"},
 		} {
 			var ve *ValidationError

@@ -379,9 +379,6 @@ func normalizeAppName(name string) (string, error) {
 		return "", invalid("appName", "must be valid UTF-8")
 	case utf8.RuneCountInString(n) > MaxAppNameLen:
 		return "", invalid("appName", "must be at most %d characters", MaxAppNameLen)
-	case len(n) > MaxAppNameLen:
-		// The schema's limit (MaxLen) counts bytes of UTF-8.
-		return "", invalid("appName", "must be at most %d bytes of UTF-8", MaxAppNameLen)
 	case strings.ContainsFunc(n, unicode.IsControl):
 		return "", invalid("appName", "must not contain control characters")
 	}

@@ -27,6 +27,7 @@ func TestCreateValidation(t *testing.T) {
 		{"name missing", CreateInput{}, "appName"},
 		{"name blank", CreateInput{AppName: "   "}, "appName"},
 		{"name too long", CreateInput{AppName: strings.Repeat("a", 129)}, "appName"},
+		{"CJK name too long", CreateInput{AppName: strings.Repeat("伙", 129)}, "appName"},
 		{"name with control", CreateInput{AppName: "a\nb"}, "appName"},
 		{"name invalid utf-8", CreateInput{AppName: "a\xff"}, "appName"},
 		{"key with space", CreateInput{AppName: "a", AppKey: "a b"}, "appKey"},
@@ -231,4 +232,20 @@ func TestWebhookSecretRotation(t *testing.T) {
 	if len(ws) != 1 || ws[0] != w1 {
 		t.Fatalf("after the overlap: %v", ws)
 	}
+}
+
+// The name limit counts characters, not bytes: 128 CJK characters (384
+// bytes) are stored on both databases.
+func TestCreateLongUnicodeName(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		s := newService(t, openDB(t, b))
+		name := strings.Repeat("伙", MaxAppNameLen)
+		app, _, err := s.Create(context.Background(), CreateInput{AppName: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.Get(context.Background(), app.ID); err != nil || got.AppName != name {
+			t.Fatalf("stored %q, %v", got.AppName, err)
+		}
+	})
 }
