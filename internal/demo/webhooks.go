@@ -24,11 +24,13 @@ func seedWebhooks(ctx context.Context, e Env, b *strings.Builder) error {
 	}
 	fmt.Fprintf(b, "# Webhooks (order.paid, Standard Webhooks signatures, retries 1/2/4/8/16 s; see docs/webhooks.md)\n")
 	if app.CallbackURL == "" {
-		fmt.Fprintf(b, "# 1. give the demo app a callback URL (a loopback receiver needs GATEHOUSE_WEBHOOK_ALLOW_PRIVATE=true):\n")
+		fmt.Fprintf(b, "# 1. give the demo app a callback URL. A receiver on this machine needs the service started with\n")
+		fmt.Fprintf(b, "#    GATEHOUSE_WEBHOOK_ALLOW_PRIVATE=true make run   (loopback is refused by default: SSRF guard).\n")
+		fmt.Fprintf(b, "#    With nothing listening on :9099 you can watch the attempts fail and the retries back off.\n")
 	} else {
 		fmt.Fprintf(b, "# 1. the demo app calls back %s; change it with:\n", app.CallbackURL)
 	}
-	b.WriteString(gql(fmt.Sprintf(`mutation { updatePartnerApp(id: %d, input: {callbackURL: "https://receiver.example.com/hook"}) { id callbackURL } }`, app.ID)))
+	b.WriteString(gql(fmt.Sprintf(`mutation { updatePartnerApp(id: %d, input: {callbackURL: "http://127.0.0.1:9099/hook"}) { id callbackURL } }`, app.ID)))
 	fmt.Fprintf(b, "# 2. pay order SO1002 (CREATED): its order.paid webhook is queued in the same transaction:\n")
 	b.WriteString(gql(`mutation { payOrder(orderNo: "SO1002") { orderNo status payTime } }`))
 	fmt.Fprintf(b, "# 3. the delivery log with every attempt (request and response):\n")

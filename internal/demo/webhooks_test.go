@@ -69,7 +69,7 @@ func TestDemoWebhooks(t *testing.T) {
 			t.Fatalf("want 5 GraphQL calls in the webhooks section:\n%s", section)
 		}
 		post := func(c []string) string {
-			body := strings.ReplaceAll(c[3], "https://receiver.example.com/hook", rcv.URL+"/hook")
+			body := strings.ReplaceAll(c[3], "http://127.0.0.1:9099/hook", rcv.URL+"/hook")
 			req, _ := http.NewRequest(http.MethodPost, c[1], strings.NewReader(body))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("X-API-Key", c[2])
