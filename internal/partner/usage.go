@@ -5,12 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"gatehouse/ent"
 	"gatehouse/ent/apiusage"
+	"gatehouse/internal/batch"
 )
 
 // DefaultUsageFlushInterval is how often counted calls are written.
@@ -28,19 +27,10 @@ type usageKey struct {
 // — count = count + n — so that any number of replicas add up. A failed
 // flush keeps its counts for the next one.
 type Usage struct {
-	client   *ent.Client
-	log      *slog.Logger
-	now      func() time.Time
-	interval time.Duration
-
-	mu      sync.Mutex
-	pending map[usageKey]int64
-
-	flushMu   sync.Mutex // one flush at a time
-	started   atomic.Bool
-	stop      chan struct{}
-	done      chan struct{}
-	closeOnce sync.Once
+	client *ent.Client
+	log    *slog.Logger
+	now    func() time.Time
+	b      *batch.Batcher[usageKey, int64]
 }
 
 // NewUsage returns a counter writing through client. Call Start to flush
@@ -49,73 +39,29 @@ func NewUsage(client *ent.Client, log *slog.Logger, interval time.Duration) *Usa
 	if interval <= 0 {
 		interval = DefaultUsageFlushInterval
 	}
-	return &Usage{
-		client:   client,
-		log:      log,
-		now:      time.Now,
-		interval: interval,
-		pending:  make(map[usageKey]int64),
-		stop:     make(chan struct{}),
-		done:     make(chan struct{}),
-	}
+	u := &Usage{client: client, log: log, now: time.Now}
+	u.b = batch.New("API usage counts", log, interval, func(a, b int64) int64 { return a + b }, u.write)
+	return u
 }
 
 // Add counts one call of app appID on version ("v1").
 func (u *Usage) Add(appID int, version string) {
-	k := usageKey{appID: appID, version: version, day: u.now().UTC().Format(time.DateOnly)}
-	u.mu.Lock()
-	u.pending[k]++
-	u.mu.Unlock()
+	u.b.Add(usageKey{appID: appID, version: version, day: u.now().UTC().Format(time.DateOnly)}, 1)
 }
 
 // Start flushes every interval until Close.
-func (u *Usage) Start() {
-	if !u.started.CompareAndSwap(false, true) {
-		return
-	}
-	go func() {
-		defer close(u.done)
-		t := time.NewTicker(u.interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-u.stop:
-				return
-			case <-t.C:
-				ctx, cancel := context.WithTimeout(context.Background(), u.interval*5)
-				if err := u.Flush(ctx); err != nil {
-					u.log.Warn("flush API usage counts", "err", err)
-				}
-				cancel()
-			}
-		}
-	}()
-}
+func (u *Usage) Start() { u.b.Start() }
 
 // Close stops the periodic flush (if started) and flushes what is left.
-func (u *Usage) Close(ctx context.Context) error {
-	u.closeOnce.Do(func() {
-		close(u.stop)
-	})
-	if u.started.Load() {
-		select {
-		case <-u.done:
-		case <-ctx.Done():
-		}
-	}
-	return u.Flush(ctx)
-}
+func (u *Usage) Close(ctx context.Context) error { return u.b.Close(ctx) }
 
 // Flush writes the counts gathered so far.
-func (u *Usage) Flush(ctx context.Context) error {
-	u.flushMu.Lock()
-	defer u.flushMu.Unlock()
-	u.mu.Lock()
-	batch := u.pending
-	u.pending = make(map[usageKey]int64, len(batch))
-	u.mu.Unlock()
+func (u *Usage) Flush(ctx context.Context) error { return u.b.Flush(ctx) }
+
+func (u *Usage) write(ctx context.Context, pending map[usageKey]int64) (map[usageKey]int64, error) {
+	failed := map[usageKey]int64{}
 	var errs []error
-	for k, n := range batch {
+	for k, n := range pending {
 		err := u.client.APIUsage.Create().
 			SetAppID(k.appID).SetVersion(k.version).SetDay(k.day).SetCount(n).
 			OnConflictColumns(apiusage.FieldAppID, apiusage.FieldVersion, apiusage.FieldDay).
@@ -128,13 +74,11 @@ func (u *Usage) Flush(ctx context.Context) error {
 			u.log.Warn("dropping API usage of a missing app", "app_id", k.appID, "version", k.version, "day", k.day, "count", n)
 		default:
 			errs = append(errs, err)
-			u.mu.Lock()
-			u.pending[k] += n
-			u.mu.Unlock()
+			failed[k] = n
 		}
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("flush API usage: %w", errors.Join(errs...))
+		return failed, fmt.Errorf("flush API usage: %w", errors.Join(errs...))
 	}
-	return nil
+	return nil, nil
 }
