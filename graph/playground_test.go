@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,17 +13,8 @@ import (
 
 	"gatehouse/internal/partner"
 	"gatehouse/internal/testenv"
+	"gatehouse/internal/testenv/browser"
 )
-
-// chromiumPath finds a Chromium or Chrome binary, or "".
-func chromiumPath() string {
-	for _, name := range []string{"/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	return ""
-}
 
 // TestPlaygroundInBrowser loads the Playground (GraphiQL) in headless
 // Chromium from the admin listener alone (no CDN: the page must work
@@ -33,10 +23,6 @@ func chromiumPath() string {
 // key's use is counted. Skipped only when no browser is installed (CI
 // installs Debian's chromium).
 func TestPlaygroundInBrowser(t *testing.T) {
-	bin := chromiumPath()
-	if bin == "" {
-		t.Skip("no Chromium/Chrome binary on this machine")
-	}
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		a := startAdmin(t, b)
 		ctx := context.Background()
@@ -48,27 +34,7 @@ func TestPlaygroundInBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		opts := []chromedp.ExecAllocatorOption{
-			chromedp.ExecPath(bin),
-			chromedp.Headless,
-			chromedp.NoSandbox,
-			chromedp.DisableGPU,
-			chromedp.NoFirstRun,
-			chromedp.NoDefaultBrowserCheck,
-			chromedp.WindowSize(1280, 900),
-			chromedp.Flag("disable-background-networking", true),
-			chromedp.Flag("disable-component-update", true),
-			chromedp.Flag("disable-sync", true),
-			chromedp.Flag("disable-quic", true),
-			chromedp.Flag("disable-dev-shm-usage", true),
-			chromedp.UserDataDir(t.TempDir()),
-		}
-		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-		t.Cleanup(cancelAlloc)
-		bctx, cancelBrowser := chromedp.NewContext(actx)
-		t.Cleanup(cancelBrowser)
-		bctx, cancel := context.WithTimeout(bctx, 90*time.Second)
-		defer cancel()
+		bctx := browser.New(t)
 
 		// The variables and headers editors share the tool area; the one
 		// not shown has the class "hidden".

@@ -1,57 +1,23 @@
 package rest_test
 
 import (
-	"context"
 	"net/url"
-	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
 	"gatehouse/internal/testenv"
+	"gatehouse/internal/testenv/browser"
 )
-
-// browserPath finds a Chromium or Chrome binary, or "".
-func browserPath() string {
-	for _, name := range []string{"/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	return ""
-}
 
 // TestOAuthBrowser drives the login and approval pages in headless
 // Chromium: sign in, click Approve and land on the client's redirect URI
 // with a code; then click Deny and land with error=access_denied.
 func TestOAuthBrowser(t *testing.T) {
-	bin := browserPath()
-	if bin == "" {
-		t.Skip("no Chromium/Chrome binary on this machine")
-	}
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		f := auSetup(t, b)
-		opts := []chromedp.ExecAllocatorOption{
-			chromedp.ExecPath(bin),
-			chromedp.Headless,
-			chromedp.NoSandbox,
-			chromedp.DisableGPU,
-			chromedp.NoFirstRun,
-			chromedp.NoDefaultBrowserCheck,
-			chromedp.Flag("disable-background-networking", true),
-			chromedp.Flag("disable-component-update", true),
-			chromedp.Flag("disable-sync", true),
-			chromedp.Flag("disable-dev-shm-usage", true),
-			chromedp.UserDataDir(t.TempDir()),
-		}
-		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-		t.Cleanup(cancelAlloc)
-		bctx, cancelBrowser := chromedp.NewContext(actx)
-		t.Cleanup(cancelBrowser)
-		ctx, cancel := context.WithTimeout(bctx, 90*time.Second)
-		defer cancel()
+		ctx := browser.New(t)
 
 		id := func(s string) chromedp.ID { return chromedp.ID(s) }
 		text := func(sel string) string {
