@@ -1,17 +1,12 @@
 package demo_test
 
 import (
-	"bytes"
 	"context"
-	"io"
-	"log/slog"
 	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
 
-	"gatehouse/internal/app"
-	"gatehouse/internal/app/apptest"
 	"gatehouse/internal/demo"
 	"gatehouse/internal/testenv"
 )
@@ -20,36 +15,8 @@ import (
 // printed, and the printed curl line lists the demo's partner apps.
 func TestDemoAdmin(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		cfg := apptest.Config(t, b)
-		if err := cfg.Resolve(); err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		a, err := app.New(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls, err := a.Listen()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out bytes.Buffer
-		for range 2 {
-			out.Reset()
-			if err := demo.Seed(ctx, a, ls, &out); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := a.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- a.Serve(ctx, ls) }()
-		t.Cleanup(func() {
-			cancel()
-			<-done
-		})
-		text := out.String()
+		ctx := context.Background()
+		a, _, text := seedAndServe(t, b)
 		m := regexp.MustCompile(`(?m)^api key:\s+(\S+)$`).FindStringSubmatch(text)
 		if m == nil {
 			t.Fatalf("no API key in:\n%s", text)

@@ -1,10 +1,6 @@
 package demo_test
 
 import (
-	"bytes"
-	"context"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -15,8 +11,6 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
-	"gatehouse/internal/app"
-	"gatehouse/internal/app/apptest"
 	"gatehouse/internal/demo"
 	"gatehouse/internal/secret"
 	"gatehouse/internal/testenv"
@@ -31,33 +25,7 @@ func init() { secret.PasswordCost = bcrypt.MinCost }
 // login and approval pages; the token curl with the code and userinfo.
 func TestDemoAuth(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		cfg := apptest.Config(t, b)
-		if err := cfg.Resolve(); err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		a, err := app.New(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls, err := a.Listen()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out bytes.Buffer
-		for range 2 {
-			out.Reset()
-			if err := demo.Seed(ctx, a, ls, &out); err != nil {
-				t.Fatal(err)
-			}
-		}
-		done := make(chan error, 1)
-		go func() { done <- a.Serve(ctx, ls) }()
-		t.Cleanup(func() {
-			cancel()
-			<-done
-		})
-		text := out.String()
+		_, ls, text := seedAndServe(t, b)
 		password := regexp.MustCompile(`(?m)^password: (\S+)$`).FindStringSubmatch(text)
 		if password == nil || !strings.Contains(text, "username: "+demo.DemoUsername) {
 			t.Fatalf("no demo user in:\n%s", text)

@@ -1,19 +1,13 @@
 package demo_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http"
 	"regexp"
 	"testing"
 
 	"gatehouse/ent/sku"
-	"gatehouse/internal/app"
-	"gatehouse/internal/app/apptest"
-	"gatehouse/internal/demo"
 	"gatehouse/internal/testenv"
 )
 
@@ -21,39 +15,11 @@ import (
 // printed ready-made deduction works and deducts.
 func TestDemoInventory(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		cfg := apptest.Config(t, b)
-		if err := cfg.Resolve(); err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		a, err := app.New(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls, err := a.Listen()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out bytes.Buffer
-		for range 2 {
-			out.Reset()
-			if err := demo.Seed(ctx, a, ls, &out); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := a.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- a.Serve(ctx, ls) }()
-		t.Cleanup(func() {
-			cancel()
-			<-done
-		})
+		ctx := context.Background()
+		a, _, text := seedAndServe(t, b)
 		if n, err := a.DB.Sku.Query().Where(sku.Name("Demo mug")).Count(ctx); err != nil || n != 1 {
 			t.Fatalf("%d demo mugs after seeding twice (%v), want 1", n, err)
 		}
-		text := out.String()
 		ready := regexp.MustCompile(`(?m)^curl -s -X POST '([^']+/api/v1/inventory/deduct\?[^']+)'$`).FindStringSubmatch(text)
 		if ready == nil {
 			t.Fatalf("no ready-made deduction in:\n%s", text)

@@ -1,19 +1,13 @@
 package demo_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http"
 	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
 
-	"gatehouse/internal/app"
-	"gatehouse/internal/app/apptest"
 	"gatehouse/internal/demo"
 	"gatehouse/internal/testenv"
 )
@@ -23,36 +17,7 @@ import (
 // curl are installed, as on the Linux machines `make run` targets).
 func TestDemoPartner(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		cfg := apptest.Config(t, b)
-		if err := cfg.Resolve(); err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		a, err := app.New(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls, err := a.Listen()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out bytes.Buffer
-		for range 2 {
-			out.Reset()
-			if err := demo.Seed(ctx, a, ls, &out); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := a.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- a.Serve(ctx, ls) }()
-		t.Cleanup(func() {
-			cancel()
-			<-done
-		})
-		text := out.String()
+		_, _, text := seedAndServe(t, b)
 		if !strings.Contains(text, "app_key:    "+demo.DemoAppKey) {
 			t.Fatalf("demo output lacks the app key:\n%s", text)
 		}

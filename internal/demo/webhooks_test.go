@@ -1,10 +1,7 @@
 package demo_test
 
 import (
-	"bytes"
-	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -13,9 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/internal/app"
-	"gatehouse/internal/app/apptest"
-	"gatehouse/internal/demo"
+	"gatehouse/internal/config"
 	"gatehouse/internal/testenv"
 )
 
@@ -33,35 +28,8 @@ func TestDemoWebhooks(t *testing.T) {
 		}))
 		defer rcv.Close()
 
-		cfg := apptest.Config(t, b)
-		cfg.WebhookAllowPrivate = true
-		if err := cfg.Resolve(); err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		a, err := app.New(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls, err := a.Listen()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out bytes.Buffer
-		if err := demo.Seed(ctx, a, ls, &out); err != nil {
-			t.Fatal(err)
-		}
-		if err := a.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- a.Serve(ctx, ls) }()
-		defer func() {
-			cancel()
-			<-done
-		}()
+		_, _, text := seedAndServe(t, b, func(c *config.Config) { c.WebhookAllowPrivate = true })
 
-		text := out.String()
 		section := text[strings.Index(text, "# Webhooks"):]
 		calls := regexp.MustCompile(`(?m)^curl -s (\S+) -H 'Content-Type: application/json' -H 'X-API-Key: ([^']+)' \\\n  -d '([^']+)'$`).
 			FindAllStringSubmatch(section, -1)
