@@ -3,9 +3,9 @@ package apikey_test
 import (
 	"context"
 	"errors"
+	"gatehouse/internal/store/storetest"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -13,34 +13,14 @@ import (
 
 	"gatehouse/internal/apikey"
 	"gatehouse/internal/secret"
-	"gatehouse/internal/store"
 	"gatehouse/internal/testenv"
 )
-
-// openDB returns a migrated database on backend b.
-func openDB(t *testing.T, b testenv.Backend) *store.DB {
-	t.Helper()
-	url := b.DatabaseURL
-	if b.Embedded() {
-		url = "sqlite:" + filepath.Join(t.TempDir(), "keys.db")
-	}
-	ctx := context.Background()
-	db, err := store.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return db
-}
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 func TestCreateAndAuthenticate(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		db := openDB(t, b)
+		db := storetest.Open(t, b)
 		ctx := context.Background()
 		counter := apikey.NewCounter(db.Client, quietLog(), time.Hour)
 		svc := apikey.NewService(db.Client, counter)
@@ -106,7 +86,7 @@ func TestCreateAndAuthenticate(t *testing.T) {
 
 func TestNameValidation(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		svc := apikey.NewService(openDB(t, b).Client, nil)
+		svc := apikey.NewService(storetest.Open(t, b).Client, nil)
 		for name, n := range map[string]string{
 			"empty": "", "blank": " \t ", "too long": strings.Repeat("é", apikey.MaxNameLen+1), "newline": "a\nb", "invalid UTF-8": "a\xffb",
 		} {
@@ -130,7 +110,7 @@ func TestNameValidation(t *testing.T) {
 // again after a disable, and replicas racing to create it end with one row.
 func TestEnsure(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		db := openDB(t, b)
+		db := storetest.Open(t, b)
 		ctx := context.Background()
 		svc := apikey.NewService(db.Client, nil)
 		const key = "bootstrap-key-0123456789"

@@ -2,6 +2,7 @@ package apikey_test
 
 import (
 	"context"
+	"gatehouse/internal/store/storetest"
 	"sync"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ import (
 // backwards; a failed flush keeps its counts.
 func TestCounterBatches(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		db := openDB(t, b)
+		db := storetest.Open(t, b)
 		ctx := context.Background()
 		svc := apikey.NewService(db.Client, nil)
 		k1, _, _ := svc.Create(ctx, "one")
@@ -74,7 +75,7 @@ func TestCounterBatches(t *testing.T) {
 }
 
 func TestCounterKeepsCountsWhenFlushFails(t *testing.T) {
-	db := openDB(t, testenv.Backend{Name: "sqlite"})
+	db := storetest.Open(t, testenv.Backend{Name: "sqlite"})
 	ctx := context.Background()
 	k, _, err := apikey.NewService(db.Client, nil).Create(ctx, "k")
 	if err != nil {
@@ -104,7 +105,7 @@ func TestCounterKeepsCountsWhenFlushFails(t *testing.T) {
 // TestCounterPeriodicFlushAndClose: Start writes within the interval with
 // no call to Flush; Close writes the rest and stops.
 func TestCounterPeriodicFlushAndClose(t *testing.T) {
-	db := openDB(t, testenv.Backend{Name: "sqlite"})
+	db := storetest.Open(t, testenv.Backend{Name: "sqlite"})
 	ctx := context.Background()
 	k, _, _ := apikey.NewService(db.Client, nil).Create(ctx, "k")
 	c := apikey.NewCounter(db.Client, quietLog(), 20*time.Millisecond)

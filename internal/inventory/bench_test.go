@@ -3,6 +3,7 @@ package inventory_test
 import (
 	"context"
 	"fmt"
+	"gatehouse/internal/store/storetest"
 	"math/rand/v2"
 	"runtime"
 	"strconv"
@@ -32,9 +33,9 @@ const benchParallelism = 4
 // SQLite runs first; the Postgres half is skipped only when Postgres is
 // absent (and fails instead in CI, like the tests).
 func BenchmarkDeduct(b *testing.B) {
-	sqlite := openDB(b, testenv.Backend{Name: "sqlite"})
+	sqlite := storetest.Open(b, testenv.Backend{Name: "sqlite"})
 	b.Run("sqlite", func(b *testing.B) { benchBackend(b, sqlite) })
-	pg := openDB(b, testenv.Backend{Name: "postgres", DatabaseURL: testenv.PostgresURL(b)})
+	pg := storetest.Open(b, testenv.Backend{Name: "postgres", DatabaseURL: testenv.PostgresURL(b)})
 	b.Run("postgres", func(b *testing.B) { benchBackend(b, pg) })
 }
 

@@ -2,7 +2,7 @@ package inventory_test
 
 import (
 	"context"
-	"path/filepath"
+	"gatehouse/internal/store/storetest"
 	"testing"
 	"time"
 
@@ -13,28 +13,9 @@ import (
 	"gatehouse/internal/testenv"
 )
 
-// openDB opens and migrates the database of backend b for this test.
-func openDB(t testing.TB, b testenv.Backend) *store.DB {
-	t.Helper()
-	url := b.DatabaseURL
-	if b.Embedded() {
-		url = "sqlite:" + filepath.Join(t.TempDir(), "inventory.db")
-	}
-	ctx := context.Background()
-	db, err := store.Open(ctx, url)
-	if err != nil {
-		t.Fatalf("open %s: %v", b.Name, err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if err := db.Migrate(ctx); err != nil {
-		t.Fatalf("migrate: %v", err)
-	}
-	return db
-}
-
 func newService(t testing.TB, b testenv.Backend, opts ...inventory.Option) (*inventory.Service, *store.DB) {
 	t.Helper()
-	db := openDB(t, b)
+	db := storetest.Open(t, b)
 	return inventory.NewService(db, opts...), db
 }
 

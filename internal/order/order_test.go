@@ -4,12 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"path/filepath"
+	"gatehouse/internal/store/storetest"
 	"strings"
 	"testing"
 	"time"
 
-	"gatehouse/internal/store"
 	"gatehouse/internal/testenv"
 )
 
@@ -82,26 +81,9 @@ func TestParseQuery(t *testing.T) {
 	}
 }
 
-func openDB(t *testing.T, b testenv.Backend) *store.DB {
-	t.Helper()
-	url := b.DatabaseURL
-	if b.Embedded() {
-		url = "sqlite:" + filepath.Join(t.TempDir(), "order.db")
-	}
-	db, err := store.Open(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if err := db.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return db
-}
-
 func TestCreateAndQuery(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		db := openDB(t, b)
+		db := storetest.Open(t, b)
 		ctx := context.Background()
 		mk := func(key string) int {
 			return db.PartnerApp.Create().SetAppName(key).SetAppKey(key).SetSecret([]byte{1}).SaveX(ctx).ID

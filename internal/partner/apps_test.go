@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"gatehouse/internal/store/storetest"
 	"strings"
 	"sync"
 	"testing"
@@ -16,7 +17,7 @@ import (
 func ptr[T any](v T) *T { return &v }
 
 func TestCreateValidation(t *testing.T) {
-	db := openDB(t, testenv.Backend{Name: "sqlite"})
+	db := storetest.Open(t, testenv.Backend{Name: "sqlite"})
 	s := newService(t, db)
 	ctx := context.Background()
 	for _, c := range []struct {
@@ -59,7 +60,7 @@ func TestCreateValidation(t *testing.T) {
 
 func TestCreateAndGet(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		db := openDB(t, b)
+		db := storetest.Open(t, b)
 		s := newService(t, db)
 		ctx := context.Background()
 		exp := time.Date(2027, 6, 30, 22, 0, 0, 0, time.FixedZone("x", -5*3600))
@@ -120,7 +121,7 @@ func TestCreateAndGet(t *testing.T) {
 
 func TestUpdate(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		db := openDB(t, b)
+		db := storetest.Open(t, b)
 		s := newService(t, db)
 		ctx := context.Background()
 		app, _, err := s.Create(ctx, CreateInput{AppName: "a", CallbackURL: "https://x.example/h"})
@@ -168,7 +169,7 @@ func TestUpdate(t *testing.T) {
 // previous secret; none is silently lost in between.
 func TestConcurrentRotations(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		db := openDB(t, b)
+		db := storetest.Open(t, b)
 		s := newService(t, db)
 		ctx := context.Background()
 		app, _, err := s.Create(ctx, CreateInput{AppName: "a"})
@@ -210,7 +211,7 @@ func TestConcurrentRotations(t *testing.T) {
 }
 
 func TestWebhookSecretRotation(t *testing.T) {
-	db := openDB(t, testenv.Backend{Name: "sqlite"})
+	db := storetest.Open(t, testenv.Backend{Name: "sqlite"})
 	clk := newClock(time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC))
 	s := newService(t, db, WithClock(clk.Now), WithWebhookSecretGen(func() string { return "whsec_" + strings.Repeat("A", 44) + clk.Now().Format("150405") }))
 	ctx := context.Background()
@@ -238,7 +239,7 @@ func TestWebhookSecretRotation(t *testing.T) {
 // bytes) are stored on both databases.
 func TestCreateLongUnicodeName(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		s := newService(t, openDB(t, b))
+		s := newService(t, storetest.Open(t, b))
 		name := strings.Repeat("伙", MaxAppNameLen)
 		app, _, err := s.Create(context.Background(), CreateInput{AppName: name})
 		if err != nil {

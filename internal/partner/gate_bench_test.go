@@ -2,6 +2,7 @@ package partner
 
 import (
 	"context"
+	"gatehouse/internal/store/storetest"
 	"net/url"
 	"strconv"
 	"testing"
@@ -16,7 +17,7 @@ import (
 // (parse, cached app, MD5, nonce + sliding window on the memory store),
 // without HTTP or the business read.
 func BenchmarkGateCheck(b *testing.B) {
-	db := openDB(b, testenv.Backend{Name: "sqlite"})
+	db := storetest.Open(b, testenv.Backend{Name: "sqlite"})
 	store, err := kv.Open(context.Background(), "")
 	if err != nil {
 		b.Fatal(err)

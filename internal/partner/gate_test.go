@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"gatehouse/internal/store/storetest"
 	"net/url"
 	"strconv"
 	"sync/atomic"
@@ -40,7 +41,7 @@ type gateFixture struct {
 
 func newGateFixture(t *testing.T, b testenv.Backend, start time.Time) *gateFixture {
 	t.Helper()
-	db := openDB(t, b)
+	db := storetest.Open(t, b)
 	clk := newClock(start)
 	store, err := kv.Open(context.Background(), b.RedisURL, kv.WithPrefix(b.KeyPrefix))
 	if err != nil {

@@ -1,34 +1,13 @@
 package partner
 
 import (
-	"context"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"gatehouse/internal/secret"
 	"gatehouse/internal/store"
-	"gatehouse/internal/testenv"
 )
-
-// openDB opens and migrates backend b's database for one test.
-func openDB(t testing.TB, b testenv.Backend) *store.DB {
-	t.Helper()
-	url := b.DatabaseURL
-	if b.Embedded() {
-		url = "sqlite:" + filepath.Join(t.TempDir(), "partner.db")
-	}
-	db, err := store.Open(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if err := db.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return db
-}
 
 func newService(t testing.TB, db *store.DB, opts ...Option) *Service {
 	t.Helper()

@@ -2,6 +2,7 @@ package partner
 
 import (
 	"context"
+	"gatehouse/internal/store/storetest"
 	"io"
 	"log/slog"
 	"testing"
@@ -15,7 +16,7 @@ import (
 // their counts per app, version and day.
 func TestUsageAddsUp(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		db := openDB(t, b)
+		db := storetest.Open(t, b)
 		ctx := context.Background()
 		s := newService(t, db)
 		app, _, err := s.Create(ctx, CreateInput{AppName: "a"})
@@ -71,7 +72,7 @@ func TestUsageAddsUp(t *testing.T) {
 // TestUsageKeepsCountsOnFailure: a flush that cannot write keeps its counts
 // for the next one.
 func TestUsageKeepsCountsOnFailure(t *testing.T) {
-	db := openDB(t, testenv.Backend{Name: "sqlite"})
+	db := storetest.Open(t, testenv.Backend{Name: "sqlite"})
 	ctx := context.Background()
 	s := newService(t, db)
 	app, _, err := s.Create(ctx, CreateInput{AppName: "a"})

@@ -3,31 +3,18 @@ package ticket_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
+	"gatehouse/internal/store/storetest"
 	"strings"
 	"sync"
 	"testing"
 
-	"gatehouse/internal/store"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/ticket"
 )
 
 func openService(t *testing.T, b testenv.Backend) *ticket.Service {
 	t.Helper()
-	url := b.DatabaseURL
-	if b.Embedded() {
-		url = "sqlite:" + filepath.Join(t.TempDir(), "t.db")
-	}
-	db, err := store.Open(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if err := db.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return ticket.NewService(db.Client)
+	return ticket.NewService(storetest.Open(t, b).Client)
 }
 
 func TestNormalizeTitle(t *testing.T) {

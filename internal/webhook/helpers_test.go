@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"gatehouse/internal/store/storetest"
 	"io"
 	"log/slog"
 	"net/http"
@@ -50,7 +51,7 @@ func dbURL(t testing.TB, b testenv.Backend) string {
 func newEnv(t testing.TB, b testenv.Backend, opt webhook.Options) *env {
 	t.Helper()
 	e := &env{url: dbURL(t, b), masterKey: secret.RandomBytes(32), logs: &syncBuffer{}, opt: opt}
-	e.db = openDB(t, e.url)
+	e.db = storetest.OpenURL(t, e.url)
 	var err error
 	e.partners, err = partner.NewService(e.db.Client, e.masterKey,
 		partner.WithWebhookSecretGen(webhook.NewSecret),
@@ -61,19 +62,6 @@ func newEnv(t testing.TB, b testenv.Backend, opt webhook.Options) *env {
 	e.orders = order.NewService(e.db.Client)
 	e.svc = e.startService(t, e.db)
 	return e
-}
-
-func openDB(t testing.TB, url string) *store.DB {
-	t.Helper()
-	db, err := store.Open(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
 }
 
 // startService starts another dispatcher (a replica) on db.

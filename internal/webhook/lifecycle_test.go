@@ -3,6 +3,7 @@ package webhook_test
 import (
 	"context"
 	"errors"
+	"gatehouse/internal/store/storetest"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -131,7 +132,7 @@ func TestReplicasClaimEachDeliveryOnce(t *testing.T) {
 		rcv := newReceiver(t, always(http.StatusOK))
 		e := newEnv(t, b, webhook.Options{AllowPrivate: true, Workers: 4, PollInterval: 20 * time.Millisecond})
 		for range 2 {
-			e.startService(t, openDB(t, e.url))
+			e.startService(t, storetest.OpenURL(t, e.url))
 		}
 		appID, _ := e.newApp(t, rcv.URL)
 		ctx := context.Background()
