@@ -22,7 +22,7 @@ type Order struct {
 	OrderNo string `json:"order_no,omitempty"`
 	// AppID holds the value of the "app_id" field.
 	AppID int `json:"app_id,omitempty"`
-	// Amount holds the value of the "amount" field.
+	// Amount in minor units (cents); amountDecimal shows it as "99.90".
 	Amount int64 `json:"amount,omitempty"`
 	// Status holds the value of the "status" field.
 	Status order.Status `json:"status,omitempty"`

@@ -136,6 +136,11 @@ func (r *mutationResolver) CreateUser(ctx context.Context, input CreateUserInput
 	return r.Users.Create(ctx, identity.NewUser{Username: input.Username, Password: input.Password, Roles: input.Roles})
 }
 
+// AmountDecimal is the resolver for the amountDecimal field.
+func (r *orderResolver) AmountDecimal(ctx context.Context, obj *ent.Order) (string, error) {
+	return order.FormatAmount(obj.Amount), nil
+}
+
 // Mutation returns MutationResolver implementation.
 func (r *Resolver) Mutation() MutationResolver { return &mutationResolver{r} }
 

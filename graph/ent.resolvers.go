@@ -102,7 +102,13 @@ func (r *queryResolver) WebhookDeliveries(ctx context.Context, after *entgql.Cur
 		ent.WithWebhookDeliveryOrder(orderBy), ent.WithWebhookDeliveryFilter(where.Filter))
 }
 
+// Order returns OrderResolver implementation.
+func (r *Resolver) Order() OrderResolver { return &orderResolver{r} }
+
 // Query returns QueryResolver implementation.
 func (r *Resolver) Query() QueryResolver { return &queryResolver{r} }
 
-type queryResolver struct{ *Resolver }
+type (
+	orderResolver struct{ *Resolver }
+	queryResolver struct{ *Resolver }
+)

@@ -35,6 +35,7 @@ type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
 	Mutation() MutationResolver
+	Order() OrderResolver
 	Query() QueryResolver
 }
 
@@ -155,6 +156,7 @@ type ComplexityRoot struct {
 
 	Order struct {
 		Amount        func(childComplexity int) int
+		AmountDecimal func(childComplexity int) int
 		App           func(childComplexity int) int
 		AppID         func(childComplexity int) int
 		CreateTime    func(childComplexity int) int
@@ -337,6 +339,9 @@ type MutationResolver interface {
 	CreateAPIKey(ctx context.Context, name string) (*APIKeySecretPayload, error)
 	DisableAPIKey(ctx context.Context, id int) (*ent.APIKey, error)
 	CreateUser(ctx context.Context, input CreateUserInput) (*ent.User, error)
+}
+type OrderResolver interface {
+	AmountDecimal(ctx context.Context, obj *ent.Order) (string, error)
 }
 type QueryResolver interface {
 	APIKeys(ctx context.Context, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.APIKeyOrder, where *ent.APIKeyWhereInput) (*ent.APIKeyConnection, error)
@@ -867,6 +872,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Order.Amount(childComplexity), true
+	case "Order.amountDecimal":
+		if e.ComplexityRoot.Order.AmountDecimal == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Order.AmountDecimal(childComplexity), true
 	case "Order.app":
 		if e.ComplexityRoot.Order.App == nil {
 			break
@@ -1801,6 +1812,14 @@ type APIKeySecretPayload {
   apiKey: APIKey!
   key: String!
 }
+
+extend type Order {
+  """
+  The amount as a decimal string with two decimals ("99.90"), the form
+  createOrder takes; ` + "`" + `amount` + "`" + ` is the same value in minor units.
+  """
+  amountDecimal: String!
+}
 `, BuiltIn: false},
 	{Name: "../web-schema/ent.graphql", Input: `directive @goField(forceResolver: Boolean, name: String, omittable: Boolean) on FIELD_DEFINITION | INPUT_FIELD_DEFINITION
 directive @goModel(model: String, models: [String!], forceGenerate: Boolean) on OBJECT | INPUT_OBJECT | SCALAR | ENUM | INTERFACE | UNION
@@ -2540,6 +2559,9 @@ type Order implements Node {
   id: ID!
   orderNo: String!
   appID: ID!
+  """
+  Amount in minor units (cents); amountDecimal shows it as "99.90".
+  """
   amount: Int!
   status: OrderStatus!
   customerName: String
@@ -4276,6 +4298,8 @@ func (ec *executionContext) childFields_Order(ctx context.Context, field graphql
 		return ec.fieldContext_Order_payTime(ctx, field)
 	case "app":
 		return ec.fieldContext_Order_app(ctx, field)
+	case "amountDecimal":
+		return ec.fieldContext_Order_amountDecimal(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Order", field.Name)
 }
@@ -7903,6 +7927,29 @@ func (ec *executionContext) fieldContext_Order_app(_ context.Context, field grap
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Order_amountDecimal(ctx context.Context, field graphql.CollectedField, obj *ent.Order) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Order_amountDecimal(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Order().AmountDecimal(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Order_amountDecimal(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Order", field, true, true, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _OrderConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.OrderConnection) (ret graphql.Marshaler) {
@@ -19362,6 +19409,44 @@ func (ec *executionContext) _Order(ctx context.Context, sel ast.SelectionSet, ob
 					}
 				}()
 				res = ec._Order_app(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "amountDecimal":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Order_amountDecimal(ctx, field, obj)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}

@@ -261,12 +261,12 @@ func TestOrderMutations(t *testing.T) {
 		t.Cleanup(sink.Close)
 		p := a.gql(t, createAppMutation, map[string]any{"in": map[string]any{"appName": "Shop", "callbackURL": sink.URL + "/hook"}}).ok(t, "createPartnerApp")
 		appID := str(p, "app", "id")
-		const create = `mutation($in: CreateOrderInput!) { createOrder(input: $in) { id orderNo appID amount status customerName customerPhone customerEmail createTime payTime } }`
+		const create = `mutation($in: CreateOrderInput!) { createOrder(input: $in) { id orderNo appID amount amountDecimal status customerName customerPhone customerEmail createTime payTime } }`
 		o := a.gql(t, create, map[string]any{"in": map[string]any{
 			"appID": appID, "orderNo": "SO-9", "amount": "99.90",
 			"customerName": "Dana", "customerPhone": "13800000000", "customerEmail": "dana@example.com",
 		}}).ok(t, "createOrder")
-		if str(o, "orderNo") != "SO-9" || str(o, "appID") != appID || num(o, "amount") != 9990 || str(o, "status") != "CREATED" ||
+		if str(o, "orderNo") != "SO-9" || str(o, "appID") != appID || num(o, "amount") != 9990 || str(o, "amountDecimal") != "99.90" || str(o, "status") != "CREATED" ||
 			str(o, "customerEmail") != "dana@example.com" || dig(o, "payTime") != nil {
 			t.Fatalf("createOrder: %v", o)
 		}

@@ -22,8 +22,8 @@ func (Order) Fields() []ent.Field {
 		field.String("order_no").MaxLen(64).NotEmpty().Unique().Immutable().
 			Annotations(entgql.OrderField("ORDER_NO")),
 		field.Int("app_id").Immutable(),
-		// amount is in minor units (cents).
 		field.Int64("amount").NonNegative().
+			Comment("Amount in minor units (cents); amountDecimal shows it as \"99.90\".").
 			Annotations(entgql.OrderField("AMOUNT")),
 		field.Enum("status").Values("CREATED", "PAID", "CANCELLED", "REFUNDED").Default("CREATED").
 			Annotations(entgql.OrderField("STATUS")),
