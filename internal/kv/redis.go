@@ -85,6 +85,7 @@ func RedisClient(s Store) (*redis.Client, bool) {
 }
 
 func openRedis(_ context.Context, rawURL string, o options) (*redisStore, error) {
+	quietRedisLogs()
 	opt, err := redis.ParseURL(rawURL)
 	if err != nil {
 		// url.Parse errors quote the whole URL, password included.
