@@ -7,7 +7,7 @@ LDFLAGS   := -X main.version=$(VERSION)
 # correctness here (nonces, stock, state machines).
 TESTFLAGS ?= -race -count=1 -timeout 15m
 
-.PHONY: all generate build run test lint bench clean
+.PHONY: all generate build run test lint bench bench-micro clean
 
 all: build
 
@@ -35,8 +35,15 @@ lint:
 	$(GO) vet ./...
 	$(GO) tool staticcheck $$($(GO) list ./... | grep -v '^gatehouse/ent' ) gatehouse/ent/schema
 
-## bench: benchmarks (figures are ratios to a baseline measured in the same run)
-bench:
+## bench: load harness (cmd/gatehouse-bench): gatehouse as its own process, embedded and on
+## Postgres + Redis, against baselines measured in the same run; < 3 min; JSON in bin/bench.json
+bench: build
+	$(GO) build -o bin/gatehouse-bench ./cmd/gatehouse-bench
+	./bin/gatehouse-bench -gatehouse $(BIN) -out bin/bench.json
+
+## bench-micro: the in-package Go benchmarks (signature gate, deduction vs plain UPDATE,
+## webhook deliveries/s and first-attempt latency, kv Admit), each reporting its ratio
+bench-micro:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 clean:

@@ -1,0 +1,387 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"gatehouse/rest/partnerclient"
+)
+
+// orderNo is the order every query asks for.
+const orderNo = "SO1001"
+
+// benchmark runs every phase and fills rep.
+func benchmark(ctx context.Context, o options, rep *report) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(o.gatehouse); err != nil {
+		return fmt.Errorf("gatehouse binary: %w (run make build)", err)
+	}
+	tmp, err := os.MkdirTemp("", "gatehouse-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	client := newClient(o.workers)
+
+	// Baseline 1: the bare net/http JSON handler.
+	addr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	bare, err := startProc(ctx, "baseline bare", self, []string{"baseline", "-mode", "bare", "-addr", addr}, nil, addr, tmp)
+	if err != nil {
+		return err
+	}
+	bareLoad := measure(ctx, o, client, repeatURL(bare.base+"/q?order_no="+orderNo))
+	bareRSS, _ := bare.peakRSS()
+	bareStart := bare.startup
+	if err := bare.stop(); err != nil {
+		return err
+	}
+	rep.Baselines["bare net/http JSON handler"] = bareLoad
+
+	// gatehouse, embedded.
+	dataDir := tmp + "/data"
+	emb, err := startGatehouse(ctx, o, "gatehouse embedded", tmp, []string{"GATEHOUSE_DATA_DIR=" + dataDir})
+	if err != nil {
+		return err
+	}
+	embStart := emb.proc.startup
+	embLoad, err := emb.signedLoad(ctx, o, client, bareLoad.RPS)
+	if err != nil {
+		_ = emb.proc.stop()
+		return err
+	}
+	rep.add("signed v1 order query, SQLite + memory", embLoad, "bare net/http JSON handler", bareLoad)
+	create, list := emb.ticketLoad(ctx, o, client)
+	rep.add("ticket create (POST /api/tickets), SQLite", create, "bare net/http JSON handler", bareLoad)
+	rep.add("ticket list (GET /api/tickets?limit=20), SQLite", list, "bare net/http JSON handler", bareLoad)
+	if err := deductPhases(ctx, o, rep, emb, client, bareLoad, self, tmp, "SQLite", []string{"-mode", "update-sqlite", "-sqlite", tmp + "/baseline-update.db"}); err != nil {
+		_ = emb.proc.stop()
+		return err
+	}
+	embRSS, err := emb.proc.peakRSS()
+	if err != nil {
+		return err
+	}
+	if err := emb.proc.stop(); err != nil {
+		return fmt.Errorf("gatehouse embedded did not stop cleanly: %w", err)
+	}
+	rep.scalar("embedded start-up time (exec to /healthz 200, fresh data dir)", float64(embStart.Microseconds())/1000, "ms",
+		"bare net/http JSON handler", float64(bareStart.Microseconds())/1000)
+	rep.scalar("peak RSS, gatehouse embedded after its load phases", float64(embRSS)/(1<<20), "MiB",
+		"bare net/http JSON handler", float64(bareRSS)/(1<<20))
+
+	// gatehouse on Postgres + Redis, against the one-Redis-one-Postgres baseline.
+	if err := externalPhases(ctx, o, rep, self, tmp, client, bareLoad); err != nil {
+		rep.skip("Postgres + Redis figures", err.Error())
+	}
+	return nil
+}
+
+// repeatURL is a source that sends the same GET forever.
+func repeatURL(u string) source {
+	return source{want: http.StatusOK, next: func() (*http.Request, bool) {
+		req, _ := http.NewRequest(http.MethodGet, u, nil)
+		return req, true
+	}}
+}
+
+// gatehouse is a running gatehouse process with a seeded partner app.
+type gatehouse struct {
+	proc           *proc
+	admin          string
+	apiKey         string
+	appKey, secret string
+}
+
+func startGatehouse(ctx context.Context, o options, name, tmp string, env []string) (*gatehouse, error) {
+	pub, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	adm, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	apiKey := "bench-" + randomHex(16)
+	env = append(env,
+		"GATEHOUSE_ADDR="+pub, "GATEHOUSE_ADMIN_ADDR="+adm,
+		"GATEHOUSE_MASTER_KEY="+base64.StdEncoding.EncodeToString(randomBytes(32)),
+		"GATEHOUSE_JWT_SECRET="+base64.StdEncoding.EncodeToString(randomBytes(32)),
+		"GATEHOUSE_BOOTSTRAP_API_KEY="+apiKey,
+		"GATEHOUSE_LOG_FORMAT=json",
+	)
+	p, err := startProc(ctx, name, o.gatehouse, []string{"serve"}, env, pub, tmp)
+	if err != nil {
+		return nil, err
+	}
+	g := &gatehouse{proc: p, admin: "http://" + adm, apiKey: apiKey}
+	if err := g.seed(ctx); err != nil {
+		_ = p.stop()
+		return nil, err
+	}
+	return g, nil
+}
+
+// seed creates a partner app without a practical rate limit and its order,
+// through the admin GraphQL API.
+func (g *gatehouse) seed(ctx context.Context) error {
+	var app struct {
+		CreatePartnerApp struct {
+			App       struct{ ID, AppKey string }
+			AppSecret string
+		}
+	}
+	if err := g.graphql(ctx, `mutation { createPartnerApp(input: {appName: "bench", rateLimit: 1000000}) { app { id appKey } appSecret } }`, &app); err != nil {
+		return err
+	}
+	g.appKey, g.secret = app.CreatePartnerApp.App.AppKey, app.CreatePartnerApp.AppSecret
+	return g.graphql(ctx, `mutation { createOrder(input: {appID: "`+app.CreatePartnerApp.App.ID+`", orderNo: "`+orderNo+`", amount: "99.90"}) { orderNo } }`, nil)
+}
+
+func (g *gatehouse) graphql(ctx context.Context, query string, into any) error {
+	body, _ := json.Marshal(map[string]string{"query": query})
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, g.admin+"/graphql", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-API-Key", g.apiKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Data   json.RawMessage
+		Errors []struct{ Message string }
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return fmt.Errorf("graphql: HTTP %d: %w", resp.StatusCode, err)
+	}
+	if len(out.Errors) > 0 || resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("graphql: HTTP %d: %v", resp.StatusCode, out.Errors)
+	}
+	if into == nil {
+		return nil
+	}
+	return json.Unmarshal(out.Data, into)
+}
+
+// presign signs n order queries, each with its own nonce, before any is sent.
+func (g *gatehouse) presign(n int) ([]string, error) {
+	s := partnerclient.Signer{AppKey: g.appKey, AppSecret: g.secret}
+	out := make([]string, n)
+	for i := range out {
+		u, err := s.SignURL(g.proc.base + "/api/v1/orders/query?order_no=" + orderNo)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = u
+	}
+	return out, nil
+}
+
+// signedLoad measures signed v1 order queries. Enough URLs are signed for
+// the whole phase at the bare baseline's rate (an upper bound).
+func (g *gatehouse) signedLoad(ctx context.Context, o options, c *http.Client, bareRPS float64) (loadResult, error) {
+	n := int(bareRPS*(o.phase+o.warmup).Seconds()) + 1000
+	list, err := g.presign(n)
+	if err != nil {
+		return loadResult{}, err
+	}
+	return measure(ctx, o, c, urls(list)), nil
+}
+
+// ticketLoad measures ticket creation, then listing the newest 20.
+func (g *gatehouse) ticketLoad(ctx context.Context, o options, c *http.Client) (create, list loadResult) {
+	create = measure(ctx, o, c, source{want: http.StatusCreated, next: func() (*http.Request, bool) {
+		req, _ := http.NewRequest(http.MethodPost, g.proc.base+"/api/tickets", strings.NewReader(`{"title":"bench ticket"}`))
+		req.Header.Set("Content-Type", "application/json")
+		return req, true
+	}})
+	list = measure(ctx, o, c, repeatURL(g.proc.base+"/api/tickets?limit=20"))
+	return create, list
+}
+
+// externalPhases measures gatehouse on Postgres + Redis against the
+// minimal one-Redis-one-Postgres handler, on a database of its own.
+func externalPhases(ctx context.Context, o options, rep *report, self, tmp string, client *http.Client, bare loadResult) error {
+	if o.postgresURL == "" || o.redisURL == "" {
+		return fmt.Errorf("disabled (-postgres or -redis empty)")
+	}
+	admin, err := sql.Open("pgx", o.postgresURL)
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if err := admin.PingContext(pctx); err != nil {
+		return fmt.Errorf("postgres unreachable: %w", err)
+	}
+	ropt, err := redis.ParseURL(o.redisURL)
+	if err != nil {
+		return err
+	}
+	rdb := redis.NewClient(ropt)
+	defer rdb.Close()
+	if err := rdb.Ping(pctx).Err(); err != nil {
+		return fmt.Errorf("redis unreachable: %w", err)
+	}
+	id := randomHex(4)
+	dbName := "gatehouse_bench_" + id
+	prefix := "gatehouse-bench:" + id + ":"
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+dbName); err != nil {
+		return err
+	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, _ = admin.ExecContext(dctx, "DROP DATABASE IF EXISTS "+dbName+" WITH (FORCE)")
+		deletePrefix(dctx, rdb, prefix)
+	}()
+	u, err := url.Parse(o.postgresURL)
+	if err != nil {
+		return err
+	}
+	u.Path = "/" + dbName
+	dbURL := u.String()
+
+	g, err := startGatehouse(ctx, o, "gatehouse postgres", tmp, []string{
+		"GATEHOUSE_DATA_DIR=" + tmp + "/data-pg", "GATEHOUSE_DATABASE_URL=" + dbURL,
+		"GATEHOUSE_REDIS_URL=" + o.redisURL, "GATEHOUSE_REDIS_PREFIX=" + prefix,
+	})
+	if err != nil {
+		return err
+	}
+	defer g.proc.stop()
+
+	addr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	base, err := startProc(ctx, "baseline redis-pg", self, []string{"baseline", "-mode", "redis-pg", "-addr", addr,
+		"-postgres", dbURL, "-redis", o.redisURL, "-prefix", prefix + "baseline:"}, nil, addr, tmp)
+	if err != nil {
+		return err
+	}
+	n := int(bare.RPS*(o.phase+o.warmup).Seconds()) + 1000
+	list := make([]string, n)
+	for i := range list {
+		list[i] = base.base + "/q?order_no=" + orderNo + "&nonce=" + randomHex(16)
+	}
+	baseLoad := measure(ctx, o, client, urls(list))
+	if err := base.stop(); err != nil {
+		return err
+	}
+	rep.Baselines["minimal handler: one Redis SET NX + one Postgres SELECT"] = baseLoad
+
+	signed, err := g.signedLoad(ctx, o, client, bare.RPS)
+	if err != nil {
+		return err
+	}
+	rep.add("signed v1 order query, Postgres + Redis", signed, "minimal handler: one Redis SET NX + one Postgres SELECT", baseLoad)
+	create, lst := g.ticketLoad(ctx, o, client)
+	rep.add("ticket create (POST /api/tickets), Postgres", create, "minimal handler: one Redis SET NX + one Postgres SELECT", baseLoad)
+	rep.add("ticket list (GET /api/tickets?limit=20), Postgres", lst, "minimal handler: one Redis SET NX + one Postgres SELECT", baseLoad)
+	if err := deductPhases(ctx, o, rep, g, client, bare, self, tmp, "Postgres", []string{"-mode", "update-pg", "-postgres", dbURL}); err != nil {
+		return err
+	}
+	rss, err := g.proc.peakRSS()
+	if err == nil {
+		rep.scalar("peak RSS, gatehouse on Postgres + Redis after its load phases", float64(rss)/(1<<20), "MiB", "", 0)
+	}
+	return nil
+}
+
+// deletePrefix removes the run's Redis keys (nonces, windows).
+func deletePrefix(ctx context.Context, rdb *redis.Client, prefix string) {
+	iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+	var keys []string
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+		if len(keys) == 1000 {
+			rdb.Del(ctx, keys...)
+			keys = keys[:0]
+		}
+	}
+	if len(keys) > 0 {
+		rdb.Del(ctx, keys...)
+	}
+}
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return b
+}
+
+func randomHex(n int) string { return hex.EncodeToString(randomBytes(n)) }
+
+// deductPhases measures signed stock deductions (quantity 1, a new biz_no
+// each) on one hot SKU and spread over benchSKUs SKUs, against a baseline
+// process doing the plain conditional single-row UPDATE per request
+// (baselineArgs) on its own table in the same kind of database.
+func deductPhases(ctx context.Context, o options, rep *report, g *gatehouse, c *http.Client, bare loadResult, self, tmp, label string, baselineArgs []string) error {
+	var skus []string
+	for i := range benchSKUs {
+		var out struct{ CreateSku struct{ ID string } }
+		if err := g.graphql(ctx, fmt.Sprintf(`mutation { createSku(input: {name: "bench sku %d", stock: 1000000000}) { id } }`, i+1), &out); err != nil {
+			return err
+		}
+		skus = append(skus, out.CreateSku.ID)
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	base, err := startProc(ctx, "baseline update "+label, self, append([]string{"baseline", "-addr", addr}, baselineArgs...), nil, addr, tmp)
+	if err != nil {
+		return err
+	}
+	hotBase := measure(ctx, o, c, cycle(base.base+"/d?sku_id=%d", 1))
+	spreadBase := measure(ctx, o, c, cycle(base.base+"/d?sku_id=%d", benchSKUs))
+	if err := base.stop(); err != nil {
+		return err
+	}
+	baseName := "plain conditional UPDATE per request, " + label
+	rep.Baselines[baseName+", one row"] = hotBase
+	rep.Baselines[baseName+", 100 rows"] = spreadBase
+
+	n := int(bare.RPS*(o.phase+o.warmup).Seconds()/2) + 1000
+	s := partnerclient.Signer{AppKey: g.appKey, AppSecret: g.secret}
+	for _, ph := range []struct {
+		name   string
+		spread int
+		base   loadResult
+		suffix string
+	}{{"one hot SKU", 1, hotBase, ", one row"}, {"100 SKUs", benchSKUs, spreadBase, ", 100 rows"}} {
+		list := make([]string, n)
+		run := randomHex(4)
+		for i := range list {
+			u, err := s.SignURL(fmt.Sprintf("%s/api/v1/inventory/deduct?biz_no=B-%s-%d&sku_id=%s&quantity=1", g.proc.base, run, i, skus[i%ph.spread]))
+			if err != nil {
+				return err
+			}
+			list[i] = u
+		}
+		l := measure(ctx, o, c, urlsWith(http.MethodPost, list))
+		rep.add("signed deduction, "+ph.name+", "+label, l, baseName+ph.suffix, ph.base)
+	}
+	return nil
+}

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// loadResult is one measured load phase.
+type loadResult struct {
+	Requests   int     `json:"requests"`
+	Errors     int     `json:"errors"`
+	RPS        float64 `json:"rps"`
+	P50Ms      float64 `json:"p50_ms"`
+	P99Ms      float64 `json:"p99_ms"`
+	FirstError string  `json:"first_error,omitempty"`
+}
+
+// source hands out the requests of a phase: next returns false when it
+// has none left (pre-signed URLs are finite).
+type source struct {
+	next func() (*http.Request, bool)
+	want int // the expected status
+}
+
+// urls is a source of GET requests from a fixed list (each used once).
+func urls(list []string) source { return urlsWith(http.MethodGet, list) }
+
+// urlsWith is a source of requests with method from a fixed list (each
+// used once), expecting 200.
+func urlsWith(method string, list []string) source {
+	var i atomic.Int64
+	return source{want: http.StatusOK, next: func() (*http.Request, bool) {
+		n := int(i.Add(1)) - 1
+		if n >= len(list) {
+			return nil, false
+		}
+		req, _ := http.NewRequest(method, list[n], nil)
+		return req, true
+	}}
+}
+
+// cycle is a source of POST requests to fmt.Sprintf(format, k) for
+// k = 1, 2 … spread, 1, 2 …, expecting 200.
+func cycle(format string, spread int) source {
+	var i atomic.Int64
+	return source{want: http.StatusOK, next: func() (*http.Request, bool) {
+		k := int(i.Add(1)-1)%spread + 1
+		req, _ := http.NewRequest(http.MethodPost, fmt.Sprintf(format, k), nil)
+		return req, true
+	}}
+}
+
+func newClient(workers int) *http.Client {
+	return &http.Client{
+		Timeout: 10 * time.Second,
+		Transport: &http.Transport{
+			MaxIdleConns:        workers * 2,
+			MaxIdleConnsPerHost: workers * 2,
+			MaxConnsPerHost:     workers * 2,
+			IdleConnTimeout:     30 * time.Second,
+		},
+	}
+}
+
+// measure runs an unmeasured warm-up and then a measured phase.
+func measure(ctx context.Context, o options, c *http.Client, src source) loadResult {
+	if o.warmup > 0 {
+		drive(ctx, c, o.workers, o.warmup, src)
+	}
+	return drive(ctx, c, o.workers, o.phase, src)
+}
+
+// drive sends requests from src with workers goroutines for d (or until
+// src runs dry) and summarises them.
+func drive(ctx context.Context, c *http.Client, workers int, d time.Duration, src source) loadResult {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var (
+		mu       sync.Mutex
+		all      []time.Duration
+		errs     int
+		firstErr string
+		wg       sync.WaitGroup
+	)
+	start := time.Now()
+	for range workers {
+		wg.Go(func() {
+			var lat []time.Duration
+			var bad int
+			var first string
+			for ctx.Err() == nil {
+				req, ok := src.next()
+				if !ok {
+					break
+				}
+				t0 := time.Now()
+				resp, err := c.Do(req.WithContext(context.WithoutCancel(ctx)))
+				if err != nil {
+					bad++
+					if first == "" {
+						first = err.Error()
+					}
+					continue
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != src.want {
+					bad++
+					if first == "" {
+						first = fmt.Sprintf("HTTP %d: %.200s", resp.StatusCode, strings.TrimSpace(string(body)))
+					}
+					continue
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			mu.Lock()
+			all = append(all, lat...)
+			errs += bad
+			if firstErr == "" {
+				firstErr = first
+			}
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	slices.Sort(all)
+	r := loadResult{Requests: len(all), Errors: errs, FirstError: firstErr}
+	if len(all) > 0 {
+		r.RPS = float64(len(all)) / elapsed.Seconds()
+		r.P50Ms = ms(all[len(all)*50/100])
+		r.P99Ms = ms(all[min(len(all)-1, len(all)*99/100)])
+	}
+	return r
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

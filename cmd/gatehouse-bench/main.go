@@ -1,0 +1,88 @@
+// Command gatehouse-bench measures gatehouse against baselines measured in
+// the same run, on loopback only.
+//
+// It starts gatehouse (the binary named by -gatehouse) as a separate
+// process, embedded (SQLite + in-process store) and, when they answer,
+// on Postgres + Redis; seeds it through the admin GraphQL API; and drives
+// load from this process with requests signed before the clock starts
+// (one unique nonce each). Baselines run as child processes of this binary
+// (`gatehouse-bench baseline …`): a bare net/http JSON handler, a minimal
+// handler doing one Redis and one Postgres round trip, and a handler doing
+// one conditional single-row UPDATE (SQLite or Postgres). Every figure
+// is printed on one line with its ratio to its baseline, and all of them
+// are written to a JSON file.
+//
+//	make bench   # = go build … && gatehouse-bench -gatehouse bin/gatehouse -out bin/bench.json
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	if len(os.Args) > 1 && os.Args[1] == "baseline" {
+		err = runBaseline(ctx, os.Args[2:])
+	} else {
+		err = run(ctx, os.Args[1:])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gatehouse-bench:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the command-line settings.
+type options struct {
+	gatehouse   string
+	out         string
+	phase       time.Duration
+	warmup      time.Duration
+	workers     int
+	postgresURL string
+	redisURL    string
+}
+
+func run(ctx context.Context, args []string) error {
+	var o options
+	fs := flag.NewFlagSet("gatehouse-bench", flag.ContinueOnError)
+	fs.StringVar(&o.gatehouse, "gatehouse", "bin/gatehouse", "the gatehouse binary to measure")
+	fs.StringVar(&o.out, "out", "bin/bench.json", "where to write the figures as JSON")
+	fs.DurationVar(&o.phase, "phase", 4*time.Second, "measured duration of each load phase")
+	fs.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured load before each phase")
+	fs.IntVar(&o.workers, "workers", 32, "concurrent client connections")
+	fs.StringVar(&o.postgresURL, "postgres", envOr("GATEHOUSE_BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"), "Postgres server (a database is created and dropped); empty: skip")
+	fs.StringVar(&o.redisURL, "redis", envOr("GATEHOUSE_BENCH_REDIS_URL", "redis://127.0.0.1:6379/0"), "Redis server (a private key prefix is used); empty: skip")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if o.phase <= 0 || o.workers <= 0 {
+		return fmt.Errorf("-phase and -workers must be positive")
+	}
+	started := time.Now()
+	rep := newReport()
+	if err := benchmark(ctx, o, rep); err != nil {
+		return err
+	}
+	rep.Elapsed = time.Since(started).Round(time.Millisecond).String()
+	if err := rep.write(o.out); err != nil {
+		return err
+	}
+	fmt.Printf("# figures written to %s (run took %s)\n", o.out, rep.Elapsed)
+	return nil
+}
+
+func envOr(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// figure is one measured figure and its baseline from the same run.
+type figure struct {
+	Name          string      `json:"name"`
+	Value         float64     `json:"value"`
+	Unit          string      `json:"unit"`
+	Load          *loadResult `json:"load,omitempty"`
+	Baseline      string      `json:"baseline,omitempty"`
+	BaselineValue float64     `json:"baseline_value,omitempty"`
+	// Ratio is Value / BaselineValue: for throughput, the fraction of the
+	// baseline's requests per second; for time and memory, how many times
+	// the baseline's.
+	Ratio float64 `json:"ratio,omitempty"`
+}
+
+// report is everything one run measured.
+type report struct {
+	Time      time.Time             `json:"time"`
+	Machine   map[string]any        `json:"machine"`
+	Figures   []figure              `json:"figures"`
+	Baselines map[string]loadResult `json:"baselines"`
+	Skipped   map[string]string     `json:"skipped,omitempty"`
+	Elapsed   string                `json:"elapsed"`
+}
+
+func newReport() *report {
+	r := &report{Time: time.Now().UTC(), Baselines: map[string]loadResult{}, Skipped: map[string]string{}}
+	r.Machine = map[string]any{"goos": runtime.GOOS, "goarch": runtime.GOARCH, "cpus": runtime.NumCPU(), "go": runtime.Version(), "cpu_model": cpuModel()}
+	fmt.Printf("# gatehouse-bench %s, %d CPUs (%s), %s; every ratio is to a baseline measured in this run\n",
+		runtime.Version(), runtime.NumCPU(), cpuModel(), r.Time.Format(time.RFC3339))
+	return r
+}
+
+// add records a throughput figure against its baseline and prints it.
+func (r *report) add(name string, l loadResult, baseline string, b loadResult) {
+	f := figure{Name: name, Value: l.RPS, Unit: "req/s", Load: &l, Baseline: baseline, BaselineValue: b.RPS}
+	if b.RPS > 0 {
+		f.Ratio = l.RPS / b.RPS
+	}
+	r.Figures = append(r.Figures, f)
+	line := fmt.Sprintf("%-58s %9.0f req/s  p50 %6.2f ms  p99 %7.2f ms   ratio %.2f of %q (%.0f req/s)",
+		name, l.RPS, l.P50Ms, l.P99Ms, f.Ratio, baseline, b.RPS)
+	if l.Errors > 0 {
+		line += fmt.Sprintf("  [%d errors, first: %s]", l.Errors, l.FirstError)
+	}
+	fmt.Println(line)
+}
+
+// scalar records a non-throughput figure (lower is better) and prints it.
+func (r *report) scalar(name string, v float64, unit, baseline string, b float64) {
+	f := figure{Name: name, Value: v, Unit: unit, Baseline: baseline, BaselineValue: b}
+	line := fmt.Sprintf("%-58s %9.1f %s", name, v, unit)
+	if b > 0 {
+		f.Ratio = v / b
+		line += fmt.Sprintf("   ratio %.1fx %q (%.1f %s)", f.Ratio, baseline, b, unit)
+	}
+	r.Figures = append(r.Figures, f)
+	fmt.Println(line)
+}
+
+func (r *report) skip(what, why string) {
+	r.Skipped[what] = why
+	fmt.Printf("%-58s skipped: %s\n", what, why)
+}
+
+func (r *report) write(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+func cpuModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return "unknown"
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if k, v, ok := strings.Cut(s.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}
