@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"gatehouse/internal/httpx"
 	"gatehouse/internal/order"
 	"gatehouse/internal/partner"
 )
@@ -81,6 +82,13 @@ func (h Partner) Routes() http.Handler {
 			return
 		}
 		h.versionHeaders(w.Header(), version)
+		// Partner parameters travel in the query string; a body is never
+		// read, so an oversized one is refused here, in the envelope.
+		if r.ContentLength > httpx.MaxBodyBytes {
+			WriteEnvelopeErrorStatus(w, r, http.StatusRequestEntityTooLarge, CodeParamInvalid,
+				message(codeInfo[CodeParamInvalid].meaning, "request body must be at most 64 KiB"))
+			return
+		}
 		path := "/"
 		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePath != "" {
 			path = rc.RoutePath

@@ -179,6 +179,11 @@ func (h Tickets) fail(w http.ResponseWriter, r *http.Request, err error) {
 		httpx.WriteError(w, http.StatusNotFound, "not_found", "ticket not found")
 	case errors.Is(err, ticket.ErrInvalidTransition):
 		httpx.WriteError(w, http.StatusConflict, "invalid_transition", err.Error())
+	case r.Context().Err() != nil:
+		// The client went away; nothing is listening for an answer. 499 is
+		// the conventional "client closed request" status for the log line.
+		h.Log.DebugContext(r.Context(), "ticket request abandoned by the client", "err", err, "request_id", httpx.GetRequestID(r.Context()))
+		w.WriteHeader(499)
 	default:
 		h.Log.ErrorContext(r.Context(), "ticket request failed", "err", err, "request_id", httpx.GetRequestID(r.Context()))
 		httpx.WriteError(w, http.StatusInternalServerError, "internal_error", "internal error")

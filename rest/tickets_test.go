@@ -109,6 +109,7 @@ func TestTicketCreateRejectsBadInput(t *testing.T) {
 		{"broken json", `{"title":`, "application/json", 400, "invalid_json"},
 		{"single quotes", `{'title':'x'}`, "application/json", 400, "invalid_json"},
 		{"trailing garbage", `{"title":"x"} {"title":"y"}`, "application/json", 400, "invalid_json"},
+		{"invalid UTF-8", "{\"title\":\"bad \xff\xfe bytes\"}", "application/json", 400, "invalid_json"},
 		{"text/plain", `{"title":"x"}`, "text/plain", 415, "unsupported_media_type"},
 		{"xml", `<title>x</title>`, "application/xml", 415, "unsupported_media_type"},
 		{"multipart", `{"title":"x"}`, "multipart/form-data; boundary=x", 415, "unsupported_media_type"},

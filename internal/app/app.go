@@ -85,7 +85,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 
 func (a *App) publicHandler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(httpx.RequestID, httpx.Logger(a.Log, "public"), httpx.Recoverer(a.Log), httpx.LimitBody)
+	r.Use(httpx.RequestID, httpx.Logger(a.Log, "public"), httpx.Recoverer(a.Log), httpx.CapBody)
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})

@@ -180,6 +180,9 @@ func hostileCases(t *testing.T, f *fixture) []hostileCase {
 		// Signed user tokens.
 		{name: "login with numbers", method: "POST", target: "/api/auth/login", body: `{"username":1,"password":2}`, headers: js, status: 400, shape: authShape, errCode: "invalid_request"},
 		{name: "login not JSON", method: "POST", target: "/api/auth/login", body: `username=a&password=b`, headers: js, status: 400, shape: authShape, errCode: "invalid_request"},
+		{name: "login 70 KiB with Content-Length", method: "POST", target: "/api/auth/login", body: `{"username":"` + strings.Repeat("u", 70<<10) + `","password":"x"}`, headers: js, status: 413, shape: authShape, errCode: "payload_too_large"},
+		{name: "token 70 KiB form with Content-Length", method: "POST", target: "/oauth/token", body: "grant_type=" + strings.Repeat("a", 70<<10), headers: form, status: 413, shape: authShape, errCode: "payload_too_large"},
+		{name: "deduct with a 70 KiB body", method: "POST", target: d + "?biz_no=x", body: strings.Repeat("a", 70<<10), headers: js, status: 413, shape: envelopeShape, code: 5002},
 		{name: "login 70 KiB chunked", method: "POST", target: "/api/auth/login", body: `{"username":"` + strings.Repeat("u", 70<<10) + `","password":"x"}`, chunked: true, headers: js, status: 413, shape: authShape, errCode: "payload_too_large"},
 		{name: "login SQL injection", method: "POST", target: "/api/auth/login", body: `{"username":"' OR 1=1 --","password":"' OR 1=1 --"}`, headers: js, status: 401, shape: authShape, errCode: "invalid_credentials"},
 		{name: "login NUL in username", method: "POST", target: "/api/auth/login", body: `{"username":"` + userName + `\u0000","password":"` + userPassword + `"}`, headers: js, status: 401, shape: authShape, errCode: "invalid_credentials"},

@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 )
 
 // DecodeError is a request body that could not be read as JSON, with the
@@ -41,6 +42,9 @@ func DecodeObject(r *http.Request) (map[string]json.RawMessage, *DecodeError) {
 	if derr := CheckJSONContentType(r); derr != nil {
 		return nil, derr
 	}
+	if r.ContentLength > MaxBodyBytes { // announced too large: do not read it
+		return nil, classify(&http.MaxBytesError{Limit: MaxBodyBytes})
+	}
 	dec := json.NewDecoder(r.Body)
 	var raw json.RawMessage
 	if err := dec.Decode(&raw); err != nil {
@@ -52,6 +56,11 @@ func DecodeObject(r *http.Request) (map[string]json.RawMessage, *DecodeError) {
 			return nil, classify(err)
 		}
 		return nil, &DecodeError{Status: http.StatusBadRequest, Code: "invalid_json", Msg: "request body must hold a single JSON value"}
+	}
+	// encoding/json would silently turn invalid UTF-8 into U+FFFD and
+	// store text the caller never sent.
+	if !utf8.Valid(raw) {
+		return nil, &DecodeError{Status: http.StatusBadRequest, Code: "invalid_json", Msg: "request body is not valid UTF-8"}
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {

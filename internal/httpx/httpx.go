@@ -133,8 +133,19 @@ func Recoverer(log *slog.Logger) func(http.Handler) http.Handler {
 	}
 }
 
-// LimitBody refuses bodies announced larger than MaxBodyBytes with 413 and
-// caps the rest, so a decoder sees *http.MaxBytesError past the limit.
+// CapBody caps every request body at MaxBodyBytes, so a decoder sees
+// *http.MaxBytesError past the limit and answers 413 in its own front
+// door's shape (ticket errors, OAuth errors, the partner envelope).
+func CapBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// LimitBody is CapBody plus an early 413 in the generic error shape for
+// bodies announced larger than MaxBodyBytes (the admin listener, whose
+// GraphQL transport would otherwise answer a read error of its own).
 func LimitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > MaxBodyBytes {
