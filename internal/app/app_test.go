@@ -130,3 +130,13 @@ func TestCloseTwice(t *testing.T) {
 		}
 	}
 }
+
+// Request headers over 64 KiB are refused by the server (431), in tests as
+// in production.
+func TestHeaderLimit(t *testing.T) {
+	e := apptest.Start(t, testenv.Backend{Name: "sqlite"})
+	r := e.Do(t, "GET", e.PublicURL+"/healthz", "", "X-Padding", strings.Repeat("a", 80<<10))
+	if r.Status != http.StatusRequestHeaderFieldsTooLarge {
+		t.Fatalf("80 KiB header: %d", r.Status)
+	}
+}

@@ -24,7 +24,10 @@ const (
 	ShutdownTimeout = 20 * time.Second
 )
 
-func newServer(h http.Handler) *http.Server {
+// NewHTTPServer returns an http.Server for h with the production limits:
+// bounded timeouts and at most 64 KiB of request headers. Tests serve
+// through it too, so that they meet the same limits.
+func NewHTTPServer(h http.Handler) *http.Server {
 	return &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: readHeaderTimeout,
@@ -71,7 +74,7 @@ func (a *App) Serve(ctx context.Context, l *Listeners) error {
 		ln  net.Listener
 		tls bool
 	}
-	servers := []srv{{s: newServer(a.Public), ln: l.Public}, {s: newServer(a.Admin), ln: l.Admin}}
+	servers := []srv{{s: NewHTTPServer(a.Public), ln: l.Public}, {s: NewHTTPServer(a.Admin), ln: l.Admin}}
 	// A setup failure must not leak the bound sockets nor the storage.
 	setupFailed := func(err error) error {
 		for _, ln := range []net.Listener{l.Public, l.Admin, l.MTLS} {
@@ -97,7 +100,7 @@ func (a *App) Serve(ctx context.Context, l *Listeners) error {
 			if !pool.AppendCertsFromPEM(pem) {
 				return setupFailed(errors.New("GATEHOUSE_CLIENT_CA holds no PEM certificate"))
 			}
-			m := newServer(a.Public)
+			m := NewHTTPServer(a.Public)
 			m.TLSConfig = &tls.Config{
 				Certificates: []tls.Certificate{cert},
 				ClientCAs:    pool,

@@ -56,8 +56,8 @@ func Start(t testing.TB, b testenv.Backend, opts ...Option) *Env {
 	if err := a.Start(ctx); err != nil {
 		t.Fatalf("app.Start: %v", err)
 	}
-	pub := httptest.NewServer(a.Public)
-	adm := httptest.NewServer(a.Admin)
+	pub := serve(a.Public)
+	adm := serve(a.Admin)
 	t.Cleanup(func() {
 		pub.Close()
 		adm.Close()
@@ -66,6 +66,15 @@ func Start(t testing.TB, b testenv.Backend, opts ...Option) *Env {
 		_ = a.Close(cctx)
 	})
 	return &Env{App: a, PublicURL: pub.URL, AdminURL: adm.URL, Client: pub.Client(), Logs: logs}
+}
+
+// serve starts an httptest server with the production server settings
+// (timeouts, 64 KiB header limit) rather than httptest's defaults.
+func serve(h http.Handler) *httptest.Server {
+	s := httptest.NewUnstartedServer(h)
+	s.Config = app.NewHTTPServer(h)
+	s.Start()
+	return s
 }
 
 // Config returns the configuration Start uses for backend b: a temp data
