@@ -50,8 +50,13 @@ const (
 	// KeyPrefix starts every generated key, so that leaked keys are easy to
 	// recognise (secret scanners, logs).
 	KeyPrefix = "ghk_"
-	// MinKeyLen is the shortest key accepted anywhere (the bootstrap key).
-	MinKeyLen = 16
+	// MinKeyLen is the shortest chosen (bootstrap) key accepted. The
+	// contract promises a key with exactly the configured value, so a short
+	// one is accepted; the process warns about keys shorter than
+	// RecommendedKeyLen instead.
+	MinKeyLen = 1
+	// RecommendedKeyLen is the length below which a chosen key is weak.
+	RecommendedKeyLen = 16
 	// MaxKeyLen is the longest key looked up; longer headers are invalid
 	// without touching storage.
 	MaxKeyLen = 256

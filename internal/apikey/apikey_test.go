@@ -114,8 +114,16 @@ func TestEnsure(t *testing.T) {
 		ctx := context.Background()
 		svc := apikey.NewService(db.Client, nil)
 		const key = "bootstrap-key-0123456789"
-		if _, err := svc.Ensure(ctx, "boot", "short"); err == nil {
-			t.Fatal("a 5-character key was accepted")
+		// The contract promises a key with exactly the configured value:
+		// a short one works (the process warns about it), an over-long
+		// one is refused.
+		if row, err := svc.Ensure(ctx, "short", "short"); err != nil {
+			t.Fatalf("a 5-character bootstrap key was refused: %v", err)
+		} else if got, err := svc.Authenticate(ctx, "short"); err != nil || got.ID != row.ID {
+			t.Fatalf("the short bootstrap key does not authenticate: %v", err)
+		}
+		if _, err := svc.Ensure(ctx, "boot", strings.Repeat("k", apikey.MaxKeyLen+1)); err == nil {
+			t.Fatal("an over-long key was accepted")
 		}
 
 		var wg sync.WaitGroup
@@ -139,8 +147,8 @@ func TestEnsure(t *testing.T) {
 			}
 			first = id
 		}
-		if n := db.APIKey.Query().CountX(ctx); n != 1 {
-			t.Fatalf("%d rows", n)
+		if n := db.APIKey.Query().CountX(ctx); n != 2 { // the short key and this one
+			t.Fatalf("%d rows, want 2", n)
 		}
 		row := db.APIKey.GetX(ctx, first)
 		if row.Prefix != key[:len(key)/4] {

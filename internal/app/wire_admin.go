@@ -32,6 +32,9 @@ func (a *App) wireAdmin(ctx context.Context) error {
 	a.APIKeys = apikey.NewService(a.DB.Client, a.KeyUsage)
 	a.Users = identity.NewUsers(a.DB.Client)
 	if a.Cfg.BootstrapAPIKey != "" {
+		if len(a.Cfg.BootstrapAPIKey) < apikey.RecommendedKeyLen {
+			a.Log.Warn("GATEHOUSE_BOOTSTRAP_API_KEY is short and easy to guess; use at least 16 random characters", "length", len(a.Cfg.BootstrapAPIKey))
+		}
 		if _, err := a.APIKeys.Ensure(ctx, BootstrapAPIKeyName, a.Cfg.BootstrapAPIKey); err != nil {
 			return fmt.Errorf("GATEHOUSE_BOOTSTRAP_API_KEY: %w", err)
 		}

@@ -235,8 +235,8 @@ func (c *Config) Validate() error {
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		errs = append(errs, fmt.Errorf("GATEHOUSE_LOG_FORMAT: %q is not text or json", c.LogFormat))
 	}
-	if c.BootstrapAPIKey != "" && len(c.BootstrapAPIKey) < 16 {
-		errs = append(errs, errors.New("GATEHOUSE_BOOTSTRAP_API_KEY: must be at least 16 characters"))
+	if len(c.BootstrapAPIKey) > 256 {
+		errs = append(errs, errors.New("GATEHOUSE_BOOTSTRAP_API_KEY: must be at most 256 characters"))
 	}
 	return errors.Join(errs...)
 }
