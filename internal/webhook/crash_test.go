@@ -68,54 +68,8 @@ func TestCrashAndRestartDeliversEverything(t *testing.T) {
 	defer rcv.Close()
 	defer close(release)
 
-	// The database: migrated, one app, 500 queued deliveries.
-	masterKey := secret.RandomBytes(32)
-	db, err := store.Open(ctx, pgURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	ps, err := partner.NewService(db.Client, masterKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	app, _, err := ps.Create(ctx, partner.CreateInput{AppName: "crash receiver", CallbackURL: rcv.URL + "/hook"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = store.WithTx(ctx, db.Client, func(tx *ent.Tx) error {
-		for i := range total {
-			if _, err := webhook.Enqueue(ctx, tx.Client(), app.ID, "test.crash", fmt.Appendf(nil, `{"n":%d}`, i)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	env := append(os.Environ(),
-		"GATEHOUSE_DATABASE_URL="+pgURL,
-		"GATEHOUSE_MASTER_KEY="+base64.StdEncoding.EncodeToString(masterKey),
-		"GATEHOUSE_JWT_SECRET="+base64.StdEncoding.EncodeToString(secret.RandomBytes(32)),
-		"GATEHOUSE_ADDR=127.0.0.1:0",
-		"GATEHOUSE_ADMIN_ADDR=127.0.0.1:0",
-		"GATEHOUSE_DATA_DIR="+t.TempDir(),
-		"GATEHOUSE_REDIS_URL=",
-		"GATEHOUSE_WEBHOOK_ALLOW_PRIVATE=true",
-		"GATEHOUSE_LOG_LEVEL=info",
-	)
-	succeeded := func() int {
-		n, err := db.WebhookDelivery.Query().Where(webhookdelivery.StatusEQ(webhook.StatusSuccess)).Count(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	db, env := queueDeliveries(t, pgURL, rcv.URL+"/hook", total)
+	succeeded := func() int { return countStatus(t, db, webhook.StatusSuccess) }
 
 	// First run: killed with SIGKILL mid-way.
 	first := startServer(t, bin, env)
@@ -170,6 +124,64 @@ func TestCrashAndRestartDeliversEverything(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Errorf("gatehouse did not stop within 30 s of SIGTERM")
 	}
+}
+
+// queueDeliveries migrates the database at pgURL, creates one app calling
+// back callback, queues total deliveries for it, and returns the database
+// and the environment a gatehouse process needs to deliver them.
+func queueDeliveries(t *testing.T, pgURL, callback string, total int) (*store.DB, []string) {
+	t.Helper()
+	ctx := context.Background()
+	masterKey := secret.RandomBytes(32)
+	db, err := store.Open(ctx, pgURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := partner.NewService(db.Client, masterKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, _, err := ps.Create(ctx, partner.CreateInput{AppName: "crash receiver", CallbackURL: callback})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = store.WithTx(ctx, db.Client, func(tx *ent.Tx) error {
+		for i := range total {
+			if _, err := webhook.Enqueue(ctx, tx.Client(), app.ID, "test.crash", fmt.Appendf(nil, `{"n":%d}`, i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(),
+		"GATEHOUSE_DATABASE_URL="+pgURL,
+		"GATEHOUSE_MASTER_KEY="+base64.StdEncoding.EncodeToString(masterKey),
+		"GATEHOUSE_JWT_SECRET="+base64.StdEncoding.EncodeToString(secret.RandomBytes(32)),
+		"GATEHOUSE_ADDR=127.0.0.1:0",
+		"GATEHOUSE_ADMIN_ADDR=127.0.0.1:0",
+		"GATEHOUSE_DATA_DIR="+t.TempDir(),
+		"GATEHOUSE_REDIS_URL=",
+		"GATEHOUSE_WEBHOOK_ALLOW_PRIVATE=true",
+		"GATEHOUSE_LOG_LEVEL=info",
+	)
+	return db, env
+}
+
+// countStatus counts deliveries in status st.
+func countStatus(t *testing.T, db *store.DB, st webhookdelivery.Status) int {
+	t.Helper()
+	n, err := db.WebhookDelivery.Query().Where(webhookdelivery.StatusEQ(st)).Count(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 type server struct {
