@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -47,6 +48,9 @@ type App struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// draining is set when shutdown begins: /readyz answers 503 from then on.
+	draining atomic.Bool
 }
 
 // New opens storage, migrates, and builds every service and both handlers.
@@ -121,6 +125,10 @@ func (a *App) ready(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	checks := map[string]string{"database": "ok", "kv": "ok"}
 	status := http.StatusOK
+	if a.draining.Load() {
+		checks["status"] = "shutting_down"
+		status = http.StatusServiceUnavailable
+	}
 	if err := a.DB.Ping(ctx); err != nil {
 		checks["database"] = "unavailable"
 		status = http.StatusServiceUnavailable

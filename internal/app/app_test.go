@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -138,5 +139,63 @@ func TestHeaderLimit(t *testing.T) {
 	r := e.Do(t, "GET", e.PublicURL+"/healthz", "", "X-Padding", strings.Repeat("a", 80<<10))
 	if r.Status != http.StatusRequestHeaderFieldsTooLarge {
 		t.Fatalf("80 KiB header: %d", r.Status)
+	}
+}
+
+// With a drain configured, shutdown first answers /readyz with 503 while
+// still serving, then stops accepting.
+func TestShutdownDrain(t *testing.T) {
+	cfg := apptest.Config(t, testenv.Backend{Name: "sqlite"})
+	cfg.ShutdownDrain = 2 * time.Second
+	if err := cfg.Resolve(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := app.New(ctx, cfg, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := a.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.Serve(ctx, ls) }()
+	base := "http://" + ls.Public.Addr().String()
+	get := func(path string) (int, string, error) {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), nil
+	}
+	if code, _, err := get("/readyz"); err != nil || code != 200 {
+		t.Fatalf("readyz before shutdown: %d %v", code, err)
+	}
+	cancel()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		code, body, err := get("/readyz")
+		if err == nil && code == http.StatusServiceUnavailable && strings.Contains(body, "shutting_down") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("readyz never said shutting_down: %d %q %v", code, body, err)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the draining server
+	}
+	// Still serving real requests while draining.
+	if code, _, err := get("/api/tickets"); err != nil || code != 200 {
+		t.Fatalf("tickets while draining: %d %v", code, err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Serve: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Serve did not return after the drain")
 	}
 }

@@ -137,6 +137,12 @@ func (a *App) Serve(ctx context.Context, l *Listeners) error {
 	case <-ctx.Done():
 	case serveErr = <-errc:
 	}
+	a.draining.Store(true)
+	if d := a.Cfg.ShutdownDrain; d > 0 && serveErr == nil {
+		// Keep serving while load balancers notice /readyz failing.
+		a.Log.Info("draining before shutdown", "for", d.String())
+		time.Sleep(d)
+	}
 	a.Log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ShutdownTimeout)
 	defer cancel()

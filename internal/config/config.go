@@ -44,6 +44,11 @@ type Config struct {
 	WebhookRetryBase    time.Duration
 	WebhookAllowPrivate bool
 
+	// ShutdownDrain is how long /readyz answers 503 after SIGTERM before
+	// the listeners stop accepting, so that load balancers stop routing
+	// new requests first. 0 (the default) stops at once.
+	ShutdownDrain time.Duration
+
 	// APIDeprecated and APISunset announce the retirement of partner API
 	// versions: "v1=2026-06-30,…" (see ParseVersionDates).
 	APIDeprecated string
@@ -225,6 +230,9 @@ func (c *Config) Validate() error {
 	}
 	if c.JWTTTL < time.Second {
 		errs = append(errs, errors.New("GATEHOUSE_JWT_TTL: must be at least 1s"))
+	}
+	if c.ShutdownDrain < 0 || c.ShutdownDrain > time.Minute {
+		errs = append(errs, errors.New("GATEHOUSE_SHUTDOWN_DRAIN: must be between 0s and 1m"))
 	}
 	if c.WebhookRetryBase <= 0 {
 		errs = append(errs, errors.New("GATEHOUSE_WEBHOOK_RETRY_BASE: must be positive"))
