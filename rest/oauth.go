@@ -629,21 +629,31 @@ func (h OAuth) userinfo(w http.ResponseWriter, r *http.Request) {
 	httpx.WriteJSON(w, http.StatusOK, userinfoResponse{Sub: info.Subject(), Username: info.Username, Scope: info.Scope, ClientID: info.ClientID})
 }
 
-func (h OAuth) revoke(w http.ResponseWriter, r *http.Request) {
+// clientToken reads a client-authenticated request about one token (RFC
+// 7009 revocation, RFC 7662 introspection); ok is false when it already
+// answered.
+func (h OAuth) clientToken(w http.ResponseWriter, r *http.Request) (c oauth.Client, token string, ok bool) {
 	noStore(w)
 	params, ok := tokenParams(w, r)
 	if !ok {
-		return
+		return oauth.Client{}, "", false
 	}
-	c, ok := h.authClient(w, r, params)
-	if !ok {
-		return
+	if c, ok = h.authClient(w, r, params); !ok {
+		return oauth.Client{}, "", false
 	}
 	if params["token"] == "" {
 		writeAuthError(w, http.StatusBadRequest, oauth.CodeInvalidRequest, "token is required")
+		return oauth.Client{}, "", false
+	}
+	return c, params["token"], true
+}
+
+func (h OAuth) revoke(w http.ResponseWriter, r *http.Request) {
+	c, token, ok := h.clientToken(w, r)
+	if !ok {
 		return
 	}
-	if err := h.Svc.Revoke(r.Context(), c, params["token"]); err != nil {
+	if err := h.Svc.Revoke(r.Context(), c, token); err != nil {
 		h.internal(w, r, err)
 		return
 	}
@@ -663,20 +673,11 @@ type introspection struct {
 }
 
 func (h OAuth) introspect(w http.ResponseWriter, r *http.Request) {
-	noStore(w)
-	params, ok := tokenParams(w, r)
+	c, token, ok := h.clientToken(w, r)
 	if !ok {
 		return
 	}
-	c, ok := h.authClient(w, r, params)
-	if !ok {
-		return
-	}
-	if params["token"] == "" {
-		writeAuthError(w, http.StatusBadRequest, oauth.CodeInvalidRequest, "token is required")
-		return
-	}
-	info, active, err := h.Svc.Introspect(r.Context(), c, params["token"])
+	info, active, err := h.Svc.Introspect(r.Context(), c, token)
 	if err != nil {
 		h.internal(w, r, err)
 		return

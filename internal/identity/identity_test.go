@@ -6,8 +6,8 @@ import (
 	"crypto/rsa"
 	"encoding/base64"
 	"errors"
+	"gatehouse/internal/store/storetest"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,18 +35,7 @@ func TestMain(m *testing.M) {
 func backend(t *testing.T, b testenv.Backend, opts ...kv.Option) (*store.DB, kv.Store) {
 	t.Helper()
 	ctx := context.Background()
-	url := b.DatabaseURL
-	if b.Embedded() {
-		url = "sqlite:" + filepath.Join(t.TempDir(), "gatehouse.db")
-	}
-	db, err := store.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db := storetest.Open(t, b)
 	if b.RedisURL != "" {
 		opts = append(opts, kv.WithPrefix(b.KeyPrefix))
 	}

@@ -4,8 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"gatehouse/internal/store/storetest"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -53,20 +53,10 @@ type fixture struct {
 func setup(t *testing.T, b testenv.Backend) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	url := b.DatabaseURL
-	if b.Embedded() {
-		url = "sqlite:" + filepath.Join(t.TempDir(), "gatehouse.db")
-	}
-	db, err := store.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db := storetest.Open(t, b)
 	f := &fixture{db: db, clock: &fakeClock{}, masterKey: secret.RandomBytes(32)}
 	f.clock.ns.Store(time.Now().UnixNano())
+	var err error
 	if f.partners, err = partner.NewService(db.Client, f.masterKey, partner.WithClock(f.clock.now)); err != nil {
 		t.Fatal(err)
 	}
