@@ -2,8 +2,6 @@ package demo
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
 	"strings"
@@ -25,9 +23,7 @@ func DemoAdminKey(e Env) string {
 	if e.App.Cfg.Embedded() {
 		return DemoAPIKey
 	}
-	m := hmac.New(sha256.New, e.App.Cfg.MasterKey)
-	m.Write([]byte("gatehouse demo admin API key"))
-	return "ghk_demo-" + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+	return "ghk_demo-" + base64.RawURLEncoding.EncodeToString(derived(e, "gatehouse demo admin API key"))
 }
 
 // PartnerAppsQuery is the demo's example query.

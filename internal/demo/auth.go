@@ -2,8 +2,6 @@ package demo
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -36,9 +34,7 @@ func DemoUserPassword(e Env) string {
 	if e.App.Cfg.Embedded() {
 		return DemoPassword
 	}
-	m := hmac.New(sha256.New, e.App.Cfg.MasterKey)
-	m.Write([]byte("gatehouse demo user password"))
-	return "demo-" + hex.EncodeToString(m.Sum(nil))[:24]
+	return "demo-" + hex.EncodeToString(derived(e, "gatehouse demo user password"))[:24]
 }
 
 func seedAuth(ctx context.Context, e Env, b *strings.Builder) error {

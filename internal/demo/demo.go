@@ -7,6 +7,8 @@ package demo
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"sort"
@@ -67,4 +69,13 @@ func redact(u string) string {
 		}
 	}
 	return u
+}
+
+// derived is a demo credential for a shared database: stable for one
+// master key (seeding stays idempotent across replicas and restarts) and
+// never a published constant. label tells the credentials apart.
+func derived(e Env, label string) []byte {
+	m := hmac.New(sha256.New, e.App.Cfg.MasterKey)
+	m.Write([]byte(label))
+	return m.Sum(nil)
 }

@@ -2,8 +2,6 @@ package demo
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -34,9 +32,7 @@ func DemoSecret(e Env) string {
 	if e.App.Cfg.Embedded() {
 		return DemoAppSecret
 	}
-	m := hmac.New(sha256.New, e.App.Cfg.MasterKey)
-	m.Write([]byte("gatehouse demo partner app secret"))
-	return "demo-" + hex.EncodeToString(m.Sum(nil))[:40]
+	return "demo-" + hex.EncodeToString(derived(e, "gatehouse demo partner app secret"))[:40]
 }
 
 var demoOrders = []order.CreateInput{
