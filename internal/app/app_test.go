@@ -2,13 +2,13 @@ package app_test
 
 import (
 	"context"
+	"gatehouse/internal/config"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"gatehouse/internal/app"
 	"gatehouse/internal/app/apptest"
 	"gatehouse/internal/testenv"
 )
@@ -71,15 +71,8 @@ func TestUnknownRoutes(t *testing.T) {
 }
 
 func TestServeAndGracefulShutdown(t *testing.T) {
-	cfg := apptest.Config(t, testenv.Backend{Name: "sqlite"})
-	if err := cfg.Resolve(); err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, cfg, testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := newEmbeddedApp(t, nil)
 	ls, err := a.Listen()
 	if err != nil {
 		t.Fatal(err)
@@ -106,15 +99,8 @@ func TestServeAndGracefulShutdown(t *testing.T) {
 }
 
 func TestCloseTwice(t *testing.T) {
-	cfg := apptest.Config(t, testenv.Backend{Name: "sqlite"})
-	if err := cfg.Resolve(); err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	a, err := app.New(ctx, cfg, testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := newEmbeddedApp(t, nil)
 	if err := a.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -145,16 +131,8 @@ func TestHeaderLimit(t *testing.T) {
 // With a drain configured, shutdown first answers /readyz with 503 while
 // still serving, then stops accepting.
 func TestShutdownDrain(t *testing.T) {
-	cfg := apptest.Config(t, testenv.Backend{Name: "sqlite"})
-	cfg.ShutdownDrain = 2 * time.Second
-	if err := cfg.Resolve(); err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, cfg, testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := newEmbeddedApp(t, func(c *config.Config) { c.ShutdownDrain = 2 * time.Second })
 	ls, err := a.Listen()
 	if err != nil {
 		t.Fatal(err)
