@@ -7,7 +7,7 @@ LDFLAGS   := -X main.version=$(VERSION)
 # correctness here (nonces, stock, state machines).
 TESTFLAGS ?= -race -count=1 -timeout 15m
 
-.PHONY: all generate build run test lint bench bench-micro clean
+.PHONY: all generate migration build run test lint bench bench-micro clean
 
 all: build
 
@@ -15,6 +15,12 @@ all: build
 generate:
 	$(GO) generate ./ent/
 	$(GO) tool gqlgen generate
+
+## migration: after changing ent/schema, regenerate the code and write the next Postgres migration
+## from the difference (make migration name=add_refund_reason); needs the local Postgres (see docs/migrations.md)
+migration: generate
+	@test -n "$(name)" || { echo "usage: make migration name=<what_changed, snake_case>"; exit 2; }
+	$(GO) run ./cmd/gatehouse-migration -name "$(name)"
 
 ## build: compile bin/gatehouse
 build:

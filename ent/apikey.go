@@ -25,6 +25,8 @@ type APIKey struct {
 	KeyHash string `json:"-"`
 	// Status holds the value of the "status" field.
 	Status int `json:"status,omitempty"`
+	// Role holds the value of the "role" field.
+	Role apikey.Role `json:"role,omitempty"`
 	// UsageCount holds the value of the "usage_count" field.
 	UsageCount int64 `json:"usage_count,omitempty"`
 	// LastUsedAt holds the value of the "last_used_at" field.
@@ -41,7 +43,7 @@ func (*APIKey) scanValues(columns []string) ([]any, error) {
 		switch columns[i] {
 		case apikey.FieldID, apikey.FieldStatus, apikey.FieldUsageCount:
 			values[i] = new(sql.NullInt64)
-		case apikey.FieldName, apikey.FieldPrefix, apikey.FieldKeyHash:
+		case apikey.FieldName, apikey.FieldPrefix, apikey.FieldKeyHash, apikey.FieldRole:
 			values[i] = new(sql.NullString)
 		case apikey.FieldLastUsedAt, apikey.FieldCreateTime:
 			values[i] = new(sql.NullTime)
@@ -89,6 +91,12 @@ func (_m *APIKey) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field status", values[i])
 			} else if value.Valid {
 				_m.Status = int(value.Int64)
+			}
+		case apikey.FieldRole:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field role", values[i])
+			} else if value.Valid {
+				_m.Role = apikey.Role(value.String)
 			}
 		case apikey.FieldUsageCount:
 			if value, ok := values[i].(*sql.NullInt64); !ok {
@@ -155,6 +163,9 @@ func (_m *APIKey) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("status=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Status))
+	builder.WriteString(", ")
+	builder.WriteString("role=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Role))
 	builder.WriteString(", ")
 	builder.WriteString("usage_count=")
 	builder.WriteString(fmt.Sprintf("%v", _m.UsageCount))

@@ -54,6 +54,20 @@ func (_c *APIKeyCreate) SetNillableStatus(v *int) *APIKeyCreate {
 	return _c
 }
 
+// SetRole sets the "role" field.
+func (_c *APIKeyCreate) SetRole(v apikey.Role) *APIKeyCreate {
+	_c.mutation.SetRole(v)
+	return _c
+}
+
+// SetNillableRole sets the "role" field if the given value is not nil.
+func (_c *APIKeyCreate) SetNillableRole(v *apikey.Role) *APIKeyCreate {
+	if v != nil {
+		_c.SetRole(*v)
+	}
+	return _c
+}
+
 // SetUsageCount sets the "usage_count" field.
 func (_c *APIKeyCreate) SetUsageCount(v int64) *APIKeyCreate {
 	_c.mutation.SetUsageCount(v)
@@ -135,6 +149,10 @@ func (_c *APIKeyCreate) defaults() {
 		v := apikey.DefaultStatus
 		_c.mutation.SetStatus(v)
 	}
+	if _, ok := _c.mutation.Role(); !ok {
+		v := apikey.DefaultRole
+		_c.mutation.SetRole(v)
+	}
 	if _, ok := _c.mutation.UsageCount(); !ok {
 		v := apikey.DefaultUsageCount
 		_c.mutation.SetUsageCount(v)
@@ -172,6 +190,14 @@ func (_c *APIKeyCreate) check() error {
 	if v, ok := _c.mutation.Status(); ok {
 		if err := apikey.StatusValidator(v); err != nil {
 			return &ValidationError{Name: "status", err: fmt.Errorf(`ent: validator failed for field "APIKey.status": %w`, err)}
+		}
+	}
+	if _, ok := _c.mutation.Role(); !ok {
+		return &ValidationError{Name: "role", err: errors.New(`ent: missing required field "APIKey.role"`)}
+	}
+	if v, ok := _c.mutation.Role(); ok {
+		if err := apikey.RoleValidator(v); err != nil {
+			return &ValidationError{Name: "role", err: fmt.Errorf(`ent: validator failed for field "APIKey.role": %w`, err)}
 		}
 	}
 	if _, ok := _c.mutation.UsageCount(); !ok {
@@ -227,6 +253,10 @@ func (_c *APIKeyCreate) createSpec() (*APIKey, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.Status(); ok {
 		_spec.SetField(apikey.FieldStatus, field.TypeInt, value)
 		_node.Status = value
+	}
+	if value, ok := _c.mutation.Role(); ok {
+		_spec.SetField(apikey.FieldRole, field.TypeEnum, value)
+		_node.Role = value
 	}
 	if value, ok := _c.mutation.UsageCount(); ok {
 		_spec.SetField(apikey.FieldUsageCount, field.TypeInt64, value)
@@ -319,6 +349,18 @@ func (u *APIKeyUpsert) UpdateStatus() *APIKeyUpsert {
 // AddStatus adds v to the "status" field.
 func (u *APIKeyUpsert) AddStatus(v int) *APIKeyUpsert {
 	u.Add(apikey.FieldStatus, v)
+	return u
+}
+
+// SetRole sets the "role" field.
+func (u *APIKeyUpsert) SetRole(v apikey.Role) *APIKeyUpsert {
+	u.Set(apikey.FieldRole, v)
+	return u
+}
+
+// UpdateRole sets the "role" field to the value that was provided on create.
+func (u *APIKeyUpsert) UpdateRole() *APIKeyUpsert {
+	u.SetExcluded(apikey.FieldRole)
 	return u
 }
 
@@ -441,6 +483,20 @@ func (u *APIKeyUpsertOne) AddStatus(v int) *APIKeyUpsertOne {
 func (u *APIKeyUpsertOne) UpdateStatus() *APIKeyUpsertOne {
 	return u.Update(func(s *APIKeyUpsert) {
 		s.UpdateStatus()
+	})
+}
+
+// SetRole sets the "role" field.
+func (u *APIKeyUpsertOne) SetRole(v apikey.Role) *APIKeyUpsertOne {
+	return u.Update(func(s *APIKeyUpsert) {
+		s.SetRole(v)
+	})
+}
+
+// UpdateRole sets the "role" field to the value that was provided on create.
+func (u *APIKeyUpsertOne) UpdateRole() *APIKeyUpsertOne {
+	return u.Update(func(s *APIKeyUpsert) {
+		s.UpdateRole()
 	})
 }
 
@@ -735,6 +791,20 @@ func (u *APIKeyUpsertBulk) AddStatus(v int) *APIKeyUpsertBulk {
 func (u *APIKeyUpsertBulk) UpdateStatus() *APIKeyUpsertBulk {
 	return u.Update(func(s *APIKeyUpsert) {
 		s.UpdateStatus()
+	})
+}
+
+// SetRole sets the "role" field.
+func (u *APIKeyUpsertBulk) SetRole(v apikey.Role) *APIKeyUpsertBulk {
+	return u.Update(func(s *APIKeyUpsert) {
+		s.SetRole(v)
+	})
+}
+
+// UpdateRole sets the "role" field to the value that was provided on create.
+func (u *APIKeyUpsertBulk) UpdateRole() *APIKeyUpsertBulk {
+	return u.Update(func(s *APIKeyUpsert) {
+		s.UpdateRole()
 	})
 }
 

@@ -64,6 +64,20 @@ func (_u *APIKeyUpdate) AddStatus(v int) *APIKeyUpdate {
 	return _u
 }
 
+// SetRole sets the "role" field.
+func (_u *APIKeyUpdate) SetRole(v apikey.Role) *APIKeyUpdate {
+	_u.mutation.SetRole(v)
+	return _u
+}
+
+// SetNillableRole sets the "role" field if the given value is not nil.
+func (_u *APIKeyUpdate) SetNillableRole(v *apikey.Role) *APIKeyUpdate {
+	if v != nil {
+		_u.SetRole(*v)
+	}
+	return _u
+}
+
 // SetUsageCount sets the "usage_count" field.
 func (_u *APIKeyUpdate) SetUsageCount(v int64) *APIKeyUpdate {
 	_u.mutation.ResetUsageCount()
@@ -149,6 +163,11 @@ func (_u *APIKeyUpdate) check() error {
 			return &ValidationError{Name: "status", err: fmt.Errorf(`ent: validator failed for field "APIKey.status": %w`, err)}
 		}
 	}
+	if v, ok := _u.mutation.Role(); ok {
+		if err := apikey.RoleValidator(v); err != nil {
+			return &ValidationError{Name: "role", err: fmt.Errorf(`ent: validator failed for field "APIKey.role": %w`, err)}
+		}
+	}
 	if v, ok := _u.mutation.UsageCount(); ok {
 		if err := apikey.UsageCountValidator(v); err != nil {
 			return &ValidationError{Name: "usage_count", err: fmt.Errorf(`ent: validator failed for field "APIKey.usage_count": %w`, err)}
@@ -183,6 +202,9 @@ func (_u *APIKeyUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if value, ok := _u.mutation.AddedStatus(); ok {
 		_spec.AddField(apikey.FieldStatus, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.Role(); ok {
+		_spec.SetField(apikey.FieldRole, field.TypeEnum, value)
 	}
 	if value, ok := _u.mutation.UsageCount(); ok {
 		_spec.SetField(apikey.FieldUsageCount, field.TypeInt64, value)
@@ -250,6 +272,20 @@ func (_u *APIKeyUpdateOne) SetNillableStatus(v *int) *APIKeyUpdateOne {
 // AddStatus adds value to the "status" field.
 func (_u *APIKeyUpdateOne) AddStatus(v int) *APIKeyUpdateOne {
 	_u.mutation.AddStatus(v)
+	return _u
+}
+
+// SetRole sets the "role" field.
+func (_u *APIKeyUpdateOne) SetRole(v apikey.Role) *APIKeyUpdateOne {
+	_u.mutation.SetRole(v)
+	return _u
+}
+
+// SetNillableRole sets the "role" field if the given value is not nil.
+func (_u *APIKeyUpdateOne) SetNillableRole(v *apikey.Role) *APIKeyUpdateOne {
+	if v != nil {
+		_u.SetRole(*v)
+	}
 	return _u
 }
 
@@ -351,6 +387,11 @@ func (_u *APIKeyUpdateOne) check() error {
 			return &ValidationError{Name: "status", err: fmt.Errorf(`ent: validator failed for field "APIKey.status": %w`, err)}
 		}
 	}
+	if v, ok := _u.mutation.Role(); ok {
+		if err := apikey.RoleValidator(v); err != nil {
+			return &ValidationError{Name: "role", err: fmt.Errorf(`ent: validator failed for field "APIKey.role": %w`, err)}
+		}
+	}
 	if v, ok := _u.mutation.UsageCount(); ok {
 		if err := apikey.UsageCountValidator(v); err != nil {
 			return &ValidationError{Name: "usage_count", err: fmt.Errorf(`ent: validator failed for field "APIKey.usage_count": %w`, err)}
@@ -402,6 +443,9 @@ func (_u *APIKeyUpdateOne) sqlSave(ctx context.Context) (_node *APIKey, err erro
 	}
 	if value, ok := _u.mutation.AddedStatus(); ok {
 		_spec.AddField(apikey.FieldStatus, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.Role(); ok {
+		_spec.SetField(apikey.FieldRole, field.TypeEnum, value)
 	}
 	if value, ok := _u.mutation.UsageCount(); ok {
 		_spec.SetField(apikey.FieldUsageCount, field.TypeInt64, value)

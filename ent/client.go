@@ -13,6 +13,7 @@ import (
 
 	"gatehouse/ent/apikey"
 	"gatehouse/ent/apiusage"
+	"gatehouse/ent/auditevent"
 	"gatehouse/ent/authcode"
 	"gatehouse/ent/deliveryattempt"
 	"gatehouse/ent/idempotencyrecord"
@@ -41,6 +42,8 @@ type Client struct {
 	APIKey *APIKeyClient
 	// APIUsage is the client for interacting with the APIUsage builders.
 	APIUsage *APIUsageClient
+	// AuditEvent is the client for interacting with the AuditEvent builders.
+	AuditEvent *AuditEventClient
 	// AuthCode is the client for interacting with the AuthCode builders.
 	AuthCode *AuthCodeClient
 	// DeliveryAttempt is the client for interacting with the DeliveryAttempt builders.
@@ -76,6 +79,7 @@ func (c *Client) init() {
 	c.Schema = migrate.NewSchema(c.driver)
 	c.APIKey = NewAPIKeyClient(c.config)
 	c.APIUsage = NewAPIUsageClient(c.config)
+	c.AuditEvent = NewAuditEventClient(c.config)
 	c.AuthCode = NewAuthCodeClient(c.config)
 	c.DeliveryAttempt = NewDeliveryAttemptClient(c.config)
 	c.IdempotencyRecord = NewIdempotencyRecordClient(c.config)
@@ -180,6 +184,7 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		config:            cfg,
 		APIKey:            NewAPIKeyClient(cfg),
 		APIUsage:          NewAPIUsageClient(cfg),
+		AuditEvent:        NewAuditEventClient(cfg),
 		AuthCode:          NewAuthCodeClient(cfg),
 		DeliveryAttempt:   NewDeliveryAttemptClient(cfg),
 		IdempotencyRecord: NewIdempotencyRecordClient(cfg),
@@ -211,6 +216,7 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		config:            cfg,
 		APIKey:            NewAPIKeyClient(cfg),
 		APIUsage:          NewAPIUsageClient(cfg),
+		AuditEvent:        NewAuditEventClient(cfg),
 		AuthCode:          NewAuthCodeClient(cfg),
 		DeliveryAttempt:   NewDeliveryAttemptClient(cfg),
 		IdempotencyRecord: NewIdempotencyRecordClient(cfg),
@@ -250,9 +256,9 @@ func (c *Client) Close() error {
 // In order to add hooks to a specific client, call: `client.Node.Use(...)`.
 func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
-		c.APIKey, c.APIUsage, c.AuthCode, c.DeliveryAttempt, c.IdempotencyRecord,
-		c.OAuthToken, c.Order, c.PartnerApp, c.Sku, c.Ticket, c.User,
-		c.WebhookDelivery,
+		c.APIKey, c.APIUsage, c.AuditEvent, c.AuthCode, c.DeliveryAttempt,
+		c.IdempotencyRecord, c.OAuthToken, c.Order, c.PartnerApp, c.Sku, c.Ticket,
+		c.User, c.WebhookDelivery,
 	} {
 		n.Use(hooks...)
 	}
@@ -262,9 +268,9 @@ func (c *Client) Use(hooks ...Hook) {
 // In order to add interceptors to a specific client, call: `client.Node.Intercept(...)`.
 func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
-		c.APIKey, c.APIUsage, c.AuthCode, c.DeliveryAttempt, c.IdempotencyRecord,
-		c.OAuthToken, c.Order, c.PartnerApp, c.Sku, c.Ticket, c.User,
-		c.WebhookDelivery,
+		c.APIKey, c.APIUsage, c.AuditEvent, c.AuthCode, c.DeliveryAttempt,
+		c.IdempotencyRecord, c.OAuthToken, c.Order, c.PartnerApp, c.Sku, c.Ticket,
+		c.User, c.WebhookDelivery,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -277,6 +283,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.APIKey.mutate(ctx, m)
 	case *APIUsageMutation:
 		return c.APIUsage.mutate(ctx, m)
+	case *AuditEventMutation:
+		return c.AuditEvent.mutate(ctx, m)
 	case *AuthCodeMutation:
 		return c.AuthCode.mutate(ctx, m)
 	case *DeliveryAttemptMutation:
@@ -581,6 +589,139 @@ func (c *APIUsageClient) mutate(ctx context.Context, m *APIUsageMutation) (Value
 		return (&APIUsageDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
 	default:
 		return nil, fmt.Errorf("ent: unknown APIUsage mutation op: %q", m.Op())
+	}
+}
+
+// AuditEventClient is a client for the AuditEvent schema.
+type AuditEventClient struct {
+	config
+}
+
+// NewAuditEventClient returns a client for the AuditEvent from the given config.
+func NewAuditEventClient(c config) *AuditEventClient {
+	return &AuditEventClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `auditevent.Hooks(f(g(h())))`.
+func (c *AuditEventClient) Use(hooks ...Hook) {
+	c.hooks.AuditEvent = append(c.hooks.AuditEvent, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `auditevent.Intercept(f(g(h())))`.
+func (c *AuditEventClient) Intercept(interceptors ...Interceptor) {
+	c.inters.AuditEvent = append(c.inters.AuditEvent, interceptors...)
+}
+
+// Create returns a builder for creating a AuditEvent entity.
+func (c *AuditEventClient) Create() *AuditEventCreate {
+	mutation := newAuditEventMutation(c.config, OpCreate)
+	return &AuditEventCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of AuditEvent entities.
+func (c *AuditEventClient) CreateBulk(builders ...*AuditEventCreate) *AuditEventCreateBulk {
+	return &AuditEventCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *AuditEventClient) MapCreateBulk(slice any, setFunc func(*AuditEventCreate, int)) *AuditEventCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &AuditEventCreateBulk{err: fmt.Errorf("calling to AuditEventClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*AuditEventCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &AuditEventCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for AuditEvent.
+func (c *AuditEventClient) Update() *AuditEventUpdate {
+	mutation := newAuditEventMutation(c.config, OpUpdate)
+	return &AuditEventUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *AuditEventClient) UpdateOne(_m *AuditEvent) *AuditEventUpdateOne {
+	mutation := newAuditEventMutation(c.config, OpUpdateOne, withAuditEvent(_m))
+	return &AuditEventUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *AuditEventClient) UpdateOneID(id int) *AuditEventUpdateOne {
+	mutation := newAuditEventMutation(c.config, OpUpdateOne, withAuditEventID(id))
+	return &AuditEventUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for AuditEvent.
+func (c *AuditEventClient) Delete() *AuditEventDelete {
+	mutation := newAuditEventMutation(c.config, OpDelete)
+	return &AuditEventDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *AuditEventClient) DeleteOne(_m *AuditEvent) *AuditEventDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *AuditEventClient) DeleteOneID(id int) *AuditEventDeleteOne {
+	builder := c.Delete().Where(auditevent.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &AuditEventDeleteOne{builder}
+}
+
+// Query returns a query builder for AuditEvent.
+func (c *AuditEventClient) Query() *AuditEventQuery {
+	return &AuditEventQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeAuditEvent},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a AuditEvent entity by its id.
+func (c *AuditEventClient) Get(ctx context.Context, id int) (*AuditEvent, error) {
+	return c.Query().Where(auditevent.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *AuditEventClient) GetX(ctx context.Context, id int) *AuditEvent {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *AuditEventClient) Hooks() []Hook {
+	return c.hooks.AuditEvent
+}
+
+// Interceptors returns the client interceptors.
+func (c *AuditEventClient) Interceptors() []Interceptor {
+	return c.inters.AuditEvent
+}
+
+func (c *AuditEventClient) mutate(ctx context.Context, m *AuditEventMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&AuditEventCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&AuditEventUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&AuditEventUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&AuditEventDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown AuditEvent mutation op: %q", m.Op())
 	}
 }
 
@@ -2157,12 +2298,13 @@ func (c *WebhookDeliveryClient) mutate(ctx context.Context, m *WebhookDeliveryMu
 // hooks and interceptors per client, for fast access.
 type (
 	hooks struct {
-		APIKey, APIUsage, AuthCode, DeliveryAttempt, IdempotencyRecord, OAuthToken,
-		Order, PartnerApp, Sku, Ticket, User, WebhookDelivery []ent.Hook
+		APIKey, APIUsage, AuditEvent, AuthCode, DeliveryAttempt, IdempotencyRecord,
+		OAuthToken, Order, PartnerApp, Sku, Ticket, User, WebhookDelivery []ent.Hook
 	}
 	inters struct {
-		APIKey, APIUsage, AuthCode, DeliveryAttempt, IdempotencyRecord, OAuthToken,
-		Order, PartnerApp, Sku, Ticket, User, WebhookDelivery []ent.Interceptor
+		APIKey, APIUsage, AuditEvent, AuthCode, DeliveryAttempt, IdempotencyRecord,
+		OAuthToken, Order, PartnerApp, Sku, Ticket, User,
+		WebhookDelivery []ent.Interceptor
 	}
 )
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"gatehouse/ent/apikey"
 	"gatehouse/ent/apiusage"
+	"gatehouse/ent/auditevent"
 	"gatehouse/ent/authcode"
 	"gatehouse/ent/deliveryattempt"
 	"gatehouse/ent/idempotencyrecord"
@@ -86,6 +87,7 @@ func checkColumn(t, c string) error {
 		columnCheck = sql.NewColumnCheck(map[string]func(string) bool{
 			apikey.Table:            apikey.ValidColumn,
 			apiusage.Table:          apiusage.ValidColumn,
+			auditevent.Table:        auditevent.ValidColumn,
 			authcode.Table:          authcode.ValidColumn,
 			deliveryattempt.Table:   deliveryattempt.ValidColumn,
 			idempotencyrecord.Table: idempotencyrecord.ValidColumn,

@@ -32,6 +32,9 @@ func main() {
 			gen.FeatureLock,
 			gen.FeatureModifier,
 			gen.FeatureExecQuery,
+			// Postgres schema changes are versioned migration files
+			// (internal/store/migrations/postgres), written from the diff.
+			gen.FeatureVersionedMigration,
 		},
 	}, entc.Extensions(ex))
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"gatehouse/ent/apikey"
 	"gatehouse/ent/apiusage"
+	"gatehouse/ent/auditevent"
 	"gatehouse/ent/deliveryattempt"
 	"gatehouse/ent/idempotencyrecord"
 	"gatehouse/ent/order"
@@ -57,6 +58,11 @@ func (_q *APIKeyQuery) collectField(ctx context.Context, oneNode bool, opCtx *gr
 			if _, ok := fieldSeen[apikey.FieldStatus]; !ok {
 				selectedFields = append(selectedFields, apikey.FieldStatus)
 				fieldSeen[apikey.FieldStatus] = struct{}{}
+			}
+		case "role":
+			if _, ok := fieldSeen[apikey.FieldRole]; !ok {
+				selectedFields = append(selectedFields, apikey.FieldRole)
+				fieldSeen[apikey.FieldRole] = struct{}{}
 			}
 		case "usageCount":
 			if _, ok := fieldSeen[apikey.FieldUsageCount]; !ok {
@@ -251,6 +257,135 @@ func newAPIUsagePaginateArgs(rv map[string]any) *apiusagePaginateArgs {
 	}
 	if v, ok := rv[whereField].(*APIUsageWhereInput); ok {
 		args.opts = append(args.opts, WithAPIUsageFilter(v.Filter))
+	}
+	return args
+}
+
+// CollectFields tells the query-builder to eagerly load connected nodes by resolver context.
+func (_q *AuditEventQuery) CollectFields(ctx context.Context, satisfies ...string) (*AuditEventQuery, error) {
+	fc := graphql.GetFieldContext(ctx)
+	if fc == nil {
+		return _q, nil
+	}
+	if err := _q.collectField(ctx, false, graphql.GetOperationContext(ctx), fc.Field, nil, satisfies...); err != nil {
+		return nil, err
+	}
+	return _q, nil
+}
+
+func (_q *AuditEventQuery) collectField(ctx context.Context, oneNode bool, opCtx *graphql.OperationContext, collected graphql.CollectedField, path []string, satisfies ...string) error {
+	path = append([]string(nil), path...)
+	var (
+		unknownSeen    bool
+		fieldSeen      = make(map[string]struct{}, len(auditevent.Columns))
+		selectedFields = []string{auditevent.FieldID}
+	)
+	for _, field := range graphql.CollectFields(opCtx, collected.Selections, satisfies) {
+		switch field.Name {
+		case "time":
+			if _, ok := fieldSeen[auditevent.FieldTime]; !ok {
+				selectedFields = append(selectedFields, auditevent.FieldTime)
+				fieldSeen[auditevent.FieldTime] = struct{}{}
+			}
+		case "apiKeyID":
+			if _, ok := fieldSeen[auditevent.FieldAPIKeyID]; !ok {
+				selectedFields = append(selectedFields, auditevent.FieldAPIKeyID)
+				fieldSeen[auditevent.FieldAPIKeyID] = struct{}{}
+			}
+		case "apiKeyName":
+			if _, ok := fieldSeen[auditevent.FieldAPIKeyName]; !ok {
+				selectedFields = append(selectedFields, auditevent.FieldAPIKeyName)
+				fieldSeen[auditevent.FieldAPIKeyName] = struct{}{}
+			}
+		case "mutation":
+			if _, ok := fieldSeen[auditevent.FieldMutation]; !ok {
+				selectedFields = append(selectedFields, auditevent.FieldMutation)
+				fieldSeen[auditevent.FieldMutation] = struct{}{}
+			}
+		case "targetType":
+			if _, ok := fieldSeen[auditevent.FieldTargetType]; !ok {
+				selectedFields = append(selectedFields, auditevent.FieldTargetType)
+				fieldSeen[auditevent.FieldTargetType] = struct{}{}
+			}
+		case "targetID":
+			if _, ok := fieldSeen[auditevent.FieldTargetID]; !ok {
+				selectedFields = append(selectedFields, auditevent.FieldTargetID)
+				fieldSeen[auditevent.FieldTargetID] = struct{}{}
+			}
+		case "outcome":
+			if _, ok := fieldSeen[auditevent.FieldOutcome]; !ok {
+				selectedFields = append(selectedFields, auditevent.FieldOutcome)
+				fieldSeen[auditevent.FieldOutcome] = struct{}{}
+			}
+		case "errorCode":
+			if _, ok := fieldSeen[auditevent.FieldErrorCode]; !ok {
+				selectedFields = append(selectedFields, auditevent.FieldErrorCode)
+				fieldSeen[auditevent.FieldErrorCode] = struct{}{}
+			}
+		case "requestID":
+			if _, ok := fieldSeen[auditevent.FieldRequestID]; !ok {
+				selectedFields = append(selectedFields, auditevent.FieldRequestID)
+				fieldSeen[auditevent.FieldRequestID] = struct{}{}
+			}
+		case "id":
+		case "__typename":
+		default:
+			unknownSeen = true
+		}
+	}
+	if !unknownSeen {
+		_q.Select(selectedFields...)
+	}
+	return nil
+}
+
+type auditeventPaginateArgs struct {
+	first, last   *int
+	after, before *Cursor
+	opts          []AuditEventPaginateOption
+}
+
+func newAuditEventPaginateArgs(rv map[string]any) *auditeventPaginateArgs {
+	args := &auditeventPaginateArgs{}
+	if rv == nil {
+		return args
+	}
+	if v := rv[firstField]; v != nil {
+		args.first = v.(*int)
+	}
+	if v := rv[lastField]; v != nil {
+		args.last = v.(*int)
+	}
+	if v := rv[afterField]; v != nil {
+		args.after = v.(*Cursor)
+	}
+	if v := rv[beforeField]; v != nil {
+		args.before = v.(*Cursor)
+	}
+	if v, ok := rv[orderByField]; ok {
+		switch v := v.(type) {
+		case map[string]any:
+			var (
+				err1, err2 error
+				order      = &AuditEventOrder{Field: &AuditEventOrderField{}, Direction: entgql.OrderDirectionAsc}
+			)
+			if d, ok := v[directionField]; ok {
+				err1 = order.Direction.UnmarshalGQL(d)
+			}
+			if f, ok := v[fieldField]; ok {
+				err2 = order.Field.UnmarshalGQL(f)
+			}
+			if err1 == nil && err2 == nil {
+				args.opts = append(args.opts, WithAuditEventOrder(order))
+			}
+		case *AuditEventOrder:
+			if v != nil {
+				args.opts = append(args.opts, WithAuditEventOrder(v))
+			}
+		}
+	}
+	if v, ok := rv[whereField].(*AuditEventWhereInput); ok {
+		args.opts = append(args.opts, WithAuditEventFilter(v.Filter))
 	}
 	return args
 }
@@ -1317,6 +1452,11 @@ func (_q *UserQuery) collectField(ctx context.Context, oneNode bool, opCtx *grap
 				selectedFields = append(selectedFields, user.FieldStatus)
 				fieldSeen[user.FieldStatus] = struct{}{}
 			}
+		case "tokensRevokedAt":
+			if _, ok := fieldSeen[user.FieldTokensRevokedAt]; !ok {
+				selectedFields = append(selectedFields, user.FieldTokensRevokedAt)
+				fieldSeen[user.FieldTokensRevokedAt] = struct{}{}
+			}
 		case "createTime":
 			if _, ok := fieldSeen[user.FieldCreateTime]; !ok {
 				selectedFields = append(selectedFields, user.FieldCreateTime)
@@ -1544,6 +1684,11 @@ func (_q *WebhookDeliveryQuery) collectField(ctx context.Context, oneNode bool, 
 			if _, ok := fieldSeen[webhookdelivery.FieldRetryCount]; !ok {
 				selectedFields = append(selectedFields, webhookdelivery.FieldRetryCount)
 				fieldSeen[webhookdelivery.FieldRetryCount] = struct{}{}
+			}
+		case "attemptCount":
+			if _, ok := fieldSeen[webhookdelivery.FieldAttemptCount]; !ok {
+				selectedFields = append(selectedFields, webhookdelivery.FieldAttemptCount)
+				fieldSeen[webhookdelivery.FieldAttemptCount] = struct{}{}
 			}
 		case "maxRetry":
 			if _, ok := fieldSeen[webhookdelivery.FieldMaxRetry]; !ok {

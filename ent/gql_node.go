@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"gatehouse/ent/apikey"
 	"gatehouse/ent/apiusage"
+	"gatehouse/ent/auditevent"
 	"gatehouse/ent/deliveryattempt"
 	"gatehouse/ent/idempotencyrecord"
 	"gatehouse/ent/order"
@@ -41,6 +42,11 @@ var apiusageImplementors = []string{"APIUsage", "Node"}
 
 // IsNode implements the Node interface check for GQLGen.
 func (*APIUsage) IsNode() {}
+
+var auditeventImplementors = []string{"AuditEvent", "Node"}
+
+// IsNode implements the Node interface check for GQLGen.
+func (*AuditEvent) IsNode() {}
 
 var deliveryattemptImplementors = []string{"DeliveryAttempt", "Node"}
 
@@ -154,6 +160,15 @@ func (c *Client) noder(ctx context.Context, table string, id int) (Noder, error)
 			Where(apiusage.ID(id))
 		if fc := graphql.GetFieldContext(ctx); fc != nil {
 			if err := query.collectField(ctx, true, graphql.GetOperationContext(ctx), fc.Field, nil, apiusageImplementors...); err != nil {
+				return nil, err
+			}
+		}
+		return query.Only(ctx)
+	case auditevent.Table:
+		query := c.AuditEvent.Query().
+			Where(auditevent.ID(id))
+		if fc := graphql.GetFieldContext(ctx); fc != nil {
+			if err := query.collectField(ctx, true, graphql.GetOperationContext(ctx), fc.Field, nil, auditeventImplementors...); err != nil {
 				return nil, err
 			}
 		}
@@ -323,6 +338,22 @@ func (c *Client) noders(ctx context.Context, table string, ids []int) ([]Noder, 
 		query := c.APIUsage.Query().
 			Where(apiusage.IDIn(ids...))
 		query, err := query.CollectFields(ctx, apiusageImplementors...)
+		if err != nil {
+			return nil, err
+		}
+		nodes, err := query.All(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, node := range nodes {
+			for _, noder := range idmap[node.ID] {
+				*noder = node
+			}
+		}
+	case auditevent.Table:
+		query := c.AuditEvent.Query().
+			Where(auditevent.IDIn(ids...))
+		query, err := query.CollectFields(ctx, auditeventImplementors...)
 		if err != nil {
 			return nil, err
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"gatehouse/ent/apikey"
 	"gatehouse/ent/apiusage"
+	"gatehouse/ent/auditevent"
 	"gatehouse/ent/deliveryattempt"
 	"gatehouse/ent/idempotencyrecord"
 	"gatehouse/ent/order"
@@ -90,6 +91,12 @@ type APIKeyWhereInput struct {
 	StatusGTE   *int  `json:"statusGTE,omitempty"`
 	StatusLT    *int  `json:"statusLT,omitempty"`
 	StatusLTE   *int  `json:"statusLTE,omitempty"`
+
+	// "role" field predicates.
+	Role      *apikey.Role  `json:"role,omitempty"`
+	RoleNEQ   *apikey.Role  `json:"roleNEQ,omitempty"`
+	RoleIn    []apikey.Role `json:"roleIn,omitempty"`
+	RoleNotIn []apikey.Role `json:"roleNotIn,omitempty"`
 
 	// "usage_count" field predicates.
 	UsageCount      *int64  `json:"usageCount,omitempty"`
@@ -359,6 +366,18 @@ func (i *APIKeyWhereInput) P() (predicate.APIKey, error) {
 	}
 	if i.StatusLTE != nil {
 		predicates = append(predicates, apikey.StatusLTE(*i.StatusLTE))
+	}
+	if i.Role != nil {
+		predicates = append(predicates, apikey.RoleEQ(*i.Role))
+	}
+	if i.RoleNEQ != nil {
+		predicates = append(predicates, apikey.RoleNEQ(*i.RoleNEQ))
+	}
+	if len(i.RoleIn) > 0 {
+		predicates = append(predicates, apikey.RoleIn(i.RoleIn...))
+	}
+	if len(i.RoleNotIn) > 0 {
+		predicates = append(predicates, apikey.RoleNotIn(i.RoleNotIn...))
 	}
 	if i.UsageCount != nil {
 		predicates = append(predicates, apikey.UsageCountEQ(*i.UsageCount))
@@ -752,6 +771,572 @@ func (i *APIUsageWhereInput) P() (predicate.APIUsage, error) {
 		return predicates[0], nil
 	default:
 		return apiusage.And(predicates...), nil
+	}
+}
+
+// AuditEventWhereInput represents a where input for filtering AuditEvent queries.
+type AuditEventWhereInput struct {
+	Predicates []predicate.AuditEvent  `json:"-"`
+	Not        *AuditEventWhereInput   `json:"not,omitempty"`
+	Or         []*AuditEventWhereInput `json:"or,omitempty"`
+	And        []*AuditEventWhereInput `json:"and,omitempty"`
+
+	// "id" field predicates.
+	ID      *int  `json:"id,omitempty"`
+	IDNEQ   *int  `json:"idNEQ,omitempty"`
+	IDIn    []int `json:"idIn,omitempty"`
+	IDNotIn []int `json:"idNotIn,omitempty"`
+	IDGT    *int  `json:"idGT,omitempty"`
+	IDGTE   *int  `json:"idGTE,omitempty"`
+	IDLT    *int  `json:"idLT,omitempty"`
+	IDLTE   *int  `json:"idLTE,omitempty"`
+
+	// "time" field predicates.
+	Time      *time.Time  `json:"time,omitempty"`
+	TimeNEQ   *time.Time  `json:"timeNEQ,omitempty"`
+	TimeIn    []time.Time `json:"timeIn,omitempty"`
+	TimeNotIn []time.Time `json:"timeNotIn,omitempty"`
+	TimeGT    *time.Time  `json:"timeGT,omitempty"`
+	TimeGTE   *time.Time  `json:"timeGTE,omitempty"`
+	TimeLT    *time.Time  `json:"timeLT,omitempty"`
+	TimeLTE   *time.Time  `json:"timeLTE,omitempty"`
+
+	// "api_key_id" field predicates.
+	APIKeyID      *int  `json:"apiKeyID,omitempty"`
+	APIKeyIDNEQ   *int  `json:"apiKeyIDNEQ,omitempty"`
+	APIKeyIDIn    []int `json:"apiKeyIDIn,omitempty"`
+	APIKeyIDNotIn []int `json:"apiKeyIDNotIn,omitempty"`
+	APIKeyIDGT    *int  `json:"apiKeyIDGT,omitempty"`
+	APIKeyIDGTE   *int  `json:"apiKeyIDGTE,omitempty"`
+	APIKeyIDLT    *int  `json:"apiKeyIDLT,omitempty"`
+	APIKeyIDLTE   *int  `json:"apiKeyIDLTE,omitempty"`
+
+	// "api_key_name" field predicates.
+	APIKeyName             *string  `json:"apiKeyName,omitempty"`
+	APIKeyNameNEQ          *string  `json:"apiKeyNameNEQ,omitempty"`
+	APIKeyNameIn           []string `json:"apiKeyNameIn,omitempty"`
+	APIKeyNameNotIn        []string `json:"apiKeyNameNotIn,omitempty"`
+	APIKeyNameGT           *string  `json:"apiKeyNameGT,omitempty"`
+	APIKeyNameGTE          *string  `json:"apiKeyNameGTE,omitempty"`
+	APIKeyNameLT           *string  `json:"apiKeyNameLT,omitempty"`
+	APIKeyNameLTE          *string  `json:"apiKeyNameLTE,omitempty"`
+	APIKeyNameContains     *string  `json:"apiKeyNameContains,omitempty"`
+	APIKeyNameHasPrefix    *string  `json:"apiKeyNameHasPrefix,omitempty"`
+	APIKeyNameHasSuffix    *string  `json:"apiKeyNameHasSuffix,omitempty"`
+	APIKeyNameEqualFold    *string  `json:"apiKeyNameEqualFold,omitempty"`
+	APIKeyNameContainsFold *string  `json:"apiKeyNameContainsFold,omitempty"`
+
+	// "mutation" field predicates.
+	Mutation             *string  `json:"mutation,omitempty"`
+	MutationNEQ          *string  `json:"mutationNEQ,omitempty"`
+	MutationIn           []string `json:"mutationIn,omitempty"`
+	MutationNotIn        []string `json:"mutationNotIn,omitempty"`
+	MutationGT           *string  `json:"mutationGT,omitempty"`
+	MutationGTE          *string  `json:"mutationGTE,omitempty"`
+	MutationLT           *string  `json:"mutationLT,omitempty"`
+	MutationLTE          *string  `json:"mutationLTE,omitempty"`
+	MutationContains     *string  `json:"mutationContains,omitempty"`
+	MutationHasPrefix    *string  `json:"mutationHasPrefix,omitempty"`
+	MutationHasSuffix    *string  `json:"mutationHasSuffix,omitempty"`
+	MutationEqualFold    *string  `json:"mutationEqualFold,omitempty"`
+	MutationContainsFold *string  `json:"mutationContainsFold,omitempty"`
+
+	// "target_type" field predicates.
+	TargetType             *string  `json:"targetType,omitempty"`
+	TargetTypeNEQ          *string  `json:"targetTypeNEQ,omitempty"`
+	TargetTypeIn           []string `json:"targetTypeIn,omitempty"`
+	TargetTypeNotIn        []string `json:"targetTypeNotIn,omitempty"`
+	TargetTypeGT           *string  `json:"targetTypeGT,omitempty"`
+	TargetTypeGTE          *string  `json:"targetTypeGTE,omitempty"`
+	TargetTypeLT           *string  `json:"targetTypeLT,omitempty"`
+	TargetTypeLTE          *string  `json:"targetTypeLTE,omitempty"`
+	TargetTypeContains     *string  `json:"targetTypeContains,omitempty"`
+	TargetTypeHasPrefix    *string  `json:"targetTypeHasPrefix,omitempty"`
+	TargetTypeHasSuffix    *string  `json:"targetTypeHasSuffix,omitempty"`
+	TargetTypeIsNil        bool     `json:"targetTypeIsNil,omitempty"`
+	TargetTypeNotNil       bool     `json:"targetTypeNotNil,omitempty"`
+	TargetTypeEqualFold    *string  `json:"targetTypeEqualFold,omitempty"`
+	TargetTypeContainsFold *string  `json:"targetTypeContainsFold,omitempty"`
+
+	// "target_id" field predicates.
+	TargetID             *string  `json:"targetID,omitempty"`
+	TargetIDNEQ          *string  `json:"targetIDNEQ,omitempty"`
+	TargetIDIn           []string `json:"targetIDIn,omitempty"`
+	TargetIDNotIn        []string `json:"targetIDNotIn,omitempty"`
+	TargetIDGT           *string  `json:"targetIDGT,omitempty"`
+	TargetIDGTE          *string  `json:"targetIDGTE,omitempty"`
+	TargetIDLT           *string  `json:"targetIDLT,omitempty"`
+	TargetIDLTE          *string  `json:"targetIDLTE,omitempty"`
+	TargetIDContains     *string  `json:"targetIDContains,omitempty"`
+	TargetIDHasPrefix    *string  `json:"targetIDHasPrefix,omitempty"`
+	TargetIDHasSuffix    *string  `json:"targetIDHasSuffix,omitempty"`
+	TargetIDIsNil        bool     `json:"targetIDIsNil,omitempty"`
+	TargetIDNotNil       bool     `json:"targetIDNotNil,omitempty"`
+	TargetIDEqualFold    *string  `json:"targetIDEqualFold,omitempty"`
+	TargetIDContainsFold *string  `json:"targetIDContainsFold,omitempty"`
+
+	// "outcome" field predicates.
+	Outcome      *auditevent.Outcome  `json:"outcome,omitempty"`
+	OutcomeNEQ   *auditevent.Outcome  `json:"outcomeNEQ,omitempty"`
+	OutcomeIn    []auditevent.Outcome `json:"outcomeIn,omitempty"`
+	OutcomeNotIn []auditevent.Outcome `json:"outcomeNotIn,omitempty"`
+
+	// "error_code" field predicates.
+	ErrorCode             *string  `json:"errorCode,omitempty"`
+	ErrorCodeNEQ          *string  `json:"errorCodeNEQ,omitempty"`
+	ErrorCodeIn           []string `json:"errorCodeIn,omitempty"`
+	ErrorCodeNotIn        []string `json:"errorCodeNotIn,omitempty"`
+	ErrorCodeGT           *string  `json:"errorCodeGT,omitempty"`
+	ErrorCodeGTE          *string  `json:"errorCodeGTE,omitempty"`
+	ErrorCodeLT           *string  `json:"errorCodeLT,omitempty"`
+	ErrorCodeLTE          *string  `json:"errorCodeLTE,omitempty"`
+	ErrorCodeContains     *string  `json:"errorCodeContains,omitempty"`
+	ErrorCodeHasPrefix    *string  `json:"errorCodeHasPrefix,omitempty"`
+	ErrorCodeHasSuffix    *string  `json:"errorCodeHasSuffix,omitempty"`
+	ErrorCodeIsNil        bool     `json:"errorCodeIsNil,omitempty"`
+	ErrorCodeNotNil       bool     `json:"errorCodeNotNil,omitempty"`
+	ErrorCodeEqualFold    *string  `json:"errorCodeEqualFold,omitempty"`
+	ErrorCodeContainsFold *string  `json:"errorCodeContainsFold,omitempty"`
+
+	// "request_id" field predicates.
+	RequestID             *string  `json:"requestID,omitempty"`
+	RequestIDNEQ          *string  `json:"requestIDNEQ,omitempty"`
+	RequestIDIn           []string `json:"requestIDIn,omitempty"`
+	RequestIDNotIn        []string `json:"requestIDNotIn,omitempty"`
+	RequestIDGT           *string  `json:"requestIDGT,omitempty"`
+	RequestIDGTE          *string  `json:"requestIDGTE,omitempty"`
+	RequestIDLT           *string  `json:"requestIDLT,omitempty"`
+	RequestIDLTE          *string  `json:"requestIDLTE,omitempty"`
+	RequestIDContains     *string  `json:"requestIDContains,omitempty"`
+	RequestIDHasPrefix    *string  `json:"requestIDHasPrefix,omitempty"`
+	RequestIDHasSuffix    *string  `json:"requestIDHasSuffix,omitempty"`
+	RequestIDIsNil        bool     `json:"requestIDIsNil,omitempty"`
+	RequestIDNotNil       bool     `json:"requestIDNotNil,omitempty"`
+	RequestIDEqualFold    *string  `json:"requestIDEqualFold,omitempty"`
+	RequestIDContainsFold *string  `json:"requestIDContainsFold,omitempty"`
+}
+
+// AddPredicates adds custom predicates to the where input to be used during the filtering phase.
+func (i *AuditEventWhereInput) AddPredicates(predicates ...predicate.AuditEvent) {
+	i.Predicates = append(i.Predicates, predicates...)
+}
+
+// Filter applies the AuditEventWhereInput filter on the AuditEventQuery builder.
+func (i *AuditEventWhereInput) Filter(q *AuditEventQuery) (*AuditEventQuery, error) {
+	if i == nil {
+		return q, nil
+	}
+	p, err := i.P()
+	if err != nil {
+		if err == ErrEmptyAuditEventWhereInput {
+			return q, nil
+		}
+		return nil, err
+	}
+	return q.Where(p), nil
+}
+
+// ErrEmptyAuditEventWhereInput is returned in case the AuditEventWhereInput is empty.
+var ErrEmptyAuditEventWhereInput = errors.New("ent: empty predicate AuditEventWhereInput")
+
+// P returns a predicate for filtering auditevents.
+// An error is returned if the input is empty or invalid.
+func (i *AuditEventWhereInput) P() (predicate.AuditEvent, error) {
+	var predicates []predicate.AuditEvent
+	if i.Not != nil {
+		p, err := i.Not.P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'not'", err)
+		}
+		predicates = append(predicates, auditevent.Not(p))
+	}
+	switch n := len(i.Or); {
+	case n == 1:
+		p, err := i.Or[0].P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'or'", err)
+		}
+		predicates = append(predicates, p)
+	case n > 1:
+		or := make([]predicate.AuditEvent, 0, n)
+		for _, w := range i.Or {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'or'", err)
+			}
+			or = append(or, p)
+		}
+		predicates = append(predicates, auditevent.Or(or...))
+	}
+	switch n := len(i.And); {
+	case n == 1:
+		p, err := i.And[0].P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'and'", err)
+		}
+		predicates = append(predicates, p)
+	case n > 1:
+		and := make([]predicate.AuditEvent, 0, n)
+		for _, w := range i.And {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'and'", err)
+			}
+			and = append(and, p)
+		}
+		predicates = append(predicates, auditevent.And(and...))
+	}
+	predicates = append(predicates, i.Predicates...)
+	if i.ID != nil {
+		predicates = append(predicates, auditevent.IDEQ(*i.ID))
+	}
+	if i.IDNEQ != nil {
+		predicates = append(predicates, auditevent.IDNEQ(*i.IDNEQ))
+	}
+	if len(i.IDIn) > 0 {
+		predicates = append(predicates, auditevent.IDIn(i.IDIn...))
+	}
+	if len(i.IDNotIn) > 0 {
+		predicates = append(predicates, auditevent.IDNotIn(i.IDNotIn...))
+	}
+	if i.IDGT != nil {
+		predicates = append(predicates, auditevent.IDGT(*i.IDGT))
+	}
+	if i.IDGTE != nil {
+		predicates = append(predicates, auditevent.IDGTE(*i.IDGTE))
+	}
+	if i.IDLT != nil {
+		predicates = append(predicates, auditevent.IDLT(*i.IDLT))
+	}
+	if i.IDLTE != nil {
+		predicates = append(predicates, auditevent.IDLTE(*i.IDLTE))
+	}
+	if i.Time != nil {
+		predicates = append(predicates, auditevent.TimeEQ(*i.Time))
+	}
+	if i.TimeNEQ != nil {
+		predicates = append(predicates, auditevent.TimeNEQ(*i.TimeNEQ))
+	}
+	if len(i.TimeIn) > 0 {
+		predicates = append(predicates, auditevent.TimeIn(i.TimeIn...))
+	}
+	if len(i.TimeNotIn) > 0 {
+		predicates = append(predicates, auditevent.TimeNotIn(i.TimeNotIn...))
+	}
+	if i.TimeGT != nil {
+		predicates = append(predicates, auditevent.TimeGT(*i.TimeGT))
+	}
+	if i.TimeGTE != nil {
+		predicates = append(predicates, auditevent.TimeGTE(*i.TimeGTE))
+	}
+	if i.TimeLT != nil {
+		predicates = append(predicates, auditevent.TimeLT(*i.TimeLT))
+	}
+	if i.TimeLTE != nil {
+		predicates = append(predicates, auditevent.TimeLTE(*i.TimeLTE))
+	}
+	if i.APIKeyID != nil {
+		predicates = append(predicates, auditevent.APIKeyIDEQ(*i.APIKeyID))
+	}
+	if i.APIKeyIDNEQ != nil {
+		predicates = append(predicates, auditevent.APIKeyIDNEQ(*i.APIKeyIDNEQ))
+	}
+	if len(i.APIKeyIDIn) > 0 {
+		predicates = append(predicates, auditevent.APIKeyIDIn(i.APIKeyIDIn...))
+	}
+	if len(i.APIKeyIDNotIn) > 0 {
+		predicates = append(predicates, auditevent.APIKeyIDNotIn(i.APIKeyIDNotIn...))
+	}
+	if i.APIKeyIDGT != nil {
+		predicates = append(predicates, auditevent.APIKeyIDGT(*i.APIKeyIDGT))
+	}
+	if i.APIKeyIDGTE != nil {
+		predicates = append(predicates, auditevent.APIKeyIDGTE(*i.APIKeyIDGTE))
+	}
+	if i.APIKeyIDLT != nil {
+		predicates = append(predicates, auditevent.APIKeyIDLT(*i.APIKeyIDLT))
+	}
+	if i.APIKeyIDLTE != nil {
+		predicates = append(predicates, auditevent.APIKeyIDLTE(*i.APIKeyIDLTE))
+	}
+	if i.APIKeyName != nil {
+		predicates = append(predicates, auditevent.APIKeyNameEQ(*i.APIKeyName))
+	}
+	if i.APIKeyNameNEQ != nil {
+		predicates = append(predicates, auditevent.APIKeyNameNEQ(*i.APIKeyNameNEQ))
+	}
+	if len(i.APIKeyNameIn) > 0 {
+		predicates = append(predicates, auditevent.APIKeyNameIn(i.APIKeyNameIn...))
+	}
+	if len(i.APIKeyNameNotIn) > 0 {
+		predicates = append(predicates, auditevent.APIKeyNameNotIn(i.APIKeyNameNotIn...))
+	}
+	if i.APIKeyNameGT != nil {
+		predicates = append(predicates, auditevent.APIKeyNameGT(*i.APIKeyNameGT))
+	}
+	if i.APIKeyNameGTE != nil {
+		predicates = append(predicates, auditevent.APIKeyNameGTE(*i.APIKeyNameGTE))
+	}
+	if i.APIKeyNameLT != nil {
+		predicates = append(predicates, auditevent.APIKeyNameLT(*i.APIKeyNameLT))
+	}
+	if i.APIKeyNameLTE != nil {
+		predicates = append(predicates, auditevent.APIKeyNameLTE(*i.APIKeyNameLTE))
+	}
+	if i.APIKeyNameContains != nil {
+		predicates = append(predicates, auditevent.APIKeyNameContains(*i.APIKeyNameContains))
+	}
+	if i.APIKeyNameHasPrefix != nil {
+		predicates = append(predicates, auditevent.APIKeyNameHasPrefix(*i.APIKeyNameHasPrefix))
+	}
+	if i.APIKeyNameHasSuffix != nil {
+		predicates = append(predicates, auditevent.APIKeyNameHasSuffix(*i.APIKeyNameHasSuffix))
+	}
+	if i.APIKeyNameEqualFold != nil {
+		predicates = append(predicates, auditevent.APIKeyNameEqualFold(*i.APIKeyNameEqualFold))
+	}
+	if i.APIKeyNameContainsFold != nil {
+		predicates = append(predicates, auditevent.APIKeyNameContainsFold(*i.APIKeyNameContainsFold))
+	}
+	if i.Mutation != nil {
+		predicates = append(predicates, auditevent.MutationEQ(*i.Mutation))
+	}
+	if i.MutationNEQ != nil {
+		predicates = append(predicates, auditevent.MutationNEQ(*i.MutationNEQ))
+	}
+	if len(i.MutationIn) > 0 {
+		predicates = append(predicates, auditevent.MutationIn(i.MutationIn...))
+	}
+	if len(i.MutationNotIn) > 0 {
+		predicates = append(predicates, auditevent.MutationNotIn(i.MutationNotIn...))
+	}
+	if i.MutationGT != nil {
+		predicates = append(predicates, auditevent.MutationGT(*i.MutationGT))
+	}
+	if i.MutationGTE != nil {
+		predicates = append(predicates, auditevent.MutationGTE(*i.MutationGTE))
+	}
+	if i.MutationLT != nil {
+		predicates = append(predicates, auditevent.MutationLT(*i.MutationLT))
+	}
+	if i.MutationLTE != nil {
+		predicates = append(predicates, auditevent.MutationLTE(*i.MutationLTE))
+	}
+	if i.MutationContains != nil {
+		predicates = append(predicates, auditevent.MutationContains(*i.MutationContains))
+	}
+	if i.MutationHasPrefix != nil {
+		predicates = append(predicates, auditevent.MutationHasPrefix(*i.MutationHasPrefix))
+	}
+	if i.MutationHasSuffix != nil {
+		predicates = append(predicates, auditevent.MutationHasSuffix(*i.MutationHasSuffix))
+	}
+	if i.MutationEqualFold != nil {
+		predicates = append(predicates, auditevent.MutationEqualFold(*i.MutationEqualFold))
+	}
+	if i.MutationContainsFold != nil {
+		predicates = append(predicates, auditevent.MutationContainsFold(*i.MutationContainsFold))
+	}
+	if i.TargetType != nil {
+		predicates = append(predicates, auditevent.TargetTypeEQ(*i.TargetType))
+	}
+	if i.TargetTypeNEQ != nil {
+		predicates = append(predicates, auditevent.TargetTypeNEQ(*i.TargetTypeNEQ))
+	}
+	if len(i.TargetTypeIn) > 0 {
+		predicates = append(predicates, auditevent.TargetTypeIn(i.TargetTypeIn...))
+	}
+	if len(i.TargetTypeNotIn) > 0 {
+		predicates = append(predicates, auditevent.TargetTypeNotIn(i.TargetTypeNotIn...))
+	}
+	if i.TargetTypeGT != nil {
+		predicates = append(predicates, auditevent.TargetTypeGT(*i.TargetTypeGT))
+	}
+	if i.TargetTypeGTE != nil {
+		predicates = append(predicates, auditevent.TargetTypeGTE(*i.TargetTypeGTE))
+	}
+	if i.TargetTypeLT != nil {
+		predicates = append(predicates, auditevent.TargetTypeLT(*i.TargetTypeLT))
+	}
+	if i.TargetTypeLTE != nil {
+		predicates = append(predicates, auditevent.TargetTypeLTE(*i.TargetTypeLTE))
+	}
+	if i.TargetTypeContains != nil {
+		predicates = append(predicates, auditevent.TargetTypeContains(*i.TargetTypeContains))
+	}
+	if i.TargetTypeHasPrefix != nil {
+		predicates = append(predicates, auditevent.TargetTypeHasPrefix(*i.TargetTypeHasPrefix))
+	}
+	if i.TargetTypeHasSuffix != nil {
+		predicates = append(predicates, auditevent.TargetTypeHasSuffix(*i.TargetTypeHasSuffix))
+	}
+	if i.TargetTypeIsNil {
+		predicates = append(predicates, auditevent.TargetTypeIsNil())
+	}
+	if i.TargetTypeNotNil {
+		predicates = append(predicates, auditevent.TargetTypeNotNil())
+	}
+	if i.TargetTypeEqualFold != nil {
+		predicates = append(predicates, auditevent.TargetTypeEqualFold(*i.TargetTypeEqualFold))
+	}
+	if i.TargetTypeContainsFold != nil {
+		predicates = append(predicates, auditevent.TargetTypeContainsFold(*i.TargetTypeContainsFold))
+	}
+	if i.TargetID != nil {
+		predicates = append(predicates, auditevent.TargetIDEQ(*i.TargetID))
+	}
+	if i.TargetIDNEQ != nil {
+		predicates = append(predicates, auditevent.TargetIDNEQ(*i.TargetIDNEQ))
+	}
+	if len(i.TargetIDIn) > 0 {
+		predicates = append(predicates, auditevent.TargetIDIn(i.TargetIDIn...))
+	}
+	if len(i.TargetIDNotIn) > 0 {
+		predicates = append(predicates, auditevent.TargetIDNotIn(i.TargetIDNotIn...))
+	}
+	if i.TargetIDGT != nil {
+		predicates = append(predicates, auditevent.TargetIDGT(*i.TargetIDGT))
+	}
+	if i.TargetIDGTE != nil {
+		predicates = append(predicates, auditevent.TargetIDGTE(*i.TargetIDGTE))
+	}
+	if i.TargetIDLT != nil {
+		predicates = append(predicates, auditevent.TargetIDLT(*i.TargetIDLT))
+	}
+	if i.TargetIDLTE != nil {
+		predicates = append(predicates, auditevent.TargetIDLTE(*i.TargetIDLTE))
+	}
+	if i.TargetIDContains != nil {
+		predicates = append(predicates, auditevent.TargetIDContains(*i.TargetIDContains))
+	}
+	if i.TargetIDHasPrefix != nil {
+		predicates = append(predicates, auditevent.TargetIDHasPrefix(*i.TargetIDHasPrefix))
+	}
+	if i.TargetIDHasSuffix != nil {
+		predicates = append(predicates, auditevent.TargetIDHasSuffix(*i.TargetIDHasSuffix))
+	}
+	if i.TargetIDIsNil {
+		predicates = append(predicates, auditevent.TargetIDIsNil())
+	}
+	if i.TargetIDNotNil {
+		predicates = append(predicates, auditevent.TargetIDNotNil())
+	}
+	if i.TargetIDEqualFold != nil {
+		predicates = append(predicates, auditevent.TargetIDEqualFold(*i.TargetIDEqualFold))
+	}
+	if i.TargetIDContainsFold != nil {
+		predicates = append(predicates, auditevent.TargetIDContainsFold(*i.TargetIDContainsFold))
+	}
+	if i.Outcome != nil {
+		predicates = append(predicates, auditevent.OutcomeEQ(*i.Outcome))
+	}
+	if i.OutcomeNEQ != nil {
+		predicates = append(predicates, auditevent.OutcomeNEQ(*i.OutcomeNEQ))
+	}
+	if len(i.OutcomeIn) > 0 {
+		predicates = append(predicates, auditevent.OutcomeIn(i.OutcomeIn...))
+	}
+	if len(i.OutcomeNotIn) > 0 {
+		predicates = append(predicates, auditevent.OutcomeNotIn(i.OutcomeNotIn...))
+	}
+	if i.ErrorCode != nil {
+		predicates = append(predicates, auditevent.ErrorCodeEQ(*i.ErrorCode))
+	}
+	if i.ErrorCodeNEQ != nil {
+		predicates = append(predicates, auditevent.ErrorCodeNEQ(*i.ErrorCodeNEQ))
+	}
+	if len(i.ErrorCodeIn) > 0 {
+		predicates = append(predicates, auditevent.ErrorCodeIn(i.ErrorCodeIn...))
+	}
+	if len(i.ErrorCodeNotIn) > 0 {
+		predicates = append(predicates, auditevent.ErrorCodeNotIn(i.ErrorCodeNotIn...))
+	}
+	if i.ErrorCodeGT != nil {
+		predicates = append(predicates, auditevent.ErrorCodeGT(*i.ErrorCodeGT))
+	}
+	if i.ErrorCodeGTE != nil {
+		predicates = append(predicates, auditevent.ErrorCodeGTE(*i.ErrorCodeGTE))
+	}
+	if i.ErrorCodeLT != nil {
+		predicates = append(predicates, auditevent.ErrorCodeLT(*i.ErrorCodeLT))
+	}
+	if i.ErrorCodeLTE != nil {
+		predicates = append(predicates, auditevent.ErrorCodeLTE(*i.ErrorCodeLTE))
+	}
+	if i.ErrorCodeContains != nil {
+		predicates = append(predicates, auditevent.ErrorCodeContains(*i.ErrorCodeContains))
+	}
+	if i.ErrorCodeHasPrefix != nil {
+		predicates = append(predicates, auditevent.ErrorCodeHasPrefix(*i.ErrorCodeHasPrefix))
+	}
+	if i.ErrorCodeHasSuffix != nil {
+		predicates = append(predicates, auditevent.ErrorCodeHasSuffix(*i.ErrorCodeHasSuffix))
+	}
+	if i.ErrorCodeIsNil {
+		predicates = append(predicates, auditevent.ErrorCodeIsNil())
+	}
+	if i.ErrorCodeNotNil {
+		predicates = append(predicates, auditevent.ErrorCodeNotNil())
+	}
+	if i.ErrorCodeEqualFold != nil {
+		predicates = append(predicates, auditevent.ErrorCodeEqualFold(*i.ErrorCodeEqualFold))
+	}
+	if i.ErrorCodeContainsFold != nil {
+		predicates = append(predicates, auditevent.ErrorCodeContainsFold(*i.ErrorCodeContainsFold))
+	}
+	if i.RequestID != nil {
+		predicates = append(predicates, auditevent.RequestIDEQ(*i.RequestID))
+	}
+	if i.RequestIDNEQ != nil {
+		predicates = append(predicates, auditevent.RequestIDNEQ(*i.RequestIDNEQ))
+	}
+	if len(i.RequestIDIn) > 0 {
+		predicates = append(predicates, auditevent.RequestIDIn(i.RequestIDIn...))
+	}
+	if len(i.RequestIDNotIn) > 0 {
+		predicates = append(predicates, auditevent.RequestIDNotIn(i.RequestIDNotIn...))
+	}
+	if i.RequestIDGT != nil {
+		predicates = append(predicates, auditevent.RequestIDGT(*i.RequestIDGT))
+	}
+	if i.RequestIDGTE != nil {
+		predicates = append(predicates, auditevent.RequestIDGTE(*i.RequestIDGTE))
+	}
+	if i.RequestIDLT != nil {
+		predicates = append(predicates, auditevent.RequestIDLT(*i.RequestIDLT))
+	}
+	if i.RequestIDLTE != nil {
+		predicates = append(predicates, auditevent.RequestIDLTE(*i.RequestIDLTE))
+	}
+	if i.RequestIDContains != nil {
+		predicates = append(predicates, auditevent.RequestIDContains(*i.RequestIDContains))
+	}
+	if i.RequestIDHasPrefix != nil {
+		predicates = append(predicates, auditevent.RequestIDHasPrefix(*i.RequestIDHasPrefix))
+	}
+	if i.RequestIDHasSuffix != nil {
+		predicates = append(predicates, auditevent.RequestIDHasSuffix(*i.RequestIDHasSuffix))
+	}
+	if i.RequestIDIsNil {
+		predicates = append(predicates, auditevent.RequestIDIsNil())
+	}
+	if i.RequestIDNotNil {
+		predicates = append(predicates, auditevent.RequestIDNotNil())
+	}
+	if i.RequestIDEqualFold != nil {
+		predicates = append(predicates, auditevent.RequestIDEqualFold(*i.RequestIDEqualFold))
+	}
+	if i.RequestIDContainsFold != nil {
+		predicates = append(predicates, auditevent.RequestIDContainsFold(*i.RequestIDContainsFold))
+	}
+
+	switch len(predicates) {
+	case 0:
+		return nil, ErrEmptyAuditEventWhereInput
+	case 1:
+		return predicates[0], nil
+	default:
+		return auditevent.And(predicates...), nil
 	}
 }
 
@@ -3548,6 +4133,18 @@ type UserWhereInput struct {
 	StatusLT    *int  `json:"statusLT,omitempty"`
 	StatusLTE   *int  `json:"statusLTE,omitempty"`
 
+	// "tokens_revoked_at" field predicates.
+	TokensRevokedAt       *time.Time  `json:"tokensRevokedAt,omitempty"`
+	TokensRevokedAtNEQ    *time.Time  `json:"tokensRevokedAtNEQ,omitempty"`
+	TokensRevokedAtIn     []time.Time `json:"tokensRevokedAtIn,omitempty"`
+	TokensRevokedAtNotIn  []time.Time `json:"tokensRevokedAtNotIn,omitempty"`
+	TokensRevokedAtGT     *time.Time  `json:"tokensRevokedAtGT,omitempty"`
+	TokensRevokedAtGTE    *time.Time  `json:"tokensRevokedAtGTE,omitempty"`
+	TokensRevokedAtLT     *time.Time  `json:"tokensRevokedAtLT,omitempty"`
+	TokensRevokedAtLTE    *time.Time  `json:"tokensRevokedAtLTE,omitempty"`
+	TokensRevokedAtIsNil  bool        `json:"tokensRevokedAtIsNil,omitempty"`
+	TokensRevokedAtNotNil bool        `json:"tokensRevokedAtNotNil,omitempty"`
+
 	// "create_time" field predicates.
 	CreateTime      *time.Time  `json:"createTime,omitempty"`
 	CreateTimeNEQ   *time.Time  `json:"createTimeNEQ,omitempty"`
@@ -3756,6 +4353,36 @@ func (i *UserWhereInput) P() (predicate.User, error) {
 	if i.StatusLTE != nil {
 		predicates = append(predicates, user.StatusLTE(*i.StatusLTE))
 	}
+	if i.TokensRevokedAt != nil {
+		predicates = append(predicates, user.TokensRevokedAtEQ(*i.TokensRevokedAt))
+	}
+	if i.TokensRevokedAtNEQ != nil {
+		predicates = append(predicates, user.TokensRevokedAtNEQ(*i.TokensRevokedAtNEQ))
+	}
+	if len(i.TokensRevokedAtIn) > 0 {
+		predicates = append(predicates, user.TokensRevokedAtIn(i.TokensRevokedAtIn...))
+	}
+	if len(i.TokensRevokedAtNotIn) > 0 {
+		predicates = append(predicates, user.TokensRevokedAtNotIn(i.TokensRevokedAtNotIn...))
+	}
+	if i.TokensRevokedAtGT != nil {
+		predicates = append(predicates, user.TokensRevokedAtGT(*i.TokensRevokedAtGT))
+	}
+	if i.TokensRevokedAtGTE != nil {
+		predicates = append(predicates, user.TokensRevokedAtGTE(*i.TokensRevokedAtGTE))
+	}
+	if i.TokensRevokedAtLT != nil {
+		predicates = append(predicates, user.TokensRevokedAtLT(*i.TokensRevokedAtLT))
+	}
+	if i.TokensRevokedAtLTE != nil {
+		predicates = append(predicates, user.TokensRevokedAtLTE(*i.TokensRevokedAtLTE))
+	}
+	if i.TokensRevokedAtIsNil {
+		predicates = append(predicates, user.TokensRevokedAtIsNil())
+	}
+	if i.TokensRevokedAtNotNil {
+		predicates = append(predicates, user.TokensRevokedAtNotNil())
+	}
 	if i.CreateTime != nil {
 		predicates = append(predicates, user.CreateTimeEQ(*i.CreateTime))
 	}
@@ -3889,6 +4516,16 @@ type WebhookDeliveryWhereInput struct {
 	RetryCountGTE   *int  `json:"retryCountGTE,omitempty"`
 	RetryCountLT    *int  `json:"retryCountLT,omitempty"`
 	RetryCountLTE   *int  `json:"retryCountLTE,omitempty"`
+
+	// "attempt_count" field predicates.
+	AttemptCount      *int  `json:"attemptCount,omitempty"`
+	AttemptCountNEQ   *int  `json:"attemptCountNEQ,omitempty"`
+	AttemptCountIn    []int `json:"attemptCountIn,omitempty"`
+	AttemptCountNotIn []int `json:"attemptCountNotIn,omitempty"`
+	AttemptCountGT    *int  `json:"attemptCountGT,omitempty"`
+	AttemptCountGTE   *int  `json:"attemptCountGTE,omitempty"`
+	AttemptCountLT    *int  `json:"attemptCountLT,omitempty"`
+	AttemptCountLTE   *int  `json:"attemptCountLTE,omitempty"`
 
 	// "max_retry" field predicates.
 	MaxRetry      *int  `json:"maxRetry,omitempty"`
@@ -4266,6 +4903,30 @@ func (i *WebhookDeliveryWhereInput) P() (predicate.WebhookDelivery, error) {
 	}
 	if i.RetryCountLTE != nil {
 		predicates = append(predicates, webhookdelivery.RetryCountLTE(*i.RetryCountLTE))
+	}
+	if i.AttemptCount != nil {
+		predicates = append(predicates, webhookdelivery.AttemptCountEQ(*i.AttemptCount))
+	}
+	if i.AttemptCountNEQ != nil {
+		predicates = append(predicates, webhookdelivery.AttemptCountNEQ(*i.AttemptCountNEQ))
+	}
+	if len(i.AttemptCountIn) > 0 {
+		predicates = append(predicates, webhookdelivery.AttemptCountIn(i.AttemptCountIn...))
+	}
+	if len(i.AttemptCountNotIn) > 0 {
+		predicates = append(predicates, webhookdelivery.AttemptCountNotIn(i.AttemptCountNotIn...))
+	}
+	if i.AttemptCountGT != nil {
+		predicates = append(predicates, webhookdelivery.AttemptCountGT(*i.AttemptCountGT))
+	}
+	if i.AttemptCountGTE != nil {
+		predicates = append(predicates, webhookdelivery.AttemptCountGTE(*i.AttemptCountGTE))
+	}
+	if i.AttemptCountLT != nil {
+		predicates = append(predicates, webhookdelivery.AttemptCountLT(*i.AttemptCountLT))
+	}
+	if i.AttemptCountLTE != nil {
+		predicates = append(predicates, webhookdelivery.AttemptCountLTE(*i.AttemptCountLTE))
 	}
 	if i.MaxRetry != nil {
 		predicates = append(predicates, webhookdelivery.MaxRetryEQ(*i.MaxRetry))

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"gatehouse/ent/apikey"
 	"gatehouse/ent/apiusage"
+	"gatehouse/ent/auditevent"
 	"gatehouse/ent/authcode"
 	"gatehouse/ent/deliveryattempt"
 	"gatehouse/ent/idempotencyrecord"
@@ -37,6 +38,7 @@ const (
 	// Node types.
 	TypeAPIKey            = "APIKey"
 	TypeAPIUsage          = "APIUsage"
+	TypeAuditEvent        = "AuditEvent"
 	TypeAuthCode          = "AuthCode"
 	TypeDeliveryAttempt   = "DeliveryAttempt"
 	TypeIdempotencyRecord = "IdempotencyRecord"
@@ -60,6 +62,7 @@ type APIKeyMutation struct {
 	key_hash       *string
 	status         *int
 	addstatus      *int
+	role           *apikey.Role
 	usage_count    *int64
 	addusage_count *int64
 	last_used_at   *time.Time
@@ -332,6 +335,42 @@ func (m *APIKeyMutation) ResetStatus() {
 	m.addstatus = nil
 }
 
+// SetRole sets the "role" field.
+func (m *APIKeyMutation) SetRole(a apikey.Role) {
+	m.role = &a
+}
+
+// Role returns the value of the "role" field in the mutation.
+func (m *APIKeyMutation) Role() (r apikey.Role, exists bool) {
+	v := m.role
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRole returns the old "role" field's value of the APIKey entity.
+// If the APIKey object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *APIKeyMutation) OldRole(ctx context.Context) (v apikey.Role, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRole is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRole requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRole: %w", err)
+	}
+	return oldValue.Role, nil
+}
+
+// ResetRole resets all changes to the "role" field.
+func (m *APIKeyMutation) ResetRole() {
+	m.role = nil
+}
+
 // SetUsageCount sets the "usage_count" field.
 func (m *APIKeyMutation) SetUsageCount(i int64) {
 	m.usage_count = &i
@@ -507,7 +546,7 @@ func (m *APIKeyMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *APIKeyMutation) Fields() []string {
-	fields := make([]string, 0, 7)
+	fields := make([]string, 0, 8)
 	if m.name != nil {
 		fields = append(fields, apikey.FieldName)
 	}
@@ -519,6 +558,9 @@ func (m *APIKeyMutation) Fields() []string {
 	}
 	if m.status != nil {
 		fields = append(fields, apikey.FieldStatus)
+	}
+	if m.role != nil {
+		fields = append(fields, apikey.FieldRole)
 	}
 	if m.usage_count != nil {
 		fields = append(fields, apikey.FieldUsageCount)
@@ -545,6 +587,8 @@ func (m *APIKeyMutation) Field(name string) (ent.Value, bool) {
 		return m.KeyHash()
 	case apikey.FieldStatus:
 		return m.Status()
+	case apikey.FieldRole:
+		return m.Role()
 	case apikey.FieldUsageCount:
 		return m.UsageCount()
 	case apikey.FieldLastUsedAt:
@@ -568,6 +612,8 @@ func (m *APIKeyMutation) OldField(ctx context.Context, name string) (ent.Value, 
 		return m.OldKeyHash(ctx)
 	case apikey.FieldStatus:
 		return m.OldStatus(ctx)
+	case apikey.FieldRole:
+		return m.OldRole(ctx)
 	case apikey.FieldUsageCount:
 		return m.OldUsageCount(ctx)
 	case apikey.FieldLastUsedAt:
@@ -610,6 +656,13 @@ func (m *APIKeyMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetStatus(v)
+		return nil
+	case apikey.FieldRole:
+		v, ok := value.(apikey.Role)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRole(v)
 		return nil
 	case apikey.FieldUsageCount:
 		v, ok := value.(int64)
@@ -728,6 +781,9 @@ func (m *APIKeyMutation) ResetField(name string) error {
 		return nil
 	case apikey.FieldStatus:
 		m.ResetStatus()
+		return nil
+	case apikey.FieldRole:
+		m.ResetRole()
 		return nil
 	case apikey.FieldUsageCount:
 		m.ResetUsageCount()
@@ -1366,6 +1422,879 @@ func (m *APIUsageMutation) ResetEdge(name string) error {
 		return nil
 	}
 	return fmt.Errorf("unknown APIUsage edge %s", name)
+}
+
+// AuditEventMutation represents an operation that mutates the AuditEvent nodes in the graph.
+type AuditEventMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *int
+	time          *time.Time
+	api_key_id    *int
+	addapi_key_id *int
+	api_key_name  *string
+	_mutation     *string
+	target_type   *string
+	target_id     *string
+	outcome       *auditevent.Outcome
+	error_code    *string
+	request_id    *string
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*AuditEvent, error)
+	predicates    []predicate.AuditEvent
+}
+
+var _ ent.Mutation = (*AuditEventMutation)(nil)
+
+// auditeventOption allows management of the mutation configuration using functional options.
+type auditeventOption func(*AuditEventMutation)
+
+// newAuditEventMutation creates new mutation for the AuditEvent entity.
+func newAuditEventMutation(c config, op Op, opts ...auditeventOption) *AuditEventMutation {
+	m := &AuditEventMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeAuditEvent,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withAuditEventID sets the ID field of the mutation.
+func withAuditEventID(id int) auditeventOption {
+	return func(m *AuditEventMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *AuditEvent
+		)
+		m.oldValue = func(ctx context.Context) (*AuditEvent, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().AuditEvent.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withAuditEvent sets the old AuditEvent of the mutation.
+func withAuditEvent(node *AuditEvent) auditeventOption {
+	return func(m *AuditEventMutation) {
+		m.oldValue = func(context.Context) (*AuditEvent, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m AuditEventMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m AuditEventMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *AuditEventMutation) ID() (id int, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *AuditEventMutation) IDs(ctx context.Context) ([]int, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []int{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().AuditEvent.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetTime sets the "time" field.
+func (m *AuditEventMutation) SetTime(t time.Time) {
+	m.time = &t
+}
+
+// Time returns the value of the "time" field in the mutation.
+func (m *AuditEventMutation) Time() (r time.Time, exists bool) {
+	v := m.time
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTime returns the old "time" field's value of the AuditEvent entity.
+// If the AuditEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AuditEventMutation) OldTime(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTime is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTime requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTime: %w", err)
+	}
+	return oldValue.Time, nil
+}
+
+// ResetTime resets all changes to the "time" field.
+func (m *AuditEventMutation) ResetTime() {
+	m.time = nil
+}
+
+// SetAPIKeyID sets the "api_key_id" field.
+func (m *AuditEventMutation) SetAPIKeyID(i int) {
+	m.api_key_id = &i
+	m.addapi_key_id = nil
+}
+
+// APIKeyID returns the value of the "api_key_id" field in the mutation.
+func (m *AuditEventMutation) APIKeyID() (r int, exists bool) {
+	v := m.api_key_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAPIKeyID returns the old "api_key_id" field's value of the AuditEvent entity.
+// If the AuditEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AuditEventMutation) OldAPIKeyID(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAPIKeyID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAPIKeyID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAPIKeyID: %w", err)
+	}
+	return oldValue.APIKeyID, nil
+}
+
+// AddAPIKeyID adds i to the "api_key_id" field.
+func (m *AuditEventMutation) AddAPIKeyID(i int) {
+	if m.addapi_key_id != nil {
+		*m.addapi_key_id += i
+	} else {
+		m.addapi_key_id = &i
+	}
+}
+
+// AddedAPIKeyID returns the value that was added to the "api_key_id" field in this mutation.
+func (m *AuditEventMutation) AddedAPIKeyID() (r int, exists bool) {
+	v := m.addapi_key_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetAPIKeyID resets all changes to the "api_key_id" field.
+func (m *AuditEventMutation) ResetAPIKeyID() {
+	m.api_key_id = nil
+	m.addapi_key_id = nil
+}
+
+// SetAPIKeyName sets the "api_key_name" field.
+func (m *AuditEventMutation) SetAPIKeyName(s string) {
+	m.api_key_name = &s
+}
+
+// APIKeyName returns the value of the "api_key_name" field in the mutation.
+func (m *AuditEventMutation) APIKeyName() (r string, exists bool) {
+	v := m.api_key_name
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAPIKeyName returns the old "api_key_name" field's value of the AuditEvent entity.
+// If the AuditEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AuditEventMutation) OldAPIKeyName(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAPIKeyName is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAPIKeyName requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAPIKeyName: %w", err)
+	}
+	return oldValue.APIKeyName, nil
+}
+
+// ResetAPIKeyName resets all changes to the "api_key_name" field.
+func (m *AuditEventMutation) ResetAPIKeyName() {
+	m.api_key_name = nil
+}
+
+// SetMutation sets the "mutation" field.
+func (m *AuditEventMutation) SetMutation(s string) {
+	m._mutation = &s
+}
+
+// Mutation returns the value of the "mutation" field in the mutation.
+func (m *AuditEventMutation) Mutation() (r string, exists bool) {
+	v := m._mutation
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldMutation returns the old "mutation" field's value of the AuditEvent entity.
+// If the AuditEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AuditEventMutation) OldMutation(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldMutation is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldMutation requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldMutation: %w", err)
+	}
+	return oldValue.Mutation, nil
+}
+
+// ResetMutation resets all changes to the "mutation" field.
+func (m *AuditEventMutation) ResetMutation() {
+	m._mutation = nil
+}
+
+// SetTargetType sets the "target_type" field.
+func (m *AuditEventMutation) SetTargetType(s string) {
+	m.target_type = &s
+}
+
+// TargetType returns the value of the "target_type" field in the mutation.
+func (m *AuditEventMutation) TargetType() (r string, exists bool) {
+	v := m.target_type
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTargetType returns the old "target_type" field's value of the AuditEvent entity.
+// If the AuditEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AuditEventMutation) OldTargetType(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTargetType is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTargetType requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTargetType: %w", err)
+	}
+	return oldValue.TargetType, nil
+}
+
+// ClearTargetType clears the value of the "target_type" field.
+func (m *AuditEventMutation) ClearTargetType() {
+	m.target_type = nil
+	m.clearedFields[auditevent.FieldTargetType] = struct{}{}
+}
+
+// TargetTypeCleared returns if the "target_type" field was cleared in this mutation.
+func (m *AuditEventMutation) TargetTypeCleared() bool {
+	_, ok := m.clearedFields[auditevent.FieldTargetType]
+	return ok
+}
+
+// ResetTargetType resets all changes to the "target_type" field.
+func (m *AuditEventMutation) ResetTargetType() {
+	m.target_type = nil
+	delete(m.clearedFields, auditevent.FieldTargetType)
+}
+
+// SetTargetID sets the "target_id" field.
+func (m *AuditEventMutation) SetTargetID(s string) {
+	m.target_id = &s
+}
+
+// TargetID returns the value of the "target_id" field in the mutation.
+func (m *AuditEventMutation) TargetID() (r string, exists bool) {
+	v := m.target_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTargetID returns the old "target_id" field's value of the AuditEvent entity.
+// If the AuditEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AuditEventMutation) OldTargetID(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTargetID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTargetID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTargetID: %w", err)
+	}
+	return oldValue.TargetID, nil
+}
+
+// ClearTargetID clears the value of the "target_id" field.
+func (m *AuditEventMutation) ClearTargetID() {
+	m.target_id = nil
+	m.clearedFields[auditevent.FieldTargetID] = struct{}{}
+}
+
+// TargetIDCleared returns if the "target_id" field was cleared in this mutation.
+func (m *AuditEventMutation) TargetIDCleared() bool {
+	_, ok := m.clearedFields[auditevent.FieldTargetID]
+	return ok
+}
+
+// ResetTargetID resets all changes to the "target_id" field.
+func (m *AuditEventMutation) ResetTargetID() {
+	m.target_id = nil
+	delete(m.clearedFields, auditevent.FieldTargetID)
+}
+
+// SetOutcome sets the "outcome" field.
+func (m *AuditEventMutation) SetOutcome(a auditevent.Outcome) {
+	m.outcome = &a
+}
+
+// Outcome returns the value of the "outcome" field in the mutation.
+func (m *AuditEventMutation) Outcome() (r auditevent.Outcome, exists bool) {
+	v := m.outcome
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldOutcome returns the old "outcome" field's value of the AuditEvent entity.
+// If the AuditEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AuditEventMutation) OldOutcome(ctx context.Context) (v auditevent.Outcome, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldOutcome is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldOutcome requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldOutcome: %w", err)
+	}
+	return oldValue.Outcome, nil
+}
+
+// ResetOutcome resets all changes to the "outcome" field.
+func (m *AuditEventMutation) ResetOutcome() {
+	m.outcome = nil
+}
+
+// SetErrorCode sets the "error_code" field.
+func (m *AuditEventMutation) SetErrorCode(s string) {
+	m.error_code = &s
+}
+
+// ErrorCode returns the value of the "error_code" field in the mutation.
+func (m *AuditEventMutation) ErrorCode() (r string, exists bool) {
+	v := m.error_code
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldErrorCode returns the old "error_code" field's value of the AuditEvent entity.
+// If the AuditEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AuditEventMutation) OldErrorCode(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldErrorCode is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldErrorCode requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldErrorCode: %w", err)
+	}
+	return oldValue.ErrorCode, nil
+}
+
+// ClearErrorCode clears the value of the "error_code" field.
+func (m *AuditEventMutation) ClearErrorCode() {
+	m.error_code = nil
+	m.clearedFields[auditevent.FieldErrorCode] = struct{}{}
+}
+
+// ErrorCodeCleared returns if the "error_code" field was cleared in this mutation.
+func (m *AuditEventMutation) ErrorCodeCleared() bool {
+	_, ok := m.clearedFields[auditevent.FieldErrorCode]
+	return ok
+}
+
+// ResetErrorCode resets all changes to the "error_code" field.
+func (m *AuditEventMutation) ResetErrorCode() {
+	m.error_code = nil
+	delete(m.clearedFields, auditevent.FieldErrorCode)
+}
+
+// SetRequestID sets the "request_id" field.
+func (m *AuditEventMutation) SetRequestID(s string) {
+	m.request_id = &s
+}
+
+// RequestID returns the value of the "request_id" field in the mutation.
+func (m *AuditEventMutation) RequestID() (r string, exists bool) {
+	v := m.request_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRequestID returns the old "request_id" field's value of the AuditEvent entity.
+// If the AuditEvent object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AuditEventMutation) OldRequestID(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRequestID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRequestID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRequestID: %w", err)
+	}
+	return oldValue.RequestID, nil
+}
+
+// ClearRequestID clears the value of the "request_id" field.
+func (m *AuditEventMutation) ClearRequestID() {
+	m.request_id = nil
+	m.clearedFields[auditevent.FieldRequestID] = struct{}{}
+}
+
+// RequestIDCleared returns if the "request_id" field was cleared in this mutation.
+func (m *AuditEventMutation) RequestIDCleared() bool {
+	_, ok := m.clearedFields[auditevent.FieldRequestID]
+	return ok
+}
+
+// ResetRequestID resets all changes to the "request_id" field.
+func (m *AuditEventMutation) ResetRequestID() {
+	m.request_id = nil
+	delete(m.clearedFields, auditevent.FieldRequestID)
+}
+
+// Where appends a list predicates to the AuditEventMutation builder.
+func (m *AuditEventMutation) Where(ps ...predicate.AuditEvent) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the AuditEventMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *AuditEventMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.AuditEvent, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *AuditEventMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *AuditEventMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (AuditEvent).
+func (m *AuditEventMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *AuditEventMutation) Fields() []string {
+	fields := make([]string, 0, 9)
+	if m.time != nil {
+		fields = append(fields, auditevent.FieldTime)
+	}
+	if m.api_key_id != nil {
+		fields = append(fields, auditevent.FieldAPIKeyID)
+	}
+	if m.api_key_name != nil {
+		fields = append(fields, auditevent.FieldAPIKeyName)
+	}
+	if m._mutation != nil {
+		fields = append(fields, auditevent.FieldMutation)
+	}
+	if m.target_type != nil {
+		fields = append(fields, auditevent.FieldTargetType)
+	}
+	if m.target_id != nil {
+		fields = append(fields, auditevent.FieldTargetID)
+	}
+	if m.outcome != nil {
+		fields = append(fields, auditevent.FieldOutcome)
+	}
+	if m.error_code != nil {
+		fields = append(fields, auditevent.FieldErrorCode)
+	}
+	if m.request_id != nil {
+		fields = append(fields, auditevent.FieldRequestID)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *AuditEventMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case auditevent.FieldTime:
+		return m.Time()
+	case auditevent.FieldAPIKeyID:
+		return m.APIKeyID()
+	case auditevent.FieldAPIKeyName:
+		return m.APIKeyName()
+	case auditevent.FieldMutation:
+		return m.Mutation()
+	case auditevent.FieldTargetType:
+		return m.TargetType()
+	case auditevent.FieldTargetID:
+		return m.TargetID()
+	case auditevent.FieldOutcome:
+		return m.Outcome()
+	case auditevent.FieldErrorCode:
+		return m.ErrorCode()
+	case auditevent.FieldRequestID:
+		return m.RequestID()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *AuditEventMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case auditevent.FieldTime:
+		return m.OldTime(ctx)
+	case auditevent.FieldAPIKeyID:
+		return m.OldAPIKeyID(ctx)
+	case auditevent.FieldAPIKeyName:
+		return m.OldAPIKeyName(ctx)
+	case auditevent.FieldMutation:
+		return m.OldMutation(ctx)
+	case auditevent.FieldTargetType:
+		return m.OldTargetType(ctx)
+	case auditevent.FieldTargetID:
+		return m.OldTargetID(ctx)
+	case auditevent.FieldOutcome:
+		return m.OldOutcome(ctx)
+	case auditevent.FieldErrorCode:
+		return m.OldErrorCode(ctx)
+	case auditevent.FieldRequestID:
+		return m.OldRequestID(ctx)
+	}
+	return nil, fmt.Errorf("unknown AuditEvent field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *AuditEventMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case auditevent.FieldTime:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTime(v)
+		return nil
+	case auditevent.FieldAPIKeyID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAPIKeyID(v)
+		return nil
+	case auditevent.FieldAPIKeyName:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAPIKeyName(v)
+		return nil
+	case auditevent.FieldMutation:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetMutation(v)
+		return nil
+	case auditevent.FieldTargetType:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTargetType(v)
+		return nil
+	case auditevent.FieldTargetID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTargetID(v)
+		return nil
+	case auditevent.FieldOutcome:
+		v, ok := value.(auditevent.Outcome)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetOutcome(v)
+		return nil
+	case auditevent.FieldErrorCode:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetErrorCode(v)
+		return nil
+	case auditevent.FieldRequestID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRequestID(v)
+		return nil
+	}
+	return fmt.Errorf("unknown AuditEvent field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *AuditEventMutation) AddedFields() []string {
+	var fields []string
+	if m.addapi_key_id != nil {
+		fields = append(fields, auditevent.FieldAPIKeyID)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *AuditEventMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case auditevent.FieldAPIKeyID:
+		return m.AddedAPIKeyID()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *AuditEventMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case auditevent.FieldAPIKeyID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddAPIKeyID(v)
+		return nil
+	}
+	return fmt.Errorf("unknown AuditEvent numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *AuditEventMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(auditevent.FieldTargetType) {
+		fields = append(fields, auditevent.FieldTargetType)
+	}
+	if m.FieldCleared(auditevent.FieldTargetID) {
+		fields = append(fields, auditevent.FieldTargetID)
+	}
+	if m.FieldCleared(auditevent.FieldErrorCode) {
+		fields = append(fields, auditevent.FieldErrorCode)
+	}
+	if m.FieldCleared(auditevent.FieldRequestID) {
+		fields = append(fields, auditevent.FieldRequestID)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *AuditEventMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *AuditEventMutation) ClearField(name string) error {
+	switch name {
+	case auditevent.FieldTargetType:
+		m.ClearTargetType()
+		return nil
+	case auditevent.FieldTargetID:
+		m.ClearTargetID()
+		return nil
+	case auditevent.FieldErrorCode:
+		m.ClearErrorCode()
+		return nil
+	case auditevent.FieldRequestID:
+		m.ClearRequestID()
+		return nil
+	}
+	return fmt.Errorf("unknown AuditEvent nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *AuditEventMutation) ResetField(name string) error {
+	switch name {
+	case auditevent.FieldTime:
+		m.ResetTime()
+		return nil
+	case auditevent.FieldAPIKeyID:
+		m.ResetAPIKeyID()
+		return nil
+	case auditevent.FieldAPIKeyName:
+		m.ResetAPIKeyName()
+		return nil
+	case auditevent.FieldMutation:
+		m.ResetMutation()
+		return nil
+	case auditevent.FieldTargetType:
+		m.ResetTargetType()
+		return nil
+	case auditevent.FieldTargetID:
+		m.ResetTargetID()
+		return nil
+	case auditevent.FieldOutcome:
+		m.ResetOutcome()
+		return nil
+	case auditevent.FieldErrorCode:
+		m.ResetErrorCode()
+		return nil
+	case auditevent.FieldRequestID:
+		m.ResetRequestID()
+		return nil
+	}
+	return fmt.Errorf("unknown AuditEvent field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *AuditEventMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *AuditEventMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *AuditEventMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *AuditEventMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *AuditEventMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *AuditEventMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *AuditEventMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown AuditEvent unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *AuditEventMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown AuditEvent edge %s", name)
 }
 
 // AuthCodeMutation represents an operation that mutates the AuthCode nodes in the graph.
@@ -8824,6 +9753,7 @@ type UserMutation struct {
 	appendroles         []string
 	status              *int
 	addstatus           *int
+	tokens_revoked_at   *time.Time
 	create_time         *time.Time
 	clearedFields       map[string]struct{}
 	auth_codes          map[int]struct{}
@@ -9128,6 +10058,55 @@ func (m *UserMutation) ResetStatus() {
 	m.addstatus = nil
 }
 
+// SetTokensRevokedAt sets the "tokens_revoked_at" field.
+func (m *UserMutation) SetTokensRevokedAt(t time.Time) {
+	m.tokens_revoked_at = &t
+}
+
+// TokensRevokedAt returns the value of the "tokens_revoked_at" field in the mutation.
+func (m *UserMutation) TokensRevokedAt() (r time.Time, exists bool) {
+	v := m.tokens_revoked_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTokensRevokedAt returns the old "tokens_revoked_at" field's value of the User entity.
+// If the User object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UserMutation) OldTokensRevokedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTokensRevokedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTokensRevokedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTokensRevokedAt: %w", err)
+	}
+	return oldValue.TokensRevokedAt, nil
+}
+
+// ClearTokensRevokedAt clears the value of the "tokens_revoked_at" field.
+func (m *UserMutation) ClearTokensRevokedAt() {
+	m.tokens_revoked_at = nil
+	m.clearedFields[user.FieldTokensRevokedAt] = struct{}{}
+}
+
+// TokensRevokedAtCleared returns if the "tokens_revoked_at" field was cleared in this mutation.
+func (m *UserMutation) TokensRevokedAtCleared() bool {
+	_, ok := m.clearedFields[user.FieldTokensRevokedAt]
+	return ok
+}
+
+// ResetTokensRevokedAt resets all changes to the "tokens_revoked_at" field.
+func (m *UserMutation) ResetTokensRevokedAt() {
+	m.tokens_revoked_at = nil
+	delete(m.clearedFields, user.FieldTokensRevokedAt)
+}
+
 // SetCreateTime sets the "create_time" field.
 func (m *UserMutation) SetCreateTime(t time.Time) {
 	m.create_time = &t
@@ -9306,7 +10285,7 @@ func (m *UserMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *UserMutation) Fields() []string {
-	fields := make([]string, 0, 5)
+	fields := make([]string, 0, 6)
 	if m.username != nil {
 		fields = append(fields, user.FieldUsername)
 	}
@@ -9318,6 +10297,9 @@ func (m *UserMutation) Fields() []string {
 	}
 	if m.status != nil {
 		fields = append(fields, user.FieldStatus)
+	}
+	if m.tokens_revoked_at != nil {
+		fields = append(fields, user.FieldTokensRevokedAt)
 	}
 	if m.create_time != nil {
 		fields = append(fields, user.FieldCreateTime)
@@ -9338,6 +10320,8 @@ func (m *UserMutation) Field(name string) (ent.Value, bool) {
 		return m.Roles()
 	case user.FieldStatus:
 		return m.Status()
+	case user.FieldTokensRevokedAt:
+		return m.TokensRevokedAt()
 	case user.FieldCreateTime:
 		return m.CreateTime()
 	}
@@ -9357,6 +10341,8 @@ func (m *UserMutation) OldField(ctx context.Context, name string) (ent.Value, er
 		return m.OldRoles(ctx)
 	case user.FieldStatus:
 		return m.OldStatus(ctx)
+	case user.FieldTokensRevokedAt:
+		return m.OldTokensRevokedAt(ctx)
 	case user.FieldCreateTime:
 		return m.OldCreateTime(ctx)
 	}
@@ -9395,6 +10381,13 @@ func (m *UserMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetStatus(v)
+		return nil
+	case user.FieldTokensRevokedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTokensRevokedAt(v)
 		return nil
 	case user.FieldCreateTime:
 		v, ok := value.(time.Time)
@@ -9451,6 +10444,9 @@ func (m *UserMutation) ClearedFields() []string {
 	if m.FieldCleared(user.FieldRoles) {
 		fields = append(fields, user.FieldRoles)
 	}
+	if m.FieldCleared(user.FieldTokensRevokedAt) {
+		fields = append(fields, user.FieldTokensRevokedAt)
+	}
 	return fields
 }
 
@@ -9467,6 +10463,9 @@ func (m *UserMutation) ClearField(name string) error {
 	switch name {
 	case user.FieldRoles:
 		m.ClearRoles()
+		return nil
+	case user.FieldTokensRevokedAt:
+		m.ClearTokensRevokedAt()
 		return nil
 	}
 	return fmt.Errorf("unknown User nullable field %s", name)
@@ -9487,6 +10486,9 @@ func (m *UserMutation) ResetField(name string) error {
 		return nil
 	case user.FieldStatus:
 		m.ResetStatus()
+		return nil
+	case user.FieldTokensRevokedAt:
+		m.ResetTokensRevokedAt()
 		return nil
 	case user.FieldCreateTime:
 		m.ResetCreateTime()
@@ -9608,32 +10610,34 @@ func (m *UserMutation) ResetEdge(name string) error {
 // WebhookDeliveryMutation represents an operation that mutates the WebhookDelivery nodes in the graph.
 type WebhookDeliveryMutation struct {
 	config
-	op              Op
-	typ             string
-	id              *int
-	event_id        *string
-	event_type      *string
-	biz_data        *string
-	callback_url    *string
-	status          *webhookdelivery.Status
-	retry_count     *int
-	addretry_count  *int
-	max_retry       *int
-	addmax_retry    *int
-	next_attempt_at *time.Time
-	lease_until     *time.Time
-	last_error      *string
-	create_time     *time.Time
-	update_time     *time.Time
-	clearedFields   map[string]struct{}
-	app             *int
-	clearedapp      bool
-	attempts        map[int]struct{}
-	removedattempts map[int]struct{}
-	clearedattempts bool
-	done            bool
-	oldValue        func(context.Context) (*WebhookDelivery, error)
-	predicates      []predicate.WebhookDelivery
+	op               Op
+	typ              string
+	id               *int
+	event_id         *string
+	event_type       *string
+	biz_data         *string
+	callback_url     *string
+	status           *webhookdelivery.Status
+	retry_count      *int
+	addretry_count   *int
+	attempt_count    *int
+	addattempt_count *int
+	max_retry        *int
+	addmax_retry     *int
+	next_attempt_at  *time.Time
+	lease_until      *time.Time
+	last_error       *string
+	create_time      *time.Time
+	update_time      *time.Time
+	clearedFields    map[string]struct{}
+	app              *int
+	clearedapp       bool
+	attempts         map[int]struct{}
+	removedattempts  map[int]struct{}
+	clearedattempts  bool
+	done             bool
+	oldValue         func(context.Context) (*WebhookDelivery, error)
+	predicates       []predicate.WebhookDelivery
 }
 
 var _ ent.Mutation = (*WebhookDeliveryMutation)(nil)
@@ -10004,6 +11008,62 @@ func (m *WebhookDeliveryMutation) AddedRetryCount() (r int, exists bool) {
 func (m *WebhookDeliveryMutation) ResetRetryCount() {
 	m.retry_count = nil
 	m.addretry_count = nil
+}
+
+// SetAttemptCount sets the "attempt_count" field.
+func (m *WebhookDeliveryMutation) SetAttemptCount(i int) {
+	m.attempt_count = &i
+	m.addattempt_count = nil
+}
+
+// AttemptCount returns the value of the "attempt_count" field in the mutation.
+func (m *WebhookDeliveryMutation) AttemptCount() (r int, exists bool) {
+	v := m.attempt_count
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAttemptCount returns the old "attempt_count" field's value of the WebhookDelivery entity.
+// If the WebhookDelivery object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *WebhookDeliveryMutation) OldAttemptCount(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAttemptCount is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAttemptCount requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAttemptCount: %w", err)
+	}
+	return oldValue.AttemptCount, nil
+}
+
+// AddAttemptCount adds i to the "attempt_count" field.
+func (m *WebhookDeliveryMutation) AddAttemptCount(i int) {
+	if m.addattempt_count != nil {
+		*m.addattempt_count += i
+	} else {
+		m.addattempt_count = &i
+	}
+}
+
+// AddedAttemptCount returns the value that was added to the "attempt_count" field in this mutation.
+func (m *WebhookDeliveryMutation) AddedAttemptCount() (r int, exists bool) {
+	v := m.addattempt_count
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetAttemptCount resets all changes to the "attempt_count" field.
+func (m *WebhookDeliveryMutation) ResetAttemptCount() {
+	m.attempt_count = nil
+	m.addattempt_count = nil
 }
 
 // SetMaxRetry sets the "max_retry" field.
@@ -10383,7 +11443,7 @@ func (m *WebhookDeliveryMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *WebhookDeliveryMutation) Fields() []string {
-	fields := make([]string, 0, 13)
+	fields := make([]string, 0, 14)
 	if m.app != nil {
 		fields = append(fields, webhookdelivery.FieldAppID)
 	}
@@ -10404,6 +11464,9 @@ func (m *WebhookDeliveryMutation) Fields() []string {
 	}
 	if m.retry_count != nil {
 		fields = append(fields, webhookdelivery.FieldRetryCount)
+	}
+	if m.attempt_count != nil {
+		fields = append(fields, webhookdelivery.FieldAttemptCount)
 	}
 	if m.max_retry != nil {
 		fields = append(fields, webhookdelivery.FieldMaxRetry)
@@ -10445,6 +11508,8 @@ func (m *WebhookDeliveryMutation) Field(name string) (ent.Value, bool) {
 		return m.Status()
 	case webhookdelivery.FieldRetryCount:
 		return m.RetryCount()
+	case webhookdelivery.FieldAttemptCount:
+		return m.AttemptCount()
 	case webhookdelivery.FieldMaxRetry:
 		return m.MaxRetry()
 	case webhookdelivery.FieldNextAttemptAt:
@@ -10480,6 +11545,8 @@ func (m *WebhookDeliveryMutation) OldField(ctx context.Context, name string) (en
 		return m.OldStatus(ctx)
 	case webhookdelivery.FieldRetryCount:
 		return m.OldRetryCount(ctx)
+	case webhookdelivery.FieldAttemptCount:
+		return m.OldAttemptCount(ctx)
 	case webhookdelivery.FieldMaxRetry:
 		return m.OldMaxRetry(ctx)
 	case webhookdelivery.FieldNextAttemptAt:
@@ -10550,6 +11617,13 @@ func (m *WebhookDeliveryMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetRetryCount(v)
 		return nil
+	case webhookdelivery.FieldAttemptCount:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAttemptCount(v)
+		return nil
 	case webhookdelivery.FieldMaxRetry:
 		v, ok := value.(int)
 		if !ok {
@@ -10603,6 +11677,9 @@ func (m *WebhookDeliveryMutation) AddedFields() []string {
 	if m.addretry_count != nil {
 		fields = append(fields, webhookdelivery.FieldRetryCount)
 	}
+	if m.addattempt_count != nil {
+		fields = append(fields, webhookdelivery.FieldAttemptCount)
+	}
 	if m.addmax_retry != nil {
 		fields = append(fields, webhookdelivery.FieldMaxRetry)
 	}
@@ -10616,6 +11693,8 @@ func (m *WebhookDeliveryMutation) AddedField(name string) (ent.Value, bool) {
 	switch name {
 	case webhookdelivery.FieldRetryCount:
 		return m.AddedRetryCount()
+	case webhookdelivery.FieldAttemptCount:
+		return m.AddedAttemptCount()
 	case webhookdelivery.FieldMaxRetry:
 		return m.AddedMaxRetry()
 	}
@@ -10633,6 +11712,13 @@ func (m *WebhookDeliveryMutation) AddField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.AddRetryCount(v)
+		return nil
+	case webhookdelivery.FieldAttemptCount:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddAttemptCount(v)
 		return nil
 	case webhookdelivery.FieldMaxRetry:
 		v, ok := value.(int)
@@ -10703,6 +11789,9 @@ func (m *WebhookDeliveryMutation) ResetField(name string) error {
 		return nil
 	case webhookdelivery.FieldRetryCount:
 		m.ResetRetryCount()
+		return nil
+	case webhookdelivery.FieldAttemptCount:
+		m.ResetAttemptCount()
 		return nil
 	case webhookdelivery.FieldMaxRetry:
 		m.ResetMaxRetry()

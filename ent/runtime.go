@@ -5,6 +5,7 @@ package ent
 import (
 	"gatehouse/ent/apikey"
 	"gatehouse/ent/apiusage"
+	"gatehouse/ent/auditevent"
 	"gatehouse/ent/authcode"
 	"gatehouse/ent/deliveryattempt"
 	"gatehouse/ent/idempotencyrecord"
@@ -54,13 +55,13 @@ func init() {
 	// apikey.StatusValidator is a validator for the "status" field. It is called by the builders before save.
 	apikey.StatusValidator = apikeyDescStatus.Validators[0].(func(int) error)
 	// apikeyDescUsageCount is the schema descriptor for usage_count field.
-	apikeyDescUsageCount := apikeyFields[4].Descriptor()
+	apikeyDescUsageCount := apikeyFields[5].Descriptor()
 	// apikey.DefaultUsageCount holds the default value on creation for the usage_count field.
 	apikey.DefaultUsageCount = apikeyDescUsageCount.Default.(int64)
 	// apikey.UsageCountValidator is a validator for the "usage_count" field. It is called by the builders before save.
 	apikey.UsageCountValidator = apikeyDescUsageCount.Validators[0].(func(int64) error)
 	// apikeyDescCreateTime is the schema descriptor for create_time field.
-	apikeyDescCreateTime := apikeyFields[6].Descriptor()
+	apikeyDescCreateTime := apikeyFields[7].Descriptor()
 	// apikey.DefaultCreateTime holds the default value on creation for the create_time field.
 	apikey.DefaultCreateTime = apikeyDescCreateTime.Default.(func() time.Time)
 	apiusageFields := schema.APIUsage{}.Fields()
@@ -79,6 +80,50 @@ func init() {
 	apiusage.DefaultCount = apiusageDescCount.Default.(int64)
 	// apiusage.CountValidator is a validator for the "count" field. It is called by the builders before save.
 	apiusage.CountValidator = apiusageDescCount.Validators[0].(func(int64) error)
+	auditeventFields := schema.AuditEvent{}.Fields()
+	_ = auditeventFields
+	// auditeventDescTime is the schema descriptor for time field.
+	auditeventDescTime := auditeventFields[0].Descriptor()
+	// auditevent.DefaultTime holds the default value on creation for the time field.
+	auditevent.DefaultTime = auditeventDescTime.Default.(func() time.Time)
+	// auditeventDescAPIKeyName is the schema descriptor for api_key_name field.
+	auditeventDescAPIKeyName := auditeventFields[2].Descriptor()
+	// auditevent.APIKeyNameValidator is a validator for the "api_key_name" field. It is called by the builders before save.
+	auditevent.APIKeyNameValidator = auditeventDescAPIKeyName.Validators[0].(func(string) error)
+	// auditeventDescMutation is the schema descriptor for mutation field.
+	auditeventDescMutation := auditeventFields[3].Descriptor()
+	// auditevent.MutationValidator is a validator for the "mutation" field. It is called by the builders before save.
+	auditevent.MutationValidator = func() func(string) error {
+		validators := auditeventDescMutation.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(_mutation string) error {
+			for _, fn := range fns {
+				if err := fn(_mutation); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// auditeventDescTargetType is the schema descriptor for target_type field.
+	auditeventDescTargetType := auditeventFields[4].Descriptor()
+	// auditevent.TargetTypeValidator is a validator for the "target_type" field. It is called by the builders before save.
+	auditevent.TargetTypeValidator = auditeventDescTargetType.Validators[0].(func(string) error)
+	// auditeventDescTargetID is the schema descriptor for target_id field.
+	auditeventDescTargetID := auditeventFields[5].Descriptor()
+	// auditevent.TargetIDValidator is a validator for the "target_id" field. It is called by the builders before save.
+	auditevent.TargetIDValidator = auditeventDescTargetID.Validators[0].(func(string) error)
+	// auditeventDescErrorCode is the schema descriptor for error_code field.
+	auditeventDescErrorCode := auditeventFields[7].Descriptor()
+	// auditevent.ErrorCodeValidator is a validator for the "error_code" field. It is called by the builders before save.
+	auditevent.ErrorCodeValidator = auditeventDescErrorCode.Validators[0].(func(string) error)
+	// auditeventDescRequestID is the schema descriptor for request_id field.
+	auditeventDescRequestID := auditeventFields[8].Descriptor()
+	// auditevent.RequestIDValidator is a validator for the "request_id" field. It is called by the builders before save.
+	auditevent.RequestIDValidator = auditeventDescRequestID.Validators[0].(func(string) error)
 	authcodeFields := schema.AuthCode{}.Fields()
 	_ = authcodeFields
 	// authcodeDescScope is the schema descriptor for scope field.
@@ -370,7 +415,7 @@ func init() {
 	// user.StatusValidator is a validator for the "status" field. It is called by the builders before save.
 	user.StatusValidator = userDescStatus.Validators[0].(func(int) error)
 	// userDescCreateTime is the schema descriptor for create_time field.
-	userDescCreateTime := userFields[4].Descriptor()
+	userDescCreateTime := userFields[5].Descriptor()
 	// user.DefaultCreateTime holds the default value on creation for the create_time field.
 	user.DefaultCreateTime = userDescCreateTime.Default.(func() time.Time)
 	webhookdeliveryFields := schema.WebhookDelivery{}.Fields()
@@ -421,22 +466,28 @@ func init() {
 	webhookdelivery.DefaultRetryCount = webhookdeliveryDescRetryCount.Default.(int)
 	// webhookdelivery.RetryCountValidator is a validator for the "retry_count" field. It is called by the builders before save.
 	webhookdelivery.RetryCountValidator = webhookdeliveryDescRetryCount.Validators[0].(func(int) error)
+	// webhookdeliveryDescAttemptCount is the schema descriptor for attempt_count field.
+	webhookdeliveryDescAttemptCount := webhookdeliveryFields[7].Descriptor()
+	// webhookdelivery.DefaultAttemptCount holds the default value on creation for the attempt_count field.
+	webhookdelivery.DefaultAttemptCount = webhookdeliveryDescAttemptCount.Default.(int)
+	// webhookdelivery.AttemptCountValidator is a validator for the "attempt_count" field. It is called by the builders before save.
+	webhookdelivery.AttemptCountValidator = webhookdeliveryDescAttemptCount.Validators[0].(func(int) error)
 	// webhookdeliveryDescMaxRetry is the schema descriptor for max_retry field.
-	webhookdeliveryDescMaxRetry := webhookdeliveryFields[7].Descriptor()
+	webhookdeliveryDescMaxRetry := webhookdeliveryFields[8].Descriptor()
 	// webhookdelivery.DefaultMaxRetry holds the default value on creation for the max_retry field.
 	webhookdelivery.DefaultMaxRetry = webhookdeliveryDescMaxRetry.Default.(int)
 	// webhookdelivery.MaxRetryValidator is a validator for the "max_retry" field. It is called by the builders before save.
 	webhookdelivery.MaxRetryValidator = webhookdeliveryDescMaxRetry.Validators[0].(func(int) error)
 	// webhookdeliveryDescNextAttemptAt is the schema descriptor for next_attempt_at field.
-	webhookdeliveryDescNextAttemptAt := webhookdeliveryFields[8].Descriptor()
+	webhookdeliveryDescNextAttemptAt := webhookdeliveryFields[9].Descriptor()
 	// webhookdelivery.DefaultNextAttemptAt holds the default value on creation for the next_attempt_at field.
 	webhookdelivery.DefaultNextAttemptAt = webhookdeliveryDescNextAttemptAt.Default.(func() time.Time)
 	// webhookdeliveryDescCreateTime is the schema descriptor for create_time field.
-	webhookdeliveryDescCreateTime := webhookdeliveryFields[11].Descriptor()
+	webhookdeliveryDescCreateTime := webhookdeliveryFields[12].Descriptor()
 	// webhookdelivery.DefaultCreateTime holds the default value on creation for the create_time field.
 	webhookdelivery.DefaultCreateTime = webhookdeliveryDescCreateTime.Default.(func() time.Time)
 	// webhookdeliveryDescUpdateTime is the schema descriptor for update_time field.
-	webhookdeliveryDescUpdateTime := webhookdeliveryFields[12].Descriptor()
+	webhookdeliveryDescUpdateTime := webhookdeliveryFields[13].Descriptor()
 	// webhookdelivery.DefaultUpdateTime holds the default value on creation for the update_time field.
 	webhookdelivery.DefaultUpdateTime = webhookdeliveryDescUpdateTime.Default.(func() time.Time)
 	// webhookdelivery.UpdateDefaultUpdateTime holds the default value on update for the update_time field.

@@ -18,6 +18,8 @@ type Tx struct {
 	APIKey *APIKeyClient
 	// APIUsage is the client for interacting with the APIUsage builders.
 	APIUsage *APIUsageClient
+	// AuditEvent is the client for interacting with the AuditEvent builders.
+	AuditEvent *AuditEventClient
 	// AuthCode is the client for interacting with the AuthCode builders.
 	AuthCode *AuthCodeClient
 	// DeliveryAttempt is the client for interacting with the DeliveryAttempt builders.
@@ -171,6 +173,7 @@ func (tx *Tx) Client() *Client {
 func (tx *Tx) init() {
 	tx.APIKey = NewAPIKeyClient(tx.config)
 	tx.APIUsage = NewAPIUsageClient(tx.config)
+	tx.AuditEvent = NewAuditEventClient(tx.config)
 	tx.AuthCode = NewAuthCodeClient(tx.config)
 	tx.DeliveryAttempt = NewDeliveryAttemptClient(tx.config)
 	tx.IdempotencyRecord = NewIdempotencyRecordClient(tx.config)

@@ -26,6 +26,8 @@ type User struct {
 	Roles []string `json:"roles,omitempty"`
 	// Status holds the value of the "status" field.
 	Status int `json:"status,omitempty"`
+	// TokensRevokedAt holds the value of the "tokens_revoked_at" field.
+	TokensRevokedAt *time.Time `json:"tokens_revoked_at,omitempty"`
 	// CreateTime holds the value of the "create_time" field.
 	CreateTime time.Time `json:"create_time,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
@@ -77,7 +79,7 @@ func (*User) scanValues(columns []string) ([]any, error) {
 			values[i] = new(sql.NullInt64)
 		case user.FieldUsername, user.FieldPasswordHash:
 			values[i] = new(sql.NullString)
-		case user.FieldCreateTime:
+		case user.FieldTokensRevokedAt, user.FieldCreateTime:
 			values[i] = new(sql.NullTime)
 		default:
 			values[i] = new(sql.UnknownType)
@@ -125,6 +127,13 @@ func (_m *User) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field status", values[i])
 			} else if value.Valid {
 				_m.Status = int(value.Int64)
+			}
+		case user.FieldTokensRevokedAt:
+			if value, ok := values[i].(*sql.NullTime); !ok {
+				return fmt.Errorf("unexpected type %T for field tokens_revoked_at", values[i])
+			} else if value.Valid {
+				_m.TokensRevokedAt = new(time.Time)
+				*_m.TokensRevokedAt = value.Time
 			}
 		case user.FieldCreateTime:
 			if value, ok := values[i].(*sql.NullTime); !ok {
@@ -188,6 +197,11 @@ func (_m *User) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("status=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Status))
+	builder.WriteString(", ")
+	if v := _m.TokensRevokedAt; v != nil {
+		builder.WriteString("tokens_revoked_at=")
+		builder.WriteString(v.Format(time.ANSIC))
+	}
 	builder.WriteString(", ")
 	builder.WriteString("create_time=")
 	builder.WriteString(_m.CreateTime.Format(time.ANSIC))

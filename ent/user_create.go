@@ -56,6 +56,20 @@ func (_c *UserCreate) SetNillableStatus(v *int) *UserCreate {
 	return _c
 }
 
+// SetTokensRevokedAt sets the "tokens_revoked_at" field.
+func (_c *UserCreate) SetTokensRevokedAt(v time.Time) *UserCreate {
+	_c.mutation.SetTokensRevokedAt(v)
+	return _c
+}
+
+// SetNillableTokensRevokedAt sets the "tokens_revoked_at" field if the given value is not nil.
+func (_c *UserCreate) SetNillableTokensRevokedAt(v *time.Time) *UserCreate {
+	if v != nil {
+		_c.SetTokensRevokedAt(*v)
+	}
+	return _c
+}
+
 // SetCreateTime sets the "create_time" field.
 func (_c *UserCreate) SetCreateTime(v time.Time) *UserCreate {
 	_c.mutation.SetCreateTime(v)
@@ -212,6 +226,10 @@ func (_c *UserCreate) createSpec() (*User, *sqlgraph.CreateSpec) {
 		_spec.SetField(user.FieldStatus, field.TypeInt, value)
 		_node.Status = value
 	}
+	if value, ok := _c.mutation.TokensRevokedAt(); ok {
+		_spec.SetField(user.FieldTokensRevokedAt, field.TypeTime, value)
+		_node.TokensRevokedAt = &value
+	}
 	if value, ok := _c.mutation.CreateTime(); ok {
 		_spec.SetField(user.FieldCreateTime, field.TypeTime, value)
 		_node.CreateTime = value
@@ -360,6 +378,24 @@ func (u *UserUpsert) AddStatus(v int) *UserUpsert {
 	return u
 }
 
+// SetTokensRevokedAt sets the "tokens_revoked_at" field.
+func (u *UserUpsert) SetTokensRevokedAt(v time.Time) *UserUpsert {
+	u.Set(user.FieldTokensRevokedAt, v)
+	return u
+}
+
+// UpdateTokensRevokedAt sets the "tokens_revoked_at" field to the value that was provided on create.
+func (u *UserUpsert) UpdateTokensRevokedAt() *UserUpsert {
+	u.SetExcluded(user.FieldTokensRevokedAt)
+	return u
+}
+
+// ClearTokensRevokedAt clears the value of the "tokens_revoked_at" field.
+func (u *UserUpsert) ClearTokensRevokedAt() *UserUpsert {
+	u.SetNull(user.FieldTokensRevokedAt)
+	return u
+}
+
 // UpdateNewValues updates the mutable fields using the new values that were set on create.
 // Using this option is equivalent to using:
 //
@@ -472,6 +508,27 @@ func (u *UserUpsertOne) AddStatus(v int) *UserUpsertOne {
 func (u *UserUpsertOne) UpdateStatus() *UserUpsertOne {
 	return u.Update(func(s *UserUpsert) {
 		s.UpdateStatus()
+	})
+}
+
+// SetTokensRevokedAt sets the "tokens_revoked_at" field.
+func (u *UserUpsertOne) SetTokensRevokedAt(v time.Time) *UserUpsertOne {
+	return u.Update(func(s *UserUpsert) {
+		s.SetTokensRevokedAt(v)
+	})
+}
+
+// UpdateTokensRevokedAt sets the "tokens_revoked_at" field to the value that was provided on create.
+func (u *UserUpsertOne) UpdateTokensRevokedAt() *UserUpsertOne {
+	return u.Update(func(s *UserUpsert) {
+		s.UpdateTokensRevokedAt()
+	})
+}
+
+// ClearTokensRevokedAt clears the value of the "tokens_revoked_at" field.
+func (u *UserUpsertOne) ClearTokensRevokedAt() *UserUpsertOne {
+	return u.Update(func(s *UserUpsert) {
+		s.ClearTokensRevokedAt()
 	})
 }
 
@@ -753,6 +810,27 @@ func (u *UserUpsertBulk) AddStatus(v int) *UserUpsertBulk {
 func (u *UserUpsertBulk) UpdateStatus() *UserUpsertBulk {
 	return u.Update(func(s *UserUpsert) {
 		s.UpdateStatus()
+	})
+}
+
+// SetTokensRevokedAt sets the "tokens_revoked_at" field.
+func (u *UserUpsertBulk) SetTokensRevokedAt(v time.Time) *UserUpsertBulk {
+	return u.Update(func(s *UserUpsert) {
+		s.SetTokensRevokedAt(v)
+	})
+}
+
+// UpdateTokensRevokedAt sets the "tokens_revoked_at" field to the value that was provided on create.
+func (u *UserUpsertBulk) UpdateTokensRevokedAt() *UserUpsertBulk {
+	return u.Update(func(s *UserUpsert) {
+		s.UpdateTokensRevokedAt()
+	})
+}
+
+// ClearTokensRevokedAt clears the value of the "tokens_revoked_at" field.
+func (u *UserUpsertBulk) ClearTokensRevokedAt() *UserUpsertBulk {
+	return u.Update(func(s *UserUpsert) {
+		s.ClearTokensRevokedAt()
 	})
 }
 

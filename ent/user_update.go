@@ -10,6 +10,7 @@ import (
 	"gatehouse/ent/oauthtoken"
 	"gatehouse/ent/predicate"
 	"gatehouse/ent/user"
+	"time"
 
 	"entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/sqlgraph"
@@ -95,6 +96,26 @@ func (_u *UserUpdate) SetNillableStatus(v *int) *UserUpdate {
 // AddStatus adds value to the "status" field.
 func (_u *UserUpdate) AddStatus(v int) *UserUpdate {
 	_u.mutation.AddStatus(v)
+	return _u
+}
+
+// SetTokensRevokedAt sets the "tokens_revoked_at" field.
+func (_u *UserUpdate) SetTokensRevokedAt(v time.Time) *UserUpdate {
+	_u.mutation.SetTokensRevokedAt(v)
+	return _u
+}
+
+// SetNillableTokensRevokedAt sets the "tokens_revoked_at" field if the given value is not nil.
+func (_u *UserUpdate) SetNillableTokensRevokedAt(v *time.Time) *UserUpdate {
+	if v != nil {
+		_u.SetTokensRevokedAt(*v)
+	}
+	return _u
+}
+
+// ClearTokensRevokedAt clears the value of the "tokens_revoked_at" field.
+func (_u *UserUpdate) ClearTokensRevokedAt() *UserUpdate {
+	_u.mutation.ClearTokensRevokedAt()
 	return _u
 }
 
@@ -257,6 +278,12 @@ func (_u *UserUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if value, ok := _u.mutation.AddedStatus(); ok {
 		_spec.AddField(user.FieldStatus, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.TokensRevokedAt(); ok {
+		_spec.SetField(user.FieldTokensRevokedAt, field.TypeTime, value)
+	}
+	if _u.mutation.TokensRevokedAtCleared() {
+		_spec.ClearField(user.FieldTokensRevokedAt, field.TypeTime)
 	}
 	if _u.mutation.AuthCodesCleared() {
 		edge := &sqlgraph.EdgeSpec{
@@ -434,6 +461,26 @@ func (_u *UserUpdateOne) SetNillableStatus(v *int) *UserUpdateOne {
 // AddStatus adds value to the "status" field.
 func (_u *UserUpdateOne) AddStatus(v int) *UserUpdateOne {
 	_u.mutation.AddStatus(v)
+	return _u
+}
+
+// SetTokensRevokedAt sets the "tokens_revoked_at" field.
+func (_u *UserUpdateOne) SetTokensRevokedAt(v time.Time) *UserUpdateOne {
+	_u.mutation.SetTokensRevokedAt(v)
+	return _u
+}
+
+// SetNillableTokensRevokedAt sets the "tokens_revoked_at" field if the given value is not nil.
+func (_u *UserUpdateOne) SetNillableTokensRevokedAt(v *time.Time) *UserUpdateOne {
+	if v != nil {
+		_u.SetTokensRevokedAt(*v)
+	}
+	return _u
+}
+
+// ClearTokensRevokedAt clears the value of the "tokens_revoked_at" field.
+func (_u *UserUpdateOne) ClearTokensRevokedAt() *UserUpdateOne {
+	_u.mutation.ClearTokensRevokedAt()
 	return _u
 }
 
@@ -626,6 +673,12 @@ func (_u *UserUpdateOne) sqlSave(ctx context.Context) (_node *User, err error) {
 	}
 	if value, ok := _u.mutation.AddedStatus(); ok {
 		_spec.AddField(user.FieldStatus, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.TokensRevokedAt(); ok {
+		_spec.SetField(user.FieldTokensRevokedAt, field.TypeTime, value)
+	}
+	if _u.mutation.TokensRevokedAtCleared() {
+		_spec.ClearField(user.FieldTokensRevokedAt, field.TypeTime)
 	}
 	if _u.mutation.AuthCodesCleared() {
 		edge := &sqlgraph.EdgeSpec{

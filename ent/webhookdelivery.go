@@ -32,6 +32,8 @@ type WebhookDelivery struct {
 	Status webhookdelivery.Status `json:"status,omitempty"`
 	// RetryCount holds the value of the "retry_count" field.
 	RetryCount int `json:"retry_count,omitempty"`
+	// AttemptCount holds the value of the "attempt_count" field.
+	AttemptCount int `json:"attempt_count,omitempty"`
 	// MaxRetry holds the value of the "max_retry" field.
 	MaxRetry int `json:"max_retry,omitempty"`
 	// NextAttemptAt holds the value of the "next_attempt_at" field.
@@ -90,7 +92,7 @@ func (*WebhookDelivery) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case webhookdelivery.FieldID, webhookdelivery.FieldAppID, webhookdelivery.FieldRetryCount, webhookdelivery.FieldMaxRetry:
+		case webhookdelivery.FieldID, webhookdelivery.FieldAppID, webhookdelivery.FieldRetryCount, webhookdelivery.FieldAttemptCount, webhookdelivery.FieldMaxRetry:
 			values[i] = new(sql.NullInt64)
 		case webhookdelivery.FieldEventID, webhookdelivery.FieldEventType, webhookdelivery.FieldBizData, webhookdelivery.FieldCallbackURL, webhookdelivery.FieldStatus, webhookdelivery.FieldLastError:
 			values[i] = new(sql.NullString)
@@ -158,6 +160,12 @@ func (_m *WebhookDelivery) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field retry_count", values[i])
 			} else if value.Valid {
 				_m.RetryCount = int(value.Int64)
+			}
+		case webhookdelivery.FieldAttemptCount:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field attempt_count", values[i])
+			} else if value.Valid {
+				_m.AttemptCount = int(value.Int64)
 			}
 		case webhookdelivery.FieldMaxRetry:
 			if value, ok := values[i].(*sql.NullInt64); !ok {
@@ -262,6 +270,9 @@ func (_m *WebhookDelivery) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("retry_count=")
 	builder.WriteString(fmt.Sprintf("%v", _m.RetryCount))
+	builder.WriteString(", ")
+	builder.WriteString("attempt_count=")
+	builder.WriteString(fmt.Sprintf("%v", _m.AttemptCount))
 	builder.WriteString(", ")
 	builder.WriteString("max_retry=")
 	builder.WriteString(fmt.Sprintf("%v", _m.MaxRetry))

@@ -82,6 +82,20 @@ func (_c *WebhookDeliveryCreate) SetNillableRetryCount(v *int) *WebhookDeliveryC
 	return _c
 }
 
+// SetAttemptCount sets the "attempt_count" field.
+func (_c *WebhookDeliveryCreate) SetAttemptCount(v int) *WebhookDeliveryCreate {
+	_c.mutation.SetAttemptCount(v)
+	return _c
+}
+
+// SetNillableAttemptCount sets the "attempt_count" field if the given value is not nil.
+func (_c *WebhookDeliveryCreate) SetNillableAttemptCount(v *int) *WebhookDeliveryCreate {
+	if v != nil {
+		_c.SetAttemptCount(*v)
+	}
+	return _c
+}
+
 // SetMaxRetry sets the "max_retry" field.
 func (_c *WebhookDeliveryCreate) SetMaxRetry(v int) *WebhookDeliveryCreate {
 	_c.mutation.SetMaxRetry(v)
@@ -229,6 +243,10 @@ func (_c *WebhookDeliveryCreate) defaults() {
 		v := webhookdelivery.DefaultRetryCount
 		_c.mutation.SetRetryCount(v)
 	}
+	if _, ok := _c.mutation.AttemptCount(); !ok {
+		v := webhookdelivery.DefaultAttemptCount
+		_c.mutation.SetAttemptCount(v)
+	}
 	if _, ok := _c.mutation.MaxRetry(); !ok {
 		v := webhookdelivery.DefaultMaxRetry
 		_c.mutation.SetMaxRetry(v)
@@ -293,6 +311,14 @@ func (_c *WebhookDeliveryCreate) check() error {
 	if v, ok := _c.mutation.RetryCount(); ok {
 		if err := webhookdelivery.RetryCountValidator(v); err != nil {
 			return &ValidationError{Name: "retry_count", err: fmt.Errorf(`ent: validator failed for field "WebhookDelivery.retry_count": %w`, err)}
+		}
+	}
+	if _, ok := _c.mutation.AttemptCount(); !ok {
+		return &ValidationError{Name: "attempt_count", err: errors.New(`ent: missing required field "WebhookDelivery.attempt_count"`)}
+	}
+	if v, ok := _c.mutation.AttemptCount(); ok {
+		if err := webhookdelivery.AttemptCountValidator(v); err != nil {
+			return &ValidationError{Name: "attempt_count", err: fmt.Errorf(`ent: validator failed for field "WebhookDelivery.attempt_count": %w`, err)}
 		}
 	}
 	if _, ok := _c.mutation.MaxRetry(); !ok {
@@ -365,6 +391,10 @@ func (_c *WebhookDeliveryCreate) createSpec() (*WebhookDelivery, *sqlgraph.Creat
 	if value, ok := _c.mutation.RetryCount(); ok {
 		_spec.SetField(webhookdelivery.FieldRetryCount, field.TypeInt, value)
 		_node.RetryCount = value
+	}
+	if value, ok := _c.mutation.AttemptCount(); ok {
+		_spec.SetField(webhookdelivery.FieldAttemptCount, field.TypeInt, value)
+		_node.AttemptCount = value
 	}
 	if value, ok := _c.mutation.MaxRetry(); ok {
 		_spec.SetField(webhookdelivery.FieldMaxRetry, field.TypeInt, value)
@@ -514,6 +544,24 @@ func (u *WebhookDeliveryUpsert) UpdateRetryCount() *WebhookDeliveryUpsert {
 // AddRetryCount adds v to the "retry_count" field.
 func (u *WebhookDeliveryUpsert) AddRetryCount(v int) *WebhookDeliveryUpsert {
 	u.Add(webhookdelivery.FieldRetryCount, v)
+	return u
+}
+
+// SetAttemptCount sets the "attempt_count" field.
+func (u *WebhookDeliveryUpsert) SetAttemptCount(v int) *WebhookDeliveryUpsert {
+	u.Set(webhookdelivery.FieldAttemptCount, v)
+	return u
+}
+
+// UpdateAttemptCount sets the "attempt_count" field to the value that was provided on create.
+func (u *WebhookDeliveryUpsert) UpdateAttemptCount() *WebhookDeliveryUpsert {
+	u.SetExcluded(webhookdelivery.FieldAttemptCount)
+	return u
+}
+
+// AddAttemptCount adds v to the "attempt_count" field.
+func (u *WebhookDeliveryUpsert) AddAttemptCount(v int) *WebhookDeliveryUpsert {
+	u.Add(webhookdelivery.FieldAttemptCount, v)
 	return u
 }
 
@@ -698,6 +746,27 @@ func (u *WebhookDeliveryUpsertOne) AddRetryCount(v int) *WebhookDeliveryUpsertOn
 func (u *WebhookDeliveryUpsertOne) UpdateRetryCount() *WebhookDeliveryUpsertOne {
 	return u.Update(func(s *WebhookDeliveryUpsert) {
 		s.UpdateRetryCount()
+	})
+}
+
+// SetAttemptCount sets the "attempt_count" field.
+func (u *WebhookDeliveryUpsertOne) SetAttemptCount(v int) *WebhookDeliveryUpsertOne {
+	return u.Update(func(s *WebhookDeliveryUpsert) {
+		s.SetAttemptCount(v)
+	})
+}
+
+// AddAttemptCount adds v to the "attempt_count" field.
+func (u *WebhookDeliveryUpsertOne) AddAttemptCount(v int) *WebhookDeliveryUpsertOne {
+	return u.Update(func(s *WebhookDeliveryUpsert) {
+		s.AddAttemptCount(v)
+	})
+}
+
+// UpdateAttemptCount sets the "attempt_count" field to the value that was provided on create.
+func (u *WebhookDeliveryUpsertOne) UpdateAttemptCount() *WebhookDeliveryUpsertOne {
+	return u.Update(func(s *WebhookDeliveryUpsert) {
+		s.UpdateAttemptCount()
 	})
 }
 
@@ -1061,6 +1130,27 @@ func (u *WebhookDeliveryUpsertBulk) AddRetryCount(v int) *WebhookDeliveryUpsertB
 func (u *WebhookDeliveryUpsertBulk) UpdateRetryCount() *WebhookDeliveryUpsertBulk {
 	return u.Update(func(s *WebhookDeliveryUpsert) {
 		s.UpdateRetryCount()
+	})
+}
+
+// SetAttemptCount sets the "attempt_count" field.
+func (u *WebhookDeliveryUpsertBulk) SetAttemptCount(v int) *WebhookDeliveryUpsertBulk {
+	return u.Update(func(s *WebhookDeliveryUpsert) {
+		s.SetAttemptCount(v)
+	})
+}
+
+// AddAttemptCount adds v to the "attempt_count" field.
+func (u *WebhookDeliveryUpsertBulk) AddAttemptCount(v int) *WebhookDeliveryUpsertBulk {
+	return u.Update(func(s *WebhookDeliveryUpsert) {
+		s.AddAttemptCount(v)
+	})
+}
+
+// UpdateAttemptCount sets the "attempt_count" field to the value that was provided on create.
+func (u *WebhookDeliveryUpsertBulk) UpdateAttemptCount() *WebhookDeliveryUpsertBulk {
+	return u.Update(func(s *WebhookDeliveryUpsert) {
+		s.UpdateAttemptCount()
 	})
 }
 

@@ -79,6 +79,27 @@ func (_u *WebhookDeliveryUpdate) AddRetryCount(v int) *WebhookDeliveryUpdate {
 	return _u
 }
 
+// SetAttemptCount sets the "attempt_count" field.
+func (_u *WebhookDeliveryUpdate) SetAttemptCount(v int) *WebhookDeliveryUpdate {
+	_u.mutation.ResetAttemptCount()
+	_u.mutation.SetAttemptCount(v)
+	return _u
+}
+
+// SetNillableAttemptCount sets the "attempt_count" field if the given value is not nil.
+func (_u *WebhookDeliveryUpdate) SetNillableAttemptCount(v *int) *WebhookDeliveryUpdate {
+	if v != nil {
+		_u.SetAttemptCount(*v)
+	}
+	return _u
+}
+
+// AddAttemptCount adds value to the "attempt_count" field.
+func (_u *WebhookDeliveryUpdate) AddAttemptCount(v int) *WebhookDeliveryUpdate {
+	_u.mutation.AddAttemptCount(v)
+	return _u
+}
+
 // SetMaxRetry sets the "max_retry" field.
 func (_u *WebhookDeliveryUpdate) SetMaxRetry(v int) *WebhookDeliveryUpdate {
 	_u.mutation.ResetMaxRetry()
@@ -254,6 +275,11 @@ func (_u *WebhookDeliveryUpdate) check() error {
 			return &ValidationError{Name: "retry_count", err: fmt.Errorf(`ent: validator failed for field "WebhookDelivery.retry_count": %w`, err)}
 		}
 	}
+	if v, ok := _u.mutation.AttemptCount(); ok {
+		if err := webhookdelivery.AttemptCountValidator(v); err != nil {
+			return &ValidationError{Name: "attempt_count", err: fmt.Errorf(`ent: validator failed for field "WebhookDelivery.attempt_count": %w`, err)}
+		}
+	}
 	if v, ok := _u.mutation.MaxRetry(); ok {
 		if err := webhookdelivery.MaxRetryValidator(v); err != nil {
 			return &ValidationError{Name: "max_retry", err: fmt.Errorf(`ent: validator failed for field "WebhookDelivery.max_retry": %w`, err)}
@@ -294,6 +320,12 @@ func (_u *WebhookDeliveryUpdate) sqlSave(ctx context.Context) (_node int, err er
 	}
 	if value, ok := _u.mutation.AddedRetryCount(); ok {
 		_spec.AddField(webhookdelivery.FieldRetryCount, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.AttemptCount(); ok {
+		_spec.SetField(webhookdelivery.FieldAttemptCount, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.AddedAttemptCount(); ok {
+		_spec.AddField(webhookdelivery.FieldAttemptCount, field.TypeInt, value)
 	}
 	if value, ok := _u.mutation.MaxRetry(); ok {
 		_spec.SetField(webhookdelivery.FieldMaxRetry, field.TypeInt, value)
@@ -432,6 +464,27 @@ func (_u *WebhookDeliveryUpdateOne) SetNillableRetryCount(v *int) *WebhookDelive
 // AddRetryCount adds value to the "retry_count" field.
 func (_u *WebhookDeliveryUpdateOne) AddRetryCount(v int) *WebhookDeliveryUpdateOne {
 	_u.mutation.AddRetryCount(v)
+	return _u
+}
+
+// SetAttemptCount sets the "attempt_count" field.
+func (_u *WebhookDeliveryUpdateOne) SetAttemptCount(v int) *WebhookDeliveryUpdateOne {
+	_u.mutation.ResetAttemptCount()
+	_u.mutation.SetAttemptCount(v)
+	return _u
+}
+
+// SetNillableAttemptCount sets the "attempt_count" field if the given value is not nil.
+func (_u *WebhookDeliveryUpdateOne) SetNillableAttemptCount(v *int) *WebhookDeliveryUpdateOne {
+	if v != nil {
+		_u.SetAttemptCount(*v)
+	}
+	return _u
+}
+
+// AddAttemptCount adds value to the "attempt_count" field.
+func (_u *WebhookDeliveryUpdateOne) AddAttemptCount(v int) *WebhookDeliveryUpdateOne {
+	_u.mutation.AddAttemptCount(v)
 	return _u
 }
 
@@ -623,6 +676,11 @@ func (_u *WebhookDeliveryUpdateOne) check() error {
 			return &ValidationError{Name: "retry_count", err: fmt.Errorf(`ent: validator failed for field "WebhookDelivery.retry_count": %w`, err)}
 		}
 	}
+	if v, ok := _u.mutation.AttemptCount(); ok {
+		if err := webhookdelivery.AttemptCountValidator(v); err != nil {
+			return &ValidationError{Name: "attempt_count", err: fmt.Errorf(`ent: validator failed for field "WebhookDelivery.attempt_count": %w`, err)}
+		}
+	}
 	if v, ok := _u.mutation.MaxRetry(); ok {
 		if err := webhookdelivery.MaxRetryValidator(v); err != nil {
 			return &ValidationError{Name: "max_retry", err: fmt.Errorf(`ent: validator failed for field "WebhookDelivery.max_retry": %w`, err)}
@@ -680,6 +738,12 @@ func (_u *WebhookDeliveryUpdateOne) sqlSave(ctx context.Context) (_node *Webhook
 	}
 	if value, ok := _u.mutation.AddedRetryCount(); ok {
 		_spec.AddField(webhookdelivery.FieldRetryCount, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.AttemptCount(); ok {
+		_spec.SetField(webhookdelivery.FieldAttemptCount, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.AddedAttemptCount(); ok {
+		_spec.AddField(webhookdelivery.FieldAttemptCount, field.TypeInt, value)
 	}
 	if value, ok := _u.mutation.MaxRetry(); ok {
 		_spec.SetField(webhookdelivery.FieldMaxRetry, field.TypeInt, value)

@@ -8,6 +8,7 @@ package graph
 import (
 	"context"
 	"gatehouse/ent"
+	"gatehouse/ent/apikey"
 	"gatehouse/internal/identity"
 	"gatehouse/internal/order"
 	"gatehouse/internal/partner"
@@ -86,6 +87,16 @@ func (r *mutationResolver) ResendFailedWebhookDeliveries(ctx context.Context, ap
 	return r.Webhooks.ResendFailed(ctx, appID)
 }
 
+// SendTestWebhook is the resolver for the sendTestWebhook field.
+func (r *mutationResolver) SendTestWebhook(ctx context.Context, appID int) (*ent.WebhookDelivery, error) {
+	return r.Webhooks.SendTest(ctx, appID)
+}
+
+// CancelWebhookDelivery is the resolver for the cancelWebhookDelivery field.
+func (r *mutationResolver) CancelWebhookDelivery(ctx context.Context, id int) (*ent.WebhookDelivery, error) {
+	return r.Webhooks.Cancel(ctx, id)
+}
+
 // CreateSku is the resolver for the createSku field.
 func (r *mutationResolver) CreateSku(ctx context.Context, input CreateSkuInput) (*ent.Sku, error) {
 	return r.Inventory.CreateSku(ctx, input.Name, int64(input.Stock))
@@ -117,9 +128,22 @@ func (r *mutationResolver) PayOrder(ctx context.Context, orderNo string) (*ent.O
 	return r.Orders.Pay(ctx, orderNo)
 }
 
+// CancelOrder is the resolver for the cancelOrder field.
+func (r *mutationResolver) CancelOrder(ctx context.Context, orderNo string) (*ent.Order, error) {
+	return r.Orders.Cancel(ctx, orderNo)
+}
+
+// RefundOrder is the resolver for the refundOrder field.
+func (r *mutationResolver) RefundOrder(ctx context.Context, orderNo string, reason *string) (*ent.Order, error) {
+	return r.Payments.Refund(ctx, orderNo, deref(reason))
+}
+
 // CreateAPIKey is the resolver for the createAPIKey field.
-func (r *mutationResolver) CreateAPIKey(ctx context.Context, name string) (*APIKeySecretPayload, error) {
-	row, key, err := r.APIKeys.Create(ctx, name)
+func (r *mutationResolver) CreateAPIKey(ctx context.Context, name string, role *apikey.Role) (*APIKeySecretPayload, error) {
+	if role == nil {
+		return nil, validationError("role", "must be ADMIN or READ_ONLY")
+	}
+	row, key, err := r.APIKeys.Create(ctx, name, *role)
 	if err != nil {
 		return nil, err
 	}
@@ -139,6 +163,16 @@ func (r *mutationResolver) CreateUser(ctx context.Context, input CreateUserInput
 // AmountDecimal is the resolver for the amountDecimal field.
 func (r *orderResolver) AmountDecimal(ctx context.Context, obj *ent.Order) (string, error) {
 	return order.FormatAmount(obj.Amount), nil
+}
+
+// WebhookBreaker is the resolver for the webhookBreaker field.
+func (r *partnerAppResolver) WebhookBreaker(ctx context.Context, obj *ent.PartnerApp) (BreakerState, error) {
+	return BreakerState(r.Webhooks.BreakerState(obj.ID, obj.AppKey, obj.CallbackURL)), nil
+}
+
+// PaymentProvider is the resolver for the paymentProvider field.
+func (r *queryResolver) PaymentProvider(ctx context.Context) (*PaymentProvider, error) {
+	return &PaymentProvider{Configured: r.Payments.Configured(), Breaker: BreakerState(r.Payments.BreakerState())}, nil
 }
 
 // Mutation returns MutationResolver implementation.

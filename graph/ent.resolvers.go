@@ -32,6 +32,16 @@ func (r *queryResolver) APIUsages(ctx context.Context, after *entgql.Cursor[int]
 		ent.WithAPIUsageOrder(orderBy), ent.WithAPIUsageFilter(where.Filter))
 }
 
+// AuditEvents is the resolver for the auditEvents field.
+func (r *queryResolver) AuditEvents(ctx context.Context, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.AuditEventOrder, where *ent.AuditEventWhereInput) (*ent.AuditEventConnection, error) {
+	first, last, err := pageBounds(first, last)
+	if err != nil {
+		return nil, err
+	}
+	return r.Client.AuditEvent.Query().Paginate(ctx, after, first, before, last,
+		ent.WithAuditEventOrder(orderBy), ent.WithAuditEventFilter(where.Filter))
+}
+
 // IdempotencyRecords is the resolver for the idempotencyRecords field.
 func (r *queryResolver) IdempotencyRecords(ctx context.Context, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.IdempotencyRecordOrder, where *ent.IdempotencyRecordWhereInput) (*ent.IdempotencyRecordConnection, error) {
 	first, last, err := pageBounds(first, last)
@@ -102,13 +112,31 @@ func (r *queryResolver) WebhookDeliveries(ctx context.Context, after *entgql.Cur
 		ent.WithWebhookDeliveryOrder(orderBy), ent.WithWebhookDeliveryFilter(where.Filter))
 }
 
+// DeliveryAttempt returns DeliveryAttemptResolver implementation.
+func (r *Resolver) DeliveryAttempt() DeliveryAttemptResolver { return &deliveryAttemptResolver{r} }
+
+// IdempotencyRecord returns IdempotencyRecordResolver implementation.
+func (r *Resolver) IdempotencyRecord() IdempotencyRecordResolver {
+	return &idempotencyRecordResolver{r}
+}
+
 // Order returns OrderResolver implementation.
 func (r *Resolver) Order() OrderResolver { return &orderResolver{r} }
+
+// PartnerApp returns PartnerAppResolver implementation.
+func (r *Resolver) PartnerApp() PartnerAppResolver { return &partnerAppResolver{r} }
 
 // Query returns QueryResolver implementation.
 func (r *Resolver) Query() QueryResolver { return &queryResolver{r} }
 
+// WebhookDelivery returns WebhookDeliveryResolver implementation.
+func (r *Resolver) WebhookDelivery() WebhookDeliveryResolver { return &webhookDeliveryResolver{r} }
+
 type (
-	orderResolver struct{ *Resolver }
-	queryResolver struct{ *Resolver }
+	deliveryAttemptResolver   struct{ *Resolver }
+	idempotencyRecordResolver struct{ *Resolver }
+	orderResolver             struct{ *Resolver }
+	partnerAppResolver        struct{ *Resolver }
+	queryResolver             struct{ *Resolver }
+	webhookDeliveryResolver   struct{ *Resolver }
 )

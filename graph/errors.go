@@ -8,13 +8,8 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
-	"gatehouse/internal/apikey"
+	"gatehouse/internal/errs"
 	"gatehouse/internal/httpx"
-	"gatehouse/internal/identity"
-	"gatehouse/internal/inventory"
-	"gatehouse/internal/order"
-	"gatehouse/internal/partner"
-	"gatehouse/internal/webhook"
 )
 
 // Error codes in extensions.code.
@@ -23,8 +18,14 @@ const (
 	CodeNotFound         = "NOT_FOUND"
 	CodeConflict         = "CONFLICT"
 	CodeInvalidState     = "INVALID_STATE"
-	CodeInternal         = "INTERNAL"
-	CodeQueryTooComplex  = "QUERY_TOO_COMPLEX"
+	CodeForbidden        = "FORBIDDEN"
+	CodeUnavailable      = "UNAVAILABLE"
+	// The outcomes of calls to the payment provider (refundOrder).
+	CodePaymentFailed        = "PAYMENT_FAILED"
+	CodePaymentNotConfigured = "PAYMENT_NOT_CONFIGURED"
+	CodeUpstreamUnavailable  = "UPSTREAM_UNAVAILABLE"
+	CodeInternal             = "INTERNAL"
+	CodeQueryTooComplex      = "QUERY_TOO_COMPLEX"
 )
 
 // resolverError marks an error returned by a resolver (see
@@ -49,52 +50,57 @@ func wrapResolverErrors(ctx context.Context, next graphql.Resolver) (any, error)
 }
 
 // codedError is an error the caller may see, with its code (and the input
-// field it is about, if any).
+// field it is about, or the status the payment provider answered, if any).
 type codedError struct {
 	code, field, msg string
+	providerStatus   int
 }
 
-// domainError maps the domain packages' errors to codes: the one place
-// where the admin front door translates them.
+// providerStatuser is implemented by errors that carry the HTTP status an
+// external service answered (see payment.Failure).
+type providerStatuser interface{ ProviderStatus() int }
+
+// domainError maps an error's kind to its code: the one place where the
+// admin front door translates domain errors. Validation and not-found
+// errors show their own text (without the context that wrapped them);
+// conflicts and invalid states the whole chain, which says what collided.
 func domainError(err error) (codedError, bool) {
-	var (
-		pv *partner.ValidationError
-		ov *order.ValidationError
-		av *apikey.ValidationError
-		iv *identity.ValidationError
-		sv *inventory.ValidationError
-	)
-	switch {
-	case errors.As(err, &pv):
-		return codedError{CodeValidationFailed, pv.Field, pv.Error()}, true
-	case errors.As(err, &ov):
-		return codedError{CodeValidationFailed, ov.Field, ov.Error()}, true
-	case errors.As(err, &av):
-		return codedError{CodeValidationFailed, av.Field, av.Error()}, true
-	case errors.As(err, &iv):
-		return codedError{CodeValidationFailed, iv.Field, iv.Error()}, true
-	case errors.As(err, &sv):
-		return codedError{CodeValidationFailed, sv.Field, sv.Error()}, true
-	case errors.Is(err, order.ErrInvalidState):
-		return codedError{code: CodeInvalidState, msg: err.Error()}, true
-	case errors.Is(err, partner.ErrNotFound), errors.Is(err, order.ErrNotFound),
-		errors.Is(err, apikey.ErrNotFound), errors.Is(err, inventory.ErrNotFound),
-		errors.Is(err, webhook.ErrNotFound):
-		return codedError{code: CodeNotFound, msg: notFoundMessage(err)}, true
-	case errors.Is(err, partner.ErrConflict), errors.Is(err, order.ErrConflict),
-		errors.Is(err, identity.ErrConflict):
-		return codedError{code: CodeConflict, msg: err.Error()}, true
+	switch errs.KindOf(err) {
+	case errs.Validation:
+		return codedError{code: CodeValidationFailed, field: errs.Field(err), msg: errs.Message(err)}, true
+	case errs.NotFound:
+		return codedError{code: CodeNotFound, msg: errs.Message(err)}, true
+	case errs.Conflict:
+		return codedError{code: CodeConflict, msg: chainText(err)}, true
+	case errs.InvalidState:
+		return codedError{code: CodeInvalidState, msg: chainText(err)}, true
+	case errs.Forbidden:
+		return codedError{code: CodeForbidden, msg: errs.Message(err)}, true
+	case errs.Unavailable:
+		return codedError{code: CodeUnavailable, msg: "a dependency is unavailable, retry later"}, true
+	case errs.PaymentFailed:
+		ce := codedError{code: CodePaymentFailed, msg: errs.Message(err)}
+		var ps providerStatuser
+		if errors.As(err, &ps) {
+			ce.providerStatus = ps.ProviderStatus()
+		}
+		return ce, true
+	case errs.PaymentNotConfigured:
+		return codedError{code: CodePaymentNotConfigured, msg: errs.Message(err)}, true
+	case errs.UpstreamUnavailable:
+		return codedError{code: CodeUpstreamUnavailable, msg: errs.Message(err)}, true
 	}
 	return codedError{}, false
 }
 
-func notFoundMessage(err error) string {
-	for _, e := range []error{partner.ErrNotFound, order.ErrNotFound, apikey.ErrNotFound, inventory.ErrNotFound, webhook.ErrNotFound} {
-		if errors.Is(err, e) {
-			return e.Error()
-		}
+// chainText is the text of the resolver's own error chain, without the
+// position gqlgen puts in front of it ("input:1:12: payOrder …").
+func chainText(err error) string {
+	var re *resolverError
+	if errors.As(err, &re) {
+		return re.err.Error()
 	}
-	return "not found"
+	return err.Error()
 }
 
 // errorPresenter shows domain and request errors with their code, and
@@ -108,10 +114,17 @@ func errorPresenter(log *slog.Logger) graphql.ErrorPresenterFunc {
 			out.Path, out.Locations, out.Rule = gqlErr.Path, gqlErr.Locations, gqlErr.Rule
 		}
 		if ce, ok := domainError(err); ok {
+			if ce.code == CodeUnavailable {
+				log.ErrorContext(ctx, "graphql: dependency unavailable", "err", err, "path", out.Path.String(), "request_id", httpx.GetRequestID(ctx))
+				markUnavailable(ctx)
+			}
 			out.Message = ce.msg
 			out.Extensions = map[string]any{"code": ce.code}
 			if ce.field != "" {
 				out.Extensions["field"] = ce.field
+			}
+			if ce.providerStatus != 0 {
+				out.Extensions["providerStatus"] = ce.providerStatus
 			}
 			return out
 		}

@@ -5,9 +5,12 @@ package graph
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"gatehouse/ent"
+	"gatehouse/ent/apikey"
+	"gatehouse/ent/auditevent"
 	"gatehouse/ent/order"
 	"gatehouse/ent/ticket"
 	"gatehouse/ent/webhookdelivery"
@@ -34,9 +37,13 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
+	DeliveryAttempt() DeliveryAttemptResolver
+	IdempotencyRecord() IdempotencyRecordResolver
 	Mutation() MutationResolver
 	Order() OrderResolver
+	PartnerApp() PartnerAppResolver
 	Query() QueryResolver
+	WebhookDelivery() WebhookDeliveryResolver
 }
 
 type DirectiveRoot struct {
@@ -49,6 +56,7 @@ type ComplexityRoot struct {
 		LastUsedAt func(childComplexity int) int
 		Name       func(childComplexity int) int
 		Prefix     func(childComplexity int) int
+		Role       func(childComplexity int) int
 		Status     func(childComplexity int) int
 		UsageCount func(childComplexity int) int
 	}
@@ -89,19 +97,55 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	APIVersion struct {
+		CallsLast30Days func(childComplexity int) int
+		Deprecation     func(childComplexity int) int
+		Name            func(childComplexity int) int
+		Retired         func(childComplexity int) int
+		Sunset          func(childComplexity int) int
+	}
+
+	AuditEvent struct {
+		APIKeyID   func(childComplexity int) int
+		APIKeyName func(childComplexity int) int
+		ErrorCode  func(childComplexity int) int
+		ID         func(childComplexity int) int
+		Mutation   func(childComplexity int) int
+		Outcome    func(childComplexity int) int
+		RequestID  func(childComplexity int) int
+		TargetID   func(childComplexity int) int
+		TargetType func(childComplexity int) int
+		Time       func(childComplexity int) int
+	}
+
+	AuditEventConnection struct {
+		Edges      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
+	}
+
+	AuditEventEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
 	DeliveryAttempt struct {
-		AttemptNo       func(childComplexity int) int
-		Delivery        func(childComplexity int) int
-		DeliveryID      func(childComplexity int) int
-		DurationMs      func(childComplexity int) int
-		Error           func(childComplexity int) int
-		ID              func(childComplexity int) int
-		RequestBody     func(childComplexity int) int
-		RequestHeaders  func(childComplexity int) int
-		ResponseBody    func(childComplexity int) int
-		ResponseHeaders func(childComplexity int) int
-		ResponseStatus  func(childComplexity int) int
-		StartedAt       func(childComplexity int) int
+		AttemptNo           func(childComplexity int) int
+		Delivery            func(childComplexity int) int
+		DeliveryID          func(childComplexity int) int
+		DurationMs          func(childComplexity int) int
+		Error               func(childComplexity int) int
+		ID                  func(childComplexity int) int
+		RequestBody         func(childComplexity int) int
+		RequestBodyJSON     func(childComplexity int) int
+		RequestHeaders      func(childComplexity int) int
+		RequestHeadersJSON  func(childComplexity int) int
+		ResponseBody        func(childComplexity int) int
+		ResponseBodyJSON    func(childComplexity int) int
+		ResponseHeaders     func(childComplexity int) int
+		ResponseHeadersJSON func(childComplexity int) int
+		ResponseStatus      func(childComplexity int) int
+		StartedAt           func(childComplexity int) int
 	}
 
 	DeliveryAttemptConnection struct {
@@ -116,15 +160,17 @@ type ComplexityRoot struct {
 	}
 
 	IdempotencyRecord struct {
-		APIPath        func(childComplexity int) int
-		AppKey         func(childComplexity int) int
-		BizNo          func(childComplexity int) int
-		CreateTime     func(childComplexity int) int
-		ID             func(childComplexity int) int
-		RequestParams  func(childComplexity int) int
-		ResponseResult func(childComplexity int) int
-		Status         func(childComplexity int) int
-		UpdateTime     func(childComplexity int) int
+		APIPath            func(childComplexity int) int
+		AppKey             func(childComplexity int) int
+		BizNo              func(childComplexity int) int
+		CreateTime         func(childComplexity int) int
+		ID                 func(childComplexity int) int
+		RequestParams      func(childComplexity int) int
+		RequestParamsJSON  func(childComplexity int) int
+		ResponseResult     func(childComplexity int) int
+		ResponseResultJSON func(childComplexity int) int
+		Status             func(childComplexity int) int
+		UpdateTime         func(childComplexity int) int
 	}
 
 	IdempotencyRecordConnection struct {
@@ -139,18 +185,27 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
-		CreateAPIKey                  func(childComplexity int, name string) int
+		CancelOrder                   func(childComplexity int, orderNo string) int
+		CancelWebhookDelivery         func(childComplexity int, id int) int
+		CreateAPIKey                  func(childComplexity int, name string, role *apikey.Role) int
 		CreateOrder                   func(childComplexity int, input CreateOrderInput) int
 		CreatePartnerApp              func(childComplexity int, input CreatePartnerAppInput) int
 		CreateSku                     func(childComplexity int, input CreateSkuInput) int
 		CreateUser                    func(childComplexity int, input CreateUserInput) int
 		DisableAPIKey                 func(childComplexity int, id int) int
+		DisableUser                   func(childComplexity int, id int) int
+		EnableAPIKey                  func(childComplexity int, id int) int
+		EnableUser                    func(childComplexity int, id int) int
+		EndSecretOverlap              func(childComplexity int, id int) int
 		PayOrder                      func(childComplexity int, orderNo string) int
+		RefundOrder                   func(childComplexity int, orderNo string, reason *string) int
 		ResendFailedWebhookDeliveries func(childComplexity int, appID *int) int
 		ResendWebhookDelivery         func(childComplexity int, id int) int
 		RotatePartnerAppSecret        func(childComplexity int, id int) int
 		RotateWebhookSecret           func(childComplexity int, id int) int
+		SendTestWebhook               func(childComplexity int, appID int) int
 		SetSkuStock                   func(childComplexity int, id int, stock int) int
+		SetUserPassword               func(childComplexity int, id int, password string) int
 		UpdatePartnerApp              func(childComplexity int, id int, input UpdatePartnerAppInput) int
 	}
 
@@ -203,6 +258,7 @@ type ComplexityRoot struct {
 		Status                         func(childComplexity int) int
 		UpdateTime                     func(childComplexity int) int
 		Usages                         func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.APIUsageOrder, where *ent.APIUsageWhereInput) int
+		WebhookBreaker                 func(childComplexity int) int
 		WebhookDeliveries              func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.WebhookDeliveryOrder, where *ent.WebhookDeliveryWhereInput) int
 	}
 
@@ -223,12 +279,20 @@ type ComplexityRoot struct {
 		WebhookSecret func(childComplexity int) int
 	}
 
+	PaymentProvider struct {
+		Breaker    func(childComplexity int) int
+		Configured func(childComplexity int) int
+	}
+
 	Query struct {
 		APIKeys            func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.APIKeyOrder, where *ent.APIKeyWhereInput) int
 		APIUsages          func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.APIUsageOrder, where *ent.APIUsageWhereInput) int
+		APIVersions        func(childComplexity int) int
+		AuditEvents        func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.AuditEventOrder, where *ent.AuditEventWhereInput) int
 		IdempotencyRecords func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.IdempotencyRecordOrder, where *ent.IdempotencyRecordWhereInput) int
 		Orders             func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.OrderOrder, where *ent.OrderWhereInput) int
 		PartnerApps        func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.PartnerAppOrder, where *ent.PartnerAppWhereInput) int
+		PaymentProvider    func(childComplexity int) int
 		Skus               func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.SkuOrder, where *ent.SkuWhereInput) int
 		Tickets            func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.TicketOrder, where *ent.TicketWhereInput) int
 		Users              func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.UserOrder, where *ent.UserWhereInput) int
@@ -272,11 +336,12 @@ type ComplexityRoot struct {
 	}
 
 	User struct {
-		CreateTime func(childComplexity int) int
-		ID         func(childComplexity int) int
-		Roles      func(childComplexity int) int
-		Status     func(childComplexity int) int
-		Username   func(childComplexity int) int
+		CreateTime      func(childComplexity int) int
+		ID              func(childComplexity int) int
+		Roles           func(childComplexity int) int
+		Status          func(childComplexity int) int
+		TokensRevokedAt func(childComplexity int) int
+		Username        func(childComplexity int) int
 	}
 
 	UserConnection struct {
@@ -293,8 +358,10 @@ type ComplexityRoot struct {
 	WebhookDelivery struct {
 		App           func(childComplexity int) int
 		AppID         func(childComplexity int) int
+		AttemptCount  func(childComplexity int) int
 		Attempts      func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.DeliveryAttemptOrder, where *ent.DeliveryAttemptWhereInput) int
 		BizData       func(childComplexity int) int
+		BizDataJSON   func(childComplexity int) int
 		CallbackURL   func(childComplexity int) int
 		CreateTime    func(childComplexity int) int
 		EventID       func(childComplexity int) int
@@ -325,6 +392,16 @@ type ComplexityRoot struct {
 
 // region    ************************** generated!.gotpl **************************
 
+type DeliveryAttemptResolver interface {
+	RequestHeadersJSON(ctx context.Context, obj *ent.DeliveryAttempt) (json.RawMessage, error)
+	RequestBodyJSON(ctx context.Context, obj *ent.DeliveryAttempt) (json.RawMessage, error)
+	ResponseHeadersJSON(ctx context.Context, obj *ent.DeliveryAttempt) (json.RawMessage, error)
+	ResponseBodyJSON(ctx context.Context, obj *ent.DeliveryAttempt) (json.RawMessage, error)
+}
+type IdempotencyRecordResolver interface {
+	RequestParamsJSON(ctx context.Context, obj *ent.IdempotencyRecord) (json.RawMessage, error)
+	ResponseResultJSON(ctx context.Context, obj *ent.IdempotencyRecord) (json.RawMessage, error)
+}
 type MutationResolver interface {
 	CreatePartnerApp(ctx context.Context, input CreatePartnerAppInput) (*PartnerAppSecretPayload, error)
 	UpdatePartnerApp(ctx context.Context, id int, input UpdatePartnerAppInput) (*ent.PartnerApp, error)
@@ -332,20 +409,33 @@ type MutationResolver interface {
 	RotateWebhookSecret(ctx context.Context, id int) (*PartnerAppSecretPayload, error)
 	ResendWebhookDelivery(ctx context.Context, id int) (*ent.WebhookDelivery, error)
 	ResendFailedWebhookDeliveries(ctx context.Context, appID *int) (int, error)
+	SendTestWebhook(ctx context.Context, appID int) (*ent.WebhookDelivery, error)
+	CancelWebhookDelivery(ctx context.Context, id int) (*ent.WebhookDelivery, error)
 	CreateSku(ctx context.Context, input CreateSkuInput) (*ent.Sku, error)
 	SetSkuStock(ctx context.Context, id int, stock int) (*ent.Sku, error)
 	CreateOrder(ctx context.Context, input CreateOrderInput) (*ent.Order, error)
 	PayOrder(ctx context.Context, orderNo string) (*ent.Order, error)
-	CreateAPIKey(ctx context.Context, name string) (*APIKeySecretPayload, error)
+	CancelOrder(ctx context.Context, orderNo string) (*ent.Order, error)
+	RefundOrder(ctx context.Context, orderNo string, reason *string) (*ent.Order, error)
+	CreateAPIKey(ctx context.Context, name string, role *apikey.Role) (*APIKeySecretPayload, error)
 	DisableAPIKey(ctx context.Context, id int) (*ent.APIKey, error)
 	CreateUser(ctx context.Context, input CreateUserInput) (*ent.User, error)
+	EnableAPIKey(ctx context.Context, id int) (*ent.APIKey, error)
+	DisableUser(ctx context.Context, id int) (*ent.User, error)
+	EnableUser(ctx context.Context, id int) (*ent.User, error)
+	SetUserPassword(ctx context.Context, id int, password string) (*ent.User, error)
+	EndSecretOverlap(ctx context.Context, id int) (*ent.PartnerApp, error)
 }
 type OrderResolver interface {
 	AmountDecimal(ctx context.Context, obj *ent.Order) (string, error)
 }
+type PartnerAppResolver interface {
+	WebhookBreaker(ctx context.Context, obj *ent.PartnerApp) (BreakerState, error)
+}
 type QueryResolver interface {
 	APIKeys(ctx context.Context, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.APIKeyOrder, where *ent.APIKeyWhereInput) (*ent.APIKeyConnection, error)
 	APIUsages(ctx context.Context, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.APIUsageOrder, where *ent.APIUsageWhereInput) (*ent.APIUsageConnection, error)
+	AuditEvents(ctx context.Context, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.AuditEventOrder, where *ent.AuditEventWhereInput) (*ent.AuditEventConnection, error)
 	IdempotencyRecords(ctx context.Context, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.IdempotencyRecordOrder, where *ent.IdempotencyRecordWhereInput) (*ent.IdempotencyRecordConnection, error)
 	Orders(ctx context.Context, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.OrderOrder, where *ent.OrderWhereInput) (*ent.OrderConnection, error)
 	PartnerApps(ctx context.Context, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.PartnerAppOrder, where *ent.PartnerAppWhereInput) (*ent.PartnerAppConnection, error)
@@ -353,6 +443,11 @@ type QueryResolver interface {
 	Tickets(ctx context.Context, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.TicketOrder, where *ent.TicketWhereInput) (*ent.TicketConnection, error)
 	Users(ctx context.Context, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.UserOrder, where *ent.UserWhereInput) (*ent.UserConnection, error)
 	WebhookDeliveries(ctx context.Context, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.WebhookDeliveryOrder, where *ent.WebhookDeliveryWhereInput) (*ent.WebhookDeliveryConnection, error)
+	PaymentProvider(ctx context.Context) (*PaymentProvider, error)
+	APIVersions(ctx context.Context) ([]*APIVersion, error)
+}
+type WebhookDeliveryResolver interface {
+	BizDataJSON(ctx context.Context, obj *ent.WebhookDelivery) (json.RawMessage, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -403,6 +498,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.APIKey.Prefix(childComplexity), true
+	case "APIKey.role":
+		if e.ComplexityRoot.APIKey.Role == nil {
+			break
+		}
+
+		return e.ComplexityRoot.APIKey.Role(childComplexity), true
 	case "APIKey.status":
 		if e.ComplexityRoot.APIKey.Status == nil {
 			break
@@ -530,6 +631,130 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.APIUsageEdge.Node(childComplexity), true
 
+	case "APIVersion.callsLast30Days":
+		if e.ComplexityRoot.APIVersion.CallsLast30Days == nil {
+			break
+		}
+
+		return e.ComplexityRoot.APIVersion.CallsLast30Days(childComplexity), true
+	case "APIVersion.deprecation":
+		if e.ComplexityRoot.APIVersion.Deprecation == nil {
+			break
+		}
+
+		return e.ComplexityRoot.APIVersion.Deprecation(childComplexity), true
+	case "APIVersion.name":
+		if e.ComplexityRoot.APIVersion.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.APIVersion.Name(childComplexity), true
+	case "APIVersion.retired":
+		if e.ComplexityRoot.APIVersion.Retired == nil {
+			break
+		}
+
+		return e.ComplexityRoot.APIVersion.Retired(childComplexity), true
+	case "APIVersion.sunset":
+		if e.ComplexityRoot.APIVersion.Sunset == nil {
+			break
+		}
+
+		return e.ComplexityRoot.APIVersion.Sunset(childComplexity), true
+
+	case "AuditEvent.apiKeyID":
+		if e.ComplexityRoot.AuditEvent.APIKeyID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditEvent.APIKeyID(childComplexity), true
+	case "AuditEvent.apiKeyName":
+		if e.ComplexityRoot.AuditEvent.APIKeyName == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditEvent.APIKeyName(childComplexity), true
+	case "AuditEvent.errorCode":
+		if e.ComplexityRoot.AuditEvent.ErrorCode == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditEvent.ErrorCode(childComplexity), true
+	case "AuditEvent.id":
+		if e.ComplexityRoot.AuditEvent.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditEvent.ID(childComplexity), true
+	case "AuditEvent.mutation":
+		if e.ComplexityRoot.AuditEvent.Mutation == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditEvent.Mutation(childComplexity), true
+	case "AuditEvent.outcome":
+		if e.ComplexityRoot.AuditEvent.Outcome == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditEvent.Outcome(childComplexity), true
+	case "AuditEvent.requestID":
+		if e.ComplexityRoot.AuditEvent.RequestID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditEvent.RequestID(childComplexity), true
+	case "AuditEvent.targetID":
+		if e.ComplexityRoot.AuditEvent.TargetID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditEvent.TargetID(childComplexity), true
+	case "AuditEvent.targetType":
+		if e.ComplexityRoot.AuditEvent.TargetType == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditEvent.TargetType(childComplexity), true
+	case "AuditEvent.time":
+		if e.ComplexityRoot.AuditEvent.Time == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditEvent.Time(childComplexity), true
+
+	case "AuditEventConnection.edges":
+		if e.ComplexityRoot.AuditEventConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditEventConnection.Edges(childComplexity), true
+	case "AuditEventConnection.pageInfo":
+		if e.ComplexityRoot.AuditEventConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditEventConnection.PageInfo(childComplexity), true
+	case "AuditEventConnection.totalCount":
+		if e.ComplexityRoot.AuditEventConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditEventConnection.TotalCount(childComplexity), true
+
+	case "AuditEventEdge.cursor":
+		if e.ComplexityRoot.AuditEventEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditEventEdge.Cursor(childComplexity), true
+	case "AuditEventEdge.node":
+		if e.ComplexityRoot.AuditEventEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditEventEdge.Node(childComplexity), true
+
 	case "DeliveryAttempt.attemptNo":
 		if e.ComplexityRoot.DeliveryAttempt.AttemptNo == nil {
 			break
@@ -572,24 +797,48 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.DeliveryAttempt.RequestBody(childComplexity), true
+	case "DeliveryAttempt.requestBodyJSON":
+		if e.ComplexityRoot.DeliveryAttempt.RequestBodyJSON == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeliveryAttempt.RequestBodyJSON(childComplexity), true
 	case "DeliveryAttempt.requestHeaders":
 		if e.ComplexityRoot.DeliveryAttempt.RequestHeaders == nil {
 			break
 		}
 
 		return e.ComplexityRoot.DeliveryAttempt.RequestHeaders(childComplexity), true
+	case "DeliveryAttempt.requestHeadersJSON":
+		if e.ComplexityRoot.DeliveryAttempt.RequestHeadersJSON == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeliveryAttempt.RequestHeadersJSON(childComplexity), true
 	case "DeliveryAttempt.responseBody":
 		if e.ComplexityRoot.DeliveryAttempt.ResponseBody == nil {
 			break
 		}
 
 		return e.ComplexityRoot.DeliveryAttempt.ResponseBody(childComplexity), true
+	case "DeliveryAttempt.responseBodyJSON":
+		if e.ComplexityRoot.DeliveryAttempt.ResponseBodyJSON == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeliveryAttempt.ResponseBodyJSON(childComplexity), true
 	case "DeliveryAttempt.responseHeaders":
 		if e.ComplexityRoot.DeliveryAttempt.ResponseHeaders == nil {
 			break
 		}
 
 		return e.ComplexityRoot.DeliveryAttempt.ResponseHeaders(childComplexity), true
+	case "DeliveryAttempt.responseHeadersJSON":
+		if e.ComplexityRoot.DeliveryAttempt.ResponseHeadersJSON == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeliveryAttempt.ResponseHeadersJSON(childComplexity), true
 	case "DeliveryAttempt.responseStatus":
 		if e.ComplexityRoot.DeliveryAttempt.ResponseStatus == nil {
 			break
@@ -671,12 +920,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.IdempotencyRecord.RequestParams(childComplexity), true
+	case "IdempotencyRecord.requestParamsJSON":
+		if e.ComplexityRoot.IdempotencyRecord.RequestParamsJSON == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IdempotencyRecord.RequestParamsJSON(childComplexity), true
 	case "IdempotencyRecord.responseResult":
 		if e.ComplexityRoot.IdempotencyRecord.ResponseResult == nil {
 			break
 		}
 
 		return e.ComplexityRoot.IdempotencyRecord.ResponseResult(childComplexity), true
+	case "IdempotencyRecord.responseResultJSON":
+		if e.ComplexityRoot.IdempotencyRecord.ResponseResultJSON == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IdempotencyRecord.ResponseResultJSON(childComplexity), true
 	case "IdempotencyRecord.status":
 		if e.ComplexityRoot.IdempotencyRecord.Status == nil {
 			break
@@ -722,6 +983,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.IdempotencyRecordEdge.Node(childComplexity), true
 
+	case "Mutation.cancelOrder":
+		if e.ComplexityRoot.Mutation.CancelOrder == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_cancelOrder_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CancelOrder(childComplexity, args["orderNo"].(string)), true
+	case "Mutation.cancelWebhookDelivery":
+		if e.ComplexityRoot.Mutation.CancelWebhookDelivery == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_cancelWebhookDelivery_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CancelWebhookDelivery(childComplexity, args["id"].(int)), true
 	case "Mutation.createAPIKey":
 		if e.ComplexityRoot.Mutation.CreateAPIKey == nil {
 			break
@@ -732,7 +1015,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.CreateAPIKey(childComplexity, args["name"].(string)), true
+		return e.ComplexityRoot.Mutation.CreateAPIKey(childComplexity, args["name"].(string), args["role"].(*apikey.Role)), true
 	case "Mutation.createOrder":
 		if e.ComplexityRoot.Mutation.CreateOrder == nil {
 			break
@@ -788,6 +1071,50 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DisableAPIKey(childComplexity, args["id"].(int)), true
+	case "Mutation.disableUser":
+		if e.ComplexityRoot.Mutation.DisableUser == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_disableUser_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DisableUser(childComplexity, args["id"].(int)), true
+	case "Mutation.enableAPIKey":
+		if e.ComplexityRoot.Mutation.EnableAPIKey == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_enableAPIKey_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.EnableAPIKey(childComplexity, args["id"].(int)), true
+	case "Mutation.enableUser":
+		if e.ComplexityRoot.Mutation.EnableUser == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_enableUser_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.EnableUser(childComplexity, args["id"].(int)), true
+	case "Mutation.endSecretOverlap":
+		if e.ComplexityRoot.Mutation.EndSecretOverlap == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_endSecretOverlap_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.EndSecretOverlap(childComplexity, args["id"].(int)), true
 	case "Mutation.payOrder":
 		if e.ComplexityRoot.Mutation.PayOrder == nil {
 			break
@@ -799,6 +1126,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.PayOrder(childComplexity, args["orderNo"].(string)), true
+	case "Mutation.refundOrder":
+		if e.ComplexityRoot.Mutation.RefundOrder == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_refundOrder_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RefundOrder(childComplexity, args["orderNo"].(string), args["reason"].(*string)), true
 	case "Mutation.resendFailedWebhookDeliveries":
 		if e.ComplexityRoot.Mutation.ResendFailedWebhookDeliveries == nil {
 			break
@@ -843,6 +1181,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RotateWebhookSecret(childComplexity, args["id"].(int)), true
+	case "Mutation.sendTestWebhook":
+		if e.ComplexityRoot.Mutation.SendTestWebhook == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_sendTestWebhook_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SendTestWebhook(childComplexity, args["appID"].(int)), true
 	case "Mutation.setSkuStock":
 		if e.ComplexityRoot.Mutation.SetSkuStock == nil {
 			break
@@ -854,6 +1203,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SetSkuStock(childComplexity, args["id"].(int), args["stock"].(int)), true
+	case "Mutation.setUserPassword":
+		if e.ComplexityRoot.Mutation.SetUserPassword == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setUserPassword_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetUserPassword(childComplexity, args["id"].(int), args["password"].(string)), true
 	case "Mutation.updatePartnerApp":
 		if e.ComplexityRoot.Mutation.UpdatePartnerApp == nil {
 			break
@@ -1096,6 +1456,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.PartnerApp.Usages(childComplexity, args["after"].(*entgql.Cursor[int]), args["first"].(*int), args["before"].(*entgql.Cursor[int]), args["last"].(*int), args["orderBy"].(*ent.APIUsageOrder), args["where"].(*ent.APIUsageWhereInput)), true
+	case "PartnerApp.webhookBreaker":
+		if e.ComplexityRoot.PartnerApp.WebhookBreaker == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PartnerApp.WebhookBreaker(childComplexity), true
 	case "PartnerApp.webhookDeliveries":
 		if e.ComplexityRoot.PartnerApp.WebhookDeliveries == nil {
 			break
@@ -1159,6 +1525,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.PartnerAppSecretPayload.WebhookSecret(childComplexity), true
 
+	case "PaymentProvider.breaker":
+		if e.ComplexityRoot.PaymentProvider.Breaker == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PaymentProvider.Breaker(childComplexity), true
+	case "PaymentProvider.configured":
+		if e.ComplexityRoot.PaymentProvider.Configured == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PaymentProvider.Configured(childComplexity), true
+
 	case "Query.apiKeys":
 		if e.ComplexityRoot.Query.APIKeys == nil {
 			break
@@ -1181,6 +1560,23 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.APIUsages(childComplexity, args["after"].(*entgql.Cursor[int]), args["first"].(*int), args["before"].(*entgql.Cursor[int]), args["last"].(*int), args["orderBy"].(*ent.APIUsageOrder), args["where"].(*ent.APIUsageWhereInput)), true
+	case "Query.apiVersions":
+		if e.ComplexityRoot.Query.APIVersions == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.APIVersions(childComplexity), true
+	case "Query.auditEvents":
+		if e.ComplexityRoot.Query.AuditEvents == nil {
+			break
+		}
+
+		args, err := ec.field_Query_auditEvents_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.AuditEvents(childComplexity, args["after"].(*entgql.Cursor[int]), args["first"].(*int), args["before"].(*entgql.Cursor[int]), args["last"].(*int), args["orderBy"].(*ent.AuditEventOrder), args["where"].(*ent.AuditEventWhereInput)), true
 	case "Query.idempotencyRecords":
 		if e.ComplexityRoot.Query.IdempotencyRecords == nil {
 			break
@@ -1215,6 +1611,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.PartnerApps(childComplexity, args["after"].(*entgql.Cursor[int]), args["first"].(*int), args["before"].(*entgql.Cursor[int]), args["last"].(*int), args["orderBy"].(*ent.PartnerAppOrder), args["where"].(*ent.PartnerAppWhereInput)), true
+	case "Query.paymentProvider":
+		if e.ComplexityRoot.Query.PaymentProvider == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.PaymentProvider(childComplexity), true
 	case "Query.skus":
 		if e.ComplexityRoot.Query.Skus == nil {
 			break
@@ -1398,6 +1800,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.User.Status(childComplexity), true
+	case "User.tokensRevokedAt":
+		if e.ComplexityRoot.User.TokensRevokedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.User.TokensRevokedAt(childComplexity), true
 	case "User.username":
 		if e.ComplexityRoot.User.Username == nil {
 			break
@@ -1449,6 +1857,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.WebhookDelivery.AppID(childComplexity), true
+	case "WebhookDelivery.attemptCount":
+		if e.ComplexityRoot.WebhookDelivery.AttemptCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDelivery.AttemptCount(childComplexity), true
 	case "WebhookDelivery.attempts":
 		if e.ComplexityRoot.WebhookDelivery.Attempts == nil {
 			break
@@ -1466,6 +1880,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.WebhookDelivery.BizData(childComplexity), true
+	case "WebhookDelivery.bizDataJSON":
+		if e.ComplexityRoot.WebhookDelivery.BizDataJSON == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDelivery.BizDataJSON(childComplexity), true
 	case "WebhookDelivery.callbackURL":
 		if e.ComplexityRoot.WebhookDelivery.CallbackURL == nil {
 			break
@@ -1583,6 +2003,8 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		ec.unmarshalInputAPIKeyWhereInput,
 		ec.unmarshalInputAPIUsageOrder,
 		ec.unmarshalInputAPIUsageWhereInput,
+		ec.unmarshalInputAuditEventOrder,
+		ec.unmarshalInputAuditEventWhereInput,
 		ec.unmarshalInputCreateOrderInput,
 		ec.unmarshalInputCreatePartnerAppInput,
 		ec.unmarshalInputCreateSkuInput,
@@ -1683,7 +2105,12 @@ var sources = []*ast.Source{
 # live in ent.graphql; never edit that file by hand.
 #
 # Errors carry extensions.code: VALIDATION_FAILED (with extensions.field),
-# NOT_FOUND, CONFLICT, INVALID_STATE, or INTERNAL (details only in the log).
+# NOT_FOUND, CONFLICT, INVALID_STATE, FORBIDDEN (a READ_ONLY key asked for
+# a change), UNAVAILABLE, the payment outcomes PAYMENT_FAILED (with
+# extensions.providerStatus), PAYMENT_NOT_CONFIGURED and
+# UPSTREAM_UNAVAILABLE, or INTERNAL (details only in the log).
+#
+# Every mutation, successful or not, is recorded in auditEvents.
 
 type Mutation {
   """
@@ -1714,7 +2141,20 @@ type Mutation {
   Re-queues every FAILED delivery (of one app when appID is given) and
   returns how many.
   """
-  resendFailedWebhookDeliveries(appID: ID): Int!
+  resendFailedWebhookDeliveries(appID: ID @auditTarget(type: "PartnerApp")): Int!
+  """
+  Queues a webhook.test event for the app, signed and delivered like any
+  other event: a way to check a partner's receiver. An app without a
+  callback URL, or one that is disabled or expired, is INVALID_STATE.
+  """
+  sendTestWebhook(appID: ID! @auditTarget(type: "PartnerApp")): WebhookDelivery!
+  """
+  Cancels a PENDING or RETRYING delivery: it becomes CANCELLED and is never
+  attempted again (an attempt already in flight is recorded but changes
+  nothing). Any other status is INVALID_STATE; resendWebhookDelivery brings
+  a cancelled delivery back.
+  """
+  cancelWebhookDelivery(id: ID!): WebhookDelivery!
   "Creates a SKU with its initial stock."
   createSku(input: CreateSkuInput!): Sku!
   "Sets the stock of a SKU (0 or more)."
@@ -1723,11 +2163,37 @@ type Mutation {
   createOrder(input: CreateOrderInput!): Order!
   """
   Marks a CREATED order PAID (payTime now) and queues its order.paid
-  webhook in the same transaction.
+  webhook in the same transaction. When the webhook does not go out at once
+  the reply says why in extensions.warnings (code NO_CALLBACK_URL: the app
+  has no callback URL, nothing was queued; WEBHOOK_HELD: the app is
+  disabled or expired, the delivery waits).
   """
-  payOrder(orderNo: String!): Order!
-  "Creates an enabled admin API key; the key is returned here, once."
-  createAPIKey(name: String!): APIKeySecretPayload!
+  payOrder(orderNo: String! @auditTarget): Order!
+  """
+  Marks a CREATED order CANCELLED and queues its order.cancelled webhook in
+  the same transaction. Any other status: INVALID_STATE.
+  """
+  cancelOrder(orderNo: String! @auditTarget): Order!
+  """
+  Refunds a PAID order through the payment provider (a signed POST
+  {GATEHOUSE_PAYMENT_URL}/refunds with Idempotency-Key refund-<orderNo>,
+  retried, behind a circuit breaker). When the provider accepts, the order
+  becomes REFUNDED and its order.refunded webhook is queued in one
+  transaction. A repeat within 24 h of an accepted refund returns the
+  REFUNDED order without calling the provider again.
+  Errors: PAYMENT_FAILED (the provider refused, failed or did not answer;
+  extensions.providerStatus holds its HTTP status; the order stays PAID),
+  UPSTREAM_UNAVAILABLE (the breaker is open: nothing was sent),
+  PAYMENT_NOT_CONFIGURED, CONFLICT (a refund of this order is in flight),
+  INVALID_STATE (not PAID), NOT_FOUND. reason: at most 256 characters.
+  """
+  refundOrder(orderNo: String! @auditTarget, reason: String): Order!
+  """
+  Creates an enabled admin API key; the key is returned here, once. An
+  ADMIN key may query and change; a READ_ONLY key may only query (every
+  mutation is refused with FORBIDDEN).
+  """
+  createAPIKey(name: String!, role: APIKeyRole = ADMIN): APIKeySecretPayload!
   "Disables an API key: it is refused from the next request on."
   disableAPIKey(id: ID!): APIKey!
   "Creates an enabled user who can sign in (JWT login, OAuth approval)."
@@ -1813,12 +2279,53 @@ type APIKeySecretPayload {
   key: String!
 }
 
+extend type PartnerApp {
+  """
+  The circuit breaker of the app's callback URL on the replica answering:
+  once at least 10 attempts were made it opens when 5 of the last 10
+  failed, stays open 30 s (deliveries wait, no attempt is used), then lets
+  5 trial attempts through.
+  """
+  webhookBreaker: BreakerState!
+}
+
 extend type Order {
   """
   The amount as a decimal string with two decimals ("99.90"), the form
   createOrder takes; ` + "`" + `amount` + "`" + ` is the same value in minor units.
   """
   amountDecimal: String!
+}
+
+extend type Query {
+  "The payment provider refundOrder calls, as this replica sees it."
+  paymentProvider: PaymentProvider!
+}
+
+type PaymentProvider {
+  "Whether GATEHOUSE_PAYMENT_URL (with its API key and secret) is set."
+  configured: Boolean!
+  """
+  The provider's circuit breaker on this replica: OPEN once at least 10
+  calls were made and 5 of the last 10 failed (refunds then fail at once
+  with UPSTREAM_UNAVAILABLE), HALF_OPEN after 30 s (up to 5 trial calls),
+  and CLOSED again once 5 trial calls succeeded.
+  """
+  breaker: BreakerState!
+}
+
+"""
+State of a circuit breaker guarding calls to an external service (the
+payment provider, a partner's webhook endpoint). Every breaker follows one
+rule: window of 10 calls, failure threshold 50 %, 30 s open, 5 trial calls.
+"""
+enum BreakerState {
+  "Calls go out."
+  CLOSED
+  "The service failed too often: no calls until the open wait is over."
+  OPEN
+  "Trial calls go out; if they all succeed the breaker closes, one failure opens it again."
+  HALF_OPEN
 }
 `, BuiltIn: false},
 	{Name: "../web-schema/ent.graphql", Input: `directive @goField(forceResolver: Boolean, name: String, omittable: Boolean) on FIELD_DEFINITION | INPUT_FIELD_DEFINITION
@@ -1828,6 +2335,7 @@ type APIKey implements Node {
   name: String!
   prefix: String!
   status: Int!
+  role: APIKeyRole!
   usageCount: Int!
   lastUsedAt: Time
   createTime: Time!
@@ -1880,8 +2388,16 @@ Properties by which APIKey connections can be ordered.
 """
 enum APIKeyOrderField {
   NAME
+  ROLE
   USAGE_COUNT
   CREATE_TIME
+}
+"""
+APIKeyRole is enum for the field role
+"""
+enum APIKeyRole @goModel(model: "gatehouse/ent/apikey.Role") {
+  ADMIN
+  READ_ONLY
 }
 """
 APIKeyWhereInput is used for filtering APIKey objects.
@@ -1945,6 +2461,13 @@ input APIKeyWhereInput {
   statusGTE: Int
   statusLT: Int
   statusLTE: Int
+  """
+  role field predicates
+  """
+  role: APIKeyRole
+  roleNEQ: APIKeyRole
+  roleIn: [APIKeyRole!]
+  roleNotIn: [APIKeyRole!]
   """
   usage_count field predicates
   """
@@ -2114,6 +2637,230 @@ input APIUsageWhereInput {
   """
   hasApp: Boolean
   hasAppWith: [PartnerAppWhereInput!]
+}
+type AuditEvent implements Node {
+  id: ID!
+  time: Time!
+  apiKeyID: Int!
+  apiKeyName: String!
+  mutation: String!
+  targetType: String
+  targetID: String
+  outcome: AuditEventOutcome!
+  errorCode: String
+  requestID: String
+}
+"""
+A connection to a list of items.
+"""
+type AuditEventConnection {
+  """
+  A list of edges.
+  """
+  edges: [AuditEventEdge]
+  """
+  Information to aid in pagination.
+  """
+  pageInfo: PageInfo!
+  """
+  Identifies the total count of items in the connection.
+  """
+  totalCount: Int!
+}
+"""
+An edge in a connection.
+"""
+type AuditEventEdge {
+  """
+  The item at the end of the edge.
+  """
+  node: AuditEvent
+  """
+  A cursor for use in pagination.
+  """
+  cursor: Cursor!
+}
+"""
+Ordering options for AuditEvent connections
+"""
+input AuditEventOrder {
+  """
+  The ordering direction.
+  """
+  direction: OrderDirection! = ASC
+  """
+  The field by which to order AuditEvents.
+  """
+  field: AuditEventOrderField!
+}
+"""
+Properties by which AuditEvent connections can be ordered.
+"""
+enum AuditEventOrderField {
+  TIME
+  MUTATION
+  OUTCOME
+}
+"""
+AuditEventOutcome is enum for the field outcome
+"""
+enum AuditEventOutcome @goModel(model: "gatehouse/ent/auditevent.Outcome") {
+  SUCCESS
+  REFUSED
+  FAILED
+}
+"""
+AuditEventWhereInput is used for filtering AuditEvent objects.
+Input was generated by ent.
+"""
+input AuditEventWhereInput {
+  not: AuditEventWhereInput
+  and: [AuditEventWhereInput!]
+  or: [AuditEventWhereInput!]
+  """
+  id field predicates
+  """
+  id: ID
+  idNEQ: ID
+  idIn: [ID!]
+  idNotIn: [ID!]
+  idGT: ID
+  idGTE: ID
+  idLT: ID
+  idLTE: ID
+  """
+  time field predicates
+  """
+  time: Time
+  timeNEQ: Time
+  timeIn: [Time!]
+  timeNotIn: [Time!]
+  timeGT: Time
+  timeGTE: Time
+  timeLT: Time
+  timeLTE: Time
+  """
+  api_key_id field predicates
+  """
+  apiKeyID: Int
+  apiKeyIDNEQ: Int
+  apiKeyIDIn: [Int!]
+  apiKeyIDNotIn: [Int!]
+  apiKeyIDGT: Int
+  apiKeyIDGTE: Int
+  apiKeyIDLT: Int
+  apiKeyIDLTE: Int
+  """
+  api_key_name field predicates
+  """
+  apiKeyName: String
+  apiKeyNameNEQ: String
+  apiKeyNameIn: [String!]
+  apiKeyNameNotIn: [String!]
+  apiKeyNameGT: String
+  apiKeyNameGTE: String
+  apiKeyNameLT: String
+  apiKeyNameLTE: String
+  apiKeyNameContains: String
+  apiKeyNameHasPrefix: String
+  apiKeyNameHasSuffix: String
+  apiKeyNameEqualFold: String
+  apiKeyNameContainsFold: String
+  """
+  mutation field predicates
+  """
+  mutation: String
+  mutationNEQ: String
+  mutationIn: [String!]
+  mutationNotIn: [String!]
+  mutationGT: String
+  mutationGTE: String
+  mutationLT: String
+  mutationLTE: String
+  mutationContains: String
+  mutationHasPrefix: String
+  mutationHasSuffix: String
+  mutationEqualFold: String
+  mutationContainsFold: String
+  """
+  target_type field predicates
+  """
+  targetType: String
+  targetTypeNEQ: String
+  targetTypeIn: [String!]
+  targetTypeNotIn: [String!]
+  targetTypeGT: String
+  targetTypeGTE: String
+  targetTypeLT: String
+  targetTypeLTE: String
+  targetTypeContains: String
+  targetTypeHasPrefix: String
+  targetTypeHasSuffix: String
+  targetTypeIsNil: Boolean
+  targetTypeNotNil: Boolean
+  targetTypeEqualFold: String
+  targetTypeContainsFold: String
+  """
+  target_id field predicates
+  """
+  targetID: String
+  targetIDNEQ: String
+  targetIDIn: [String!]
+  targetIDNotIn: [String!]
+  targetIDGT: String
+  targetIDGTE: String
+  targetIDLT: String
+  targetIDLTE: String
+  targetIDContains: String
+  targetIDHasPrefix: String
+  targetIDHasSuffix: String
+  targetIDIsNil: Boolean
+  targetIDNotNil: Boolean
+  targetIDEqualFold: String
+  targetIDContainsFold: String
+  """
+  outcome field predicates
+  """
+  outcome: AuditEventOutcome
+  outcomeNEQ: AuditEventOutcome
+  outcomeIn: [AuditEventOutcome!]
+  outcomeNotIn: [AuditEventOutcome!]
+  """
+  error_code field predicates
+  """
+  errorCode: String
+  errorCodeNEQ: String
+  errorCodeIn: [String!]
+  errorCodeNotIn: [String!]
+  errorCodeGT: String
+  errorCodeGTE: String
+  errorCodeLT: String
+  errorCodeLTE: String
+  errorCodeContains: String
+  errorCodeHasPrefix: String
+  errorCodeHasSuffix: String
+  errorCodeIsNil: Boolean
+  errorCodeNotNil: Boolean
+  errorCodeEqualFold: String
+  errorCodeContainsFold: String
+  """
+  request_id field predicates
+  """
+  requestID: String
+  requestIDNEQ: String
+  requestIDIn: [String!]
+  requestIDNotIn: [String!]
+  requestIDGT: String
+  requestIDGTE: String
+  requestIDLT: String
+  requestIDLTE: String
+  requestIDContains: String
+  requestIDHasPrefix: String
+  requestIDHasSuffix: String
+  requestIDIsNil: Boolean
+  requestIDNotNil: Boolean
+  requestIDEqualFold: String
+  requestIDContainsFold: String
 }
 """
 Define a Relay Cursor type:
@@ -3202,6 +3949,37 @@ type Query {
     """
     where: APIUsageWhereInput
   ): APIUsageConnection!
+  auditEvents(
+    """
+    Returns the elements in the list that come after the specified cursor.
+    """
+    after: Cursor
+
+    """
+    Returns the first _n_ elements from the list.
+    """
+    first: Int
+
+    """
+    Returns the elements in the list that come before the specified cursor.
+    """
+    before: Cursor
+
+    """
+    Returns the last _n_ elements from the list.
+    """
+    last: Int
+
+    """
+    Ordering options for AuditEvents returned from the connection.
+    """
+    orderBy: AuditEventOrder
+
+    """
+    Filtering options for AuditEvents returned from the connection.
+    """
+    where: AuditEventWhereInput
+  ): AuditEventConnection!
   idempotencyRecords(
     """
     Returns the elements in the list that come after the specified cursor.
@@ -3663,6 +4441,7 @@ type User implements Node {
   username: String!
   roles: [String!]
   status: Int!
+  tokensRevokedAt: Time
   createTime: Time!
 }
 """
@@ -3762,6 +4541,19 @@ input UserWhereInput {
   statusLT: Int
   statusLTE: Int
   """
+  tokens_revoked_at field predicates
+  """
+  tokensRevokedAt: Time
+  tokensRevokedAtNEQ: Time
+  tokensRevokedAtIn: [Time!]
+  tokensRevokedAtNotIn: [Time!]
+  tokensRevokedAtGT: Time
+  tokensRevokedAtGTE: Time
+  tokensRevokedAtLT: Time
+  tokensRevokedAtLTE: Time
+  tokensRevokedAtIsNil: Boolean
+  tokensRevokedAtNotNil: Boolean
+  """
   create_time field predicates
   """
   createTime: Time
@@ -3782,6 +4574,7 @@ type WebhookDelivery implements Node {
   callbackURL: String!
   status: WebhookDeliveryStatus!
   retryCount: Int!
+  attemptCount: Int!
   maxRetry: Int!
   nextAttemptAt: Time!
   leaseUntil: Time
@@ -3881,6 +4674,7 @@ enum WebhookDeliveryStatus @goModel(model: "gatehouse/ent/webhookdelivery.Status
   RETRYING
   SUCCESS
   FAILED
+  CANCELLED
 }
 """
 WebhookDeliveryWhereInput is used for filtering WebhookDelivery objects.
@@ -3991,6 +4785,17 @@ input WebhookDeliveryWhereInput {
   retryCountLT: Int
   retryCountLTE: Int
   """
+  attempt_count field predicates
+  """
+  attemptCount: Int
+  attemptCountNEQ: Int
+  attemptCountIn: [Int!]
+  attemptCountNotIn: [Int!]
+  attemptCountGT: Int
+  attemptCountGTE: Int
+  attemptCountLT: Int
+  attemptCountLTE: Int
+  """
   max_retry field predicates
   """
   maxRetry: Int
@@ -4077,6 +4882,99 @@ input WebhookDeliveryWhereInput {
   hasAttemptsWith: [DeliveryAttemptWhereInput!]
 }
 `, BuiltIn: false},
+	{Name: "../web-schema/json.graphql", Input: `"""
+Any JSON value (object, array, string, number, boolean). Fields ending in
+JSON show stored JSON text as a value: null when the text is not JSON.
+"""
+scalar JSON
+
+extend type WebhookDelivery {
+  "bizData as a JSON value."
+  bizDataJSON: JSON
+}
+
+extend type DeliveryAttempt {
+  "requestHeaders as a JSON object."
+  requestHeadersJSON: JSON
+  "requestBody (the webhook message) as a JSON object."
+  requestBodyJSON: JSON
+  "responseHeaders as a JSON object."
+  responseHeadersJSON: JSON
+  "responseBody as a JSON value, when the partner answered with JSON."
+  responseBodyJSON: JSON
+}
+
+extend type IdempotencyRecord {
+  "requestParams as a JSON value."
+  requestParamsJSON: JSON
+  "responseResult as a JSON value."
+  responseResultJSON: JSON
+}
+`, BuiltIn: false},
+	{Name: "../web-schema/operator.graphql", Input: `# Mutations an operator needs beyond creating things: turning keys and
+# users on and off, resetting a password, ending a secret's overlap.
+
+"""
+Marks the argument that names a mutation's target in the audit log, when
+it is not ` + "`" + `id` + "`" + `. type: the GraphQL type the argument names (by default the
+type the mutation returns).
+"""
+directive @auditTarget(type: String) on ARGUMENT_DEFINITION
+
+extend type Mutation {
+  "Enables an API key again: it authenticates from the next request on."
+  enableAPIKey(id: ID!): APIKey!
+  """
+  Disables a user: they cannot sign in, and every token they hold (signed
+  tokens, OAuth access and refresh tokens) and their browser sessions are
+  refused from now on, on every replica. Enabling them again does not bring
+  those back.
+  """
+  disableUser(id: ID!): User!
+  "Lets a disabled user sign in again (with new tokens)."
+  enableUser(id: ID!): User!
+  """
+  Gives a user a new password (8-72 bytes) and, as disableUser does, ends
+  every token and session they signed in with before.
+  """
+  setUserPassword(id: ID!, password: String!): User!
+  """
+  Ends a rotation overlap now: the previous app secret stops verifying
+  signed requests and the previous webhook secret stops signing, on every
+  replica within 1 s. For a secret that leaked; the current secrets stay.
+  """
+  endSecretOverlap(id: ID!): PartnerApp!
+}
+`, BuiltIn: false},
+	{Name: "../web-schema/versions.graphql", Input: `# The partner API's versions and their lifecycle (hand-written).
+
+"""
+A version of the signed partner API (/api/v1/, /api/v2/, …) and where it
+stands: served, deprecated (still served; replies carry Deprecation and
+Sunset headers) or retired (every call answers 410). The dates come from
+GATEHOUSE_API_DEPRECATED and GATEHOUSE_API_SUNSET.
+"""
+type APIVersion {
+  "The path segment: v1, v2, …"
+  name: String!
+  "When the version was (or will be) announced as deprecated; null when it is not."
+  deprecation: Time
+  "When the version retires; null when no date is set."
+  sunset: Time
+  "Whether the sunset has passed."
+  retired: Boolean!
+  """
+  Admitted signed calls, all apps together, over the last 30 UTC days
+  (today included). Counts reach the database every 2 s.
+  """
+  callsLast30Days: Int!
+}
+
+extend type Query {
+  "Every version of the partner API, oldest first, with its lifecycle and use."
+  apiVersions: [APIVersion!]!
+}
+`, BuiltIn: false},
 }
 var parsedSchema = gqlparser.MustLoadSchema(sources...)
 
@@ -4094,6 +4992,8 @@ func (ec *executionContext) childFields_APIKey(ctx context.Context, field graphq
 		return ec.fieldContext_APIKey_prefix(ctx, field)
 	case "status":
 		return ec.fieldContext_APIKey_status(ctx, field)
+	case "role":
+		return ec.fieldContext_APIKey_role(ctx, field)
 	case "usageCount":
 		return ec.fieldContext_APIKey_usageCount(ctx, field)
 	case "lastUsedAt":
@@ -4176,6 +5076,70 @@ func (ec *executionContext) childFields_APIUsageEdge(ctx context.Context, field 
 	return nil, fmt.Errorf("no field named %q was found under type APIUsageEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_APIVersion(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_APIVersion_name(ctx, field)
+	case "deprecation":
+		return ec.fieldContext_APIVersion_deprecation(ctx, field)
+	case "sunset":
+		return ec.fieldContext_APIVersion_sunset(ctx, field)
+	case "retired":
+		return ec.fieldContext_APIVersion_retired(ctx, field)
+	case "callsLast30Days":
+		return ec.fieldContext_APIVersion_callsLast30Days(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type APIVersion", field.Name)
+}
+
+func (ec *executionContext) childFields_AuditEvent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_AuditEvent_id(ctx, field)
+	case "time":
+		return ec.fieldContext_AuditEvent_time(ctx, field)
+	case "apiKeyID":
+		return ec.fieldContext_AuditEvent_apiKeyID(ctx, field)
+	case "apiKeyName":
+		return ec.fieldContext_AuditEvent_apiKeyName(ctx, field)
+	case "mutation":
+		return ec.fieldContext_AuditEvent_mutation(ctx, field)
+	case "targetType":
+		return ec.fieldContext_AuditEvent_targetType(ctx, field)
+	case "targetID":
+		return ec.fieldContext_AuditEvent_targetID(ctx, field)
+	case "outcome":
+		return ec.fieldContext_AuditEvent_outcome(ctx, field)
+	case "errorCode":
+		return ec.fieldContext_AuditEvent_errorCode(ctx, field)
+	case "requestID":
+		return ec.fieldContext_AuditEvent_requestID(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AuditEvent", field.Name)
+}
+
+func (ec *executionContext) childFields_AuditEventConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_AuditEventConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_AuditEventConnection_pageInfo(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_AuditEventConnection_totalCount(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AuditEventConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_AuditEventEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "node":
+		return ec.fieldContext_AuditEventEdge_node(ctx, field)
+	case "cursor":
+		return ec.fieldContext_AuditEventEdge_cursor(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AuditEventEdge", field.Name)
+}
+
 func (ec *executionContext) childFields_DeliveryAttempt(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -4202,6 +5166,14 @@ func (ec *executionContext) childFields_DeliveryAttempt(ctx context.Context, fie
 		return ec.fieldContext_DeliveryAttempt_startedAt(ctx, field)
 	case "delivery":
 		return ec.fieldContext_DeliveryAttempt_delivery(ctx, field)
+	case "requestHeadersJSON":
+		return ec.fieldContext_DeliveryAttempt_requestHeadersJSON(ctx, field)
+	case "requestBodyJSON":
+		return ec.fieldContext_DeliveryAttempt_requestBodyJSON(ctx, field)
+	case "responseHeadersJSON":
+		return ec.fieldContext_DeliveryAttempt_responseHeadersJSON(ctx, field)
+	case "responseBodyJSON":
+		return ec.fieldContext_DeliveryAttempt_responseBodyJSON(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type DeliveryAttempt", field.Name)
 }
@@ -4248,6 +5220,10 @@ func (ec *executionContext) childFields_IdempotencyRecord(ctx context.Context, f
 		return ec.fieldContext_IdempotencyRecord_createTime(ctx, field)
 	case "updateTime":
 		return ec.fieldContext_IdempotencyRecord_updateTime(ctx, field)
+	case "requestParamsJSON":
+		return ec.fieldContext_IdempotencyRecord_requestParamsJSON(ctx, field)
+	case "responseResultJSON":
+		return ec.fieldContext_IdempotencyRecord_responseResultJSON(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type IdempotencyRecord", field.Name)
 }
@@ -4374,6 +5350,8 @@ func (ec *executionContext) childFields_PartnerApp(ctx context.Context, field gr
 		return ec.fieldContext_PartnerApp_webhookDeliveries(ctx, field)
 	case "usages":
 		return ec.fieldContext_PartnerApp_usages(ctx, field)
+	case "webhookBreaker":
+		return ec.fieldContext_PartnerApp_webhookBreaker(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type PartnerApp", field.Name)
 }
@@ -4410,6 +5388,16 @@ func (ec *executionContext) childFields_PartnerAppSecretPayload(ctx context.Cont
 		return ec.fieldContext_PartnerAppSecretPayload_webhookSecret(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type PartnerAppSecretPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_PaymentProvider(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "configured":
+		return ec.fieldContext_PaymentProvider_configured(ctx, field)
+	case "breaker":
+		return ec.fieldContext_PaymentProvider_breaker(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PaymentProvider", field.Name)
 }
 
 func (ec *executionContext) childFields_Sku(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -4494,6 +5482,8 @@ func (ec *executionContext) childFields_User(ctx context.Context, field graphql.
 		return ec.fieldContext_User_roles(ctx, field)
 	case "status":
 		return ec.fieldContext_User_status(ctx, field)
+	case "tokensRevokedAt":
+		return ec.fieldContext_User_tokensRevokedAt(ctx, field)
 	case "createTime":
 		return ec.fieldContext_User_createTime(ctx, field)
 	}
@@ -4540,6 +5530,8 @@ func (ec *executionContext) childFields_WebhookDelivery(ctx context.Context, fie
 		return ec.fieldContext_WebhookDelivery_status(ctx, field)
 	case "retryCount":
 		return ec.fieldContext_WebhookDelivery_retryCount(ctx, field)
+	case "attemptCount":
+		return ec.fieldContext_WebhookDelivery_attemptCount(ctx, field)
 	case "maxRetry":
 		return ec.fieldContext_WebhookDelivery_maxRetry(ctx, field)
 	case "nextAttemptAt":
@@ -4556,6 +5548,8 @@ func (ec *executionContext) childFields_WebhookDelivery(ctx context.Context, fie
 		return ec.fieldContext_WebhookDelivery_app(ctx, field)
 	case "attempts":
 		return ec.fieldContext_WebhookDelivery_attempts(ctx, field)
+	case "bizDataJSON":
+		return ec.fieldContext_WebhookDelivery_bizDataJSON(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type WebhookDelivery", field.Name)
 }
@@ -4698,6 +5692,34 @@ func (ec *executionContext) childFields___Type(ctx context.Context, field graphq
 
 // region    ***************************** args.gotpl *****************************
 
+func (ec *executionContext) field_Mutation_cancelOrder_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "orderNo",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["orderNo"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_cancelWebhookDelivery_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_createAPIKey_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -4709,6 +5731,14 @@ func (ec *executionContext) field_Mutation_createAPIKey_args(ctx context.Context
 		return nil, err
 	}
 	args["name"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "role",
+		func(ctx context.Context, v any) (*apikey.Role, error) {
+			return ec.unmarshalOAPIKeyRole2ᚖgatehouseᚋentᚋapikeyᚐRole(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["role"] = arg1
 	return args, nil
 }
 
@@ -4782,6 +5812,62 @@ func (ec *executionContext) field_Mutation_disableAPIKey_args(ctx context.Contex
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_disableUser_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_enableAPIKey_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_enableUser_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_endSecretOverlap_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_payOrder_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -4793,6 +5879,28 @@ func (ec *executionContext) field_Mutation_payOrder_args(ctx context.Context, ra
 		return nil, err
 	}
 	args["orderNo"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_refundOrder_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "orderNo",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["orderNo"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "reason",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["reason"] = arg1
 	return args, nil
 }
 
@@ -4852,6 +5960,20 @@ func (ec *executionContext) field_Mutation_rotateWebhookSecret_args(ctx context.
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_sendTestWebhook_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "appID",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["appID"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_setSkuStock_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -4871,6 +5993,28 @@ func (ec *executionContext) field_Mutation_setSkuStock_args(ctx context.Context,
 		return nil, err
 	}
 	args["stock"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_setUserPassword_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "password",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["password"] = arg1
 	return args, nil
 }
 
@@ -5172,6 +6316,60 @@ func (ec *executionContext) field_Query_apiUsages_args(ctx context.Context, rawA
 	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "where",
 		func(ctx context.Context, v any) (*ent.APIUsageWhereInput, error) {
 			return ec.unmarshalOAPIUsageWhereInput2ᚖgatehouseᚋentᚐAPIUsageWhereInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["where"] = arg5
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_auditEvents_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*entgql.Cursor[int], error) {
+			return ec.unmarshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*entgql.Cursor[int], error) {
+			return ec.unmarshalOCursor2ᚖentgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "orderBy",
+		func(ctx context.Context, v any) (*ent.AuditEventOrder, error) {
+			return ec.unmarshalOAuditEventOrder2ᚖgatehouseᚋentᚐAuditEventOrder(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["orderBy"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "where",
+		func(ctx context.Context, v any) (*ent.AuditEventWhereInput, error) {
+			return ec.unmarshalOAuditEventWhereInput2ᚖgatehouseᚋentᚐAuditEventWhereInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -5764,6 +6962,29 @@ func (ec *executionContext) fieldContext_APIKey_status(_ context.Context, field 
 	return graphql.NewScalarFieldContext("APIKey", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
+func (ec *executionContext) _APIKey_role(ctx context.Context, field graphql.CollectedField, obj *ent.APIKey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_APIKey_role(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Role, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v apikey.Role) graphql.Marshaler {
+			return ec.marshalNAPIKeyRole2gatehouseᚋentᚋapikeyᚐRole(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_APIKey_role(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("APIKey", field, false, false, errors.New("field of type APIKeyRole does not have child fields"))
+}
+
 func (ec *executionContext) _APIKey_usageCount(ctx context.Context, field graphql.CollectedField, obj *ent.APIKey) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6319,6 +7540,493 @@ func (ec *executionContext) fieldContext_APIUsageEdge_cursor(_ context.Context, 
 	return graphql.NewScalarFieldContext("APIUsageEdge", field, false, false, errors.New("field of type Cursor does not have child fields"))
 }
 
+func (ec *executionContext) _APIVersion_name(ctx context.Context, field graphql.CollectedField, obj *APIVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_APIVersion_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_APIVersion_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("APIVersion", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _APIVersion_deprecation(ctx context.Context, field graphql.CollectedField, obj *APIVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_APIVersion_deprecation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Deprecation, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_APIVersion_deprecation(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("APIVersion", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _APIVersion_sunset(ctx context.Context, field graphql.CollectedField, obj *APIVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_APIVersion_sunset(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Sunset, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_APIVersion_sunset(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("APIVersion", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _APIVersion_retired(ctx context.Context, field graphql.CollectedField, obj *APIVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_APIVersion_retired(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Retired, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_APIVersion_retired(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("APIVersion", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _APIVersion_callsLast30Days(ctx context.Context, field graphql.CollectedField, obj *APIVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_APIVersion_callsLast30Days(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CallsLast30Days, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_APIVersion_callsLast30Days(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("APIVersion", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _AuditEvent_id(ctx context.Context, field graphql.CollectedField, obj *ent.AuditEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditEvent_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNID2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditEvent_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditEvent", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _AuditEvent_time(ctx context.Context, field graphql.CollectedField, obj *ent.AuditEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditEvent_time(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Time, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditEvent_time(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditEvent", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _AuditEvent_apiKeyID(ctx context.Context, field graphql.CollectedField, obj *ent.AuditEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditEvent_apiKeyID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.APIKeyID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditEvent_apiKeyID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditEvent", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _AuditEvent_apiKeyName(ctx context.Context, field graphql.CollectedField, obj *ent.AuditEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditEvent_apiKeyName(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.APIKeyName, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditEvent_apiKeyName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditEvent", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _AuditEvent_mutation(ctx context.Context, field graphql.CollectedField, obj *ent.AuditEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditEvent_mutation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Mutation, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditEvent_mutation(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditEvent", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _AuditEvent_targetType(ctx context.Context, field graphql.CollectedField, obj *ent.AuditEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditEvent_targetType(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TargetType, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AuditEvent_targetType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditEvent", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _AuditEvent_targetID(ctx context.Context, field graphql.CollectedField, obj *ent.AuditEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditEvent_targetID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TargetID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AuditEvent_targetID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditEvent", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _AuditEvent_outcome(ctx context.Context, field graphql.CollectedField, obj *ent.AuditEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditEvent_outcome(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Outcome, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v auditevent.Outcome) graphql.Marshaler {
+			return ec.marshalNAuditEventOutcome2gatehouseᚋentᚋauditeventᚐOutcome(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditEvent_outcome(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditEvent", field, false, false, errors.New("field of type AuditEventOutcome does not have child fields"))
+}
+
+func (ec *executionContext) _AuditEvent_errorCode(ctx context.Context, field graphql.CollectedField, obj *ent.AuditEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditEvent_errorCode(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ErrorCode, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AuditEvent_errorCode(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditEvent", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _AuditEvent_requestID(ctx context.Context, field graphql.CollectedField, obj *ent.AuditEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditEvent_requestID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RequestID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AuditEvent_requestID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditEvent", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _AuditEventConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.AuditEventConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditEventConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.AuditEventEdge) graphql.Marshaler {
+			return ec.marshalOAuditEventEdge2ᚕᚖgatehouseᚋentᚐAuditEventEdge(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AuditEventConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AuditEventConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuditEventEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AuditEventConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *ent.AuditEventConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditEventConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v entgql.PageInfo[int]) graphql.Marshaler {
+			return ec.marshalNPageInfo2entgoᚗioᚋcontribᚋentgqlᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditEventConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AuditEventConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AuditEventConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *ent.AuditEventConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditEventConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditEventConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditEventConnection", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _AuditEventEdge_node(ctx context.Context, field graphql.CollectedField, obj *ent.AuditEventEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditEventEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.AuditEvent) graphql.Marshaler {
+			return ec.marshalOAuditEvent2ᚖgatehouseᚋentᚐAuditEvent(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AuditEventEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AuditEventEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuditEvent(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AuditEventEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *ent.AuditEventEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditEventEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v entgql.Cursor[int]) graphql.Marshaler {
+			return ec.marshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditEventEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditEventEdge", field, false, false, errors.New("field of type Cursor does not have child fields"))
+}
+
 func (ec *executionContext) _DeliveryAttempt_id(ctx context.Context, field graphql.CollectedField, obj *ent.DeliveryAttempt) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6602,6 +8310,98 @@ func (ec *executionContext) fieldContext_DeliveryAttempt_delivery(_ context.Cont
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _DeliveryAttempt_requestHeadersJSON(ctx context.Context, field graphql.CollectedField, obj *ent.DeliveryAttempt) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeliveryAttempt_requestHeadersJSON(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.DeliveryAttempt().RequestHeadersJSON(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v json.RawMessage) graphql.Marshaler {
+			return ec.marshalOJSON2encodingᚋjsonᚐRawMessage(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DeliveryAttempt_requestHeadersJSON(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DeliveryAttempt", field, true, true, errors.New("field of type JSON does not have child fields"))
+}
+
+func (ec *executionContext) _DeliveryAttempt_requestBodyJSON(ctx context.Context, field graphql.CollectedField, obj *ent.DeliveryAttempt) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeliveryAttempt_requestBodyJSON(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.DeliveryAttempt().RequestBodyJSON(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v json.RawMessage) graphql.Marshaler {
+			return ec.marshalOJSON2encodingᚋjsonᚐRawMessage(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DeliveryAttempt_requestBodyJSON(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DeliveryAttempt", field, true, true, errors.New("field of type JSON does not have child fields"))
+}
+
+func (ec *executionContext) _DeliveryAttempt_responseHeadersJSON(ctx context.Context, field graphql.CollectedField, obj *ent.DeliveryAttempt) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeliveryAttempt_responseHeadersJSON(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.DeliveryAttempt().ResponseHeadersJSON(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v json.RawMessage) graphql.Marshaler {
+			return ec.marshalOJSON2encodingᚋjsonᚐRawMessage(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DeliveryAttempt_responseHeadersJSON(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DeliveryAttempt", field, true, true, errors.New("field of type JSON does not have child fields"))
+}
+
+func (ec *executionContext) _DeliveryAttempt_responseBodyJSON(ctx context.Context, field graphql.CollectedField, obj *ent.DeliveryAttempt) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeliveryAttempt_responseBodyJSON(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.DeliveryAttempt().ResponseBodyJSON(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v json.RawMessage) graphql.Marshaler {
+			return ec.marshalOJSON2encodingᚋjsonᚐRawMessage(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DeliveryAttempt_responseBodyJSON(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DeliveryAttempt", field, true, true, errors.New("field of type JSON does not have child fields"))
 }
 
 func (ec *executionContext) _DeliveryAttemptConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.DeliveryAttemptConnection) (ret graphql.Marshaler) {
@@ -6951,6 +8751,52 @@ func (ec *executionContext) _IdempotencyRecord_updateTime(ctx context.Context, f
 }
 func (ec *executionContext) fieldContext_IdempotencyRecord_updateTime(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("IdempotencyRecord", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _IdempotencyRecord_requestParamsJSON(ctx context.Context, field graphql.CollectedField, obj *ent.IdempotencyRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IdempotencyRecord_requestParamsJSON(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.IdempotencyRecord().RequestParamsJSON(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v json.RawMessage) graphql.Marshaler {
+			return ec.marshalOJSON2encodingᚋjsonᚐRawMessage(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_IdempotencyRecord_requestParamsJSON(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("IdempotencyRecord", field, true, true, errors.New("field of type JSON does not have child fields"))
+}
+
+func (ec *executionContext) _IdempotencyRecord_responseResultJSON(ctx context.Context, field graphql.CollectedField, obj *ent.IdempotencyRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IdempotencyRecord_responseResultJSON(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.IdempotencyRecord().ResponseResultJSON(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v json.RawMessage) graphql.Marshaler {
+			return ec.marshalOJSON2encodingᚋjsonᚐRawMessage(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_IdempotencyRecord_responseResultJSON(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("IdempotencyRecord", field, true, true, errors.New("field of type JSON does not have child fields"))
 }
 
 func (ec *executionContext) _IdempotencyRecordConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.IdempotencyRecordConnection) (ret graphql.Marshaler) {
@@ -7359,6 +9205,94 @@ func (ec *executionContext) fieldContext_Mutation_resendFailedWebhookDeliveries(
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_sendTestWebhook(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_sendTestWebhook(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SendTestWebhook(ctx, fc.Args["appID"].(int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.WebhookDelivery) graphql.Marshaler {
+			return ec.marshalNWebhookDelivery2ᚖgatehouseᚋentᚐWebhookDelivery(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_sendTestWebhook(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookDelivery(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_sendTestWebhook_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_cancelWebhookDelivery(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_cancelWebhookDelivery(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CancelWebhookDelivery(ctx, fc.Args["id"].(int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.WebhookDelivery) graphql.Marshaler {
+			return ec.marshalNWebhookDelivery2ᚖgatehouseᚋentᚐWebhookDelivery(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_cancelWebhookDelivery(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookDelivery(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_cancelWebhookDelivery_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_createSku(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -7535,6 +9469,94 @@ func (ec *executionContext) fieldContext_Mutation_payOrder(ctx context.Context, 
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_cancelOrder(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_cancelOrder(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CancelOrder(ctx, fc.Args["orderNo"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Order) graphql.Marshaler {
+			return ec.marshalNOrder2ᚖgatehouseᚋentᚐOrder(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_cancelOrder(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Order(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_cancelOrder_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_refundOrder(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_refundOrder(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RefundOrder(ctx, fc.Args["orderNo"].(string), fc.Args["reason"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.Order) graphql.Marshaler {
+			return ec.marshalNOrder2ᚖgatehouseᚋentᚐOrder(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_refundOrder(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Order(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_refundOrder_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_createAPIKey(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -7545,7 +9567,7 @@ func (ec *executionContext) _Mutation_createAPIKey(ctx context.Context, field gr
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().CreateAPIKey(ctx, fc.Args["name"].(string))
+			return ec.Resolvers.Mutation().CreateAPIKey(ctx, fc.Args["name"].(string), fc.Args["role"].(*apikey.Role))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *APIKeySecretPayload) graphql.Marshaler {
@@ -7661,6 +9683,226 @@ func (ec *executionContext) fieldContext_Mutation_createUser(ctx context.Context
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_createUser_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_enableAPIKey(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_enableAPIKey(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().EnableAPIKey(ctx, fc.Args["id"].(int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.APIKey) graphql.Marshaler {
+			return ec.marshalNAPIKey2ᚖgatehouseᚋentᚐAPIKey(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_enableAPIKey(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_APIKey(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_enableAPIKey_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_disableUser(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_disableUser(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DisableUser(ctx, fc.Args["id"].(int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.User) graphql.Marshaler {
+			return ec.marshalNUser2ᚖgatehouseᚋentᚐUser(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_disableUser(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_User(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_disableUser_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_enableUser(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_enableUser(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().EnableUser(ctx, fc.Args["id"].(int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.User) graphql.Marshaler {
+			return ec.marshalNUser2ᚖgatehouseᚋentᚐUser(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_enableUser(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_User(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_enableUser_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_setUserPassword(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setUserPassword(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetUserPassword(ctx, fc.Args["id"].(int), fc.Args["password"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.User) graphql.Marshaler {
+			return ec.marshalNUser2ᚖgatehouseᚋentᚐUser(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setUserPassword(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_User(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setUserPassword_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_endSecretOverlap(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_endSecretOverlap(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().EndSecretOverlap(ctx, fc.Args["id"].(int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.PartnerApp) graphql.Marshaler {
+			return ec.marshalNPartnerApp2ᚖgatehouseᚋentᚐPartnerApp(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_endSecretOverlap(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PartnerApp(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_endSecretOverlap_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -8617,6 +10859,29 @@ func (ec *executionContext) fieldContext_PartnerApp_usages(ctx context.Context, 
 	return fc, nil
 }
 
+func (ec *executionContext) _PartnerApp_webhookBreaker(ctx context.Context, field graphql.CollectedField, obj *ent.PartnerApp) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PartnerApp_webhookBreaker(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.PartnerApp().WebhookBreaker(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v BreakerState) graphql.Marshaler {
+			return ec.marshalNBreakerState2gatehouseᚋgraphᚐBreakerState(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PartnerApp_webhookBreaker(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PartnerApp", field, true, true, errors.New("field of type BreakerState does not have child fields"))
+}
+
 func (ec *executionContext) _PartnerAppConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.PartnerAppConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8837,6 +11102,52 @@ func (ec *executionContext) fieldContext_PartnerAppSecretPayload_webhookSecret(_
 	return graphql.NewScalarFieldContext("PartnerAppSecretPayload", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
+func (ec *executionContext) _PaymentProvider_configured(ctx context.Context, field graphql.CollectedField, obj *PaymentProvider) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PaymentProvider_configured(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Configured, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PaymentProvider_configured(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PaymentProvider", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _PaymentProvider_breaker(ctx context.Context, field graphql.CollectedField, obj *PaymentProvider) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PaymentProvider_breaker(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Breaker, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v BreakerState) graphql.Marshaler {
+			return ec.marshalNBreakerState2gatehouseᚋgraphᚐBreakerState(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PaymentProvider_breaker(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PaymentProvider", field, false, false, errors.New("field of type BreakerState does not have child fields"))
+}
+
 func (ec *executionContext) _Query_apiKeys(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8919,6 +11230,50 @@ func (ec *executionContext) fieldContext_Query_apiUsages(ctx context.Context, fi
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_apiUsages_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_auditEvents(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_auditEvents(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().AuditEvents(ctx, fc.Args["after"].(*entgql.Cursor[int]), fc.Args["first"].(*int), fc.Args["before"].(*entgql.Cursor[int]), fc.Args["last"].(*int), fc.Args["orderBy"].(*ent.AuditEventOrder), fc.Args["where"].(*ent.AuditEventWhereInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.AuditEventConnection) graphql.Marshaler {
+			return ec.marshalNAuditEventConnection2ᚖgatehouseᚋentᚐAuditEventConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_auditEvents(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuditEventConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_auditEvents_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -9229,6 +11584,70 @@ func (ec *executionContext) fieldContext_Query_webhookDeliveries(ctx context.Con
 	if fc.Args, err = ec.field_Query_webhookDeliveries_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_paymentProvider(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_paymentProvider(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().PaymentProvider(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *PaymentProvider) graphql.Marshaler {
+			return ec.marshalNPaymentProvider2ᚖgatehouseᚋgraphᚐPaymentProvider(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_paymentProvider(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PaymentProvider(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_apiVersions(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_apiVersions(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().APIVersions(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*APIVersion) graphql.Marshaler {
+			return ec.marshalNAPIVersion2ᚕᚖgatehouseᚋgraphᚐAPIVersionᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_apiVersions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_APIVersion(ctx, field)
+		},
 	}
 	return fc, nil
 }
@@ -9869,6 +12288,29 @@ func (ec *executionContext) fieldContext_User_status(_ context.Context, field gr
 	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
+func (ec *executionContext) _User_tokensRevokedAt(ctx context.Context, field graphql.CollectedField, obj *ent.User) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_User_tokensRevokedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TokensRevokedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_User_tokensRevokedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
 func (ec *executionContext) _User_createTime(ctx context.Context, field graphql.CollectedField, obj *ent.User) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -10218,6 +12660,29 @@ func (ec *executionContext) fieldContext_WebhookDelivery_retryCount(_ context.Co
 	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
+func (ec *executionContext) _WebhookDelivery_attemptCount(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookDelivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDelivery_attemptCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AttemptCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDelivery_attemptCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
 func (ec *executionContext) _WebhookDelivery_maxRetry(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookDelivery) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -10430,6 +12895,29 @@ func (ec *executionContext) fieldContext_WebhookDelivery_attempts(ctx context.Co
 		return fc, err
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _WebhookDelivery_bizDataJSON(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookDelivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDelivery_bizDataJSON(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.WebhookDelivery().BizDataJSON(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v json.RawMessage) graphql.Marshaler {
+			return ec.marshalOJSON2encodingᚋjsonᚐRawMessage(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDelivery_bizDataJSON(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDelivery", field, true, true, errors.New("field of type JSON does not have child fields"))
 }
 
 func (ec *executionContext) _WebhookDeliveryConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookDeliveryConnection) (ret graphql.Marshaler) {
@@ -11685,7 +14173,7 @@ func (ec *executionContext) unmarshalInputAPIKeyWhereInput(ctx context.Context, 
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameEqualFold", "nameContainsFold", "prefix", "prefixNEQ", "prefixIn", "prefixNotIn", "prefixGT", "prefixGTE", "prefixLT", "prefixLTE", "prefixContains", "prefixHasPrefix", "prefixHasSuffix", "prefixEqualFold", "prefixContainsFold", "status", "statusNEQ", "statusIn", "statusNotIn", "statusGT", "statusGTE", "statusLT", "statusLTE", "usageCount", "usageCountNEQ", "usageCountIn", "usageCountNotIn", "usageCountGT", "usageCountGTE", "usageCountLT", "usageCountLTE", "lastUsedAt", "lastUsedAtNEQ", "lastUsedAtIn", "lastUsedAtNotIn", "lastUsedAtGT", "lastUsedAtGTE", "lastUsedAtLT", "lastUsedAtLTE", "lastUsedAtIsNil", "lastUsedAtNotNil", "createTime", "createTimeNEQ", "createTimeIn", "createTimeNotIn", "createTimeGT", "createTimeGTE", "createTimeLT", "createTimeLTE"}
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameEqualFold", "nameContainsFold", "prefix", "prefixNEQ", "prefixIn", "prefixNotIn", "prefixGT", "prefixGTE", "prefixLT", "prefixLTE", "prefixContains", "prefixHasPrefix", "prefixHasSuffix", "prefixEqualFold", "prefixContainsFold", "status", "statusNEQ", "statusIn", "statusNotIn", "statusGT", "statusGTE", "statusLT", "statusLTE", "role", "roleNEQ", "roleIn", "roleNotIn", "usageCount", "usageCountNEQ", "usageCountIn", "usageCountNotIn", "usageCountGT", "usageCountGTE", "usageCountLT", "usageCountLTE", "lastUsedAt", "lastUsedAtNEQ", "lastUsedAtIn", "lastUsedAtNotIn", "lastUsedAtGT", "lastUsedAtGTE", "lastUsedAtLT", "lastUsedAtLTE", "lastUsedAtIsNil", "lastUsedAtNotNil", "createTime", "createTimeNEQ", "createTimeIn", "createTimeNotIn", "createTimeGT", "createTimeGTE", "createTimeLT", "createTimeLTE"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -12007,6 +14495,34 @@ func (ec *executionContext) unmarshalInputAPIKeyWhereInput(ctx context.Context, 
 				return it, err
 			}
 			it.StatusLTE = data
+		case "role":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("role"))
+			data, err := ec.unmarshalOAPIKeyRole2ᚖgatehouseᚋentᚋapikeyᚐRole(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Role = data
+		case "roleNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("roleNEQ"))
+			data, err := ec.unmarshalOAPIKeyRole2ᚖgatehouseᚋentᚋapikeyᚐRole(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RoleNEQ = data
+		case "roleIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("roleIn"))
+			data, err := ec.unmarshalOAPIKeyRole2ᚕgatehouseᚋentᚋapikeyᚐRoleᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RoleIn = data
+		case "roleNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("roleNotIn"))
+			data, err := ec.unmarshalOAPIKeyRole2ᚕgatehouseᚋentᚋapikeyᚐRoleᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RoleNotIn = data
 		case "usageCount":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("usageCount"))
 			data, err := ec.unmarshalOInt2ᚖint64(ctx, v)
@@ -12610,6 +15126,889 @@ func (ec *executionContext) unmarshalInputAPIUsageWhereInput(ctx context.Context
 				return it, err
 			}
 			it.HasAppWith = data
+		}
+	}
+	return it, nil
+}
+
+func (ec *executionContext) unmarshalInputAuditEventOrder(ctx context.Context, obj any) (ent.AuditEventOrder, error) {
+	var it ent.AuditEventOrder
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	if _, present := asMap["direction"]; !present {
+		asMap["direction"] = "ASC"
+	}
+
+	fieldsInOrder := [...]string{"direction", "field"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "direction":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("direction"))
+			data, err := ec.unmarshalNOrderDirection2entgoᚗioᚋcontribᚋentgqlᚐOrderDirection(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Direction = data
+		case "field":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("field"))
+			data, err := ec.unmarshalNAuditEventOrderField2ᚖgatehouseᚋentᚐAuditEventOrderField(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Field = data
+		}
+	}
+	return it, nil
+}
+
+func (ec *executionContext) unmarshalInputAuditEventWhereInput(ctx context.Context, obj any) (ent.AuditEventWhereInput, error) {
+	var it ent.AuditEventWhereInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "time", "timeNEQ", "timeIn", "timeNotIn", "timeGT", "timeGTE", "timeLT", "timeLTE", "apiKeyID", "apiKeyIDNEQ", "apiKeyIDIn", "apiKeyIDNotIn", "apiKeyIDGT", "apiKeyIDGTE", "apiKeyIDLT", "apiKeyIDLTE", "apiKeyName", "apiKeyNameNEQ", "apiKeyNameIn", "apiKeyNameNotIn", "apiKeyNameGT", "apiKeyNameGTE", "apiKeyNameLT", "apiKeyNameLTE", "apiKeyNameContains", "apiKeyNameHasPrefix", "apiKeyNameHasSuffix", "apiKeyNameEqualFold", "apiKeyNameContainsFold", "mutation", "mutationNEQ", "mutationIn", "mutationNotIn", "mutationGT", "mutationGTE", "mutationLT", "mutationLTE", "mutationContains", "mutationHasPrefix", "mutationHasSuffix", "mutationEqualFold", "mutationContainsFold", "targetType", "targetTypeNEQ", "targetTypeIn", "targetTypeNotIn", "targetTypeGT", "targetTypeGTE", "targetTypeLT", "targetTypeLTE", "targetTypeContains", "targetTypeHasPrefix", "targetTypeHasSuffix", "targetTypeIsNil", "targetTypeNotNil", "targetTypeEqualFold", "targetTypeContainsFold", "targetID", "targetIDNEQ", "targetIDIn", "targetIDNotIn", "targetIDGT", "targetIDGTE", "targetIDLT", "targetIDLTE", "targetIDContains", "targetIDHasPrefix", "targetIDHasSuffix", "targetIDIsNil", "targetIDNotNil", "targetIDEqualFold", "targetIDContainsFold", "outcome", "outcomeNEQ", "outcomeIn", "outcomeNotIn", "errorCode", "errorCodeNEQ", "errorCodeIn", "errorCodeNotIn", "errorCodeGT", "errorCodeGTE", "errorCodeLT", "errorCodeLTE", "errorCodeContains", "errorCodeHasPrefix", "errorCodeHasSuffix", "errorCodeIsNil", "errorCodeNotNil", "errorCodeEqualFold", "errorCodeContainsFold", "requestID", "requestIDNEQ", "requestIDIn", "requestIDNotIn", "requestIDGT", "requestIDGTE", "requestIDLT", "requestIDLTE", "requestIDContains", "requestIDHasPrefix", "requestIDHasSuffix", "requestIDIsNil", "requestIDNotNil", "requestIDEqualFold", "requestIDContainsFold"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "not":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("not"))
+			data, err := ec.unmarshalOAuditEventWhereInput2ᚖgatehouseᚋentᚐAuditEventWhereInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Not = data
+		case "and":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("and"))
+			data, err := ec.unmarshalOAuditEventWhereInput2ᚕᚖgatehouseᚋentᚐAuditEventWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.And = data
+		case "or":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("or"))
+			data, err := ec.unmarshalOAuditEventWhereInput2ᚕᚖgatehouseᚋentᚐAuditEventWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Or = data
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalOID2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		case "idNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idNEQ"))
+			data, err := ec.unmarshalOID2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDNEQ = data
+		case "idIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idIn"))
+			data, err := ec.unmarshalOID2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDIn = data
+		case "idNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idNotIn"))
+			data, err := ec.unmarshalOID2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDNotIn = data
+		case "idGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idGT"))
+			data, err := ec.unmarshalOID2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDGT = data
+		case "idGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idGTE"))
+			data, err := ec.unmarshalOID2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDGTE = data
+		case "idLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idLT"))
+			data, err := ec.unmarshalOID2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDLT = data
+		case "idLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idLTE"))
+			data, err := ec.unmarshalOID2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDLTE = data
+		case "time":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("time"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Time = data
+		case "timeNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("timeNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TimeNEQ = data
+		case "timeIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("timeIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TimeIn = data
+		case "timeNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("timeNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TimeNotIn = data
+		case "timeGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("timeGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TimeGT = data
+		case "timeGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("timeGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TimeGTE = data
+		case "timeLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("timeLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TimeLT = data
+		case "timeLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("timeLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TimeLTE = data
+		case "apiKeyID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("apiKeyID"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.APIKeyID = data
+		case "apiKeyIDNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("apiKeyIDNEQ"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.APIKeyIDNEQ = data
+		case "apiKeyIDIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("apiKeyIDIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.APIKeyIDIn = data
+		case "apiKeyIDNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("apiKeyIDNotIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.APIKeyIDNotIn = data
+		case "apiKeyIDGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("apiKeyIDGT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.APIKeyIDGT = data
+		case "apiKeyIDGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("apiKeyIDGTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.APIKeyIDGTE = data
+		case "apiKeyIDLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("apiKeyIDLT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.APIKeyIDLT = data
+		case "apiKeyIDLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("apiKeyIDLTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.APIKeyIDLTE = data
+		case "apiKeyName":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("apiKeyName"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.APIKeyName = data
+		case "apiKeyNameNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("apiKeyNameNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.APIKeyNameNEQ = data
+		case "apiKeyNameIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("apiKeyNameIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.APIKeyNameIn = data
+		case "apiKeyNameNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("apiKeyNameNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.APIKeyNameNotIn = data
+		case "apiKeyNameGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("apiKeyNameGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.APIKeyNameGT = data
+		case "apiKeyNameGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("apiKeyNameGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.APIKeyNameGTE = data
+		case "apiKeyNameLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("apiKeyNameLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.APIKeyNameLT = data
+		case "apiKeyNameLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("apiKeyNameLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.APIKeyNameLTE = data
+		case "apiKeyNameContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("apiKeyNameContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.APIKeyNameContains = data
+		case "apiKeyNameHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("apiKeyNameHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.APIKeyNameHasPrefix = data
+		case "apiKeyNameHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("apiKeyNameHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.APIKeyNameHasSuffix = data
+		case "apiKeyNameEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("apiKeyNameEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.APIKeyNameEqualFold = data
+		case "apiKeyNameContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("apiKeyNameContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.APIKeyNameContainsFold = data
+		case "mutation":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("mutation"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Mutation = data
+		case "mutationNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("mutationNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MutationNEQ = data
+		case "mutationIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("mutationIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MutationIn = data
+		case "mutationNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("mutationNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MutationNotIn = data
+		case "mutationGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("mutationGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MutationGT = data
+		case "mutationGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("mutationGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MutationGTE = data
+		case "mutationLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("mutationLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MutationLT = data
+		case "mutationLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("mutationLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MutationLTE = data
+		case "mutationContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("mutationContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MutationContains = data
+		case "mutationHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("mutationHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MutationHasPrefix = data
+		case "mutationHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("mutationHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MutationHasSuffix = data
+		case "mutationEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("mutationEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MutationEqualFold = data
+		case "mutationContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("mutationContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MutationContainsFold = data
+		case "targetType":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("targetType"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TargetType = data
+		case "targetTypeNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("targetTypeNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TargetTypeNEQ = data
+		case "targetTypeIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("targetTypeIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TargetTypeIn = data
+		case "targetTypeNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("targetTypeNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TargetTypeNotIn = data
+		case "targetTypeGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("targetTypeGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TargetTypeGT = data
+		case "targetTypeGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("targetTypeGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TargetTypeGTE = data
+		case "targetTypeLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("targetTypeLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TargetTypeLT = data
+		case "targetTypeLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("targetTypeLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TargetTypeLTE = data
+		case "targetTypeContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("targetTypeContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TargetTypeContains = data
+		case "targetTypeHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("targetTypeHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TargetTypeHasPrefix = data
+		case "targetTypeHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("targetTypeHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TargetTypeHasSuffix = data
+		case "targetTypeIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("targetTypeIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TargetTypeIsNil = data
+		case "targetTypeNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("targetTypeNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TargetTypeNotNil = data
+		case "targetTypeEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("targetTypeEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TargetTypeEqualFold = data
+		case "targetTypeContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("targetTypeContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TargetTypeContainsFold = data
+		case "targetID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("targetID"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TargetID = data
+		case "targetIDNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("targetIDNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TargetIDNEQ = data
+		case "targetIDIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("targetIDIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TargetIDIn = data
+		case "targetIDNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("targetIDNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TargetIDNotIn = data
+		case "targetIDGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("targetIDGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TargetIDGT = data
+		case "targetIDGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("targetIDGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TargetIDGTE = data
+		case "targetIDLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("targetIDLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TargetIDLT = data
+		case "targetIDLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("targetIDLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TargetIDLTE = data
+		case "targetIDContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("targetIDContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TargetIDContains = data
+		case "targetIDHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("targetIDHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TargetIDHasPrefix = data
+		case "targetIDHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("targetIDHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TargetIDHasSuffix = data
+		case "targetIDIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("targetIDIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TargetIDIsNil = data
+		case "targetIDNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("targetIDNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TargetIDNotNil = data
+		case "targetIDEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("targetIDEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TargetIDEqualFold = data
+		case "targetIDContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("targetIDContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TargetIDContainsFold = data
+		case "outcome":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("outcome"))
+			data, err := ec.unmarshalOAuditEventOutcome2ᚖgatehouseᚋentᚋauditeventᚐOutcome(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Outcome = data
+		case "outcomeNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("outcomeNEQ"))
+			data, err := ec.unmarshalOAuditEventOutcome2ᚖgatehouseᚋentᚋauditeventᚐOutcome(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OutcomeNEQ = data
+		case "outcomeIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("outcomeIn"))
+			data, err := ec.unmarshalOAuditEventOutcome2ᚕgatehouseᚋentᚋauditeventᚐOutcomeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OutcomeIn = data
+		case "outcomeNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("outcomeNotIn"))
+			data, err := ec.unmarshalOAuditEventOutcome2ᚕgatehouseᚋentᚋauditeventᚐOutcomeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OutcomeNotIn = data
+		case "errorCode":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorCode"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorCode = data
+		case "errorCodeNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorCodeNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorCodeNEQ = data
+		case "errorCodeIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorCodeIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorCodeIn = data
+		case "errorCodeNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorCodeNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorCodeNotIn = data
+		case "errorCodeGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorCodeGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorCodeGT = data
+		case "errorCodeGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorCodeGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorCodeGTE = data
+		case "errorCodeLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorCodeLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorCodeLT = data
+		case "errorCodeLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorCodeLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorCodeLTE = data
+		case "errorCodeContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorCodeContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorCodeContains = data
+		case "errorCodeHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorCodeHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorCodeHasPrefix = data
+		case "errorCodeHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorCodeHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorCodeHasSuffix = data
+		case "errorCodeIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorCodeIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorCodeIsNil = data
+		case "errorCodeNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorCodeNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorCodeNotNil = data
+		case "errorCodeEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorCodeEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorCodeEqualFold = data
+		case "errorCodeContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("errorCodeContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ErrorCodeContainsFold = data
+		case "requestID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("requestID"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RequestID = data
+		case "requestIDNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("requestIDNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RequestIDNEQ = data
+		case "requestIDIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("requestIDIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RequestIDIn = data
+		case "requestIDNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("requestIDNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RequestIDNotIn = data
+		case "requestIDGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("requestIDGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RequestIDGT = data
+		case "requestIDGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("requestIDGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RequestIDGTE = data
+		case "requestIDLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("requestIDLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RequestIDLT = data
+		case "requestIDLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("requestIDLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RequestIDLTE = data
+		case "requestIDContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("requestIDContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RequestIDContains = data
+		case "requestIDHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("requestIDHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RequestIDHasPrefix = data
+		case "requestIDHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("requestIDHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RequestIDHasSuffix = data
+		case "requestIDIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("requestIDIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RequestIDIsNil = data
+		case "requestIDNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("requestIDNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RequestIDNotNil = data
+		case "requestIDEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("requestIDEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RequestIDEqualFold = data
+		case "requestIDContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("requestIDContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RequestIDContainsFold = data
 		}
 	}
 	return it, nil
@@ -17023,7 +20422,7 @@ func (ec *executionContext) unmarshalInputUserWhereInput(ctx context.Context, ob
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "username", "usernameNEQ", "usernameIn", "usernameNotIn", "usernameGT", "usernameGTE", "usernameLT", "usernameLTE", "usernameContains", "usernameHasPrefix", "usernameHasSuffix", "usernameEqualFold", "usernameContainsFold", "status", "statusNEQ", "statusIn", "statusNotIn", "statusGT", "statusGTE", "statusLT", "statusLTE", "createTime", "createTimeNEQ", "createTimeIn", "createTimeNotIn", "createTimeGT", "createTimeGTE", "createTimeLT", "createTimeLTE"}
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "username", "usernameNEQ", "usernameIn", "usernameNotIn", "usernameGT", "usernameGTE", "usernameLT", "usernameLTE", "usernameContains", "usernameHasPrefix", "usernameHasSuffix", "usernameEqualFold", "usernameContainsFold", "status", "statusNEQ", "statusIn", "statusNotIn", "statusGT", "statusGTE", "statusLT", "statusLTE", "tokensRevokedAt", "tokensRevokedAtNEQ", "tokensRevokedAtIn", "tokensRevokedAtNotIn", "tokensRevokedAtGT", "tokensRevokedAtGTE", "tokensRevokedAtLT", "tokensRevokedAtLTE", "tokensRevokedAtIsNil", "tokensRevokedAtNotNil", "createTime", "createTimeNEQ", "createTimeIn", "createTimeNotIn", "createTimeGT", "createTimeGTE", "createTimeLT", "createTimeLTE"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -17254,6 +20653,76 @@ func (ec *executionContext) unmarshalInputUserWhereInput(ctx context.Context, ob
 				return it, err
 			}
 			it.StatusLTE = data
+		case "tokensRevokedAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("tokensRevokedAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TokensRevokedAt = data
+		case "tokensRevokedAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("tokensRevokedAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TokensRevokedAtNEQ = data
+		case "tokensRevokedAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("tokensRevokedAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TokensRevokedAtIn = data
+		case "tokensRevokedAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("tokensRevokedAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TokensRevokedAtNotIn = data
+		case "tokensRevokedAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("tokensRevokedAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TokensRevokedAtGT = data
+		case "tokensRevokedAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("tokensRevokedAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TokensRevokedAtGTE = data
+		case "tokensRevokedAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("tokensRevokedAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TokensRevokedAtLT = data
+		case "tokensRevokedAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("tokensRevokedAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TokensRevokedAtLTE = data
+		case "tokensRevokedAtIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("tokensRevokedAtIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TokensRevokedAtIsNil = data
+		case "tokensRevokedAtNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("tokensRevokedAtNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.TokensRevokedAtNotNil = data
 		case "createTime":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createTime"))
 			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
@@ -17367,7 +20836,7 @@ func (ec *executionContext) unmarshalInputWebhookDeliveryWhereInput(ctx context.
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "appID", "appIDNEQ", "appIDIn", "appIDNotIn", "eventID", "eventIDNEQ", "eventIDIn", "eventIDNotIn", "eventIDGT", "eventIDGTE", "eventIDLT", "eventIDLTE", "eventIDContains", "eventIDHasPrefix", "eventIDHasSuffix", "eventIDEqualFold", "eventIDContainsFold", "eventType", "eventTypeNEQ", "eventTypeIn", "eventTypeNotIn", "eventTypeGT", "eventTypeGTE", "eventTypeLT", "eventTypeLTE", "eventTypeContains", "eventTypeHasPrefix", "eventTypeHasSuffix", "eventTypeEqualFold", "eventTypeContainsFold", "bizData", "bizDataNEQ", "bizDataIn", "bizDataNotIn", "bizDataGT", "bizDataGTE", "bizDataLT", "bizDataLTE", "bizDataContains", "bizDataHasPrefix", "bizDataHasSuffix", "bizDataEqualFold", "bizDataContainsFold", "callbackURL", "callbackURLNEQ", "callbackURLIn", "callbackURLNotIn", "callbackURLGT", "callbackURLGTE", "callbackURLLT", "callbackURLLTE", "callbackURLContains", "callbackURLHasPrefix", "callbackURLHasSuffix", "callbackURLEqualFold", "callbackURLContainsFold", "status", "statusNEQ", "statusIn", "statusNotIn", "retryCount", "retryCountNEQ", "retryCountIn", "retryCountNotIn", "retryCountGT", "retryCountGTE", "retryCountLT", "retryCountLTE", "maxRetry", "maxRetryNEQ", "maxRetryIn", "maxRetryNotIn", "maxRetryGT", "maxRetryGTE", "maxRetryLT", "maxRetryLTE", "nextAttemptAt", "nextAttemptAtNEQ", "nextAttemptAtIn", "nextAttemptAtNotIn", "nextAttemptAtGT", "nextAttemptAtGTE", "nextAttemptAtLT", "nextAttemptAtLTE", "leaseUntil", "leaseUntilNEQ", "leaseUntilIn", "leaseUntilNotIn", "leaseUntilGT", "leaseUntilGTE", "leaseUntilLT", "leaseUntilLTE", "leaseUntilIsNil", "leaseUntilNotNil", "lastError", "lastErrorNEQ", "lastErrorIn", "lastErrorNotIn", "lastErrorGT", "lastErrorGTE", "lastErrorLT", "lastErrorLTE", "lastErrorContains", "lastErrorHasPrefix", "lastErrorHasSuffix", "lastErrorIsNil", "lastErrorNotNil", "lastErrorEqualFold", "lastErrorContainsFold", "createTime", "createTimeNEQ", "createTimeIn", "createTimeNotIn", "createTimeGT", "createTimeGTE", "createTimeLT", "createTimeLTE", "updateTime", "updateTimeNEQ", "updateTimeIn", "updateTimeNotIn", "updateTimeGT", "updateTimeGTE", "updateTimeLT", "updateTimeLTE", "hasApp", "hasAppWith", "hasAttempts", "hasAttemptsWith"}
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "appID", "appIDNEQ", "appIDIn", "appIDNotIn", "eventID", "eventIDNEQ", "eventIDIn", "eventIDNotIn", "eventIDGT", "eventIDGTE", "eventIDLT", "eventIDLTE", "eventIDContains", "eventIDHasPrefix", "eventIDHasSuffix", "eventIDEqualFold", "eventIDContainsFold", "eventType", "eventTypeNEQ", "eventTypeIn", "eventTypeNotIn", "eventTypeGT", "eventTypeGTE", "eventTypeLT", "eventTypeLTE", "eventTypeContains", "eventTypeHasPrefix", "eventTypeHasSuffix", "eventTypeEqualFold", "eventTypeContainsFold", "bizData", "bizDataNEQ", "bizDataIn", "bizDataNotIn", "bizDataGT", "bizDataGTE", "bizDataLT", "bizDataLTE", "bizDataContains", "bizDataHasPrefix", "bizDataHasSuffix", "bizDataEqualFold", "bizDataContainsFold", "callbackURL", "callbackURLNEQ", "callbackURLIn", "callbackURLNotIn", "callbackURLGT", "callbackURLGTE", "callbackURLLT", "callbackURLLTE", "callbackURLContains", "callbackURLHasPrefix", "callbackURLHasSuffix", "callbackURLEqualFold", "callbackURLContainsFold", "status", "statusNEQ", "statusIn", "statusNotIn", "retryCount", "retryCountNEQ", "retryCountIn", "retryCountNotIn", "retryCountGT", "retryCountGTE", "retryCountLT", "retryCountLTE", "attemptCount", "attemptCountNEQ", "attemptCountIn", "attemptCountNotIn", "attemptCountGT", "attemptCountGTE", "attemptCountLT", "attemptCountLTE", "maxRetry", "maxRetryNEQ", "maxRetryIn", "maxRetryNotIn", "maxRetryGT", "maxRetryGTE", "maxRetryLT", "maxRetryLTE", "nextAttemptAt", "nextAttemptAtNEQ", "nextAttemptAtIn", "nextAttemptAtNotIn", "nextAttemptAtGT", "nextAttemptAtGTE", "nextAttemptAtLT", "nextAttemptAtLTE", "leaseUntil", "leaseUntilNEQ", "leaseUntilIn", "leaseUntilNotIn", "leaseUntilGT", "leaseUntilGTE", "leaseUntilLT", "leaseUntilLTE", "leaseUntilIsNil", "leaseUntilNotNil", "lastError", "lastErrorNEQ", "lastErrorIn", "lastErrorNotIn", "lastErrorGT", "lastErrorGTE", "lastErrorLT", "lastErrorLTE", "lastErrorContains", "lastErrorHasPrefix", "lastErrorHasSuffix", "lastErrorIsNil", "lastErrorNotNil", "lastErrorEqualFold", "lastErrorContainsFold", "createTime", "createTimeNEQ", "createTimeIn", "createTimeNotIn", "createTimeGT", "createTimeGTE", "createTimeLT", "createTimeLTE", "updateTime", "updateTimeNEQ", "updateTimeIn", "updateTimeNotIn", "updateTimeGT", "updateTimeGTE", "updateTimeLT", "updateTimeLTE", "hasApp", "hasAppWith", "hasAttempts", "hasAttemptsWith"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -17927,6 +21396,62 @@ func (ec *executionContext) unmarshalInputWebhookDeliveryWhereInput(ctx context.
 				return it, err
 			}
 			it.RetryCountLTE = data
+		case "attemptCount":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("attemptCount"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AttemptCount = data
+		case "attemptCountNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("attemptCountNEQ"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AttemptCountNEQ = data
+		case "attemptCountIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("attemptCountIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AttemptCountIn = data
+		case "attemptCountNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("attemptCountNotIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AttemptCountNotIn = data
+		case "attemptCountGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("attemptCountGT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AttemptCountGT = data
+		case "attemptCountGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("attemptCountGTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AttemptCountGTE = data
+		case "attemptCountLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("attemptCountLT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AttemptCountLT = data
+		case "attemptCountLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("attemptCountLTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AttemptCountLTE = data
 		case "maxRetry":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("maxRetry"))
 			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
@@ -18407,6 +21932,11 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 			return graphql.Null
 		}
 		return ec._DeliveryAttempt(ctx, sel, obj)
+	case *ent.AuditEvent:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._AuditEvent(ctx, sel, obj)
 	case *ent.APIUsage:
 		if obj == nil {
 			return graphql.Null
@@ -18459,6 +21989,11 @@ func (ec *executionContext) _APIKey(ctx context.Context, sel ast.SelectionSet, o
 			}
 		case "status":
 			out.Values[i] = ec._APIKey_status(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "role":
+			out.Values[i] = ec._APIKey_role(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -18819,6 +22354,238 @@ func (ec *executionContext) _APIUsageEdge(ctx context.Context, sel ast.Selection
 	return out
 }
 
+var aPIVersionImplementors = []string{"APIVersion"}
+
+func (ec *executionContext) _APIVersion(ctx context.Context, sel ast.SelectionSet, obj *APIVersion) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, aPIVersionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("APIVersion")
+		case "name":
+			out.Values[i] = ec._APIVersion_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deprecation":
+			out.Values[i] = ec._APIVersion_deprecation(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "sunset":
+			out.Values[i] = ec._APIVersion_sunset(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "retired":
+			out.Values[i] = ec._APIVersion_retired(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "callsLast30Days":
+			out.Values[i] = ec._APIVersion_callsLast30Days(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var auditEventImplementors = []string{"AuditEvent", "Node"}
+
+func (ec *executionContext) _AuditEvent(ctx context.Context, sel ast.SelectionSet, obj *ent.AuditEvent) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, auditEventImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AuditEvent")
+		case "id":
+			out.Values[i] = ec._AuditEvent_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "time":
+			out.Values[i] = ec._AuditEvent_time(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "apiKeyID":
+			out.Values[i] = ec._AuditEvent_apiKeyID(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "apiKeyName":
+			out.Values[i] = ec._AuditEvent_apiKeyName(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "mutation":
+			out.Values[i] = ec._AuditEvent_mutation(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "targetType":
+			out.Values[i] = ec._AuditEvent_targetType(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "targetID":
+			out.Values[i] = ec._AuditEvent_targetID(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "outcome":
+			out.Values[i] = ec._AuditEvent_outcome(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "errorCode":
+			out.Values[i] = ec._AuditEvent_errorCode(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "requestID":
+			out.Values[i] = ec._AuditEvent_requestID(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var auditEventConnectionImplementors = []string{"AuditEventConnection"}
+
+func (ec *executionContext) _AuditEventConnection(ctx context.Context, sel ast.SelectionSet, obj *ent.AuditEventConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, auditEventConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AuditEventConnection")
+		case "edges":
+			out.Values[i] = ec._AuditEventConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._AuditEventConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalCount":
+			out.Values[i] = ec._AuditEventConnection_totalCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var auditEventEdgeImplementors = []string{"AuditEventEdge"}
+
+func (ec *executionContext) _AuditEventEdge(ctx context.Context, sel ast.SelectionSet, obj *ent.AuditEventEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, auditEventEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AuditEventEdge")
+		case "node":
+			out.Values[i] = ec._AuditEventEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "cursor":
+			out.Values[i] = ec._AuditEventEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var deliveryAttemptImplementors = []string{"DeliveryAttempt", "Node"}
 
 func (ec *executionContext) _DeliveryAttempt(ctx context.Context, sel ast.SelectionSet, obj *ent.DeliveryAttempt) graphql.Marshaler {
@@ -18897,6 +22664,158 @@ func (ec *executionContext) _DeliveryAttempt(ctx context.Context, sel ast.Select
 				}()
 				res = ec._DeliveryAttempt_delivery(ctx, field, obj)
 				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "requestHeadersJSON":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._DeliveryAttempt_requestHeadersJSON(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "requestBodyJSON":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._DeliveryAttempt_requestBodyJSON(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "responseHeadersJSON":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._DeliveryAttempt_responseHeadersJSON(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "responseBodyJSON":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._DeliveryAttempt_responseBodyJSON(ctx, field, obj)
+				if res == graphql.RequiredNull {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
 				return res
@@ -19051,48 +22970,124 @@ func (ec *executionContext) _IdempotencyRecord(ctx context.Context, sel ast.Sele
 		case "id":
 			out.Values[i] = ec._IdempotencyRecord_id(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "bizNo":
 			out.Values[i] = ec._IdempotencyRecord_bizNo(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "appKey":
 			out.Values[i] = ec._IdempotencyRecord_appKey(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "apiPath":
 			out.Values[i] = ec._IdempotencyRecord_apiPath(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "requestParams":
 			out.Values[i] = ec._IdempotencyRecord_requestParams(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "responseResult":
 			out.Values[i] = ec._IdempotencyRecord_responseResult(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "status":
 			out.Values[i] = ec._IdempotencyRecord_status(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "createTime":
 			out.Values[i] = ec._IdempotencyRecord_createTime(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "updateTime":
 			out.Values[i] = ec._IdempotencyRecord_updateTime(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "requestParamsJSON":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._IdempotencyRecord_requestParamsJSON(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "responseResultJSON":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._IdempotencyRecord_responseResultJSON(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -19267,6 +23262,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "sendTestWebhook":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_sendTestWebhook(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cancelWebhookDelivery":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_cancelWebhookDelivery(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "createSku":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_createSku(ctx, field)
@@ -19295,6 +23304,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "cancelOrder":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_cancelOrder(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "refundOrder":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_refundOrder(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "createAPIKey":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_createAPIKey(ctx, field)
@@ -19312,6 +23335,41 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "createUser":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_createUser(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "enableAPIKey":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_enableAPIKey(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "disableUser":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_disableUser(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "enableUser":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_enableUser(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "setUserPassword":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setUserPassword(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "endSecretOverlap":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_endSecretOverlap(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -19831,6 +23889,44 @@ func (ec *executionContext) _PartnerApp(ctx context.Context, sel ast.SelectionSe
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "webhookBreaker":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._PartnerApp_webhookBreaker(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -19991,6 +24087,49 @@ func (ec *executionContext) _PartnerAppSecretPayload(ctx context.Context, sel as
 	return out
 }
 
+var paymentProviderImplementors = []string{"PaymentProvider"}
+
+func (ec *executionContext) _PaymentProvider(ctx context.Context, sel ast.SelectionSet, obj *PaymentProvider) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, paymentProviderImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PaymentProvider")
+		case "configured":
+			out.Values[i] = ec._PaymentProvider_configured(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "breaker":
+			out.Values[i] = ec._PaymentProvider_breaker(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var queryImplementors = []string{"Query"}
 
 func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) graphql.Marshaler {
@@ -20043,6 +24182,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 					}
 				}()
 				res = ec._Query_apiUsages(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "auditEvents":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_auditEvents(ctx, field)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
@@ -20197,6 +24358,50 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 					}
 				}()
 				res = ec._Query_webhookDeliveries(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "paymentProvider":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_paymentProvider(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "apiVersions":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_apiVersions(ctx, field)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
@@ -20564,6 +24769,11 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "tokensRevokedAt":
+			out.Values[i] = ec._User_tokensRevokedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		case "createTime":
 			out.Values[i] = ec._User_createTime(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -20733,6 +24943,11 @@ func (ec *executionContext) _WebhookDelivery(ctx context.Context, sel ast.Select
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "attemptCount":
+			out.Values[i] = ec._WebhookDelivery_attemptCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "maxRetry":
 			out.Values[i] = ec._WebhookDelivery_maxRetry(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -20812,6 +25027,44 @@ func (ec *executionContext) _WebhookDelivery(ctx context.Context, sel ast.Select
 				}()
 				res = ec._WebhookDelivery_attempts(ctx, field, obj)
 				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "bizDataJSON":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._WebhookDelivery_bizDataJSON(ctx, field, obj)
+				if res == graphql.RequiredNull {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
 				return res
@@ -21387,6 +25640,16 @@ func (ec *executionContext) marshalNAPIKeyOrderField2ᚖgatehouseᚋentᚐAPIKey
 	return v
 }
 
+func (ec *executionContext) unmarshalNAPIKeyRole2gatehouseᚋentᚋapikeyᚐRole(ctx context.Context, v any) (apikey.Role, error) {
+	var res apikey.Role
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNAPIKeyRole2gatehouseᚋentᚋapikeyᚐRole(ctx context.Context, sel ast.SelectionSet, v apikey.Role) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) marshalNAPIKeySecretPayload2gatehouseᚋgraphᚐAPIKeySecretPayload(ctx context.Context, sel ast.SelectionSet, v APIKeySecretPayload) graphql.Marshaler {
 	return ec._APIKeySecretPayload(ctx, sel, &v)
 }
@@ -21441,6 +25704,77 @@ func (ec *executionContext) unmarshalNAPIUsageWhereInput2ᚖgatehouseᚋentᚐAP
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) marshalNAPIVersion2ᚕᚖgatehouseᚋgraphᚐAPIVersionᚄ(ctx context.Context, sel ast.SelectionSet, v []*APIVersion) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNAPIVersion2ᚖgatehouseᚋgraphᚐAPIVersion(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNAPIVersion2ᚖgatehouseᚋgraphᚐAPIVersion(ctx context.Context, sel ast.SelectionSet, v *APIVersion) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._APIVersion(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNAuditEventConnection2gatehouseᚋentᚐAuditEventConnection(ctx context.Context, sel ast.SelectionSet, v ent.AuditEventConnection) graphql.Marshaler {
+	return ec._AuditEventConnection(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNAuditEventConnection2ᚖgatehouseᚋentᚐAuditEventConnection(ctx context.Context, sel ast.SelectionSet, v *ent.AuditEventConnection) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._AuditEventConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNAuditEventOrderField2ᚖgatehouseᚋentᚐAuditEventOrderField(ctx context.Context, v any) (*ent.AuditEventOrderField, error) {
+	var res = new(ent.AuditEventOrderField)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNAuditEventOrderField2ᚖgatehouseᚋentᚐAuditEventOrderField(ctx context.Context, sel ast.SelectionSet, v *ent.AuditEventOrderField) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return v
+}
+
+func (ec *executionContext) unmarshalNAuditEventOutcome2gatehouseᚋentᚋauditeventᚐOutcome(ctx context.Context, v any) (auditevent.Outcome, error) {
+	var res auditevent.Outcome
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNAuditEventOutcome2gatehouseᚋentᚋauditeventᚐOutcome(ctx context.Context, sel ast.SelectionSet, v auditevent.Outcome) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNAuditEventWhereInput2ᚖgatehouseᚋentᚐAuditEventWhereInput(ctx context.Context, v any) (*ent.AuditEventWhereInput, error) {
+	res, err := ec.unmarshalInputAuditEventWhereInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNBoolean2bool(ctx context.Context, v any) (bool, error) {
 	res, err := graphql.UnmarshalBoolean(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -21455,6 +25789,16 @@ func (ec *executionContext) marshalNBoolean2bool(ctx context.Context, sel ast.Se
 		}
 	}
 	return res
+}
+
+func (ec *executionContext) unmarshalNBreakerState2gatehouseᚋgraphᚐBreakerState(ctx context.Context, v any) (BreakerState, error) {
+	var res BreakerState
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNBreakerState2gatehouseᚋgraphᚐBreakerState(ctx context.Context, sel ast.SelectionSet, v BreakerState) graphql.Marshaler {
+	return v
 }
 
 func (ec *executionContext) unmarshalNCreateOrderInput2gatehouseᚋgraphᚐCreateOrderInput(ctx context.Context, v any) (CreateOrderInput, error) {
@@ -21735,6 +26079,20 @@ func (ec *executionContext) marshalNPartnerAppSecretPayload2ᚖgatehouseᚋgraph
 func (ec *executionContext) unmarshalNPartnerAppWhereInput2ᚖgatehouseᚋentᚐPartnerAppWhereInput(ctx context.Context, v any) (*ent.PartnerAppWhereInput, error) {
 	res, err := ec.unmarshalInputPartnerAppWhereInput(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNPaymentProvider2gatehouseᚋgraphᚐPaymentProvider(ctx context.Context, sel ast.SelectionSet, v PaymentProvider) graphql.Marshaler {
+	return ec._PaymentProvider(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNPaymentProvider2ᚖgatehouseᚋgraphᚐPaymentProvider(ctx context.Context, sel ast.SelectionSet, v *PaymentProvider) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._PaymentProvider(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNSku2gatehouseᚋentᚐSku(ctx context.Context, sel ast.SelectionSet, v ent.Sku) graphql.Marshaler {
@@ -22151,6 +26509,58 @@ func (ec *executionContext) unmarshalOAPIKeyOrder2ᚖgatehouseᚋentᚐAPIKeyOrd
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalOAPIKeyRole2ᚕgatehouseᚋentᚋapikeyᚐRoleᚄ(ctx context.Context, v any) ([]apikey.Role, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]apikey.Role, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNAPIKeyRole2gatehouseᚋentᚋapikeyᚐRole(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOAPIKeyRole2ᚕgatehouseᚋentᚋapikeyᚐRoleᚄ(ctx context.Context, sel ast.SelectionSet, v []apikey.Role) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNAPIKeyRole2gatehouseᚋentᚋapikeyᚐRole(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalOAPIKeyRole2ᚖgatehouseᚋentᚋapikeyᚐRole(ctx context.Context, v any) (*apikey.Role, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(apikey.Role)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOAPIKeyRole2ᚖgatehouseᚋentᚋapikeyᚐRole(ctx context.Context, sel ast.SelectionSet, v *apikey.Role) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
+}
+
 func (ec *executionContext) unmarshalOAPIKeyWhereInput2ᚕᚖgatehouseᚋentᚐAPIKeyWhereInputᚄ(ctx context.Context, v any) ([]*ent.APIKeyWhereInput, error) {
 	if v == nil {
 		return nil, nil
@@ -22233,6 +26643,118 @@ func (ec *executionContext) unmarshalOAPIUsageWhereInput2ᚖgatehouseᚋentᚐAP
 		return nil, nil
 	}
 	res, err := ec.unmarshalInputAPIUsageWhereInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOAuditEvent2ᚖgatehouseᚋentᚐAuditEvent(ctx context.Context, sel ast.SelectionSet, v *ent.AuditEvent) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._AuditEvent(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOAuditEventEdge2ᚕᚖgatehouseᚋentᚐAuditEventEdge(ctx context.Context, sel ast.SelectionSet, v []*ent.AuditEventEdge) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalOAuditEventEdge2ᚖgatehouseᚋentᚐAuditEventEdge(ctx, sel, v[i])
+	})
+
+	return ret
+}
+
+func (ec *executionContext) marshalOAuditEventEdge2ᚖgatehouseᚋentᚐAuditEventEdge(ctx context.Context, sel ast.SelectionSet, v *ent.AuditEventEdge) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._AuditEventEdge(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOAuditEventOrder2ᚖgatehouseᚋentᚐAuditEventOrder(ctx context.Context, v any) (*ent.AuditEventOrder, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputAuditEventOrder(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalOAuditEventOutcome2ᚕgatehouseᚋentᚋauditeventᚐOutcomeᚄ(ctx context.Context, v any) ([]auditevent.Outcome, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]auditevent.Outcome, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNAuditEventOutcome2gatehouseᚋentᚋauditeventᚐOutcome(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOAuditEventOutcome2ᚕgatehouseᚋentᚋauditeventᚐOutcomeᚄ(ctx context.Context, sel ast.SelectionSet, v []auditevent.Outcome) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNAuditEventOutcome2gatehouseᚋentᚋauditeventᚐOutcome(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalOAuditEventOutcome2ᚖgatehouseᚋentᚋauditeventᚐOutcome(ctx context.Context, v any) (*auditevent.Outcome, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(auditevent.Outcome)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOAuditEventOutcome2ᚖgatehouseᚋentᚋauditeventᚐOutcome(ctx context.Context, sel ast.SelectionSet, v *auditevent.Outcome) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
+}
+
+func (ec *executionContext) unmarshalOAuditEventWhereInput2ᚕᚖgatehouseᚋentᚐAuditEventWhereInputᚄ(ctx context.Context, v any) ([]*ent.AuditEventWhereInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*ent.AuditEventWhereInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNAuditEventWhereInput2ᚖgatehouseᚋentᚐAuditEventWhereInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) unmarshalOAuditEventWhereInput2ᚖgatehouseᚋentᚐAuditEventWhereInput(ctx context.Context, v any) (*ent.AuditEventWhereInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputAuditEventWhereInput(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
@@ -22558,6 +27080,24 @@ func (ec *executionContext) marshalOInt2ᚖint64(ctx context.Context, sel ast.Se
 	_ = sel
 	_ = ctx
 	res := graphql.MarshalInt64(*v)
+	return res
+}
+
+func (ec *executionContext) unmarshalOJSON2encodingᚋjsonᚐRawMessage(ctx context.Context, v any) (json.RawMessage, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := scalar.UnmarshalRawJSON(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOJSON2encodingᚋjsonᚐRawMessage(ctx context.Context, sel ast.SelectionSet, v json.RawMessage) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := scalar.MarshalRawJSON(v)
 	return res
 }
 

@@ -3,6 +3,8 @@ package graph
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +14,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"gatehouse/internal/apikey"
+	"gatehouse/internal/errs"
 	"gatehouse/internal/identity"
 	"gatehouse/internal/inventory"
 	"gatehouse/internal/order"
@@ -45,11 +48,10 @@ func TestErrorPresenter(t *testing.T) {
 		code  string
 		field string
 	}{
-		{&resolverError{&partner.ValidationError{Field: "appName", Msg: "is required"}}, CodeValidationFailed, "appName"},
-		{&resolverError{&order.ValidationError{Field: "amount", Msg: "bad"}}, CodeValidationFailed, "amount"},
-		{&resolverError{&apikey.ValidationError{Field: "name", Msg: "bad"}}, CodeValidationFailed, "name"},
-		{&resolverError{&identity.ValidationError{Field: "password", Msg: "bad"}}, CodeValidationFailed, "password"},
-		{&resolverError{&inventory.ValidationError{Field: "stock", Msg: "bad"}}, CodeValidationFailed, "stock"},
+		{&resolverError{errs.Invalid("appName", "is required")}, CodeValidationFailed, "appName"},
+		{&resolverError{fmt.Errorf("create order: %w", errs.Invalid("amount", "bad"))}, CodeValidationFailed, "amount"},
+		{&resolverError{errs.New(errs.Forbidden, "not yours")}, CodeForbidden, ""},
+		{&resolverError{fmt.Errorf("%w: redis: connection refused", errs.Unavailable)}, CodeUnavailable, ""},
 		{&resolverError{fmt.Errorf("wrapped: %w", partner.ErrNotFound)}, CodeNotFound, ""},
 		{&resolverError{order.ErrNotFound}, CodeNotFound, ""},
 		{&resolverError{apikey.ErrNotFound}, CodeNotFound, ""},
@@ -74,4 +76,14 @@ func TestErrorPresenter(t *testing.T) {
 	if !strings.Contains(logs.String(), "secret_table") {
 		t.Fatal("the internal error was not logged")
 	}
+}
+
+// subresourceIntegrity computes the SRI value of an embedded file.
+func subresourceIntegrity(path string) (string, error) {
+	b, err := playgroundFiles.ReadFile("playground/" + path)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return "sha256-" + base64.StdEncoding.EncodeToString(sum[:]), nil
 }

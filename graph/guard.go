@@ -9,11 +9,12 @@ import (
 	"gatehouse/internal/httpx"
 )
 
-// HeaderAPIKey carries the admin API key (scheme 4).
+// HeaderAPIKey carries the admin API key.
 const HeaderAPIKey = "X-API-Key"
 
 // APIKeyGuard lets a request through only with an enabled key in
-// X-API-Key; each accepted request is counted once by keys. Refusals are
+// X-API-Key; each accepted request is counted once by keys, and carries
+// the key in its context (apikey.FromContext). Refusals are
 // 401 {"error": "missing_api_key" | "invalid_api_key"}.
 func APIKeyGuard(keys *apikey.Service, log *slog.Logger) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
@@ -29,19 +30,24 @@ func APIKeyGuard(keys *apikey.Service, log *slog.Logger) func(http.Handler) http
 				authError(w, "invalid_api_key", "send exactly one X-API-Key header")
 				return
 			}
-			_, err := keys.Authenticate(r.Context(), key)
+			row, err := keys.Authenticate(r.Context(), key)
 			switch {
 			case err == nil:
-				next.ServeHTTP(w, r)
+				// The key rides along: the role rule and the audit log read it.
+				next.ServeHTTP(w, r.WithContext(apikey.NewContext(r.Context(), row)))
 			case errors.Is(err, apikey.ErrMissing):
 				authError(w, "missing_api_key", "send an admin API key in the X-API-Key header")
 			case errors.Is(err, apikey.ErrInvalid):
 				authError(w, "invalid_api_key", "the API key is unknown or disabled")
 			default:
 				log.ErrorContext(r.Context(), "check API key", "err", err, "request_id", httpx.GetRequestID(r.Context()))
-				httpx.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{
-					"error":             "temporarily_unavailable",
-					"error_description": "the API key could not be checked; try again",
+				// Both shapes: the listener's {"error"} and a GraphQL error
+				// with its code, for clients that only read "errors".
+				w.Header().Set("Retry-After", "1")
+				httpx.WriteJSON(w, http.StatusServiceUnavailable, map[string]any{
+					"error":             "unavailable",
+					"error_description": "the API key could not be checked; retry later",
+					"errors":            []map[string]any{{"message": "a dependency is unavailable, retry later", "extensions": map[string]string{"code": CodeUnavailable}}},
 				})
 			}
 		})

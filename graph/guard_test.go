@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"gatehouse/internal/apikey"
 	"gatehouse/internal/app"
 	"gatehouse/internal/app/apptest"
 	"gatehouse/internal/config"
@@ -19,7 +20,7 @@ import (
 
 const apiKeysQuery = `query($id: ID!) { apiKeys(where: {id: $id}) { edges { node { id name prefix status usageCount lastUsedAt } } } }`
 
-// TestAPIKeyGuard: the three cases of scheme 4 on /graphql, and a disabled
+// TestAPIKeyGuard: the three cases of the API key on /graphql, and a disabled
 // key refused from the very next request.
 func TestAPIKeyGuard(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
@@ -195,7 +196,7 @@ func TestAPIKeyUsageFlushedAtShutdown(t *testing.T) {
 		}
 		srv := httptest.NewServer(a.Admin)
 		e := &apptest.Env{App: a, AdminURL: srv.URL, Client: srv.Client()}
-		row, key, err := a.APIKeys.Create(ctx, "shutdown")
+		row, key, err := a.APIKeys.Create(ctx, "shutdown", apikey.RoleAdmin)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"gatehouse/internal/apikey"
 	"gatehouse/internal/app/apptest"
 	"gatehouse/internal/secret"
 	"gatehouse/internal/store"
@@ -30,7 +31,7 @@ type admin struct {
 func startAdmin(t *testing.T, b testenv.Backend, opts ...apptest.Option) *admin {
 	t.Helper()
 	e := apptest.Start(t, b, opts...)
-	_, key, err := e.App.APIKeys.Create(context.Background(), "test")
+	_, key, err := e.App.APIKeys.Create(context.Background(), "test", apikey.RoleAdmin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,10 +52,11 @@ func (e gqlError) code() string {
 
 // gqlResult is a GraphQL response with its HTTP status and raw body.
 type gqlResult struct {
-	Status int
-	Body   string
-	Data   map[string]any
-	Errors []gqlError
+	Status     int
+	Body       string
+	Data       map[string]any
+	Errors     []gqlError
+	Extensions map[string]any
 }
 
 // gql posts query with variables, authenticated with key.
@@ -77,13 +79,14 @@ func gqlAs(t testing.TB, e *apptest.Env, key, query string, vars map[string]any)
 	res := gqlResult{Status: r.Status, Body: string(r.Body)}
 	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/") {
 		var out struct {
-			Data   map[string]any `json:"data"`
-			Errors []gqlError     `json:"errors"`
+			Data       map[string]any `json:"data"`
+			Errors     []gqlError     `json:"errors"`
+			Extensions map[string]any `json:"extensions"`
 		}
 		if err := json.Unmarshal(r.Body, &out); err != nil {
 			t.Fatalf("decode %s: %v", r.Body, err)
 		}
-		res.Data, res.Errors = out.Data, out.Errors
+		res.Data, res.Errors, res.Extensions = out.Data, out.Errors, out.Extensions
 	}
 	return res
 }

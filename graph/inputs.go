@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"time"
 
 	"gatehouse/internal/partner"
 )
@@ -12,6 +13,14 @@ func deref[T any](p *T) T {
 		return zero
 	}
 	return *p
+}
+
+// timeOrNil is t, or nil (GraphQL null) for the zero time.
+func timeOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }
 
 // updateInput maps UpdatePartnerAppInput to the service's input: absent

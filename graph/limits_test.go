@@ -7,7 +7,10 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"gatehouse/ent/webhookdelivery"
+	"gatehouse/graph"
 	"gatehouse/internal/testenv"
 )
 
@@ -49,14 +52,28 @@ func TestQueryLimits(t *testing.T) {
 				}
 			})
 		}
-		t.Run("too complex", func(t *testing.T) {
-			q := `{ partnerApps(first: 100) { edges { node { orders(first: 100) { edges { node { id orderNo amount } } } } } } }`
+		t.Run("too costly", func(t *testing.T) {
+			// 100 apps × 100 deliveries × 100 attempts: a million rows.
+			q := `{ partnerApps(first: 100) { edges { node { webhookDeliveries(first: 100) { edges { node { attempts(first: 100) { edges { node { id } } } } } } } } } }`
 			e := a.gql(t, q, nil).fails(t, "QUERY_TOO_COMPLEX")
-			if !strings.Contains(e.Message, "complex") {
-				t.Fatal(e.Message)
+			if !strings.Contains(e.Message, "complex") || num(e.Extensions, "limit") != 50000 {
+				t.Fatalf("%+v", e)
 			}
-			// The same shape with small pages is fine.
-			a.gql(t, `{ partnerApps(first: 10) { edges { node { orders(first: 10) { edges { node { id orderNo amount } } } } } } }`, nil).ok(t, "partnerApps")
+			// 100 apps × 100 orders is 10 100 rows: within the budget.
+			a.gql(t, `{ partnerApps(first: 100) { edges { node { orders(first: 100) { edges { node { id orderNo amount } } } } } } }`, nil).ok(t, "partnerApps")
+		})
+		t.Run("aliased totalCounts are each priced and refused before running", func(t *testing.T) {
+			var q strings.Builder
+			q.WriteString("{")
+			for i := range 800 {
+				fmt.Fprintf(&q, " c%d: tickets { totalCount }", i)
+			}
+			q.WriteString(" }")
+			r := a.gql(t, q.String(), nil)
+			e := r.fails(t, "QUERY_TOO_COMPLEX")
+			if r.Data != nil || num(e.Extensions, "cost") <= 50000 {
+				t.Fatalf("%s", r.Body)
+			}
 		})
 		t.Run("too deep", func(t *testing.T) {
 			// order → app → orders → … nests without end; 13 levels is refused.
@@ -67,13 +84,110 @@ func TestQueryLimits(t *testing.T) {
 			}
 		})
 		t.Run("fragments count", func(t *testing.T) {
-			q := `{ partnerApps(first: 100) { ...A } } fragment A on PartnerAppConnection { edges { node { orders(first: 100) { edges { node { id orderNo } } } } } }`
+			q := `{ partnerApps(first: 100) { ...A } } fragment A on PartnerAppConnection { edges { node { orders(first: 100) { edges { node { app { orders(first: 100) { totalCount } } } } } } } }`
 			a.gql(t, q, nil).fails(t, "QUERY_TOO_COMPLEX")
 		})
 		t.Run("introspection", func(t *testing.T) {
 			r := a.gql(t, graphiQLIntrospection, nil)
 			if r.Status != 200 || len(r.Errors) > 0 || !strings.Contains(r.Body, `"PartnerAppSecretPayload"`) {
 				t.Fatalf("HTTP %d: %.300s", r.Status, r.Body)
+			}
+		})
+		t.Run("where conditions and texts are bounded", func(t *testing.T) {
+			// 1 200 conditions in or: an expression tree SQLite refuses
+			// (internal error there); the front door says what is wrong.
+			or := make([]any, 1200)
+			for i := range or {
+				or[i] = map[string]any{"titleContainsFold": fmt.Sprint("no such title ", i)}
+			}
+			q := `query($w: TicketWhereInput) { tickets(first: 1, where: $w) { totalCount } }`
+			e := a.gql(t, q, map[string]any{"w": map[string]any{"or": or}}).fails(t, "VALIDATION_FAILED")
+			if !strings.Contains(e.Message, "conditions") {
+				t.Fatalf("%+v", e)
+			}
+			var lit strings.Builder
+			for i := range 300 {
+				fmt.Fprintf(&lit, `{id: %d} `, i+1)
+			}
+			a.gql(t, `{ tickets(first: 1, where: {or: [`+lit.String()+`]}) { totalCount } }`, nil).fails(t, "VALIDATION_FAILED")
+			// A text of 50 001 bytes: a LIKE pattern SQLite refuses.
+			long := map[string]any{"w": map[string]any{"titleContains": strings.Repeat("a", 50_001)}}
+			if e := a.gql(t, q, long).fails(t, "VALIDATION_FAILED"); !strings.Contains(e.Message, "bytes") {
+				t.Fatalf("%+v", e)
+			}
+			a.gql(t, q, map[string]any{"w": map[string]any{"titleContains": strings.Repeat("a", 4096)}}).ok(t, "tickets")
+			// 200 are answered on both databases; a long list of values is one condition.
+			r := a.gql(t, q, map[string]any{"w": map[string]any{"or": or[:199]}}).ok(t, "tickets")
+			if num(r, "totalCount") != 0 {
+				t.Fatalf("%v", r)
+			}
+			ids := make([]any, 5000)
+			for i := range ids {
+				ids[i] = fmt.Sprint(i + 1)
+			}
+			r = a.gql(t, `query($ids: [ID!]) { tickets(first: 1, where: {idIn: $ids}) { totalCount } }`, map[string]any{"ids": ids}).ok(t, "tickets")
+			if num(r, "totalCount") != 105 {
+				t.Fatalf("%v", r)
+			}
+		})
+		t.Run("aliased introspection is priced", func(t *testing.T) {
+			// Each copy of the schema is hundreds of kilobytes of JSON; a
+			// 64 KiB body holds thousands of aliases. Any key may ask.
+			var q strings.Builder
+			q.WriteString("{")
+			for i := range 100 {
+				fmt.Fprintf(&q, " s%d: __schema { ...S }", i)
+			}
+			q.WriteString(" } fragment S on __Schema { types { name fields { name args { name } } inputFields { name } } }")
+			r := a.gql(t, q.String(), nil)
+			e := r.fails(t, "QUERY_TOO_COMPLEX")
+			if r.Data != nil || num(e.Extensions, "cost") <= 50000 {
+				t.Fatalf("%.300s", r.Body)
+			}
+			q.Reset()
+			q.WriteString("{")
+			for i := range 60 {
+				fmt.Fprintf(&q, ` t%d: __type(name: "PartnerApp") { fields { name } }`, i)
+			}
+			q.WriteString(" }")
+			a.gql(t, q.String(), nil).fails(t, "QUERY_TOO_COMPLEX")
+			// One schema, a few types and __typename anywhere stay free enough.
+			a.gql(t, `{ __typename __schema { queryType { name } } a: __type(name: "Order") { name } b: __type(name: "Sku") { name } tickets(first: 1) { __typename } }`, nil).ok(t, "__schema")
+		})
+		t.Run("mutations per operation are bounded", func(t *testing.T) {
+			// One request, thousands of aliased mutations: thousands of
+			// writes, webhooks and audit events. 50 fit; 51 run nothing.
+			count := func() int {
+				return num(a.gql(t, `{ skus(first: 0) { totalCount } auditEvents(first: 0) { totalCount } }`, nil).Data, "auditEvents", "totalCount")
+			}
+			var q strings.Builder
+			q.WriteString("mutation {")
+			for i := range 51 {
+				fmt.Fprintf(&q, ` m%d: createSku(input: {name: "bulk %d", stock: 1}) { id }`, i, i)
+			}
+			q.WriteString(" }")
+			before := count()
+			r := a.gql(t, q.String(), nil)
+			e := r.fails(t, "QUERY_TOO_COMPLEX")
+			if r.Data != nil || num(e.Extensions, "cost") <= 50000 || !strings.Contains(e.Message, "mutation") {
+				t.Fatalf("%.300s", r.Body)
+			}
+			skus := num(a.gql(t, `{ skus(first: 0) { totalCount } }`, nil).Data, "skus", "totalCount")
+			if after := count(); after != before || skus != 0 {
+				t.Fatalf("51 mutations refused, yet audit events %d → %d and %d SKUs", before, after, skus)
+			}
+			// 50 run, each audited.
+			q.Reset()
+			q.WriteString("mutation {")
+			for i := range 50 {
+				fmt.Fprintf(&q, ` m%d: createSku(input: {name: "bulk %d", stock: 1}) { id }`, i, i)
+			}
+			q.WriteString(" }")
+			if r := a.gql(t, q.String(), nil); r.Status != 200 || len(r.Errors) > 0 {
+				t.Fatalf("50 mutations: HTTP %d %.300s", r.Status, r.Body)
+			}
+			if after := count(); after != before+50 {
+				t.Fatalf("audit events %d → %d, want +50", before, after)
 			}
 		})
 		t.Run("body over 64 KiB", func(t *testing.T) {
@@ -121,3 +235,42 @@ fragment TypeRef on __Type {
   kind name
   ofType { kind name ofType { kind name ofType { kind name ofType { kind name ofType { kind name ofType { kind name ofType { kind name } } } } } } }
 }`
+
+// TestEverydayAdminQueryPasses: 100 FAILED deliveries with all their
+// fields and attempts(first: 100) with all of theirs is answered in full.
+func TestEverydayAdminQueryPasses(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		a := startAdmin(t, b)
+		ctx := context.Background()
+		c := a.App.DB.Client
+		app, err := c.PartnerApp.Create().SetAppName("p").SetAppKey("p").SetSecret([]byte("x")).Save(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now().UTC()
+		for i := range 101 {
+			d, err := c.WebhookDelivery.Create().SetAppID(app.ID).SetEventID(fmt.Sprintf("msg_%d", i)).
+				SetEventType("order.paid").SetBizData(`{}`).SetCallbackURL("https://partner.example/hook").
+				SetStatus(webhookdelivery.StatusFAILED).SetRetryCount(5).SetNextAttemptAt(now).Save(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for n := 1; n <= 6; n++ {
+				if _, err := c.DeliveryAttempt.Create().SetDeliveryID(d.ID).SetAttemptNo(n).SetRequestHeaders("{}").
+					SetRequestBody("{}").SetResponseStatus(500).SetDurationMs(3).Save(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		r := a.gql(t, graph.EverydayQuery, nil).ok(t, "webhookDeliveries")
+		edges := dig(r, "edges").([]any)
+		if len(edges) != 100 || dig(r, "pageInfo", "hasNextPage") != true {
+			t.Fatalf("%d edges", len(edges))
+		}
+		for _, e := range edges {
+			if n := len(dig(e, "node", "attempts", "edges").([]any)); n != 6 {
+				t.Fatalf("%d attempts", n)
+			}
+		}
+	})
+}

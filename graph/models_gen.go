@@ -3,7 +3,11 @@
 package graph
 
 import (
+	"bytes"
+	"fmt"
 	"gatehouse/ent"
+	"io"
+	"strconv"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -13,6 +17,24 @@ import (
 type APIKeySecretPayload struct {
 	APIKey *ent.APIKey `json:"apiKey"`
 	Key    string      `json:"key"`
+}
+
+// A version of the signed partner API (/api/v1/, /api/v2/, …) and where it
+// stands: served, deprecated (still served; replies carry Deprecation and
+// Sunset headers) or retired (every call answers 410). The dates come from
+// GATEHOUSE_API_DEPRECATED and GATEHOUSE_API_SUNSET.
+type APIVersion struct {
+	// The path segment: v1, v2, …
+	Name string `json:"name"`
+	// When the version was (or will be) announced as deprecated; null when it is not.
+	Deprecation *time.Time `json:"deprecation,omitempty"`
+	// When the version retires; null when no date is set.
+	Sunset *time.Time `json:"sunset,omitempty"`
+	// Whether the sunset has passed.
+	Retired bool `json:"retired"`
+	// Admitted signed calls, all apps together, over the last 30 UTC days
+	// (today included). Counts reach the database every 2 s.
+	CallsLast30Days int `json:"callsLast30Days"`
 }
 
 type CreateOrderInput struct {
@@ -67,6 +89,16 @@ type PartnerAppSecretPayload struct {
 	WebhookSecret *string         `json:"webhookSecret,omitempty"`
 }
 
+type PaymentProvider struct {
+	// Whether GATEHOUSE_PAYMENT_URL (with its API key and secret) is set.
+	Configured bool `json:"configured"`
+	// The provider's circuit breaker on this replica: OPEN once at least 10
+	// calls were made and 5 of the last 10 failed (refunds then fail at once
+	// with UPSTREAM_UNAVAILABLE), HALF_OPEN after 30 s (up to 5 trial calls),
+	// and CLOSED again once 5 trial calls succeeded.
+	Breaker BreakerState `json:"breaker"`
+}
+
 // Every field is optional; an absent field is left unchanged. expireDate,
 // callbackURL, redirectURIs and scopes are cleared by null.
 type UpdatePartnerAppInput struct {
@@ -80,4 +112,67 @@ type UpdatePartnerAppInput struct {
 	Scopes       graphql.Omittable[[]string]   `json:"scopes,omitempty"`
 	// 0 disabled, 1 enabled.
 	Status *int `json:"status,omitempty"`
+}
+
+// State of a circuit breaker guarding calls to an external service (the
+// payment provider, a partner's webhook endpoint). Every breaker follows one
+// rule: window of 10 calls, failure threshold 50 %, 30 s open, 5 trial calls.
+type BreakerState string
+
+const (
+	// Calls go out.
+	BreakerStateClosed BreakerState = "CLOSED"
+	// The service failed too often: no calls until the open wait is over.
+	BreakerStateOpen BreakerState = "OPEN"
+	// Trial calls go out; if they all succeed the breaker closes, one failure opens it again.
+	BreakerStateHalfOpen BreakerState = "HALF_OPEN"
+)
+
+var AllBreakerState = []BreakerState{
+	BreakerStateClosed,
+	BreakerStateOpen,
+	BreakerStateHalfOpen,
+}
+
+func (e BreakerState) IsValid() bool {
+	switch e {
+	case BreakerStateClosed, BreakerStateOpen, BreakerStateHalfOpen:
+		return true
+	}
+	return false
+}
+
+func (e BreakerState) String() string {
+	return string(e)
+}
+
+func (e *BreakerState) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = BreakerState(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid BreakerState", str)
+	}
+	return nil
+}
+
+func (e BreakerState) MarshalGQL(w io.Writer) {
+	fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *BreakerState) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e BreakerState) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -214,9 +215,9 @@ func TestRotateSecrets(t *testing.T) {
 			str(w, "app", "previousWebhookSecretExpiresAt") == "" {
 			t.Fatalf("rotate webhook secret: %v", w)
 		}
-		secrets, err := a.App.Partners.WebhookSecrets(ctx, intID(t, r, "app", "id"))
-		if err != nil || len(secrets) != 2 || secrets[0] != str(w, "webhookSecret") || secrets[1] != oldHook {
-			t.Fatalf("webhook secrets after rotation: %d, %v", len(secrets), err)
+		secrets := apptest.WebhookSecrets(t, a.Env, intID(t, r, "app", "id"))
+		if len(secrets) != 2 || secrets[0] != str(w, "webhookSecret") || secrets[1] != oldHook {
+			t.Fatalf("webhook secrets after rotation: %d", len(secrets))
 		}
 		for _, m := range []string{"rotatePartnerAppSecret", "rotateWebhookSecret"} {
 			a.gql(t, `mutation { `+m+`(id: 424242) { appSecret } }`, nil).fails(t, "NOT_FOUND")
@@ -299,43 +300,57 @@ func TestOrderMutations(t *testing.T) {
 }
 
 // TestResendWebhookDeliveries: a delivery that failed every attempt is put
-// back to PENDING with retryCount 0 and its attempts kept; resending all
-// failed ones counts them.
+// back to PENDING with retryCount 0 and its attempts kept (new ones
+// continue the numbering); resending all failed ones counts them. Each
+// app's endpoint fails six times only (one delivery), which never opens
+// its circuit breaker (judged over 10 attempts).
 func TestResendWebhookDeliveries(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		a := startAdmin(t, b, func(c *config.Config) {
 			c.WebhookAllowPrivate = true
 			c.WebhookRetryBase = time.Millisecond
 		})
-		failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) }))
+		var fixed atomic.Bool
+		failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !fixed.Load() {
+				w.WriteHeader(500)
+			}
+		}))
 		t.Cleanup(failing.Close)
-		p := a.gql(t, createAppMutation, map[string]any{"in": map[string]any{"appName": "Down", "callbackURL": failing.URL + "/hook"}}).ok(t, "createPartnerApp")
-		appID := str(p, "app", "id")
-		a.gql(t, `mutation($app: ID!) { createOrder(input: {appID: $app, orderNo: "RS-1", amount: "5"}) { id } }`, map[string]any{"app": appID}).ok(t, "createOrder")
-		a.gql(t, `mutation { payOrder(orderNo: "RS-1") { status } }`, nil).ok(t, "payOrder")
-
 		const failed = `query($app: ID!) { webhookDeliveries(where: {appID: $app, status: FAILED}) { edges { node { id status retryCount attempts(first: 20) { totalCount } } } } }`
-		var node map[string]any
-		waitFailed := func() {
+		// failedDelivery creates an app calling failing back, pays an order
+		// of it, and waits for the order.paid delivery to be FAILED.
+		failedDelivery := func(no string) (appID string, node map[string]any) {
+			p := a.gql(t, createAppMutation, map[string]any{"in": map[string]any{"appName": "Down " + no, "callbackURL": failing.URL + "/hook/" + no}}).ok(t, "createPartnerApp")
+			appID = str(p, "app", "id")
+			a.gql(t, `mutation($app: ID!, $no: String!) { createOrder(input: {appID: $app, orderNo: $no, amount: "5"}) { id } }`, map[string]any{"app": appID, "no": no}).ok(t, "createOrder")
+			a.gql(t, `mutation($no: String!) { payOrder(orderNo: $no) { status } }`, map[string]any{"no": no}).ok(t, "payOrder")
 			eventually(t, 20*time.Second, "the delivery is FAILED", func() bool {
 				r := a.gql(t, failed, map[string]any{"app": appID}).ok(t, "webhookDeliveries")
 				node, _ = dig(r, "edges", 0, "node").(map[string]any)
 				return node != nil
 			})
+			return appID, node
 		}
-		waitFailed()
-		attempts := num(node, "attempts", "totalCount")
-		if attempts != 6 {
-			t.Fatalf("attempts before resend: %d", attempts)
+		_, node := failedDelivery("RS-1")
+		if n := num(node, "attempts", "totalCount"); n != 6 {
+			t.Fatalf("attempts before resend: %d", n)
 		}
+		fixed.Store(true)
 		r := a.gql(t, `mutation($id: ID!) { resendWebhookDelivery(id: $id) { id status retryCount attempts(first: 20) { totalCount } } }`, map[string]any{"id": str(node, "id")}).ok(t, "resendWebhookDelivery")
-		if str(r, "status") != "PENDING" || num(r, "retryCount") != 0 || num(r, "attempts", "totalCount") < attempts {
+		if str(r, "status") != "PENDING" || num(r, "retryCount") != 0 || num(r, "attempts", "totalCount") < 6 {
 			t.Fatalf("after resend: %v", r)
 		}
+		const one = `query($id: ID!) { webhookDeliveries(where: {id: $id}) { edges { node { status attempts(first: 20, orderBy: {field: ATTEMPT_NO, direction: DESC}) { edges { node { attemptNo responseStatus } } } } } } }`
+		eventually(t, 20*time.Second, "the resent delivery succeeds with attempt 7", func() bool {
+			r := a.gql(t, one, map[string]any{"id": str(node, "id")}).ok(t, "webhookDeliveries")
+			return str(r, "edges", 0, "node", "status") == "SUCCESS" && num(r, "edges", 0, "node", "attempts", "edges", 0, "node", "attemptNo") == 7
+		})
 		a.gql(t, `mutation { resendWebhookDelivery(id: 555555) { id } }`, nil).fails(t, "NOT_FOUND")
 
-		// It fails again; then the bulk resend re-queues it (and only it).
-		waitFailed()
+		// Another app's delivery fails; the bulk resend re-queues it (and only it).
+		fixed.Store(false)
+		appID, _ := failedDelivery("RS-2")
 		n := a.gql(t, `mutation($app: ID) { resendFailedWebhookDeliveries(appID: $app) }`, map[string]any{"app": appID})
 		if n.Status != 200 || len(n.Errors) > 0 || n.Data["resendFailedWebhookDeliveries"] != float64(1) {
 			t.Fatalf("resendFailedWebhookDeliveries: %s", n.Body)

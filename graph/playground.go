@@ -1,14 +1,12 @@
 package graph
 
 import (
-	"crypto/sha256"
+	"bytes"
 	"embed"
-	"encoding/base64"
+	"html/template"
 	"io/fs"
 	"net/http"
 	"strings"
-
-	"github.com/99designs/gqlgen/graphql/playground"
 )
 
 // The Playground's files (GraphiQL and React), vendored so that the page
@@ -36,16 +34,64 @@ var (
 
 func (a playgroundAsset) url() string { return PlaygroundAssetsPath + a.path }
 
-// PlaygroundPage returns the GraphiQL page for endpoint. Its headers editor
-// starts with an empty X-API-Key for the user to fill in; headers are kept
-// in the browser's local storage.
+// The Playground's own page and icon (playgroundpage/).
+//
+//go:embed playgroundpage
+var pageFiles embed.FS
+
+// FaviconPath is where the Playground's icon is served.
+const FaviconPath = "/favicon.svg"
+
+// playgroundStoragePrefix namespaces what the page keeps in the browser's
+// local storage: the API key and GraphiQL's tabs, headers and history.
+const playgroundStoragePrefix = "gatehouse-admin-v2:"
+
+var pageTemplate = template.Must(template.ParseFS(pageFiles, "playgroundpage/index.html"))
+
+// PlaygroundPage returns the Playground page for endpoint: GraphiQL under
+// a bar where the operator types the API key. The key is kept in the
+// browser's local storage (it survives reloads), sent as X-API-Key with
+// every request, and checked as soon as it is typed, after which the
+// schema is fetched with it. The first visit opens with tabs of ready
+// queries for the everyday tasks (playgroundTabs).
 func PlaygroundPage(title, endpoint string) http.Handler {
-	return playground.Handler(title, endpoint,
-		playground.WithGraphiqlVersion(graphiqlJS.url(), graphiqlCSS.url(), graphiqlJS.sri, graphiqlCSS.sri),
-		playground.WithGraphiqlReactVersion(reactJS.url(), reactDOMJS.url(), reactJS.sri, reactDOMJS.sri),
-		playground.WithGraphiqlUiHeaders(map[string]string{HeaderAPIKey: ""}),
-		playground.WithStoragePrefix("gatehouse-admin:"),
-	)
+	type asset struct{ URL, SRI string }
+	var buf bytes.Buffer
+	err := pageTemplate.Execute(&buf, map[string]any{
+		"Title":         title,
+		"Endpoint":      endpoint,
+		"Favicon":       FaviconPath,
+		"StoragePrefix": playgroundStoragePrefix,
+		"Tabs":          playgroundTabs,
+		"JS":            asset{graphiqlJS.url(), graphiqlJS.sri},
+		"CSS":           asset{graphiqlCSS.url(), graphiqlCSS.sri},
+		"React":         asset{reactJS.url(), reactJS.sri},
+		"ReactDOM":      asset{reactDOMJS.url(), reactDOMJS.sri},
+	})
+	if err != nil {
+		panic(err) // the template and its data are fixed at build time
+	}
+	page := buf.Bytes()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-cache")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		_, _ = w.Write(page)
+	})
+}
+
+// Favicon serves the Playground's icon (also asked for as /favicon.ico).
+func Favicon() http.Handler {
+	icon, err := pageFiles.ReadFile("playgroundpage/favicon.svg")
+	if err != nil {
+		panic(err) // embedded at build time
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/svg+xml")
+		w.Header().Set("Cache-Control", "public, max-age=86400")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		_, _ = w.Write(icon)
+	})
 }
 
 // PlaygroundAssets serves the vendored files under PlaygroundAssetsPath.
@@ -65,14 +111,4 @@ func PlaygroundAssets() http.Handler {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		files.ServeHTTP(w, r)
 	})
-}
-
-// subresourceIntegrity computes the SRI value of an embedded file.
-func subresourceIntegrity(path string) (string, error) {
-	b, err := playgroundFiles.ReadFile("playground/" + path)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(b)
-	return "sha256-" + base64.StdEncoding.EncodeToString(sum[:]), nil
 }

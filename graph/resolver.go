@@ -6,10 +6,12 @@ package graph
 import (
 	"gatehouse/ent"
 	"gatehouse/internal/apikey"
+	"gatehouse/internal/audit"
 	"gatehouse/internal/identity"
 	"gatehouse/internal/inventory"
 	"gatehouse/internal/order"
 	"gatehouse/internal/partner"
+	"gatehouse/internal/payment"
 	"gatehouse/internal/webhook"
 )
 
@@ -25,4 +27,12 @@ type Resolver struct {
 	Inventory *inventory.Service
 	// Webhooks re-queues deliveries.
 	Webhooks *webhook.Service
+	// Versions are the partner API's versions and their lifecycle; Usage
+	// counts their calls.
+	Versions partner.Versions
+	Usage    *partner.Usage
+	// Payments refunds orders through the payment provider.
+	Payments *payment.Service
+	// Audit records every mutation (see mutationGate).
+	Audit *audit.Service
 }

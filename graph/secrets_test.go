@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -73,23 +74,31 @@ func allowedSensitive(typ, field string) bool {
 	case "PartnerAppSecretPayload.appSecret", "PartnerAppSecretPayload.webhookSecret", "CreateUserInput.password":
 		return true
 	}
-	return strings.HasPrefix(field, "previousSecretExpiresAt") || strings.HasPrefix(field, "previousWebhookSecretExpiresAt")
+	return strings.HasPrefix(field, "previousSecretExpiresAt") || strings.HasPrefix(field, "previousWebhookSecretExpiresAt") ||
+		strings.HasPrefix(field, "tokensRevokedAt") // when a user's tokens were last revoked
 }
 
 // TestNoSecretsReachable: driven by introspection. No type or input has a
 // field for a secret or hash, and a crawl of every query field — every
 // connection, with every scalar field of its nodes and of the objects and
 // connections under them — returns none of the secrets, keys, hashes or
-// sealed values that exist in the database.
+// sealed values that exist in the database. The audit log, which records
+// every mutation above (those that carried a password or returned a secret
+// or key, and refused ones), holds none of them either, read through
+// GraphQL and straight from the table.
 func TestNoSecretsReachable(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b, func(c *config.Config) { c.WebhookAllowPrivate = true })
+		const paymentKey, paymentSecret = "payment-api-key-for-the-crawl", "payment-secret-for-the-crawl"
+		a := startAdmin(t, b, func(c *config.Config) {
+			c.WebhookAllowPrivate = true
+			c.PaymentURL, c.PaymentAPIKey, c.PaymentSecret = "http://127.0.0.1:9/pay", paymentKey, paymentSecret
+		})
 		ctx := context.Background()
 		sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) }))
 		t.Cleanup(sink.Close)
 
 		// Seed one of everything, keeping every secret that was shown.
-		var forbidden []string
+		forbidden := []string{paymentKey, paymentSecret}
 		p := a.gql(t, createAppMutation, map[string]any{"in": map[string]any{
 			"appName": "Secretive", "appKey": "secretive", "callbackURL": sink.URL + "/h",
 			"redirectURIs": []string{"https://p.example.com/cb"}, "scopes": []string{"orders:read"},
@@ -103,14 +112,23 @@ func TestNoSecretsReachable(t *testing.T) {
 		k := a.gql(t, `mutation { createAPIKey(name: "crawler") { key } }`, nil).ok(t, "createAPIKey")
 		forbidden = append(forbidden, a.Key, str(k, "key"), secret.HashToken(a.Key), secret.HashToken(str(k, "key")))
 		const password = "pa55word-for-the-crawl"
-		a.gql(t, `mutation($pw: String!) { createUser(input: {username: "crawled", password: $pw, roles: ["admin"]}) { id } }`, map[string]any{"pw": password}).ok(t, "createUser")
+		u := a.gql(t, `mutation($pw: String!) { createUser(input: {username: "crawled", password: $pw, roles: ["admin"]}) { id } }`, map[string]any{"pw": password}).ok(t, "createUser")
 		forbidden = append(forbidden, password)
+		// Passwords and keys in mutations that succeed and that are refused
+		// (bad input, a READ_ONLY key): none may reach the audit log.
+		const newPassword, refusedPassword, readOnlyPassword = "new-pa55word-of-crawled", "refused-pa55word", "read-only-pa55word"
+		a.gql(t, `mutation($id: ID!, $pw: String!) { setUserPassword(id: $id, password: $pw) { id } }`, map[string]any{"id": str(u, "id"), "pw": newPassword}).ok(t, "setUserPassword")
+		a.gql(t, `mutation($pw: String!) { createUser(input: {username: "bad name", password: $pw}) { id } }`, map[string]any{"pw": refusedPassword}).fails(t, "VALIDATION_FAILED")
+		ro := a.gql(t, `mutation { createAPIKey(name: "crawler-ro", role: READ_ONLY) { key } }`, nil).ok(t, "createAPIKey")
+		gqlAs(t, a.Env, str(ro, "key"), `mutation($id: ID!, $pw: String!) { setUserPassword(id: $id, password: $pw) { id } }`,
+			map[string]any{"id": str(u, "id"), "pw": readOnlyPassword}).fails(t, "FORBIDDEN")
+		forbidden = append(forbidden, newPassword, refusedPassword, readOnlyPassword, str(ro, "key"), secret.HashToken(str(ro, "key")))
 		a.gql(t, `mutation($app: ID!) { createOrder(input: {appID: $app, orderNo: "SEC-1", amount: "3.30", customerEmail: "c@example.com"}) { id } }`, map[string]any{"app": appID}).ok(t, "createOrder")
 		a.gql(t, `mutation { payOrder(orderNo: "SEC-1") { id } }`, nil).ok(t, "payOrder")
 		sku := a.gql(t, `mutation { createSku(input: {name: "mug", stock: 3}) { id } }`, nil).ok(t, "createSku")
 		// Partner calls with the current secret: an API usage row and an
 		// idempotency record.
-		pc := partnerclient.New(a.PublicURL, "secretive", forbidden[2])
+		pc := partnerclient.New(a.PublicURL, "secretive", forbidden[4])
 		if _, err := pc.OrderV2(ctx, "SEC-1"); err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +152,7 @@ func TestNoSecretsReachable(t *testing.T) {
 		}
 		for _, sealed := range [][]byte{appRow.Secret, deref(appRow.PreviousSecret), deref(appRow.WebhookSecret), deref(appRow.PreviousWebhookSecret)} {
 			if len(sealed) == 0 {
-				t.Fatal("a sealed secret is missing from the seed")
+				t.Fatal("a sealed secret is missing from the test data")
 			}
 			forbidden = append(forbidden, base64.StdEncoding.EncodeToString(sealed), base64.RawURLEncoding.EncodeToString(sealed), hex.EncodeToString(sealed))
 		}
@@ -145,7 +163,7 @@ func TestNoSecretsReachable(t *testing.T) {
 		for _, u := range users {
 			forbidden = append(forbidden, u.PasswordHash)
 		}
-		for _, s := range forbidden[:4] { // the base64 part of whsec_ secrets alone
+		for _, s := range forbidden[2:6] { // the base64 part of whsec_ secrets alone
 			forbidden = append(forbidden, strings.TrimPrefix(s, "whsec_"))
 		}
 
@@ -177,17 +195,23 @@ func TestNoSecretsReachable(t *testing.T) {
 
 		crawled := 0
 		for _, f := range types[schema.Schema.QueryType.Name].Fields {
-			if !strings.HasSuffix(f.Type.named().Name, "Connection") {
-				t.Errorf("query field %s is not a connection: extend the crawl", f.Name)
+			named := f.Type.named()
+			connection := strings.HasSuffix(named.Name, "Connection")
+			if !connection && (named.Kind != "OBJECT" || hasRequiredArg(f)) {
+				t.Errorf("query field %s is neither a connection nor an object without arguments: extend the crawl", f.Name)
 				continue
 			}
-			q := "{ " + f.Name + "(first: 20) " + selection(types, f.Type.named().Name, 0) + " }"
+			args := ""
+			if connection {
+				args = "(first: 20)"
+			}
+			q := "{ " + f.Name + args + " " + selection(types, named.Name, 0) + " }"
 			res := a.gql(t, q, nil)
 			if res.Status != 200 || len(res.Errors) > 0 {
 				t.Fatalf("crawl %s: %s\n%s", f.Name, res.Body, q)
 			}
-			if !strings.Contains(res.Body, `"node"`) {
-				t.Errorf("crawl %s returned no rows: the seed misses a type", f.Name)
+			if connection && !strings.Contains(res.Body, `"node"`) {
+				t.Errorf("crawl %s returned no rows: the test data misses a type", f.Name)
 			}
 			for _, s := range forbidden {
 				if s != "" && strings.Contains(res.Body, s) {
@@ -198,6 +222,27 @@ func TestNoSecretsReachable(t *testing.T) {
 		}
 		if crawled < 9 {
 			t.Fatalf("crawled %d query fields", crawled)
+		}
+
+		// The audit table itself, every column of every row.
+		events, err := a.App.DB.AuditEvent.Query().All(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(events) < 12 {
+			t.Fatalf("%d audit events for the setup's mutations", len(events))
+		}
+		for _, e := range events {
+			b, err := json.Marshal(e) // every column, pointers followed
+			if err != nil {
+				t.Fatal(err)
+			}
+			row := string(b)
+			for _, s := range forbidden {
+				if s != "" && strings.Contains(row, s) {
+					t.Errorf("audit event %d holds a secret, key, password or hash (%.6s…)", e.ID, s)
+				}
+			}
 		}
 	})
 }

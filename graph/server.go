@@ -20,22 +20,29 @@ import (
 
 // NewHandler returns the GraphQL HTTP handler (GET and POST) for resolver:
 // introspection on, operation limits (depth, complexity, page sizes),
-// errors mapped to codes. Authentication is the caller's (see APIKeyGuard).
+// errors mapped to codes, and every mutation through the role rule and
+// the audit log (mutationGate). Authentication is the caller's (see
+// APIKeyGuard, which puts the key in the request's context).
 func NewHandler(resolver *Resolver, log *slog.Logger) http.Handler {
-	srv := handler.New(NewExecutableSchema(Config{Resolvers: resolver}))
+	schema := NewExecutableSchema(Config{Resolvers: resolver})
+	srv := handler.New(schema)
 	srv.AddTransport(transport.GET{})
 	srv.AddTransport(transport.POST{})
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
 	srv.Use(extension.Introspection{})
 	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](100)})
 	srv.Use(limits{})
+	srv.Use(noNUL{})
 	srv.AroundFields(wrapResolverErrors)
+	srv.AroundFields(webhookWarnings)
+	srv.AroundFields(traceResult)
+	srv.AroundRootFields(mutationGate{schema: schema.Schema(), audit: resolver.Audit}.aroundRootField)
 	srv.SetErrorPresenter(errorPresenter(log))
 	srv.SetRecoverFunc(func(ctx context.Context, v any) error {
 		log.ErrorContext(ctx, "graphql panic", "panic", v, "request_id", httpx.GetRequestID(ctx))
 		return &gqlerror.Error{Message: "internal error", Extensions: map[string]any{"code": CodeInternal}}
 	})
-	return readBody(srv)
+	return readBody(unavailableStatus(srv))
 }
 
 // readBody reads a POST body up front so that one over httpx.MaxBodyBytes

@@ -10,12 +10,12 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"gatehouse/internal/errs"
 	"gatehouse/internal/httpx"
 	"gatehouse/internal/identity"
-	"gatehouse/internal/kv"
 )
 
-// Auth serves the signed user token scheme (scheme 3, CONTRACT §3):
+// Auth serves the signed user token scheme (docs/auth.md):
 // POST /api/auth/login, GET /api/auth/me and POST /auth/logout.
 type Auth struct {
 	Users    *identity.Users
@@ -24,11 +24,15 @@ type Auth struct {
 	Log      *slog.Logger
 }
 
-// Mount adds the routes to r.
-func (h Auth) Mount(r chi.Router) {
+// Routes returns the router of the signed user token scheme. Its paths
+// share no prefix, so they are whole paths: mount it with MountWhole.
+func (h Auth) Routes() chi.Router {
+	r := chi.NewRouter()
+	r.MethodNotAllowed(methodNotAllowed)
 	r.Post("/api/auth/login", h.login)
 	r.Get("/api/auth/me", h.me)
 	r.Post("/auth/logout", h.logout)
+	return r
 }
 
 // loginResponse is the body of a successful login.
@@ -55,7 +59,7 @@ func (h Auth) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	allowed, err := h.Throttle.Attempt(ctx, username)
+	allowed, err := h.Throttle.Attempt(ctx, username, httpx.ClientAddr(r))
 	if err != nil {
 		internalAuthError(w, r, h.Log, err)
 		return
@@ -73,7 +77,7 @@ func (h Auth) login(w http.ResponseWriter, r *http.Request) {
 		internalAuthError(w, r, h.Log, err)
 		return
 	}
-	if err := h.Throttle.Succeeded(ctx, username); err != nil {
+	if err := h.Throttle.Succeeded(ctx, username, httpx.ClientAddr(r)); err != nil {
 		// The login itself succeeded; a stale count only expires later.
 		h.Log.WarnContext(ctx, "clear login attempts", "err", err, "request_id", httpx.GetRequestID(ctx))
 	}
@@ -146,7 +150,7 @@ func (h Auth) authenticate(w http.ResponseWriter, r *http.Request) (*identity.Cl
 }
 
 // bearerToken returns the token of a single "Authorization: Bearer <token>"
-// header (scheme name case-insensitive, RFC 6750 §2.1).
+// header (scheme name case-insensitive, RFC 6750 section 2.1).
 func bearerToken(r *http.Request) (string, bool) {
 	vals := r.Header.Values("Authorization")
 	if len(vals) != 1 {
@@ -160,7 +164,7 @@ func bearerToken(r *http.Request) (string, bool) {
 	return tok, tok != ""
 }
 
-// authErrorBody is the error shape of CONTRACT §3: {"error": code} with an
+// authErrorBody is the error shape of sign-in and OAuth: {"error": code} with an
 // optional human description (never holding a secret).
 type authErrorBody struct {
 	Error       string `json:"error"`
@@ -176,19 +180,25 @@ func writeAuthError(w http.ResponseWriter, status int, code, desc string) {
 // window: an upper bound, as the count started at the first failure.
 func writeThrottled(w http.ResponseWriter, t *identity.LoginThrottle) {
 	w.Header().Set("Retry-After", strconv.FormatInt(int64(t.Window()/time.Second), 10))
-	writeAuthError(w, http.StatusTooManyRequests, "too_many_attempts", "too many failed sign-in attempts for this user; try again later")
+	writeAuthError(w, http.StatusTooManyRequests, "too_many_attempts", "too many failed sign-in attempts for this user from this address; try again later")
 }
 
-// internalAuthError maps an unexpected error: 503 when a dependency (the
-// shared store) is down, else 500; the text goes to the log only.
+// internalAuthError maps an error's kind to the sign-in and OAuth error
+// shape, the one place these front doors translate domain errors (their
+// own protocol outcomes, invalid_client and the like, are answered where
+// they arise): 503 when a dependency is down, else 500; the text of an
+// unexpected error goes to the log only.
 func internalAuthError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	ctx := r.Context()
-	if errors.Is(err, kv.ErrUnavailable) {
+	switch errs.KindOf(err) {
+	case errs.Validation:
+		writeAuthError(w, http.StatusBadRequest, "invalid_request", errs.Message(err))
+	case errs.Unavailable:
 		log.ErrorContext(ctx, "auth dependency unavailable", "err", err, "request_id", httpx.GetRequestID(ctx))
 		w.Header().Set("Retry-After", "1")
-		writeAuthError(w, http.StatusServiceUnavailable, "temporarily_unavailable", "a dependency is unavailable, retry later")
-		return
+		writeAuthError(w, http.StatusServiceUnavailable, "unavailable", "a dependency is unavailable, retry later")
+	default:
+		log.ErrorContext(ctx, "auth error", "err", err, "request_id", httpx.GetRequestID(ctx))
+		writeAuthError(w, http.StatusInternalServerError, "server_error", "internal error")
 	}
-	log.ErrorContext(ctx, "auth error", "err", err, "request_id", httpx.GetRequestID(ctx))
-	writeAuthError(w, http.StatusInternalServerError, "server_error", "internal error")
 }

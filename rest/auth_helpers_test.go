@@ -9,6 +9,7 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -220,13 +221,15 @@ func (f *auFix) code(t *testing.T, extra url.Values) (string, string) {
 	t.Helper()
 	c := auBrowser(t)
 	r := auDo(t, c, "GET", f.authorizeURL(extra), nil)
-	if loc := r.location(t); loc.Path != "/login" {
+	loc := r.location(t)
+	if loc.Path != "/login" {
 		t.Fatalf("authorize sent the user to %s", loc)
 	}
-	if loc := f.signIn(t, c, "alice", f.password, "/oauth/approve").location(t); loc.Path != "/oauth/approve" {
+	id := requestID(t, loc)
+	if loc := f.signIn(t, c, "alice", f.password, loc.Query().Get("next")).location(t); loc.Path != "/oauth/approve" || requestID(t, loc) != id {
 		t.Fatalf("login sent the user to %s", loc)
 	}
-	loc := auForm(t, c, f.PublicURL+"/oauth/confirm", url.Values{"approved": {"true"}}).location(t)
+	loc = f.confirm(t, c, id, true).location(t)
 	if got := loc.Scheme + "://" + loc.Host + loc.Path; got != f.redirect {
 		t.Fatalf("confirm redirected to %s", loc)
 	}
@@ -235,6 +238,37 @@ func (f *auFix) code(t *testing.T, extra url.Values) (string, string) {
 		t.Fatalf("no code in %s", loc)
 	}
 	return code, loc.Query().Get("state")
+}
+
+// requestID returns the pending request's id from a redirect to the
+// approval page, or to the login page that continues to it.
+func requestID(t *testing.T, loc *url.URL) string {
+	t.Helper()
+	if loc.Path == "/login" {
+		next, err := url.Parse(loc.Query().Get("next"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		loc = next
+	}
+	id := loc.Query().Get("request_id")
+	if loc.Path != "/oauth/approve" || id == "" {
+		t.Fatalf("no pending request id in %s", loc)
+	}
+	return id
+}
+
+// authorize starts a flow with browser c and returns the pending
+// request's id.
+func (f *auFix) authorize(t *testing.T, c *http.Client, extra url.Values) string {
+	t.Helper()
+	return requestID(t, auDo(t, c, "GET", f.authorizeURL(extra), nil).location(t))
+}
+
+// confirm posts the approval form of pending request id.
+func (f *auFix) confirm(t *testing.T, c *http.Client, id string, approved bool, headers ...string) auResp {
+	t.Helper()
+	return auForm(t, c, f.PublicURL+"/oauth/confirm", url.Values{"approved": {strconv.FormatBool(approved)}, "request_id": {id}}, headers...)
 }
 
 // token posts to /oauth/token with client credentials in the body.

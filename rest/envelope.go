@@ -8,12 +8,12 @@ import (
 	"strconv"
 	"time"
 
+	"gatehouse/internal/errs"
 	"gatehouse/internal/httpx"
-	"gatehouse/internal/order"
 	"gatehouse/internal/partner"
 )
 
-// Business codes of the partner envelope (CONTRACT §2).
+// Business codes of the partner envelope (docs/reference.md).
 const (
 	CodeSuccess          = 200
 	CodeInvalidAppKey    = 4001
@@ -72,7 +72,7 @@ func WriteEnvelopeError(w http.ResponseWriter, r *http.Request, code int, detail
 }
 
 // WriteEnvelopeErrorStatus writes an error with an explicit status and the
-// whole message, for replies whose wording the seed fixes itself (the
+// whole message, for replies the partner API words itself (the
 // deduction's "insufficient stock" 409/5002 and "business failed" 409/5001).
 func WriteEnvelopeErrorStatus(w http.ResponseWriter, r *http.Request, status, code int, msg string) {
 	writeEnvelope(w, r, status, Envelope{Code: code, Message: msg})
@@ -98,35 +98,27 @@ func writeEnvelope(w http.ResponseWriter, r *http.Request, status int, e Envelop
 	_ = enc.Encode(e)
 }
 
-// WritePartnerError maps an error of the partner domain services to the
-// envelope, in one place: a refused signed request, an order error, a
-// validation error, a dependency that is down (503/6000), or anything else
-// (500/6000, logged with the request id; its text never reaches the caller).
+// WritePartnerError maps an error to the envelope, in one place: a refused
+// signed request, then one case per error kind (validation 400/5002, not
+// found 404/5001, forbidden 403/5003, conflict and invalid state 409/5002,
+// a dependency that is down 503/6000), or anything else (500/6000, logged
+// with the request id; its text never reaches the caller).
 func WritePartnerError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
-	var (
-		rej  *partner.RejectError
-		oval *order.ValidationError
-	)
-	switch {
-	case errors.As(err, &rej):
-		code := rejectCode(rej.Reason)
-		if code == CodeRateLimited {
-			h := w.Header()
-			h.Set("Retry-After", strconv.FormatInt(retryAfterSeconds(rej.RetryAfter), 10))
-			h.Set("X-RateLimit-Limit", strconv.Itoa(rej.Limit))
-			h.Set("X-RateLimit-Remaining", "0")
-		}
-		// The detail can hold the signed string: it goes to the caller
-		// only, never to the log.
-		log.DebugContext(r.Context(), "signed request refused", "code", code, "request_id", httpx.GetRequestID(r.Context()))
-		WriteEnvelopeError(w, r, code, rej.Detail)
-	case errors.Is(err, order.ErrNotFound):
-		WriteEnvelopeError(w, r, CodeOrderNotFound, "")
-	case errors.Is(err, order.ErrForbidden):
-		WriteEnvelopeError(w, r, CodePermissionDenied, "the order belongs to another app")
-	case errors.As(err, &oval):
-		WriteEnvelopeError(w, r, CodeParamInvalid, oval.Error())
-	case errors.Is(err, partner.ErrUnavailable):
+	var rej *partner.RejectError
+	if errors.As(err, &rej) {
+		writeRejected(w, r, log, rej)
+		return
+	}
+	switch errs.KindOf(err) {
+	case errs.Validation:
+		WriteEnvelopeError(w, r, CodeParamInvalid, errs.Message(err))
+	case errs.NotFound:
+		writeEnvelopeKind(w, r, CodeOrderNotFound, errs.Message(err))
+	case errs.Forbidden:
+		writeEnvelopeKind(w, r, CodePermissionDenied, errs.Message(err))
+	case errs.Conflict, errs.InvalidState:
+		WriteEnvelopeErrorStatus(w, r, http.StatusConflict, CodeParamInvalid, message(codeInfo[CodeParamInvalid].meaning, err.Error()))
+	case errs.Unavailable:
 		log.ErrorContext(r.Context(), "partner API dependency unavailable", "err", err, "request_id", httpx.GetRequestID(r.Context()))
 		w.Header().Set("Retry-After", "1")
 		WriteEnvelopeErrorStatus(w, r, http.StatusServiceUnavailable, CodeSystemError, message(codeInfo[CodeSystemError].meaning, "a dependency is unavailable, retry later"))
@@ -134,6 +126,30 @@ func WritePartnerError(w http.ResponseWriter, r *http.Request, log *slog.Logger,
 		log.ErrorContext(r.Context(), "partner API error", "err", err, "request_id", httpx.GetRequestID(r.Context()))
 		WriteEnvelopeError(w, r, CodeSystemError, "")
 	}
+}
+
+// writeEnvelopeKind writes code with msg as its detail, unless msg is the
+// code's meaning itself ("order does not exist"), which is then not repeated.
+func writeEnvelopeKind(w http.ResponseWriter, r *http.Request, code int, msg string) {
+	if msg == codeInfo[code].meaning {
+		msg = ""
+	}
+	WriteEnvelopeError(w, r, code, msg)
+}
+
+// writeRejected answers a signed request the gate refused.
+func writeRejected(w http.ResponseWriter, r *http.Request, log *slog.Logger, rej *partner.RejectError) {
+	code := rejectCode(rej.Reason)
+	if code == CodeRateLimited {
+		h := w.Header()
+		h.Set("Retry-After", strconv.FormatInt(retryAfterSeconds(rej.RetryAfter), 10))
+		h.Set("X-RateLimit-Limit", strconv.Itoa(rej.Limit))
+		h.Set("X-RateLimit-Remaining", "0")
+	}
+	// The detail can hold the signed string: it goes to the caller only,
+	// never to the log.
+	log.DebugContext(r.Context(), "signed request refused", "code", code, "request_id", httpx.GetRequestID(r.Context()))
+	WriteEnvelopeError(w, r, code, rej.Detail)
 }
 
 func rejectCode(reason error) int {

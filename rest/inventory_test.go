@@ -402,7 +402,6 @@ func TestDeductFaultInjection(t *testing.T) {
 			faults inventory.Faults
 		}{
 			{"between decrement and commit", inventory.Faults{AfterDecrement: func(string) error { return boom }}},
-			{"commit fails", inventory.Faults{BeforeCommit: func(string) error { return boom }}},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				biz := "FAULT-" + strings.ReplaceAll(c.name, " ", "-")
@@ -429,6 +428,23 @@ func TestDeductFaultInjection(t *testing.T) {
 		expectReply(t, r, 200, 200, "success")
 		if f.stock(t) != 6 {
 			t.Fatalf("stock %d, want 6", f.stock(t))
+		}
+
+		// A failed commit is a dependency failure: 503/6000, nothing
+		// recorded, and the same biz_no succeeds when retried.
+		f.e.App.Inventory.SetFaults(inventory.Faults{BeforeCommit: func(string) error { return boom }})
+		r = f.deduct(t, deductParams("COMMIT-LOST", f.skuID, 2))
+		f.e.App.Inventory.SetFaults(inventory.Faults{})
+		expectReply(t, r, 503, 6000, "system busy")
+		if r.Header.Get("Retry-After") == "" || strings.Contains(r.Message, "7c1e") {
+			t.Fatalf("503: Retry-After %q, message %q", r.Header.Get("Retry-After"), r.Message)
+		}
+		if got := f.recordStatus(t, "COMMIT-LOST"); got != -1 {
+			t.Fatalf("record status %d after a failed commit, want none", got)
+		}
+		expectReply(t, f.deduct(t, deductParams("COMMIT-LOST", f.skuID, 2)), 200, 200, "success")
+		if f.stock(t) != 4 {
+			t.Fatalf("stock %d, want 4", f.stock(t))
 		}
 	})
 }
@@ -463,7 +479,7 @@ func TestDeductErrorMapping(t *testing.T) {
 	logs := &apptest.SyncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	serve := func(svc *inventory.Service, admitted bool, query string) (*httptest.ResponseRecorder, rest.Envelope) {
-		h := rest.Inventory{Svc: svc, Log: log}.Route().Handler
+		h := rest.Inventory{Svc: svc, Log: log}
 		req := httptest.NewRequest(http.MethodPost, deductPath+"?"+query, nil)
 		if admitted {
 			req = req.WithContext(partner.NewContext(req.Context(), &partner.Admitted{

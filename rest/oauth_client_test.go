@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/url"
 	"strconv"
 	"testing"
 	"time"
@@ -44,11 +43,12 @@ func TestOAuthThirdPartyClient(t *testing.T) {
 
 				// The user agent: authorize, sign in, approve.
 				c := auBrowser(t)
-				if loc := auDo(t, c, "GET", authURL, nil).location(t); loc.Path != "/login" {
+				loc := auDo(t, c, "GET", authURL, nil).location(t)
+				if loc.Path != "/login" {
 					t.Fatalf("authorize: %s", loc)
 				}
-				f.signIn(t, c, "alice", f.password, "/oauth/approve")
-				loc := auForm(t, c, f.PublicURL+"/oauth/confirm", url.Values{"approved": {"true"}}).location(t)
+				f.signIn(t, c, "alice", f.password, loc.Query().Get("next"))
+				loc = f.confirm(t, c, requestID(t, loc), true).location(t)
 				if loc.Query().Get("state") != state {
 					t.Fatalf("state %q, want %q", loc.Query().Get("state"), state)
 				}

@@ -69,51 +69,72 @@ func TestOAuthAuthorize(t *testing.T) {
 				t.Fatalf("%s: %s", name, loc)
 			}
 		}
-		// A valid request: to the login page, with a session cookie.
+		// A valid request: to the login page, the request in a sealed
+		// cookie of its own (no session for a stranger).
 		r := get(nil)
-		if loc := r.location(t); r.status != 302 || loc.Path != "/login" || loc.Query().Get("next") != "/oauth/approve" {
+		loc := r.location(t)
+		if r.status != 302 || loc.Path != "/login" {
 			t.Fatalf("valid request: HTTP %d to %s", r.status, loc)
 		}
+		id := requestID(t, loc)
+		next := loc.Query().Get("next")
 		cookie := r.header.Get("Set-Cookie")
-		if !strings.HasPrefix(cookie, "gatehouse_session=") || !strings.Contains(cookie, "HttpOnly") || !strings.Contains(cookie, "SameSite=Lax") {
-			t.Fatalf("session cookie %q", cookie)
+		if !strings.HasPrefix(cookie, "gatehouse_oauth_"+id+"=") || !strings.Contains(cookie, "HttpOnly") || !strings.Contains(cookie, "SameSite=Lax") ||
+			!strings.Contains(cookie, "Max-Age=600") || strings.Contains(cookie, f.redirect) || strings.Contains(cookie, "st-123") {
+			t.Fatalf("pending request cookie %q", cookie)
 		}
-		before := sessionCookie(t, c, f.PublicURL)
+		if len(r.header.Values("Set-Cookie")) != 1 {
+			t.Fatalf("cookies %v", r.header.Values("Set-Cookie"))
+		}
 
 		// The approval page needs a signed-in user.
-		if loc := auDo(t, c, "GET", f.PublicURL+"/oauth/approve", nil).location(t); loc.Path != "/login" {
+		if loc := auDo(t, c, "GET", f.PublicURL+"/oauth/approve?request_id="+id, nil).location(t); loc.Path != "/login" || requestID(t, loc) != id {
 			t.Fatalf("approve before login went to %s", loc)
 		}
 		// The login page: a real form, every value escaped.
-		r = auDo(t, c, "GET", f.PublicURL+"/login?next=%2Foauth%2Fapprove", nil)
+		r = auDo(t, c, "GET", f.PublicURL+"/login?next="+url.QueryEscape(next), nil)
 		page := string(r.body)
 		if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/html") ||
 			!strings.Contains(page, `<form method="post" action="/login"`) || !strings.Contains(page, `name="password"`) ||
-			!strings.Contains(page, `value="/oauth/approve"`) {
+			!strings.Contains(page, `value="/oauth/approve?request_id=`+id+`"`) {
 			t.Fatalf("login page: HTTP %d\n%s", r.status, page)
 		}
 		if strings.Contains(page, "<Partner>") || !strings.Contains(page, "Acme &lt;Partner&gt; &amp; &#34;Co&#34;") {
 			t.Fatalf("app name not escaped:\n%s", page)
 		}
-		r = f.signIn(t, c, "alice", "wrong password", "/oauth/approve")
+		r = f.signIn(t, c, "alice", "wrong password", next)
 		if r.status != 401 || !strings.Contains(string(r.body), "Wrong username or password") || !strings.Contains(string(r.body), `value="alice"`) {
 			t.Fatalf("wrong password: HTTP %d\n%s", r.status, r.body)
 		}
 		// Escaping of what the user typed.
-		r = f.signIn(t, c, `"><script>alert(1)</script>`, "x", "/oauth/approve")
+		r = f.signIn(t, c, `"><script>alert(1)</script>`, "x", next)
 		if strings.Contains(string(r.body), "<script>alert(1)") {
 			t.Fatalf("username echoed unescaped:\n%s", r.body)
 		}
-		if loc := f.signIn(t, c, "alice", f.password, "/oauth/approve").location(t); loc.Path != "/oauth/approve" {
+		if sessionCookie(t, c, f.PublicURL) != "" {
+			t.Fatal("a session was created before sign-in")
+		}
+		r = f.signIn(t, c, "alice", f.password, next)
+		if loc := r.location(t); loc.Path != "/oauth/approve" || requestID(t, loc) != id {
 			t.Fatalf("login went to %s", loc)
 		}
+		if !strings.Contains(strings.Join(r.header.Values("Set-Cookie"), "\n"), "gatehouse_oauth_"+id+"=; Path=/; Max-Age=0") {
+			t.Fatalf("the pending cookie was not cleared at login: %v", r.header.Values("Set-Cookie"))
+		}
+		before := sessionCookie(t, c, f.PublicURL)
+		if before == "" {
+			t.Fatal("no session after login")
+		}
+		// Signing in again renews the session token (fixation).
+		f.signIn(t, c, "alice", f.password, next)
 		if after := sessionCookie(t, c, f.PublicURL); after == "" || after == before {
 			t.Fatal("the session token was not renewed at login")
 		}
 		// The approval page.
-		r = auDo(t, c, "GET", f.PublicURL+"/oauth/approve", nil)
+		r = auDo(t, c, "GET", f.PublicURL+"/oauth/approve?request_id="+id, nil)
 		page = string(r.body)
-		for _, want := range []string{"Acme &lt;Partner&gt; &amp; &#34;Co&#34;", "<code>profile</code>", ">alice<", `id="approve"`, `id="deny"`, `action="/oauth/confirm"`} {
+		for _, want := range []string{"Acme &lt;Partner&gt; &amp; &#34;Co&#34;", "<code>profile</code>", ">alice<", `id="approve"`, `id="deny"`, `action="/oauth/confirm"`,
+			`name="request_id" value="` + id + `"`} {
 			if !strings.Contains(page, want) {
 				t.Fatalf("approval page lacks %q:\n%s", want, page)
 			}
@@ -122,20 +143,29 @@ func TestOAuthAuthorize(t *testing.T) {
 			r.header.Get("Cache-Control") != "no-store" {
 			t.Fatalf("approval page headers %v", r.header)
 		}
-		// Signed in: authorize goes straight to the approval page.
-		if loc := get(url.Values{"scope": {"orders:read profile"}}).location(t); loc.Path != "/oauth/approve" {
+		// Signed in: authorize goes straight to the approval page of a
+		// new request; the first one's page still shows the first.
+		loc = get(url.Values{"scope": {"orders:read profile"}}).location(t)
+		id2 := requestID(t, loc)
+		if loc.Path != "/oauth/approve" || id2 == id {
 			t.Fatalf("signed-in authorize went to %s", loc)
 		}
-		page = string(auDo(t, c, "GET", f.PublicURL+"/oauth/approve", nil).body)
+		page = string(auDo(t, c, "GET", f.PublicURL+"/oauth/approve?request_id="+id2, nil).body)
 		if !strings.Contains(page, "<code>orders:read</code>") {
-			t.Fatalf("the newest request is not the one shown:\n%s", page)
+			t.Fatalf("the second request is not the one shown:\n%s", page)
 		}
+		if page := string(auDo(t, c, "GET", f.PublicURL+"/oauth/approve?request_id="+id, nil).body); strings.Contains(page, "<code>orders:read</code>") {
+			t.Fatalf("the first request's page changed:\n%s", page)
+		}
+		// No id, or an unknown one.
+		auDo(t, c, "GET", f.PublicURL+"/oauth/approve", nil).expectError(t, 400, "invalid_request")
+		auDo(t, c, "GET", f.PublicURL+"/oauth/approve?request_id=nope", nil).expectError(t, 400, "invalid_request")
 		// A user disabled since signing in is signed out.
 		if _, err := f.App.DB.User.UpdateOneID(f.user.ID).SetStatus(0).Save(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if loc := auDo(t, c, "GET", f.PublicURL+"/oauth/approve", nil).location(t); loc.Path != "/login" {
-			t.Fatalf("a disabled user still sees the approval page (%s)", loc)
+		if r := auDo(t, c, "GET", f.PublicURL+"/oauth/approve?request_id="+id, nil); r.status != 400 || r.header.Get("Location") != "" {
+			t.Fatalf("a disabled user still sees the approval page (HTTP %d)", r.status)
 		}
 	})
 }
@@ -156,19 +186,19 @@ func TestOAuthLoginNext(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		f := auSetup(t, b)
 		for next, want := range map[string]string{
-			"/oauth/approve":             "/oauth/approve",
-			"/login?x=1":                 "/login?x=1",
-			"":                           "/login",
-			"https://evil.example/":      "/login",
-			"//evil.example/":            "/login",
-			"/\\evil.example/":           "/login",
-			"\\\\evil.example":           "/login",
-			"/\t/evil.example":           "/login",
-			"javascript:alert(1)":        "/login",
-			"http:/evil.example":         "/login",
-			"/%2F%2Fevil.example":        "/%2F%2Fevil.example",
-			"evil.example":               "/login",
-			"https://" + f.PublicURL[7:]: "/login",
+			"/oauth/approve?request_id=x": "/oauth/approve?request_id=x",
+			"/login?x=1":                  "/login?x=1",
+			"":                            "/login",
+			"https://evil.example/":       "/login",
+			"//evil.example/":             "/login",
+			"/\\evil.example/":            "/login",
+			"\\\\evil.example":            "/login",
+			"/\t/evil.example":            "/login",
+			"javascript:alert(1)":         "/login",
+			"http:/evil.example":          "/login",
+			"/%2F%2Fevil.example":         "/%2F%2Fevil.example",
+			"evil.example":                "/login",
+			"https://" + f.PublicURL[7:]:  "/login",
 		} {
 			c := auBrowser(t)
 			r := f.signIn(t, c, "alice", f.password, next)
@@ -178,8 +208,8 @@ func TestOAuthLoginNext(t *testing.T) {
 		}
 		// With a pending request and no next, the approval page is next.
 		c := auBrowser(t)
-		auDo(t, c, "GET", f.authorizeURL(nil), nil)
-		if r := f.signIn(t, c, "alice", f.password, ""); r.header.Get("Location") != "/oauth/approve" {
+		id := f.authorize(t, c, nil)
+		if r := f.signIn(t, c, "alice", f.password, ""); r.header.Get("Location") != "/oauth/approve?request_id="+id {
 			t.Fatalf("default next with a pending request: %q", r.header.Get("Location"))
 		}
 		// Signed in, the login page says so.
@@ -202,29 +232,35 @@ func TestOAuthConfirm(t *testing.T) {
 		auJSON(t, auBrowser(t), confirmURL, `{"approved":true}`).expectError(t, 400, "invalid_request")
 		// A pending request, nobody signed in.
 		c := auBrowser(t)
-		auDo(t, c, "GET", f.authorizeURL(nil), nil)
-		auForm(t, c, confirmURL, url.Values{"approved": {"true"}}).expectError(t, 400, "invalid_request")
+		id := f.authorize(t, c, nil)
+		f.confirm(t, c, id, true).expectError(t, 400, "invalid_request")
 		// Signed in, no pending request.
 		c = auBrowser(t)
 		f.signIn(t, c, "alice", f.password, "")
-		auForm(t, c, confirmURL, url.Values{"approved": {"true"}}).expectError(t, 400, "invalid_request")
-		auDo(t, c, "GET", f.PublicURL+"/oauth/approve", nil).expectError(t, 400, "invalid_request")
+		f.confirm(t, c, id, true).expectError(t, 400, "invalid_request")
+		auDo(t, c, "GET", f.PublicURL+"/oauth/approve?request_id="+id, nil).expectError(t, 400, "invalid_request")
 
-		// Signed in with a pending request: bad "approved" values.
-		auDo(t, c, "GET", f.authorizeURL(nil), nil)
+		// Signed in with a pending request: bad "approved" or request_id values.
+		id = f.authorize(t, c, nil)
 		for name, form := range map[string]url.Values{
-			"missing": {},
-			"maybe":   {"approved": {"maybe"}},
-			"twice":   {"approved": {"true", "false"}},
+			"missing":       {"request_id": {id}},
+			"maybe":         {"approved": {"maybe"}, "request_id": {id}},
+			"twice":         {"approved": {"true", "false"}, "request_id": {id}},
+			"no request_id": {"approved": {"true"}},
+			"empty id":      {"approved": {"true"}, "request_id": {""}},
+			"unknown id":    {"approved": {"true"}, "request_id": {"AAAAAAAAAAAAAAAAAAAAAA"}},
+			"id twice":      {"approved": {"true"}, "request_id": {id, id}},
 		} {
 			t.Run(name, func(t *testing.T) { auForm(t, c, confirmURL, form).expectError(t, 400, "invalid_request") })
 		}
-		auJSON(t, c, confirmURL, `{"approved":"perhaps"}`).expectError(t, 400, "invalid_request")
-		auJSON(t, c, confirmURL, `{"approved":1}`).expectError(t, 400, "invalid_request")
-		auJSON(t, c, confirmURL, `{}`).expectError(t, 400, "invalid_request")
+		auJSON(t, c, confirmURL, `{"approved":"perhaps","request_id":"`+id+`"}`).expectError(t, 400, "invalid_request")
+		auJSON(t, c, confirmURL, `{"approved":1,"request_id":"`+id+`"}`).expectError(t, 400, "invalid_request")
+		auJSON(t, c, confirmURL, `{"request_id":"`+id+`"}`).expectError(t, 400, "invalid_request")
+		auJSON(t, c, confirmURL, `{"approved":true}`).expectError(t, 400, "invalid_request")
+		auJSON(t, c, confirmURL, `{"approved":true,"request_id":7}`).expectError(t, 400, "invalid_request")
 
 		// Deny.
-		loc := auForm(t, c, confirmURL, url.Values{"approved": {"false"}}).location(t)
+		loc := f.confirm(t, c, id, false).location(t)
 		if got := loc.Scheme + "://" + loc.Host + loc.Path; got != f.redirect {
 			t.Fatalf("deny redirected to %s", loc)
 		}
@@ -232,7 +268,7 @@ func TestOAuthConfirm(t *testing.T) {
 			t.Fatalf("deny: %s", loc)
 		}
 		// The decision is taken once.
-		auForm(t, c, confirmURL, url.Values{"approved": {"true"}}).expectError(t, 400, "invalid_request")
+		f.confirm(t, c, id, true).expectError(t, 400, "invalid_request")
 
 		// Approve with JSON, no state, a redirect URI that has a query.
 		withQuery := f.redirect + "?tenant=7"
@@ -240,8 +276,8 @@ func TestOAuthConfirm(t *testing.T) {
 		if _, err := f.App.Partners.Update(context.Background(), f.app.ID, partner.UpdateInput{RedirectURIs: &uris}); err != nil {
 			t.Fatal(err)
 		}
-		auDo(t, c, "GET", f.authorizeURL(url.Values{"redirect_uri": {withQuery}, "state": {""}}), nil)
-		r := auJSON(t, c, confirmURL, `{"approved":true}`)
+		id = f.authorize(t, c, url.Values{"redirect_uri": {withQuery}, "state": {""}})
+		r := auJSON(t, c, confirmURL, `{"approved":true,"request_id":"`+id+`"}`)
 		if r.status != 302 {
 			t.Fatalf("approve: HTTP %d %s", r.status, r.body)
 		}
@@ -254,12 +290,38 @@ func TestOAuthConfirm(t *testing.T) {
 			t.Fatalf("exchange: %d %s", tok.status, tok.body)
 		}
 
-		// The pending request expires (10 minutes).
+		// Another user's pending request: bob signs in on a browser where
+		// alice left one; it is not his to approve.
+		auUser(t, f.Env, "bob", "bob password")
+		id = f.authorize(t, c, nil)
+		f.signIn(t, c, "bob", "bob password", "")
+		f.confirm(t, c, id, true).expectError(t, 400, "invalid_request")
+		// Nor can he approve it from his own browser with alice's id.
+		cb := auBrowser(t)
+		f.signIn(t, cb, "bob", "bob password", "")
+		f.signIn(t, c, "alice", f.password, "")
+		id = f.authorize(t, c, nil)
+		f.confirm(t, cb, id, true).expectError(t, 400, "invalid_request")
+		if f.confirm(t, c, id, true).location(t).Query().Get("code") == "" {
+			t.Fatal("alice could not approve her own request")
+		}
+
+		// The pending request expires (10 minutes): in the session, and in
+		// the sealed cookie of a browser that is not signed in yet.
 		c = auBrowser(t)
-		auDo(t, c, "GET", f.authorizeURL(nil), nil)
+		id = f.authorize(t, c, nil)
 		f.signIn(t, c, "alice", f.password, "")
 		setRESTClock(f, time.Now().Add(11*time.Minute))
-		auForm(t, c, confirmURL, url.Values{"approved": {"true"}}).expectError(t, 400, "invalid_request")
+		f.confirm(t, c, id, true).expectError(t, 400, "invalid_request")
+		setRESTClock(f, time.Time{})
+		c = auBrowser(t)
+		id = f.authorize(t, c, nil)
+		setRESTClock(f, time.Now().Add(11*time.Minute))
+		if loc := f.signIn(t, c, "alice", f.password, "").location(t); loc.Path != "/login" {
+			t.Fatalf("an expired cookie was adopted: %s", loc)
+		}
+		setRESTClock(f, time.Time{})
+		f.confirm(t, c, id, true).expectError(t, 400, "invalid_request")
 		setRESTClock(f, time.Time{})
 	})
 }
@@ -282,8 +344,8 @@ func TestOAuthCrossSite(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		f := auSetup(t, b)
 		c := auBrowser(t)
-		auDo(t, c, "GET", f.authorizeURL(nil), nil)
-		form := url.Values{"username": {"alice"}, "password": {f.password}, "next": {"/oauth/approve"}}
+		id := f.authorize(t, c, nil)
+		form := url.Values{"username": {"alice"}, "password": {f.password}, "next": {"/oauth/approve?request_id=" + id}}
 		for _, h := range [][]string{
 			{"Sec-Fetch-Site", "cross-site"},
 			{"Sec-Fetch-Site", "same-site"},
@@ -292,7 +354,7 @@ func TestOAuthCrossSite(t *testing.T) {
 			auForm(t, c, f.PublicURL+"/login", form, h...).expectError(t, 403, "forbidden")
 		}
 		// Refused logins did not sign anyone in.
-		auForm(t, c, f.PublicURL+"/oauth/confirm", url.Values{"approved": {"true"}}).expectError(t, 400, "invalid_request")
+		f.confirm(t, c, id, true).expectError(t, 400, "invalid_request")
 		// Same-origin requests pass.
 		if r := auForm(t, c, f.PublicURL+"/login", form, "Sec-Fetch-Site", "same-origin", "Origin", f.PublicURL); r.status != 302 {
 			t.Fatalf("same-origin login: HTTP %d %s", r.status, r.body)
@@ -301,13 +363,13 @@ func TestOAuthCrossSite(t *testing.T) {
 			"Sec-Fetch-Site cross-site": {"Sec-Fetch-Site", "cross-site"},
 			"foreign Origin":            {"Origin", "https://evil.example"},
 		} {
-			r := auForm(t, c, f.PublicURL+"/oauth/confirm", url.Values{"approved": {"true"}}, h...).expectError(t, 403, "forbidden")
+			r := f.confirm(t, c, id, true, h...).expectError(t, 403, "forbidden")
 			if r.header.Get("Location") != "" {
 				t.Fatalf("%s: redirected", name)
 			}
 		}
 		// The pending request survived the refused posts.
-		loc := auForm(t, c, f.PublicURL+"/oauth/confirm", url.Values{"approved": {"true"}}, "Sec-Fetch-Site", "same-origin").location(t)
+		loc := f.confirm(t, c, id, true, "Sec-Fetch-Site", "same-origin").location(t)
 		if loc.Query().Get("code") == "" {
 			t.Fatalf("same-origin confirm: %s", loc)
 		}
@@ -474,7 +536,7 @@ func TestOAuthToken(t *testing.T) {
 	})
 }
 
-// TestOAuthUserinfo covers the bearer side of scheme 2.
+// TestOAuthUserinfo covers the bearer side of OAuth.
 func TestOAuthUserinfo(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		f := auSetup(t, b)
@@ -605,14 +667,15 @@ func TestOAuthSessionAcrossInstances(t *testing.T) {
 		f1 := auSetup(t, b, keys)
 		e2 := apptest.Start(t, b, keys)
 		c := auBrowser(t) // cookies are per host, not per port: both instances see the session
-		auDo(t, c, "GET", f1.authorizeURL(nil), nil)
-		if loc := auForm(t, c, e2.PublicURL+"/login", url.Values{"username": {"alice"}, "password": {f1.password}, "next": {"/oauth/approve"}}).location(t); loc.Path != "/oauth/approve" {
+		id := f1.authorize(t, c, nil)
+		next := "/oauth/approve?request_id=" + id
+		if loc := auForm(t, c, e2.PublicURL+"/login", url.Values{"username": {"alice"}, "password": {f1.password}, "next": {next}}).location(t); loc.String() != next {
 			t.Fatalf("login on instance 2: %s", loc)
 		}
-		if r := auDo(t, c, "GET", e2.PublicURL+"/oauth/approve", nil); r.status != 200 {
+		if r := auDo(t, c, "GET", e2.PublicURL+next, nil); r.status != 200 {
 			t.Fatalf("approve page on instance 2: %d %s", r.status, r.body)
 		}
-		loc := auForm(t, c, f1.PublicURL+"/oauth/confirm", url.Values{"approved": {"true"}}).location(t)
+		loc := auForm(t, c, f1.PublicURL+"/oauth/confirm", url.Values{"approved": {"true"}, "request_id": {id}}).location(t)
 		r := auForm(t, e2.Client, e2.PublicURL+"/oauth/token", url.Values{"grant_type": {"authorization_code"}, "code": {loc.Query().Get("code")},
 			"redirect_uri": {f1.redirect}, "client_id": {f1.app.AppKey}, "client_secret": {f1.secret}})
 		if r.status != 200 {

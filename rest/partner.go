@@ -11,133 +11,136 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"gatehouse/internal/httpx"
+	"gatehouse/internal/inventory"
 	"gatehouse/internal/order"
 	"gatehouse/internal/partner"
 )
 
-// PartnerMountPattern is where Partner.Routes is mounted: every
-// /api/v{n}/ path, so that unknown versions and paths also answer in the
-// envelope.
-const PartnerMountPattern = "/api/{version:v[0-9]+}"
+// PartnerMountPattern is where Partner.Routes is mounted. Below it, each
+// version of PartnerAPI has its router; any other /api/v{n} answers 404 in
+// the envelope, and the rest of /api/ keeps the generic error shape.
+const PartnerMountPattern = "/api"
 
-// Partner serves the signed partner API. Routing comes first (unknown path
-// 404/5002, wrong method 405/5002 with Allow, neither consuming a nonce or
-// a rate-limit slot), then the signed-request gate, then the business
-// handler, which finds the caller with partner.FromContext.
+// Partner serves the signed partner API, PartnerAPI. Per version: its
+// headers (API-Version, Deprecation, Sunset) come first, then the 410 of a
+// retired version, then routing
+// (unknown path 404/5002, wrong method 405/5002 with Allow, neither
+// consuming a nonce or a rate-limit slot), then the signed-request gate,
+// then the endpoint, which finds the caller with partner.AdmittedFromContext.
 type Partner struct {
-	Gate   *partner.Gate
-	Orders *order.Service
+	Gate      *partner.Gate
+	Orders    *order.Service
+	Inventory *inventory.Service
 	// Usage counts admitted calls per app, version and day; nil: not counted.
 	Usage *partner.Usage
-	// Lifecycle marks versions deprecated and gives them a sunset date.
-	Lifecycle map[string]VersionLifecycle
-	Log       *slog.Logger
-	// Extra adds signed endpoints next to the built-in ones, e.g.
-	// {Version: "v1", Method: "POST", Path: "/inventory/deduct", Handler: h}.
-	Extra []PartnerRoute
-}
-
-// PartnerRoute is one signed endpoint: Path is relative to /api/{Version}.
-type PartnerRoute struct {
-	Version, Method, Path string
-	Handler               http.Handler
-}
-
-// VersionLifecycle is the deprecation state of an API version; zero times
-// are not announced.
-type VersionLifecycle struct {
-	// Deprecated is sent as "Deprecation: @<unix seconds>" (RFC 9745); it
-	// may lie in the future.
-	Deprecated time.Time
-	// Sunset is sent as "Sunset: <HTTP-date>" (RFC 8594).
-	Sunset time.Time
+	// Versions are the lifecycles of the versions (deprecation, sunset),
+	// from partner.NewVersions; a version missing here is simply served.
+	Versions partner.Versions
+	// Now is the clock of retirement (tests); nil means time.Now.
+	Now func() time.Time
+	Log *slog.Logger
 }
 
 // HeaderAPIVersion names the version that answered.
 const HeaderAPIVersion = "API-Version"
 
-// Routes returns the handler to mount at PartnerMountPattern.
-func (h Partner) Routes() http.Handler {
-	table := map[string]map[string]map[string]http.Handler{}
-	add := func(rt PartnerRoute) {
-		if table[rt.Version] == nil {
-			table[rt.Version] = map[string]map[string]http.Handler{}
-		}
-		if table[rt.Version][rt.Path] == nil {
-			table[rt.Version][rt.Path] = map[string]http.Handler{}
-		}
-		table[rt.Version][rt.Path][rt.Method] = h.signed(rt.Version, rt.Handler)
+// Routes returns the partner API router, to be mounted at
+// PartnerMountPattern: one sub-router per version of PartnerAPI.
+func (h Partner) Routes() chi.Router {
+	r := chi.NewRouter()
+	for _, v := range PartnerAPI {
+		r.Mount("/"+v.Name, h.versionRoutes(v))
 	}
-	add(PartnerRoute{"v1", http.MethodGet, "/orders/query", h.orderQuery(func(o order.Order) any { return order.RenderV1(o) })})
-	add(PartnerRoute{"v2", http.MethodGet, "/orders/query", h.orderQuery(func(o order.Order) any { return order.RenderV2(o) })})
-	for _, rt := range h.Extra {
-		add(rt)
+	unknown := func(w http.ResponseWriter, r *http.Request) {
+		WriteEnvelopeErrorStatus(w, r, http.StatusNotFound, CodeParamInvalid,
+			message(codeInfo[CodeParamInvalid].meaning, "unknown API version "+chi.URLParam(r, "version")))
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		version := chi.URLParam(r, "version")
-		paths, ok := table[version]
-		if !ok {
-			WriteEnvelopeErrorStatus(w, r, http.StatusNotFound, CodeParamInvalid,
-				message(codeInfo[CodeParamInvalid].meaning, "unknown API version "+version))
-			return
-		}
-		h.versionHeaders(w.Header(), version)
-		// Partner parameters travel in the query string; a body is never
-		// read, so an oversized one is refused here, in the envelope.
-		if r.ContentLength > httpx.MaxBodyBytes {
-			WriteEnvelopeErrorStatus(w, r, http.StatusRequestEntityTooLarge, CodeParamInvalid,
-				message(codeInfo[CodeParamInvalid].meaning, "request body must be at most 64 KiB"))
-			return
-		}
-		path := "/"
-		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePath != "" {
-			path = rc.RoutePath
-		}
-		methods, ok := paths[path]
-		if !ok {
-			writeNotFound(w, r, version+path)
-			return
-		}
-		handler, ok := methods[r.Method]
-		if !ok {
-			allowed := make([]string, 0, len(methods))
-			for m := range methods {
-				allowed = append(allowed, m)
-			}
-			slices.Sort(allowed)
-			w.Header().Set("Allow", strings.Join(allowed, ", "))
-			WriteEnvelopeErrorStatus(w, r, http.StatusMethodNotAllowed, CodeParamInvalid,
-				message(codeInfo[CodeParamInvalid].meaning, "method "+r.Method+" is not allowed; use "+strings.Join(allowed, ", ")))
-			return
-		}
-		handler.ServeHTTP(w, r)
+	r.HandleFunc("/{version:v[0-9]+}", unknown)
+	r.HandleFunc("/{version:v[0-9]+}/*", unknown)
+	return r
+}
+
+// versionRoutes is the router of one version.
+func (h Partner) versionRoutes(v PartnerVersion) chi.Router {
+	r := chi.NewRouter()
+	r.Use(h.versionHeaders(v.Name))
+	allowed := map[string][]string{}
+	for _, e := range v.Endpoints {
+		r.Method(e.Method, e.Path, h.signed(v.Name, e.Handler(h)))
+		allowed[e.Path] = append(allowed[e.Path], e.Method)
+	}
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		WriteEnvelopeErrorStatus(w, r, http.StatusNotFound, CodeParamInvalid,
+			message(codeInfo[CodeParamInvalid].meaning, "no endpoint /api/"+v.Name+routePath(r)))
 	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		methods := slices.Sorted(slices.Values(allowed[routePath(r)]))
+		w.Header().Set("Allow", strings.Join(methods, ", "))
+		WriteEnvelopeErrorStatus(w, r, http.StatusMethodNotAllowed, CodeParamInvalid,
+			message(codeInfo[CodeParamInvalid].meaning, "method "+r.Method+" is not allowed; use "+strings.Join(methods, ", ")))
+	})
+	return r
 }
 
-func writeNotFound(w http.ResponseWriter, r *http.Request, what string) {
-	WriteEnvelopeErrorStatus(w, r, http.StatusNotFound, CodeParamInvalid,
-		message(codeInfo[CodeParamInvalid].meaning, "no endpoint /api/"+what))
+// routePath is the path below the version ("/orders/query").
+func routePath(r *http.Request) string {
+	if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePath != "" {
+		return rc.RoutePath
+	}
+	return "/"
 }
 
-func (h Partner) versionHeaders(hd http.Header, version string) {
-	hd.Set(HeaderAPIVersion, version)
-	lc, ok := h.Lifecycle[version]
-	if !ok {
-		return
+// versionHeaders names the version and its lifecycle on every reply of
+// the version: API-Version, "Deprecation: @<unix seconds>" (RFC 9745; the
+// date may lie ahead) and "Sunset: <HTTP-date>" (RFC 8594). After the
+// sunset every path of the version answers 410/5002, before the signature
+// is checked. An oversized body is refused here too: partner parameters
+// travel in the query string, a body is never read.
+func (h Partner) versionHeaders(version string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hd := w.Header()
+			hd.Set(HeaderAPIVersion, version)
+			v, _ := h.Versions.Get(version)
+			if !v.Deprecated.IsZero() {
+				hd.Set("Deprecation", "@"+strconv.FormatInt(v.Deprecated.Unix(), 10))
+			}
+			if !v.Sunset.IsZero() {
+				hd.Set("Sunset", v.Sunset.UTC().Format(http.TimeFormat))
+			}
+			if now := h.now(); v.Retired(now) {
+				WriteEnvelopeErrorStatus(w, r, http.StatusGone, CodeParamInvalid,
+					message(codeInfo[CodeParamInvalid].meaning, h.Versions.RetiredMessage(v, now)))
+				return
+			}
+			if r.ContentLength > httpx.MaxBodyBytes {
+				WriteEnvelopeErrorStatus(w, r, http.StatusRequestEntityTooLarge, CodeParamInvalid,
+					message(codeInfo[CodeParamInvalid].meaning, "request body must be at most 64 KiB"))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
 	}
-	if !lc.Deprecated.IsZero() {
-		hd.Set("Deprecation", "@"+strconv.FormatInt(lc.Deprecated.Unix(), 10))
+}
+
+func (h Partner) now() time.Time {
+	if h.Now != nil {
+		return h.Now()
 	}
-	if !lc.Sunset.IsZero() {
-		hd.Set("Sunset", lc.Sunset.UTC().Format(http.TimeFormat))
-	}
+	return time.Now()
 }
 
 // signed runs the signed-request gate before next: on success the
-// admitted request is in the context (partner.FromContext) and the
+// admitted request is in the context (partner.AdmittedFromContext) and the
 // X-RateLimit-* headers are set; the call is counted for usage.
 func (h Partner) signed(version string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Text is text: refused before the gate, like any malformed
+		// request (no nonce consumed), on both backends alike.
+		if httpx.QueryHasNUL(r.URL.RawQuery) {
+			WriteEnvelopeError(w, r, CodeParamInvalid, httpx.MsgNUL)
+			return
+		}
 		adm, err := h.Gate.Check(r.Context(), r.URL.RawQuery)
 		if err != nil {
 			WritePartnerError(w, r, h.Log, err)
@@ -150,23 +153,5 @@ func (h Partner) signed(version string, next http.Handler) http.Handler {
 			h.Usage.Add(adm.App.ID, version)
 		}
 		next.ServeHTTP(w, r.WithContext(partner.NewContext(r.Context(), &adm)))
-	})
-}
-
-// orderQuery serves GET /api/v{n}/orders/query with the shape of render.
-func (h Partner) orderQuery(render func(order.Order) any) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		adm, _ := partner.AdmittedFromContext(r.Context())
-		q, err := order.ParseQuery(adm.Query.Get)
-		if err != nil {
-			WritePartnerError(w, r, h.Log, err)
-			return
-		}
-		o, err := h.Orders.QueryForApp(r.Context(), adm.App.ID, q.OrderNo)
-		if err != nil {
-			WritePartnerError(w, r, h.Log, err)
-			return
-		}
-		WriteEnvelope(w, r, render(o))
 	})
 }

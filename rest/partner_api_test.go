@@ -17,6 +17,7 @@ import (
 	"gatehouse/internal/order"
 	"gatehouse/internal/partner"
 	"gatehouse/internal/testenv"
+	"gatehouse/rest"
 	"gatehouse/rest/partnerclient"
 )
 
@@ -66,9 +67,15 @@ func TestOrderQuery(t *testing.T) {
 		app, sec := createApp(t, e, partner.CreateInput{})
 		other, _ := createApp(t, e, partner.CreateInput{})
 		paidAt := time.Date(2026, 11, 22, 10, 0, 5, 123456789, time.UTC)
-		e.App.Orders.SetClock(func() time.Time { return time.Date(2026, 11, 22, 9, 59, 0, 987654321, time.UTC) })
-		createOrder(t, e, order.CreateInput{AppID: app.ID, OrderNo: "SO1001", Amount: "99.90", Status: order.Paid, PayTime: &paidAt,
+		createdAt := func() time.Time { return time.Date(2026, 11, 22, 9, 59, 0, 987654321, time.UTC) }
+		e.App.Orders.SetClock(createdAt)
+		createOrder(t, e, order.CreateInput{AppID: app.ID, OrderNo: "SO1001", Amount: "99.90",
 			CustomerName: "Alice Chen", CustomerPhone: "13800000000", CustomerEmail: "alice@example.com"})
+		e.App.Orders.SetClock(func() time.Time { return paidAt })
+		if _, err := e.App.Orders.Pay(context.Background(), "SO1001"); err != nil {
+			t.Fatal(err)
+		}
+		e.App.Orders.SetClock(createdAt)
 		createOrder(t, e, order.CreateInput{AppID: app.ID, OrderNo: "SO1002", Amount: "7"})
 		createOrder(t, e, order.CreateInput{AppID: other.ID, OrderNo: "SO9999", Amount: "1.00"})
 		q := func(version string, params ...pair) envelope {
@@ -176,53 +183,69 @@ func TestPartnerRouting(t *testing.T) {
 		app, sec := createApp(t, e, partner.CreateInput{})
 		n := freshNonce()
 		signed := signedQuery(app.AppKey, sec, nowMillis(), n, pair{"order_no", "x"})
-		for _, c := range []struct {
+		type route struct {
 			method, path string
 			status       int
 			version      string
-		}{
-			{"GET", "/api/v1/nope", 404, "v1"},
-			{"GET", "/api/v2/orders", 404, "v2"},
-			{"GET", "/api/v1", 404, "v1"},
-			{"GET", "/api/v1/", 404, "v1"},
-			{"GET", "/api/v3/orders/query", 404, ""},
-			{"GET", "/api/v0/orders/query", 404, ""},
-			{"GET", "/api/v2/inventory/deduct", 404, "v2"},
-			{"GET", "/api/v1/orders/query/", 404, "v1"},
-		} {
+		}
+		var cases []route
+		methods := []string{"GET", "POST", "PUT", "DELETE", "PATCH"}
+		for _, v := range rest.PartnerAPI {
+			cases = append(cases,
+				route{"GET", "/api/" + v.Name + "/nope", 404, v.Name},
+				route{"GET", "/api/" + v.Name + "/orders", 404, v.Name},
+				route{"GET", "/api/" + v.Name, 404, v.Name},
+				route{"GET", "/api/" + v.Name + "/", 404, v.Name},
+			)
+			for _, ep := range v.Endpoints {
+				cases = append(cases, route{ep.Method, "/api/" + v.Name + ep.Path + "/", 404, v.Name})
+				// Every other method: 405 with Allow naming the endpoint's.
+				for _, m := range methods {
+					if m != ep.Method {
+						r := call(t, e, m, e.PublicURL+"/api/"+v.Name+ep.Path+"?"+signed)
+						r.expect(t, 405, 5002, "parameter validation failed")
+						if r.header.Get("Allow") != ep.Method || r.header.Get("API-Version") != v.Name {
+							t.Fatalf("%s %s: Allow %q, API-Version %q", m, ep.Path, r.header.Get("Allow"), r.header.Get("API-Version"))
+						}
+					}
+				}
+			}
+		}
+		next := "v" + strconv.Itoa(len(rest.PartnerAPI)+1)
+		cases = append(cases, route{"GET", "/api/" + next + "/orders/query", 404, ""}, route{"GET", "/api/v0/orders/query", 404, ""})
+		for _, c := range cases {
 			r := call(t, e, c.method, e.PublicURL+c.path+"?"+signed)
 			r.expect(t, c.status, 5002, "parameter validation failed")
 			if r.header.Get("API-Version") != c.version {
 				t.Fatalf("%s: API-Version %q, want %q", c.path, r.header.Get("API-Version"), c.version)
 			}
 		}
-		for _, m := range []string{"POST", "PUT", "DELETE", "PATCH"} {
-			r := call(t, e, m, orderURL(e, "v1")+signed)
-			r.expect(t, 405, 5002, "parameter validation failed")
-			if r.header.Get("Allow") != "GET" {
-				t.Fatalf("%s: Allow %q", m, r.header.Get("Allow"))
-			}
-		}
 		// Routing comes first: none of the above consumed the nonce.
 		call(t, e, "GET", orderURL(e, "v1")+signed).expect(t, 404, 5001, "order does not exist")
 		// Outside /api/v{n}/ the generic error shape stays.
-		if r := e.Do(t, "GET", e.PublicURL+"/api/vX/orders", ""); r.Status != 404 || r.Map(t)["error"] != "not_found" {
-			t.Fatalf("/api/vX: %d %s", r.Status, r.Body)
+		for _, path := range []string{"/api/vX/orders", "/api/", "/api/nope"} {
+			if r := e.Do(t, "GET", e.PublicURL+path, ""); r.Status != 404 || r.Map(t)["error"] != "not_found" {
+				t.Fatalf("%s: %d %s", path, r.Status, r.Body)
+			}
 		}
 	})
 }
 
 func TestPartnerVersionLifecycle(t *testing.T) {
+	// Deprecated a month ago, retiring in a year (dates relative to now so
+	// that the test does not retire v1 itself one day).
+	deprecated := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, -1, 0)
+	sunset := time.Now().UTC().Truncate(24*time.Hour).AddDate(1, 0, 0).Add(12 * time.Hour)
 	e := apptest.Start(t, testenv.Backend{Name: "sqlite"}, func(c *config.Config) {
-		c.APIDeprecated = "v1=2026-01-01"
-		c.APISunset = "v1=2026-12-31T12:00:00Z"
+		c.APIDeprecated = "v1=" + deprecated.Format(time.DateOnly)
+		c.APISunset = "v1=" + sunset.Format(time.RFC3339)
 	})
 	app, sec := createApp(t, e, partner.CreateInput{})
 	r1 := call(t, e, "GET", orderURL(e, "v1")+signedQuery(app.AppKey, sec, nowMillis(), freshNonce(), pair{"order_no", "x"}))
-	if got := r1.header.Get("Deprecation"); got != "@"+strconv.FormatInt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Unix(), 10) {
+	if got := r1.header.Get("Deprecation"); got != "@"+strconv.FormatInt(deprecated.Unix(), 10) {
 		t.Fatalf("Deprecation %q", got)
 	}
-	if got := r1.header.Get("Sunset"); got != "Thu, 31 Dec 2026 12:00:00 GMT" {
+	if got := r1.header.Get("Sunset"); got != sunset.Format(http.TimeFormat) || !strings.HasSuffix(got, " 12:00:00 GMT") {
 		t.Fatalf("Sunset %q", got)
 	}
 	// Also on rejections and on unknown paths of that version.
@@ -233,6 +256,48 @@ func TestPartnerVersionLifecycle(t *testing.T) {
 	if r2.header.Get("Deprecation") != "" || r2.header.Get("Sunset") != "" || r2.header.Get("API-Version") != "v2" {
 		t.Fatalf("v2 headers: %v", r2.header)
 	}
+}
+
+// TestPartnerVersionRetired: after its sunset a version answers every
+// path with 410/5002 before the signature is checked (no nonce used, no
+// call counted); the other versions are unaffected.
+func TestPartnerVersionRetired(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		today := time.Now().UTC().Truncate(24 * time.Hour)
+		sunset := today.AddDate(0, 0, -1)
+		e := apptest.Start(t, b, func(c *config.Config) {
+			c.APIDeprecated = "v1=" + sunset.AddDate(0, 0, -200).Format(time.DateOnly)
+			c.APISunset = "v1=" + sunset.Format(time.DateOnly)
+		})
+		app, sec := createApp(t, e, partner.CreateInput{})
+		signed := signedQuery(app.AppKey, sec, nowMillis(), freshNonce(), pair{"order_no", "x"})
+		want := "parameter validation failed: API version v1 was retired on " + sunset.Format(time.DateOnly) + "; use " + rest.PartnerAPI[len(rest.PartnerAPI)-1].Name
+		var paths []string
+		for _, ep := range rest.PartnerAPI[0].Endpoints {
+			paths = append(paths, ep.Method+" /api/v1"+ep.Path+"?"+signed, "PATCH /api/v1"+ep.Path+"?"+signed)
+		}
+		paths = append(paths, "GET /api/v1/orders/query?order_no=x", "GET /api/v1/nope", "GET /api/v1", "DELETE /api/v1/anything/at/all")
+		for _, p := range paths {
+			method, path, _ := strings.Cut(p, " ")
+			r := call(t, e, method, e.PublicURL+path)
+			if r.status != http.StatusGone || r.Code != 5002 || r.Message != want || r.Data != nil {
+				t.Fatalf("%s: HTTP %d %s", p, r.status, r.body)
+			}
+			if r.header.Get("API-Version") != "v1" || r.header.Get("Sunset") == "" || r.header.Get("Deprecation") == "" {
+				t.Fatalf("%s: headers %v", p, r.header)
+			}
+		}
+		// The signed query was refused before its nonce was recorded: it is
+		// still good on v2 (the path is not signed).
+		call(t, e, "GET", orderURL(e, "v2")+signed).expect(t, 404, 5001, "order does not exist")
+		if err := e.App.Usage.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := e.App.DB.APIUsage.Query().Where(apiusage.AppID(app.ID)).All(context.Background())
+		if err != nil || len(rows) != 1 || rows[0].Version != "v2" || rows[0].Count != 1 {
+			t.Fatalf("usage rows %+v %v, want only the v2 call", rows, err)
+		}
+	})
 }
 
 // TestPartnerUsage: admitted calls are counted per app, version and UTC

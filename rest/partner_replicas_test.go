@@ -176,9 +176,9 @@ func TestPartnerRotation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ws, err := e.App.Partners.WebhookSecrets(ctx, app.ID)
-		if err != nil || len(ws) != 2 || ws[0] != w1 {
-			t.Fatalf("webhook secrets after rotation: %d, %v (want the new one first, then the old)", len(ws), err)
+		ws := apptest.WebhookSecrets(t, e, app.ID)
+		if len(ws) != 2 || ws[0] != w1 {
+			t.Fatalf("webhook secrets after rotation: %d (want the new one first, then the old)", len(ws))
 		}
 	})
 }

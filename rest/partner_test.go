@@ -15,7 +15,7 @@ import (
 	"gatehouse/internal/testenv"
 )
 
-// TestPartnerChecks walks the contract's checks in order: each case breaks
+// TestPartnerChecks walks the documented checks in order: each case breaks
 // one rule (or several, to show which check wins).
 func TestPartnerChecks(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
@@ -122,7 +122,7 @@ func TestPartnerChecks(t *testing.T) {
 			{"explicit sign_type=MD5", func() q {
 				return signedWith(app.AppKey, sec, nowMillis(), freshNonce(), append(q{{"sign_type", "MD5"}}, biz...))
 			}, 200, 200, "success"},
-			// Several faults: the first check in the contract's order wins.
+			// Several faults: the first check in the documented order wins.
 			{"unknown app and old timestamp", func() q { return signedWith("nobody", sec, ms(-time.Hour), freshNonce(), biz) }, 401, 4001, "invalid app key"},
 			{"old timestamp and no nonce", func() q {
 				return without(signedWith(app.AppKey, sec, ms(-time.Hour), freshNonce(), biz), "nonce")

@@ -3,7 +3,6 @@
 package rest
 
 import (
-	"errors"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"gatehouse/internal/errs"
 	"gatehouse/internal/httpx"
 	"gatehouse/internal/ticket"
 )
@@ -41,6 +41,15 @@ func toTicketJSON(t ticket.Ticket) ticketJSON {
 // Routes returns the ticket router, to be mounted at /api/tickets.
 func (h Tickets) Routes() chi.Router {
 	r := chi.NewRouter()
+	r.Use(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if httpx.QueryHasNUL(r.URL.RawQuery) {
+				httpx.WriteError(w, http.StatusBadRequest, "validation_failed", httpx.MsgNUL)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
 	r.MethodNotAllowed(methodNotAllowed)
 	r.Post("/", h.create)
 	r.Get("/", h.list)
@@ -169,23 +178,47 @@ func (h Tickets) changeStatus(w http.ResponseWriter, r *http.Request) {
 	httpx.WriteJSON(w, http.StatusOK, toTicketJSON(t))
 }
 
-// fail maps a ticket service error to the contract's error shape, once.
+// fail maps an error's kind to the ticket service's error shape: the one
+// place this front door translates errors.
 func (h Tickets) fail(w http.ResponseWriter, r *http.Request, err error) {
-	var verr *ticket.ValidationError
-	switch {
-	case errors.As(err, &verr):
-		httpx.WriteError(w, http.StatusBadRequest, "validation_failed", verr.Msg)
-	case errors.Is(err, ticket.ErrNotFound):
-		httpx.WriteError(w, http.StatusNotFound, "not_found", "ticket not found")
-	case errors.Is(err, ticket.ErrInvalidTransition):
+	switch errs.KindOf(err) {
+	case errs.Validation:
+		httpx.WriteError(w, http.StatusBadRequest, "validation_failed", errs.Message(err))
+	case errs.NotFound:
+		httpx.WriteError(w, http.StatusNotFound, "not_found", errs.Message(err))
+	case errs.InvalidState:
 		httpx.WriteError(w, http.StatusConflict, "invalid_transition", err.Error())
-	case r.Context().Err() != nil:
-		// The client went away; nothing is listening for an answer. 499 is
-		// the conventional "client closed request" status for the log line.
-		h.Log.DebugContext(r.Context(), "ticket request abandoned by the client", "err", err, "request_id", httpx.GetRequestID(r.Context()))
-		w.WriteHeader(499)
+	case errs.Conflict:
+		httpx.WriteError(w, http.StatusConflict, "conflict", err.Error())
+	case errs.Forbidden:
+		httpx.WriteError(w, http.StatusForbidden, "forbidden", errs.Message(err))
+	case errs.Unavailable:
+		if httpx.ClientGone(r) {
+			h.abandoned(w, r, err)
+			return
+		}
+		h.Log.ErrorContext(r.Context(), "ticket request: dependency unavailable", "err", err, "request_id", httpx.GetRequestID(r.Context()))
+		w.Header().Set("Retry-After", "1")
+		httpx.WriteError(w, http.StatusServiceUnavailable, "unavailable", "a dependency is unavailable, retry later")
 	default:
-		h.Log.ErrorContext(r.Context(), "ticket request failed", "err", err, "request_id", httpx.GetRequestID(r.Context()))
-		httpx.WriteError(w, http.StatusInternalServerError, "internal_error", "internal error")
+		h.internal(w, r, err)
 	}
+}
+
+// internal answers an unexpected error: its text goes to the log only.
+func (h Tickets) internal(w http.ResponseWriter, r *http.Request, err error) {
+	if httpx.ClientGone(r) {
+		h.abandoned(w, r, err)
+		return
+	}
+	h.Log.ErrorContext(r.Context(), "ticket request failed", "err", err, "request_id", httpx.GetRequestID(r.Context()))
+	httpx.WriteError(w, http.StatusInternalServerError, "internal_error", "internal error")
+}
+
+// abandoned ends a request whose client went away: nothing is listening
+// for an answer. 499 is the conventional "client closed request" status
+// for the log line.
+func (h Tickets) abandoned(w http.ResponseWriter, r *http.Request, err error) {
+	h.Log.DebugContext(r.Context(), "ticket request abandoned by the client", "err", err, "request_id", httpx.GetRequestID(r.Context()))
+	w.WriteHeader(499)
 }

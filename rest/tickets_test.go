@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"gatehouse/internal/apikey"
 	"gatehouse/internal/app/apptest"
 	"gatehouse/internal/testenv"
 )
@@ -433,7 +434,7 @@ func TestTicketsInGraphQL(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		e := apptest.Start(t, b)
 		tk := createTicket(t, e, "visible to admins")
-		_, key, err := e.App.APIKeys.Create(context.Background(), "tickets test")
+		_, key, err := e.App.APIKeys.Create(context.Background(), "tickets test", apikey.RoleAdmin)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -76,6 +76,11 @@ func benchmark(ctx context.Context, o options, rep *report) error {
 		_ = emb.proc.stop()
 		return err
 	}
+	if err := webhookPhases(ctx, rep, emb, "sqlite:"+dataDir+"/gatehouse.db", "SQLite", self, tmp, 200,
+		[]string{"-mode", "outbox-sqlite", "-sqlite", tmp + "/floor-outbox.db"}); err != nil {
+		_ = emb.proc.stop()
+		return err
+	}
 	embRSS, err := emb.proc.peakRSS()
 	if err != nil {
 		return err
@@ -87,6 +92,12 @@ func benchmark(ctx context.Context, o options, rep *report) error {
 		"bare net/http JSON handler", float64(bareStart.Microseconds())/1000)
 	rep.scalar("peak RSS, gatehouse embedded after its load phases", float64(embRSS)/(1<<20), "MiB",
 		"bare net/http JSON handler", float64(bareRSS)/(1<<20))
+
+	if o.before != "" {
+		if err := beforePhases(ctx, o, rep, self, tmp); err != nil {
+			rep.skip("webhook figures of the -before binary", err.Error())
+		}
+	}
 
 	// gatehouse on Postgres + Redis, against the one-Redis-one-Postgres baseline.
 	if err := externalPhases(ctx, o, rep, self, tmp, client, bareLoad); err != nil {
@@ -127,8 +138,14 @@ func startGatehouse(ctx context.Context, o options, name, tmp string, env []stri
 		"GATEHOUSE_JWT_SECRET="+base64.StdEncoding.EncodeToString(randomBytes(32)),
 		"GATEHOUSE_BOOTSTRAP_API_KEY="+apiKey,
 		"GATEHOUSE_LOG_FORMAT=json",
+		// The webhook phases call back the harness's sink on loopback.
+		"GATEHOUSE_WEBHOOK_ALLOW_PRIVATE=true",
 	)
-	p, err := startProc(ctx, name, o.gatehouse, []string{"serve"}, env, pub, tmp)
+	bin := o.gatehouse
+	if o.binary != "" {
+		bin = o.binary
+	}
+	p, err := startProc(ctx, name, bin, []string{"serve"}, env, pub, tmp)
 	if err != nil {
 		return nil, err
 	}
@@ -300,6 +317,9 @@ func externalPhases(ctx context.Context, o options, rep *report, self, tmp strin
 	rep.add("ticket create (POST /api/tickets), Postgres", create, "minimal handler: one Redis SET NX + one Postgres SELECT", baseLoad)
 	rep.add("ticket list (GET /api/tickets?limit=20), Postgres", lst, "minimal handler: one Redis SET NX + one Postgres SELECT", baseLoad)
 	if err := deductPhases(ctx, o, rep, g, client, bare, self, tmp, "Postgres", []string{"-mode", "update-pg", "-postgres", dbURL}); err != nil {
+		return err
+	}
+	if err := webhookPhases(ctx, rep, g, dbURL, "Postgres", self, tmp, 200, []string{"-mode", "outbox-pg", "-postgres", dbURL}); err != nil {
 		return err
 	}
 	rss, err := g.proc.peakRSS()

@@ -8,7 +8,10 @@
 // (one unique nonce each). Baselines run as child processes of this binary
 // (`gatehouse-bench baseline …`): a bare net/http JSON handler, a minimal
 // handler doing one Redis and one Postgres round trip, and a handler doing
-// one conditional single-row UPDATE (SQLite or Postgres). Every figure
+// one conditional single-row UPDATE (SQLite or Postgres). Webhook
+// deliveries are measured against two floors run as child processes
+// (`gatehouse-bench floor …`): a bare client POSTing to the same sink and
+// a minimal outbox loop on the same kind of database. Every figure
 // is printed on one line with its ratio to its baseline, and all of them
 // are written to a JSON file.
 //
@@ -29,9 +32,12 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var err error
-	if len(os.Args) > 1 && os.Args[1] == "baseline" {
+	switch {
+	case len(os.Args) > 1 && os.Args[1] == "baseline":
 		err = runBaseline(ctx, os.Args[2:])
-	} else {
+	case len(os.Args) > 1 && os.Args[1] == "floor":
+		err = runFloor(ctx, os.Args[2:])
+	default:
 		err = run(ctx, os.Args[1:])
 	}
 	if err != nil {
@@ -49,6 +55,11 @@ type options struct {
 	workers     int
 	postgresURL string
 	redisURL    string
+	// before is an earlier gatehouse binary whose webhook figures are
+	// measured in the same run (embedded only), for before/after.
+	before string
+	// binary overrides gatehouse for one startGatehouse (the -before runs).
+	binary string
 }
 
 func run(ctx context.Context, args []string) error {
@@ -61,6 +72,7 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&o.workers, "workers", 32, "concurrent client connections")
 	fs.StringVar(&o.postgresURL, "postgres", envOr("GATEHOUSE_BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"), "Postgres server (a database is created and dropped); empty: skip")
 	fs.StringVar(&o.redisURL, "redis", envOr("GATEHOUSE_BENCH_REDIS_URL", "redis://127.0.0.1:6379/0"), "Redis server (a private key prefix is used); empty: skip")
+	fs.StringVar(&o.before, "before", "", "an earlier gatehouse binary: its webhook drain and isolation are measured too (embedded; adds minutes)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -41,21 +41,27 @@ func apikeyCommand() *cli.Command {
 			Name:  "create",
 			Usage: "create an enabled API key and print it (it is shown only this once)",
 			Description: "The key alone goes to standard output, details to standard error, so that\n" +
-				"  KEY=$(gatehouse apikey create --name ops)\nkeeps just the key.",
+				"  KEY=$(gatehouse apikey create --name ops)\nkeeps just the key. A READ_ONLY key may query but not change anything:\n" +
+				"  gatehouse apikey create --name dashboard --role READ_ONLY",
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "name", Usage: "what the key is for (1-128 characters)", Required: true},
+				&cli.StringFlag{Name: "role", Value: string(apikey.RoleAdmin), Usage: "ADMIN (query and change) or READ_ONLY (query only)"},
 			},
 			Action: func(ctx context.Context, cmd *cli.Command) error {
+				role, err := apikey.ParseRole(cmd.String("role"))
+				if err != nil {
+					return fmt.Errorf("apikey create: %w", err)
+				}
 				db, err := openStore(ctx, cmd)
 				if err != nil {
 					return err
 				}
 				defer db.Close()
-				row, key, err := apikey.NewService(db.Client, nil).Create(ctx, cmd.String("name"))
+				row, key, err := apikey.NewService(db.Client, nil).Create(ctx, cmd.String("name"), role)
 				if err != nil {
 					return fmt.Errorf("apikey create: %w", err)
 				}
-				fmt.Fprintf(cmd.Root().ErrWriter, "created API key %d %q (prefix %s); store it now, it cannot be shown again\n", row.ID, row.Name, row.Prefix)
+				fmt.Fprintf(cmd.Root().ErrWriter, "created %s API key %d %q (prefix %s); store it now, it cannot be shown again\n", row.Role, row.ID, row.Name, row.Prefix)
 				_, err = fmt.Fprintln(cmd.Root().Writer, key)
 				return err
 			},

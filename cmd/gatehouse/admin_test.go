@@ -52,8 +52,22 @@ func TestAPIKeyCreateCommand(t *testing.T) {
 		}
 		defer db.Close()
 		row, err := apikey.NewService(db.Client, nil).Authenticate(context.Background(), key)
-		if err != nil || row.Name != "ci" {
-			t.Fatalf("the printed key does not authenticate: %v", err)
+		if err != nil || row.Name != "ci" || row.Role != apikey.RoleAdmin {
+			t.Fatalf("the printed key does not authenticate as an ADMIN key: %v %+v", err, row)
+		}
+		// --role READ_ONLY (any case, '-' for '_') makes a query-only key.
+		for _, role := range []string{"READ_ONLY", "read-only"} {
+			out, errOut, err = runCLI(t, append(global, "apikey", "create", "--name", "dashboard", "--role", role), "")
+			if err != nil || !strings.Contains(errOut, "READ_ONLY") {
+				t.Fatal(err, errOut)
+			}
+			ro, err := apikey.NewService(db.Client, nil).Authenticate(context.Background(), strings.TrimSpace(out))
+			if err != nil || ro.Role != apikey.RoleReadOnly {
+				t.Fatalf("--role %s: %v %+v", role, err, ro)
+			}
+		}
+		if _, errOut, err := runCLI(t, append(global, "apikey", "create", "--name", "x", "--role", "root"), ""); err == nil || !strings.Contains(err.Error(), "ADMIN or READ_ONLY") {
+			t.Fatalf("an unknown role was accepted: %v %s", err, errOut)
 		}
 		if _, _, err := runCLI(t, append(global, "apikey", "create", "--name", " "), ""); err == nil {
 			t.Fatal("a blank name was accepted")

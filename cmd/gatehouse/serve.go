@@ -2,12 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"time"
 
 	"github.com/urfave/cli/v3"
 
 	"gatehouse/internal/app"
+	"gatehouse/internal/config"
 	"gatehouse/internal/demo"
 	"gatehouse/internal/store"
 )
@@ -18,15 +22,32 @@ func serveCommand() *cli.Command {
 		Usage: "run the service (migrates the schema first)",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "demo", Usage: "seed demo data and print credentials and example commands"},
+			&cli.StringFlag{Name: "demo-receiver", Value: config.Defaults().DemoReceiver, Usage: "with --demo: the loopback address of the webhook receiver the demo app calls back (gatehouse webhook listen)"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			cfg, err := configFrom(cmd)
 			if err != nil {
 				return fmt.Errorf("configuration:\n%w", err)
 			}
+			if cmd.Bool("demo") {
+				// The demo app, and no other, may call back a receiver on
+				// this machine.
+				cfg.WebhookLoopbackApps = append(cfg.WebhookLoopbackApps, demo.DemoAppKey)
+				cfg.DemoReceiver = cmd.String("demo-receiver")
+			}
 			log := cfg.NewLogger(os.Stderr)
 			for _, k := range cfg.GeneratedKeys {
 				log.Warn("generated a development key; set GATEHOUSE_MASTER_KEY and GATEHOUSE_JWT_SECRET in production", "file", k, "data_dir", cfg.DataDir)
+			}
+			if cmd.Bool("demo") {
+				// The demo's payment SANDBOX, unless a provider is configured.
+				sb, err := demo.StartPaymentSandbox(&cfg, log)
+				if err != nil {
+					return err
+				}
+				if sb != nil {
+					defer sb.Close()
+				}
 			}
 			a, err := app.New(ctx, cfg, log)
 			if err != nil {
@@ -70,7 +91,13 @@ func kvKind(redisURL string) string {
 func migrateCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "migrate",
-		Usage: "bring the database schema up to date and exit",
+		Usage: "bring the database schema up to date, say what was applied, and exit",
+		Description: "On Postgres the versioned migration files built into the binary are applied, each in its\n" +
+			"  own transaction, under the same lock as at start-up; --status lists applied and pending ones\n" +
+			"  and changes nothing. The embedded SQLite database is kept by Ent's auto-migrate.",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "status", Usage: "list the applied and pending migrations; change nothing"},
+		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			cfg, err := configFrom(cmd)
 			if err != nil {
@@ -81,11 +108,46 @@ func migrateCommand() *cli.Command {
 				return err
 			}
 			defer db.Close()
-			if err := db.Migrate(ctx); err != nil {
+			out := cmd.Root().Writer
+			if cmd.Bool("status") {
+				return printMigrationStatus(ctx, db, out)
+			}
+			rep, err := db.MigrateReport(ctx)
+			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprintln(cmd.Root().Writer, "schema is up to date")
+			_, err = fmt.Fprintln(out, rep.String())
 			return err
 		},
 	}
+}
+
+// printMigrationStatus lists applied and pending migrations.
+func printMigrationStatus(ctx context.Context, db *store.DB, w io.Writer) error {
+	st, err := db.MigrationStatus(ctx)
+	if errors.Is(err, store.ErrNotVersioned) {
+		_, err = fmt.Fprintln(w, err)
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	if st.Unadopted {
+		fmt.Fprintf(w, "the database was made before versioned migrations; the next migration adopts it at %s\n", st.Baseline)
+	}
+	for _, a := range st.Applied {
+		state := "applied "
+		switch {
+		case a.Baseline:
+			state = "baseline"
+		case a.Partial:
+			state = "partial "
+		}
+		fmt.Fprintf(w, "%s  %s  %s\n", state, a.Name, a.ExecutedAt.UTC().Format(time.RFC3339))
+	}
+	for _, p := range st.Pending {
+		fmt.Fprintf(w, "pending   %s\n", p)
+	}
+	_, err = fmt.Fprintf(w, "%d applied, %d pending\n", len(st.Applied), len(st.Pending))
+	return err
 }

@@ -3,6 +3,9 @@
 package apikey
 
 import (
+	"fmt"
+	"io"
+	"strconv"
 	"time"
 
 	"entgo.io/ent/dialect/sql"
@@ -21,6 +24,8 @@ const (
 	FieldKeyHash = "key_hash"
 	// FieldStatus holds the string denoting the status field in the database.
 	FieldStatus = "status"
+	// FieldRole holds the string denoting the role field in the database.
+	FieldRole = "role"
 	// FieldUsageCount holds the string denoting the usage_count field in the database.
 	FieldUsageCount = "usage_count"
 	// FieldLastUsedAt holds the string denoting the last_used_at field in the database.
@@ -38,6 +43,7 @@ var Columns = []string{
 	FieldPrefix,
 	FieldKeyHash,
 	FieldStatus,
+	FieldRole,
 	FieldUsageCount,
 	FieldLastUsedAt,
 	FieldCreateTime,
@@ -70,6 +76,32 @@ var (
 	DefaultCreateTime func() time.Time
 )
 
+// Role defines the type for the "role" enum field.
+type Role string
+
+// RoleADMIN is the default value of the Role enum.
+const DefaultRole = RoleADMIN
+
+// Role values.
+const (
+	RoleADMIN     Role = "ADMIN"
+	RoleREAD_ONLY Role = "READ_ONLY"
+)
+
+func (r Role) String() string {
+	return string(r)
+}
+
+// RoleValidator is a validator for the "role" field enum values. It is called by the builders before save.
+func RoleValidator(r Role) error {
+	switch r {
+	case RoleADMIN, RoleREAD_ONLY:
+		return nil
+	default:
+		return fmt.Errorf("apikey: invalid enum value for role field: %q", r)
+	}
+}
+
 // OrderOption defines the ordering options for the APIKey queries.
 type OrderOption func(*sql.Selector)
 
@@ -98,6 +130,11 @@ func ByStatus(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldStatus, opts...).ToFunc()
 }
 
+// ByRole orders the results by the role field.
+func ByRole(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldRole, opts...).ToFunc()
+}
+
 // ByUsageCount orders the results by the usage_count field.
 func ByUsageCount(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldUsageCount, opts...).ToFunc()
@@ -111,4 +148,22 @@ func ByLastUsedAt(opts ...sql.OrderTermOption) OrderOption {
 // ByCreateTime orders the results by the create_time field.
 func ByCreateTime(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldCreateTime, opts...).ToFunc()
+}
+
+// MarshalGQL implements graphql.Marshaler interface.
+func (e Role) MarshalGQL(w io.Writer) {
+	io.WriteString(w, strconv.Quote(e.String()))
+}
+
+// UnmarshalGQL implements graphql.Unmarshaler interface.
+func (e *Role) UnmarshalGQL(val interface{}) error {
+	str, ok := val.(string)
+	if !ok {
+		return fmt.Errorf("enum %T must be a string", val)
+	}
+	*e = Role(str)
+	if err := RoleValidator(*e); err != nil {
+		return fmt.Errorf("%s is not a valid Role", str)
+	}
+	return nil
 }

@@ -324,6 +324,26 @@ func StatusLTE(v int) predicate.APIKey {
 	return predicate.APIKey(sql.FieldLTE(FieldStatus, v))
 }
 
+// RoleEQ applies the EQ predicate on the "role" field.
+func RoleEQ(v Role) predicate.APIKey {
+	return predicate.APIKey(sql.FieldEQ(FieldRole, v))
+}
+
+// RoleNEQ applies the NEQ predicate on the "role" field.
+func RoleNEQ(v Role) predicate.APIKey {
+	return predicate.APIKey(sql.FieldNEQ(FieldRole, v))
+}
+
+// RoleIn applies the In predicate on the "role" field.
+func RoleIn(vs ...Role) predicate.APIKey {
+	return predicate.APIKey(sql.FieldIn(FieldRole, vs...))
+}
+
+// RoleNotIn applies the NotIn predicate on the "role" field.
+func RoleNotIn(vs ...Role) predicate.APIKey {
+	return predicate.APIKey(sql.FieldNotIn(FieldRole, vs...))
+}
+
 // UsageCountEQ applies the EQ predicate on the "usage_count" field.
 func UsageCountEQ(v int64) predicate.APIKey {
 	return predicate.APIKey(sql.FieldEQ(FieldUsageCount, v))

@@ -3,6 +3,7 @@
 package migrate
 
 import (
+	"entgo.io/ent/dialect/entsql"
 	"entgo.io/ent/dialect/sql/schema"
 	"entgo.io/ent/schema/field"
 )
@@ -15,6 +16,7 @@ var (
 		{Name: "prefix", Type: field.TypeString, Size: 16},
 		{Name: "key_hash", Type: field.TypeString, Unique: true},
 		{Name: "status", Type: field.TypeInt, Default: 1},
+		{Name: "role", Type: field.TypeEnum, Enums: []string{"ADMIN", "READ_ONLY"}, Default: "ADMIN"},
 		{Name: "usage_count", Type: field.TypeInt64, Default: 0},
 		{Name: "last_used_at", Type: field.TypeTime, Nullable: true},
 		{Name: "create_time", Type: field.TypeTime},
@@ -51,6 +53,37 @@ var (
 				Name:    "apiusage_app_id_version_day",
 				Unique:  true,
 				Columns: []*schema.Column{APIUsagesColumns[4], APIUsagesColumns[1], APIUsagesColumns[2]},
+			},
+		},
+	}
+	// AuditEventsColumns holds the columns for the "audit_events" table.
+	AuditEventsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "time", Type: field.TypeTime},
+		{Name: "api_key_id", Type: field.TypeInt},
+		{Name: "api_key_name", Type: field.TypeString, Size: 512},
+		{Name: "mutation", Type: field.TypeString, Size: 128},
+		{Name: "target_type", Type: field.TypeString, Nullable: true, Size: 64},
+		{Name: "target_id", Type: field.TypeString, Nullable: true, Size: 128},
+		{Name: "outcome", Type: field.TypeEnum, Enums: []string{"SUCCESS", "REFUSED", "FAILED"}},
+		{Name: "error_code", Type: field.TypeString, Nullable: true, Size: 64},
+		{Name: "request_id", Type: field.TypeString, Nullable: true, Size: 64},
+	}
+	// AuditEventsTable holds the schema information for the "audit_events" table.
+	AuditEventsTable = &schema.Table{
+		Name:       "audit_events",
+		Columns:    AuditEventsColumns,
+		PrimaryKey: []*schema.Column{AuditEventsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "auditevent_time",
+				Unique:  false,
+				Columns: []*schema.Column{AuditEventsColumns[1]},
+			},
+			{
+				Name:    "auditevent_api_key_id_time",
+				Unique:  false,
+				Columns: []*schema.Column{AuditEventsColumns[2], AuditEventsColumns[1]},
 			},
 		},
 	}
@@ -280,6 +313,7 @@ var (
 		{Name: "password_hash", Type: field.TypeString},
 		{Name: "roles", Type: field.TypeJSON, Nullable: true},
 		{Name: "status", Type: field.TypeInt, Default: 1},
+		{Name: "tokens_revoked_at", Type: field.TypeTime, Nullable: true},
 		{Name: "create_time", Type: field.TypeTime},
 	}
 	// UsersTable holds the schema information for the "users" table.
@@ -295,8 +329,9 @@ var (
 		{Name: "event_type", Type: field.TypeString, Size: 64},
 		{Name: "biz_data", Type: field.TypeString, Size: 2147483647},
 		{Name: "callback_url", Type: field.TypeString, Size: 2048},
-		{Name: "status", Type: field.TypeEnum, Enums: []string{"PENDING", "RETRYING", "SUCCESS", "FAILED"}, Default: "PENDING"},
+		{Name: "status", Type: field.TypeEnum, Enums: []string{"PENDING", "RETRYING", "SUCCESS", "FAILED", "CANCELLED"}, Default: "PENDING"},
 		{Name: "retry_count", Type: field.TypeInt, Default: 0},
+		{Name: "attempt_count", Type: field.TypeInt, Default: 0},
 		{Name: "max_retry", Type: field.TypeInt, Default: 5},
 		{Name: "next_attempt_at", Type: field.TypeTime},
 		{Name: "lease_until", Type: field.TypeTime, Nullable: true},
@@ -313,21 +348,29 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "webhook_deliveries_partner_apps_webhook_deliveries",
-				Columns:    []*schema.Column{WebhookDeliveriesColumns[13]},
+				Columns:    []*schema.Column{WebhookDeliveriesColumns[14]},
 				RefColumns: []*schema.Column{PartnerAppsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
 		},
 		Indexes: []*schema.Index{
 			{
-				Name:    "webhookdelivery_status_next_attempt_at",
+				Name:    "webhookdelivery_app_id_status_next_attempt_at",
 				Unique:  false,
-				Columns: []*schema.Column{WebhookDeliveriesColumns[5], WebhookDeliveriesColumns[8]},
+				Columns: []*schema.Column{WebhookDeliveriesColumns[14], WebhookDeliveriesColumns[5], WebhookDeliveriesColumns[9]},
 			},
 			{
-				Name:    "webhookdelivery_app_id_status",
+				Name:    "webhookdelivery_leased_by_app",
 				Unique:  false,
-				Columns: []*schema.Column{WebhookDeliveriesColumns[13], WebhookDeliveriesColumns[5]},
+				Columns: []*schema.Column{WebhookDeliveriesColumns[14], WebhookDeliveriesColumns[10]},
+				Annotation: &entsql.IndexAnnotation{
+					Where: "lease_until IS NOT NULL",
+				},
+			},
+			{
+				Name:    "webhookdelivery_status_update_time",
+				Unique:  false,
+				Columns: []*schema.Column{WebhookDeliveriesColumns[5], WebhookDeliveriesColumns[13]},
 			},
 		},
 	}
@@ -335,6 +378,7 @@ var (
 	Tables = []*schema.Table{
 		APIKeysTable,
 		APIUsagesTable,
+		AuditEventsTable,
 		AuthCodesTable,
 		DeliveryAttemptsTable,
 		IdempotencyRecordsTable,

@@ -12,6 +12,9 @@ type APIKey func(*sql.Selector)
 // APIUsage is the predicate function for apiusage builders.
 type APIUsage func(*sql.Selector)
 
+// AuditEvent is the predicate function for auditevent builders.
+type AuditEvent func(*sql.Selector)
+
 // AuthCode is the predicate function for authcode builders.
 type AuthCode func(*sql.Selector)
 

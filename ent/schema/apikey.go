@@ -23,6 +23,11 @@ func (APIKey) Fields() []ent.Field {
 		field.String("prefix").MaxLen(16).Immutable(),
 		field.String("key_hash").Unique().Immutable().Sensitive(),
 		field.Int("status").Default(1).Range(0, 1),
+		// role: ADMIN keys may query and change; READ_ONLY keys may only
+		// query (every mutation is refused with FORBIDDEN). Keys made before
+		// roles existed are ADMIN.
+		field.Enum("role").Values("ADMIN", "READ_ONLY").Default("ADMIN").
+			Annotations(entgql.OrderField("ROLE")),
 		field.Int64("usage_count").Default(0).NonNegative().
 			Annotations(entgql.OrderField("USAGE_COUNT")),
 		field.Time("last_used_at").Optional().Nillable(),

@@ -23,6 +23,10 @@ func (User) Fields() []ent.Field {
 		field.String("password_hash").Sensitive(),
 		field.Strings("roles").Optional(),
 		field.Int("status").Default(1).Range(0, 1),
+		// tokens_revoked_at: the user's signed tokens, OAuth tokens and
+		// browser sessions from before this instant are refused (set when
+		// the user is disabled or given a new password).
+		field.Time("tokens_revoked_at").Optional().Nillable(),
 		field.Time("create_time").Default(time.Now).Immutable().
 			Annotations(entgql.OrderField("CREATE_TIME")),
 	}

@@ -5,6 +5,7 @@ import (
 
 	"entgo.io/contrib/entgql"
 	"entgo.io/ent"
+	"entgo.io/ent/dialect/entsql"
 	"entgo.io/ent/schema"
 	"entgo.io/ent/schema/edge"
 	"entgo.io/ent/schema/field"
@@ -25,9 +26,14 @@ func (WebhookDelivery) Fields() []ent.Field {
 			Annotations(entgql.OrderField("EVENT_TYPE")),
 		field.Text("biz_data").Immutable(),
 		field.String("callback_url").MaxLen(2048),
-		field.Enum("status").Values("PENDING", "RETRYING", "SUCCESS", "FAILED").Default("PENDING").
+		// PENDING and RETRYING are due; SUCCESS, FAILED and CANCELLED are
+		// final (an operator's resend makes any of them PENDING again).
+		field.Enum("status").Values("PENDING", "RETRYING", "SUCCESS", "FAILED", "CANCELLED").Default("PENDING").
 			Annotations(entgql.OrderField("STATUS")),
 		field.Int("retry_count").Default(0).NonNegative(),
+		// attempt_count is the number of attempts recorded so far, over
+		// resends too: the next attempt is number attempt_count + 1.
+		field.Int("attempt_count").Default(0).NonNegative(),
 		field.Int("max_retry").Default(5).NonNegative(),
 		field.Time("next_attempt_at").Default(time.Now).
 			Annotations(entgql.OrderField("NEXT_ATTEMPT_AT")),
@@ -50,8 +56,15 @@ func (WebhookDelivery) Edges() []ent.Edge {
 // Indexes of the WebhookDelivery.
 func (WebhookDelivery) Indexes() []ent.Index {
 	return []ent.Index{
-		index.Fields("status", "next_attempt_at"),
-		index.Fields("app_id", "status"),
+		// The scheduler's: each app's deliveries of one status in due order
+		// (also the admin's filter by app and status); and the leases,
+		// which count the attempts in flight per app (a partial index: few
+		// rows hold one). Queries repeat the predicate to use it.
+		index.Fields("app_id", "status", "next_attempt_at"),
+		index.Fields("app_id", "lease_until").
+			Annotations(entsql.IndexWhere("lease_until IS NOT NULL")).StorageKey("webhookdelivery_leased_by_app"),
+		// Retention finds final deliveries by age.
+		index.Fields("status", "update_time"),
 	}
 }
 

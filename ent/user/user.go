@@ -22,6 +22,8 @@ const (
 	FieldRoles = "roles"
 	// FieldStatus holds the string denoting the status field in the database.
 	FieldStatus = "status"
+	// FieldTokensRevokedAt holds the string denoting the tokens_revoked_at field in the database.
+	FieldTokensRevokedAt = "tokens_revoked_at"
 	// FieldCreateTime holds the string denoting the create_time field in the database.
 	FieldCreateTime = "create_time"
 	// EdgeAuthCodes holds the string denoting the auth_codes edge name in mutations.
@@ -53,6 +55,7 @@ var Columns = []string{
 	FieldPasswordHash,
 	FieldRoles,
 	FieldStatus,
+	FieldTokensRevokedAt,
 	FieldCreateTime,
 }
 
@@ -98,6 +101,11 @@ func ByPasswordHash(opts ...sql.OrderTermOption) OrderOption {
 // ByStatus orders the results by the status field.
 func ByStatus(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldStatus, opts...).ToFunc()
+}
+
+// ByTokensRevokedAt orders the results by the tokens_revoked_at field.
+func ByTokensRevokedAt(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldTokensRevokedAt, opts...).ToFunc()
 }
 
 // ByCreateTime orders the results by the create_time field.

@@ -70,6 +70,11 @@ func Status(v int) predicate.User {
 	return predicate.User(sql.FieldEQ(FieldStatus, v))
 }
 
+// TokensRevokedAt applies equality check predicate on the "tokens_revoked_at" field. It's identical to TokensRevokedAtEQ.
+func TokensRevokedAt(v time.Time) predicate.User {
+	return predicate.User(sql.FieldEQ(FieldTokensRevokedAt, v))
+}
+
 // CreateTime applies equality check predicate on the "create_time" field. It's identical to CreateTimeEQ.
 func CreateTime(v time.Time) predicate.User {
 	return predicate.User(sql.FieldEQ(FieldCreateTime, v))
@@ -253,6 +258,56 @@ func StatusLT(v int) predicate.User {
 // StatusLTE applies the LTE predicate on the "status" field.
 func StatusLTE(v int) predicate.User {
 	return predicate.User(sql.FieldLTE(FieldStatus, v))
+}
+
+// TokensRevokedAtEQ applies the EQ predicate on the "tokens_revoked_at" field.
+func TokensRevokedAtEQ(v time.Time) predicate.User {
+	return predicate.User(sql.FieldEQ(FieldTokensRevokedAt, v))
+}
+
+// TokensRevokedAtNEQ applies the NEQ predicate on the "tokens_revoked_at" field.
+func TokensRevokedAtNEQ(v time.Time) predicate.User {
+	return predicate.User(sql.FieldNEQ(FieldTokensRevokedAt, v))
+}
+
+// TokensRevokedAtIn applies the In predicate on the "tokens_revoked_at" field.
+func TokensRevokedAtIn(vs ...time.Time) predicate.User {
+	return predicate.User(sql.FieldIn(FieldTokensRevokedAt, vs...))
+}
+
+// TokensRevokedAtNotIn applies the NotIn predicate on the "tokens_revoked_at" field.
+func TokensRevokedAtNotIn(vs ...time.Time) predicate.User {
+	return predicate.User(sql.FieldNotIn(FieldTokensRevokedAt, vs...))
+}
+
+// TokensRevokedAtGT applies the GT predicate on the "tokens_revoked_at" field.
+func TokensRevokedAtGT(v time.Time) predicate.User {
+	return predicate.User(sql.FieldGT(FieldTokensRevokedAt, v))
+}
+
+// TokensRevokedAtGTE applies the GTE predicate on the "tokens_revoked_at" field.
+func TokensRevokedAtGTE(v time.Time) predicate.User {
+	return predicate.User(sql.FieldGTE(FieldTokensRevokedAt, v))
+}
+
+// TokensRevokedAtLT applies the LT predicate on the "tokens_revoked_at" field.
+func TokensRevokedAtLT(v time.Time) predicate.User {
+	return predicate.User(sql.FieldLT(FieldTokensRevokedAt, v))
+}
+
+// TokensRevokedAtLTE applies the LTE predicate on the "tokens_revoked_at" field.
+func TokensRevokedAtLTE(v time.Time) predicate.User {
+	return predicate.User(sql.FieldLTE(FieldTokensRevokedAt, v))
+}
+
+// TokensRevokedAtIsNil applies the IsNil predicate on the "tokens_revoked_at" field.
+func TokensRevokedAtIsNil() predicate.User {
+	return predicate.User(sql.FieldIsNull(FieldTokensRevokedAt))
+}
+
+// TokensRevokedAtNotNil applies the NotNil predicate on the "tokens_revoked_at" field.
+func TokensRevokedAtNotNil() predicate.User {
+	return predicate.User(sql.FieldNotNull(FieldTokensRevokedAt))
 }
 
 // CreateTimeEQ applies the EQ predicate on the "create_time" field.

@@ -31,6 +31,8 @@ const (
 	FieldStatus = "status"
 	// FieldRetryCount holds the string denoting the retry_count field in the database.
 	FieldRetryCount = "retry_count"
+	// FieldAttemptCount holds the string denoting the attempt_count field in the database.
+	FieldAttemptCount = "attempt_count"
 	// FieldMaxRetry holds the string denoting the max_retry field in the database.
 	FieldMaxRetry = "max_retry"
 	// FieldNextAttemptAt holds the string denoting the next_attempt_at field in the database.
@@ -75,6 +77,7 @@ var Columns = []string{
 	FieldCallbackURL,
 	FieldStatus,
 	FieldRetryCount,
+	FieldAttemptCount,
 	FieldMaxRetry,
 	FieldNextAttemptAt,
 	FieldLeaseUntil,
@@ -104,6 +107,10 @@ var (
 	DefaultRetryCount int
 	// RetryCountValidator is a validator for the "retry_count" field. It is called by the builders before save.
 	RetryCountValidator func(int) error
+	// DefaultAttemptCount holds the default value on creation for the "attempt_count" field.
+	DefaultAttemptCount int
+	// AttemptCountValidator is a validator for the "attempt_count" field. It is called by the builders before save.
+	AttemptCountValidator func(int) error
 	// DefaultMaxRetry holds the default value on creation for the "max_retry" field.
 	DefaultMaxRetry int
 	// MaxRetryValidator is a validator for the "max_retry" field. It is called by the builders before save.
@@ -126,10 +133,11 @@ const DefaultStatus = StatusPENDING
 
 // Status values.
 const (
-	StatusPENDING  Status = "PENDING"
-	StatusRETRYING Status = "RETRYING"
-	StatusSUCCESS  Status = "SUCCESS"
-	StatusFAILED   Status = "FAILED"
+	StatusPENDING   Status = "PENDING"
+	StatusRETRYING  Status = "RETRYING"
+	StatusSUCCESS   Status = "SUCCESS"
+	StatusFAILED    Status = "FAILED"
+	StatusCANCELLED Status = "CANCELLED"
 )
 
 func (s Status) String() string {
@@ -139,7 +147,7 @@ func (s Status) String() string {
 // StatusValidator is a validator for the "status" field enum values. It is called by the builders before save.
 func StatusValidator(s Status) error {
 	switch s {
-	case StatusPENDING, StatusRETRYING, StatusSUCCESS, StatusFAILED:
+	case StatusPENDING, StatusRETRYING, StatusSUCCESS, StatusFAILED, StatusCANCELLED:
 		return nil
 	default:
 		return fmt.Errorf("webhookdelivery: invalid enum value for status field: %q", s)
@@ -187,6 +195,11 @@ func ByStatus(opts ...sql.OrderTermOption) OrderOption {
 // ByRetryCount orders the results by the retry_count field.
 func ByRetryCount(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldRetryCount, opts...).ToFunc()
+}
+
+// ByAttemptCount orders the results by the attempt_count field.
+func ByAttemptCount(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldAttemptCount, opts...).ToFunc()
 }
 
 // ByMaxRetry orders the results by the max_retry field.

@@ -85,6 +85,11 @@ func RetryCount(v int) predicate.WebhookDelivery {
 	return predicate.WebhookDelivery(sql.FieldEQ(FieldRetryCount, v))
 }
 
+// AttemptCount applies equality check predicate on the "attempt_count" field. It's identical to AttemptCountEQ.
+func AttemptCount(v int) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldEQ(FieldAttemptCount, v))
+}
+
 // MaxRetry applies equality check predicate on the "max_retry" field. It's identical to MaxRetryEQ.
 func MaxRetry(v int) predicate.WebhookDelivery {
 	return predicate.WebhookDelivery(sql.FieldEQ(FieldMaxRetry, v))
@@ -453,6 +458,46 @@ func RetryCountLT(v int) predicate.WebhookDelivery {
 // RetryCountLTE applies the LTE predicate on the "retry_count" field.
 func RetryCountLTE(v int) predicate.WebhookDelivery {
 	return predicate.WebhookDelivery(sql.FieldLTE(FieldRetryCount, v))
+}
+
+// AttemptCountEQ applies the EQ predicate on the "attempt_count" field.
+func AttemptCountEQ(v int) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldEQ(FieldAttemptCount, v))
+}
+
+// AttemptCountNEQ applies the NEQ predicate on the "attempt_count" field.
+func AttemptCountNEQ(v int) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldNEQ(FieldAttemptCount, v))
+}
+
+// AttemptCountIn applies the In predicate on the "attempt_count" field.
+func AttemptCountIn(vs ...int) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldIn(FieldAttemptCount, vs...))
+}
+
+// AttemptCountNotIn applies the NotIn predicate on the "attempt_count" field.
+func AttemptCountNotIn(vs ...int) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldNotIn(FieldAttemptCount, vs...))
+}
+
+// AttemptCountGT applies the GT predicate on the "attempt_count" field.
+func AttemptCountGT(v int) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldGT(FieldAttemptCount, v))
+}
+
+// AttemptCountGTE applies the GTE predicate on the "attempt_count" field.
+func AttemptCountGTE(v int) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldGTE(FieldAttemptCount, v))
+}
+
+// AttemptCountLT applies the LT predicate on the "attempt_count" field.
+func AttemptCountLT(v int) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldLT(FieldAttemptCount, v))
+}
+
+// AttemptCountLTE applies the LTE predicate on the "attempt_count" field.
+func AttemptCountLTE(v int) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldLTE(FieldAttemptCount, v))
 }
 
 // MaxRetryEQ applies the EQ predicate on the "max_retry" field.

@@ -1,4 +1,4 @@
-// Package apikey is the admin API key domain (scheme 4): keys are random
+// Package apikey is the admin API key domain: keys are random
 // tokens shown once, stored only as a SHA-256 hash with a short display
 // prefix, enabled (1) or disabled (0). Every accepted key use is counted in
 // memory and added to the key's usage_count in batches (see [Counter]).
@@ -8,13 +8,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"gatehouse/ent"
 	entapikey "gatehouse/ent/apikey"
+	"gatehouse/internal/errs"
 	"gatehouse/internal/secret"
 )
 
@@ -25,17 +23,8 @@ var (
 	// ErrInvalid: the key is unknown or disabled (401 invalid_api_key).
 	ErrInvalid = errors.New("invalid API key")
 	// ErrNotFound: no key has that id.
-	ErrNotFound = errors.New("API key not found")
+	ErrNotFound = errs.New(errs.NotFound, "API key not found")
 )
-
-// ValidationError is an input that breaks a rule, with a message fit for
-// the caller. Field names the input field (GraphQL spelling).
-type ValidationError struct {
-	Field string
-	Msg   string
-}
-
-func (e *ValidationError) Error() string { return e.Field + ": " + e.Msg }
 
 // Status of a key: only enabled keys authenticate.
 const (
@@ -51,7 +40,7 @@ const (
 	// recognise (secret scanners, logs).
 	KeyPrefix = "ghk_"
 	// MinKeyLen is the shortest chosen (bootstrap) key accepted. The
-	// contract promises a key with exactly the configured value, so a short
+	// setting promises a key with exactly the configured value, so a short
 	// one is accepted; the process warns about keys shorter than
 	// RecommendedKeyLen instead.
 	MinKeyLen = 1
@@ -69,23 +58,12 @@ const (
 type Service struct {
 	client  *ent.Client
 	counter *Counter
-	now     func() time.Time
 }
-
-// Option configures a Service.
-type Option func(*Service)
-
-// WithClock replaces the clock (tests).
-func WithClock(now func() time.Time) Option { return func(s *Service) { s.now = now } }
 
 // NewService returns a key service over client that counts accepted uses
 // with counter (nil: uses are not counted, e.g. in the CLI).
-func NewService(client *ent.Client, counter *Counter, opts ...Option) *Service {
-	s := &Service{client: client, counter: counter, now: time.Now}
-	for _, o := range opts {
-		o(s)
-	}
-	return s
+func NewService(client *ent.Client, counter *Counter) *Service {
+	return &Service{client: client, counter: counter}
 }
 
 // NewKey returns a fresh key: "ghk_" and 32 random bytes (URL-safe base64).
@@ -99,12 +77,15 @@ func displayPrefix(key string) string {
 	return key[:n]
 }
 
-// Create stores a new enabled key named name and returns it with the key
-// in plain text: the only time it is shown.
-func (s *Service) Create(ctx context.Context, name string) (*ent.APIKey, string, error) {
+// Create stores a new enabled key named name with role and returns it
+// with the key in plain text: the only time it is shown.
+func (s *Service) Create(ctx context.Context, name string, role Role) (*ent.APIKey, string, error) {
 	n, err := normalizeName(name)
 	if err != nil {
 		return nil, "", err
+	}
+	if err := entapikey.RoleValidator(role); err != nil {
+		return nil, "", errs.Invalid("role", "must be ADMIN or READ_ONLY")
 	}
 	key := NewKey()
 	row, err := s.client.APIKey.Create().
@@ -112,7 +93,8 @@ func (s *Service) Create(ctx context.Context, name string) (*ent.APIKey, string,
 		SetPrefix(displayPrefix(key)).
 		SetKeyHash(secret.HashToken(key)).
 		SetStatus(Enabled).
-		SetCreateTime(s.now()).
+		SetRole(role).
+		SetCreateTime(time.Now()).
 		Save(ctx)
 	if err != nil {
 		return nil, "", fmt.Errorf("create API key: %w", err)
@@ -120,13 +102,13 @@ func (s *Service) Create(ctx context.Context, name string) (*ent.APIKey, string,
 	return row, key, nil
 }
 
-// Ensure makes sure an enabled key with exactly this value exists: it is
+// Ensure makes sure an enabled ADMIN key with exactly this value exists: it is
 // created (named name) when missing and enabled again when disabled
 // (GATEHOUSE_BOOTSTRAP_API_KEY). Replicas starting together may race; the
 // loser finds the winner's row.
 func (s *Service) Ensure(ctx context.Context, name, key string) (*ent.APIKey, error) {
 	if len(key) < MinKeyLen || len(key) > MaxKeyLen {
-		return nil, &ValidationError{Field: "key", Msg: fmt.Sprintf("must be %d to %d characters", MinKeyLen, MaxKeyLen)}
+		return nil, errs.Invalid("key", "must be %d to %d characters", MinKeyLen, MaxKeyLen)
 	}
 	n, err := normalizeName(name)
 	if err != nil {
@@ -137,10 +119,10 @@ func (s *Service) Ensure(ctx context.Context, name, key string) (*ent.APIKey, er
 		row, err := s.client.APIKey.Query().Where(entapikey.KeyHash(hash)).Only(ctx)
 		switch {
 		case err == nil:
-			if row.Status == Enabled {
+			if row.Status == Enabled && row.Role == RoleAdmin {
 				return row, nil
 			}
-			return s.client.APIKey.UpdateOne(row).SetStatus(Enabled).Save(ctx)
+			return s.client.APIKey.UpdateOne(row).SetStatus(Enabled).SetRole(RoleAdmin).Save(ctx)
 		case !ent.IsNotFound(err):
 			return nil, fmt.Errorf("look up bootstrap API key: %w", err)
 		}
@@ -149,7 +131,8 @@ func (s *Service) Ensure(ctx context.Context, name, key string) (*ent.APIKey, er
 			SetPrefix(displayPrefix(key)).
 			SetKeyHash(hash).
 			SetStatus(Enabled).
-			SetCreateTime(s.now()).
+			SetRole(RoleAdmin).
+			SetCreateTime(time.Now()).
 			Save(ctx)
 		if err == nil {
 			return row, nil
@@ -165,12 +148,22 @@ func (s *Service) Ensure(ctx context.Context, name, key string) (*ent.APIKey, er
 // Disable sets key id to disabled; it stops authenticating at once. Disabling
 // a disabled key is not an error.
 func (s *Service) Disable(ctx context.Context, id int) (*ent.APIKey, error) {
-	row, err := s.client.APIKey.UpdateOneID(id).SetStatus(Disabled).Save(ctx)
+	return s.setStatus(ctx, id, Disabled)
+}
+
+// Enable sets key id to enabled again; it authenticates from the next
+// request on. Enabling an enabled key is not an error.
+func (s *Service) Enable(ctx context.Context, id int) (*ent.APIKey, error) {
+	return s.setStatus(ctx, id, Enabled)
+}
+
+func (s *Service) setStatus(ctx context.Context, id, status int) (*ent.APIKey, error) {
+	row, err := s.client.APIKey.UpdateOneID(id).SetStatus(status).Save(ctx)
 	if ent.IsNotFound(err) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("disable API key %d: %w", id, err)
+		return nil, fmt.Errorf("set status of API key %d: %w", id, err)
 	}
 	return row, nil
 }
@@ -201,22 +194,15 @@ func (s *Service) Authenticate(ctx context.Context, key string) (*ent.APIKey, er
 		return nil, ErrInvalid
 	}
 	if s.counter != nil {
-		s.counter.Add(row.ID, s.now())
+		s.counter.Add(row.ID, time.Now())
 	}
 	return row, nil
 }
 
 func normalizeName(name string) (string, error) {
-	n := strings.TrimSpace(name)
-	switch {
-	case n == "":
-		return "", &ValidationError{Field: "name", Msg: "is required"}
-	case !utf8.ValidString(n):
-		return "", &ValidationError{Field: "name", Msg: "must be valid UTF-8"}
-	case utf8.RuneCountInString(n) > MaxNameLen:
-		return "", &ValidationError{Field: "name", Msg: fmt.Sprintf("must be at most %d characters", MaxNameLen)}
-	case strings.ContainsFunc(n, unicode.IsControl):
-		return "", &ValidationError{Field: "name", Msg: "must not contain control characters"}
+	n, err := errs.Text("name", name, MaxNameLen)
+	if err == nil && n == "" {
+		return "", errs.Invalid("name", "is required")
 	}
-	return n, nil
+	return n, err
 }

@@ -3,7 +3,6 @@ package apikey_test
 import (
 	"context"
 	"errors"
-	"gatehouse/internal/store/storetest"
 	"io"
 	"log/slog"
 	"strings"
@@ -12,7 +11,9 @@ import (
 	"time"
 
 	"gatehouse/internal/apikey"
+	"gatehouse/internal/errs"
 	"gatehouse/internal/secret"
+	"gatehouse/internal/store/storetest"
 	"gatehouse/internal/testenv"
 )
 
@@ -25,7 +26,7 @@ func TestCreateAndAuthenticate(t *testing.T) {
 		counter := apikey.NewCounter(db.Client, quietLog(), time.Hour)
 		svc := apikey.NewService(db.Client, counter)
 
-		row, key, err := svc.Create(ctx, "  ops  ")
+		row, key, err := svc.Create(ctx, "  ops  ", apikey.RoleAdmin)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -38,7 +39,7 @@ func TestCreateAndAuthenticate(t *testing.T) {
 		if row.KeyHash != secret.HashToken(key) || strings.Contains(row.KeyHash, key[4:]) {
 			t.Fatal("the key must be stored as its SHA-256 only")
 		}
-		_, key2, _ := svc.Create(ctx, "ops")
+		_, key2, _ := svc.Create(ctx, "ops", apikey.RoleAdmin)
 		if key2 == key {
 			t.Fatal("two keys are equal")
 		}
@@ -90,17 +91,16 @@ func TestNameValidation(t *testing.T) {
 		for name, n := range map[string]string{
 			"empty": "", "blank": " \t ", "too long": strings.Repeat("é", apikey.MaxNameLen+1), "newline": "a\nb", "invalid UTF-8": "a\xffb",
 		} {
-			_, _, err := svc.Create(context.Background(), n)
-			var ve *apikey.ValidationError
-			if !errors.As(err, &ve) || ve.Field != "name" {
+			_, _, err := svc.Create(context.Background(), n, apikey.RoleAdmin)
+			if errs.KindOf(err) != errs.Validation || errs.Field(err) != "name" {
 				t.Errorf("%s: %v", name, err)
 			}
 		}
 		// The limit counts characters: 128 of two bytes each are fine.
-		if _, _, err := svc.Create(context.Background(), strings.Repeat("é", apikey.MaxNameLen)); err != nil {
+		if _, _, err := svc.Create(context.Background(), strings.Repeat("é", apikey.MaxNameLen), apikey.RoleAdmin); err != nil {
 			t.Errorf("128 two-byte characters: %v", err)
 		}
-		if _, _, err := svc.Create(context.Background(), strings.Repeat("n", apikey.MaxNameLen)); err != nil {
+		if _, _, err := svc.Create(context.Background(), strings.Repeat("n", apikey.MaxNameLen), apikey.RoleAdmin); err != nil {
 			t.Fatalf("128 characters: %v", err)
 		}
 	})
@@ -114,7 +114,7 @@ func TestEnsure(t *testing.T) {
 		ctx := context.Background()
 		svc := apikey.NewService(db.Client, nil)
 		const key = "bootstrap-key-0123456789"
-		// The contract promises a key with exactly the configured value:
+		// The setting promises a key with exactly the configured value:
 		// a short one works (the process warns about it), an over-long
 		// one is refused.
 		if row, err := svc.Ensure(ctx, "short", "short"); err != nil {

@@ -13,7 +13,7 @@ import (
 )
 
 // DefaultFlushInterval is how often counted key uses are written: the
-// contract wants usageCount visible "within a few seconds".
+// admin API shows usageCount "within a few seconds".
 const DefaultFlushInterval = time.Second
 
 type use struct {
@@ -53,15 +53,6 @@ func NewCounter(client *ent.Client, log *slog.Logger, interval time.Duration) *C
 
 // Add counts one use of key id at t.
 func (c *Counter) Add(id int, t time.Time) { c.b.Add(id, use{n: 1, last: t}) }
-
-// Pending returns how many uses wait to be written (tests, metrics).
-func (c *Counter) Pending() int64 {
-	var n int64
-	for _, u := range c.b.Pending() {
-		n += u.n
-	}
-	return n
-}
 
 // Start flushes every interval until Close.
 func (c *Counter) Start() { c.b.Start() }

@@ -19,8 +19,8 @@ func TestCounterBatches(t *testing.T) {
 		db := storetest.Open(t, b)
 		ctx := context.Background()
 		svc := apikey.NewService(db.Client, nil)
-		k1, _, _ := svc.Create(ctx, "one")
-		k2, _, _ := svc.Create(ctx, "two")
+		k1, _, _ := svc.Create(ctx, "one", apikey.RoleAdmin)
+		k2, _, _ := svc.Create(ctx, "two", apikey.RoleAdmin)
 		replicaA := apikey.NewCounter(db.Client, quietLog(), time.Hour)
 		replicaB := apikey.NewCounter(db.Client, quietLog(), time.Hour)
 
@@ -77,7 +77,7 @@ func TestCounterBatches(t *testing.T) {
 func TestCounterKeepsCountsWhenFlushFails(t *testing.T) {
 	db := storetest.Open(t, testenv.Backend{Name: "sqlite"})
 	ctx := context.Background()
-	k, _, err := apikey.NewService(db.Client, nil).Create(ctx, "k")
+	k, _, err := apikey.NewService(db.Client, nil).Create(ctx, "k", apikey.RoleAdmin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestCounterKeepsCountsWhenFlushFails(t *testing.T) {
 func TestCounterPeriodicFlushAndClose(t *testing.T) {
 	db := storetest.Open(t, testenv.Backend{Name: "sqlite"})
 	ctx := context.Background()
-	k, _, _ := apikey.NewService(db.Client, nil).Create(ctx, "k")
+	k, _, _ := apikey.NewService(db.Client, nil).Create(ctx, "k", apikey.RoleAdmin)
 	c := apikey.NewCounter(db.Client, quietLog(), 20*time.Millisecond)
 	c.Start()
 	c.Add(k.ID, time.Now())

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -38,6 +37,7 @@ type App struct {
 	webhookServices   // wire_webhooks.go
 	inventoryServices // wire_inventory.go
 	authServices      // wire_auth.go
+	paymentServices   // wire_payments.go
 
 	// Public and Admin are the handlers of the two listeners.
 	Public http.Handler
@@ -56,13 +56,25 @@ type App struct {
 // New opens storage, migrates, and builds every service and both handlers.
 // cfg must have been resolved (config.Resolve).
 func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error) {
+	// The version lifecycle is checked against the versions this build
+	// serves before anything is opened.
+	versions, err := apiVersions(cfg)
+	if err != nil {
+		return nil, err
+	}
 	db, err := store.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return nil, err
 	}
-	if err := db.Migrate(ctx); err != nil {
+	rep, err := db.MigrateReport(ctx)
+	if err != nil {
 		db.Close()
 		return nil, err
+	}
+	if rep.Changed() {
+		log.Info("database schema migrated", "result", rep.String())
+	} else {
+		log.Info("database schema is up to date", "version", rep.Version)
 	}
 	var kvOpts []kv.Option
 	if cfg.RedisKeyPrefix != "" {
@@ -74,9 +86,19 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		return nil, fmt.Errorf("open key-value store: %w", err)
 	}
 	a := &App{Cfg: cfg, Log: log, DB: db, KV: store}
+	a.APIVersions = versions
+	if err := a.checkEviction(ctx); err != nil {
+		_ = a.Close(ctx)
+		return nil, err
+	}
+	if !cfg.Embedded() && cfg.TLSCert == "" && len(cfg.TrustedProxies) == 0 {
+		// A production database but nothing that says how HTTPS is done:
+		// signed partner requests and passwords would cross in clear.
+		log.Warn("partner and sign-in traffic must arrive over HTTPS: set GATEHOUSE_TLS_CERT/GATEHOUSE_TLS_KEY, or GATEHOUSE_TRUSTED_PROXIES for the TLS-terminating proxy in front")
+	}
 	a.Tickets = ticket.NewService(db.Client)
 	// Each capability wires its services in its own file (wire_*.go).
-	for _, wire := range []func(context.Context) error{a.wirePartner, a.wireInventory, a.wireAdmin, a.wireWebhooks, a.wireAuth} {
+	for _, wire := range []func(context.Context) error{a.wirePartner, a.wireInventory, a.wireAdmin, a.wireWebhooks, a.wireAuth, a.wirePayments} {
 		if err := wire(ctx); err != nil {
 			_ = a.Close(ctx)
 			return nil, err
@@ -89,7 +111,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 
 func (a *App) publicHandler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(httpx.RequestID, httpx.Logger(a.Log, "public"), httpx.Recoverer(a.Log), httpx.CapBody)
+	r.Use(httpx.RequestID, httpx.Client(a.Cfg.TrustedProxies), httpx.Logger(a.Log, "public"), httpx.Recoverer(a.Log),
+		httpx.Deadline(a.Cfg.RequestTimeout), httpx.CapBody)
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -108,7 +131,8 @@ func (a *App) publicHandler() http.Handler {
 
 func (a *App) adminHandler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(httpx.RequestID, httpx.Logger(a.Log, "admin"), httpx.Recoverer(a.Log), httpx.LimitBody)
+	r.Use(httpx.RequestID, httpx.Client(a.Cfg.TrustedProxies), httpx.Logger(a.Log, "admin"), httpx.Recoverer(a.Log),
+		httpx.Deadline(a.Cfg.RequestTimeout), httpx.LimitBody)
 	a.mountPlayground(r)
 	gql := graph.NewHandler(a.resolver(), a.Log)
 	r.Handle("/graphql", a.adminGuard(gql))
@@ -119,31 +143,31 @@ func (a *App) adminHandler() http.Handler {
 	return r
 }
 
-// ready answers 200 when the database and the key-value store answer.
-func (a *App) ready(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	checks := map[string]string{"database": "ok", "kv": "ok"}
-	status := http.StatusOK
-	if a.draining.Load() {
-		checks["status"] = "shutting_down"
-		status = http.StatusServiceUnavailable
-	}
-	if err := a.DB.Ping(ctx); err != nil {
-		checks["database"] = "unavailable"
-		status = http.StatusServiceUnavailable
-	}
-	if err := a.KV.Ping(ctx); err != nil {
-		checks["kv"] = "unavailable"
-		status = http.StatusServiceUnavailable
-	}
-	httpx.WriteJSON(w, status, checks)
-}
-
-// Start launches background work (webhook dispatch, counter flushing).
+// Start launches background work (webhook dispatch, counter flushing,
+// the audit retention job).
 func (a *App) Start(ctx context.Context) error {
 	a.startWebhooks(ctx)
+	a.startAudit()
 	return nil
+}
+
+// runInBackground runs job in its own goroutine until Close, which
+// cancels its context and waits for it to return (within Close's deadline).
+func (a *App) runInBackground(job func(ctx context.Context)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		job(ctx)
+	}()
+	a.stops = append(a.stops, func(sctx context.Context) error {
+		cancel()
+		select {
+		case <-done:
+		case <-sctx.Done():
+		}
+		return nil
+	})
 }
 
 // Close stops background work (in reverse order of start), flushes, and

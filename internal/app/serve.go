@@ -89,8 +89,11 @@ func (a *App) Serve(ctx context.Context, l *Listeners) error {
 		if err != nil {
 			return setupFailed(fmt.Errorf("load TLS certificate: %w", err))
 		}
-		servers[0].s.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-		servers[0].tls = true
+		// Both listeners: the admin one carries API keys.
+		for i := range servers {
+			servers[i].s.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+			servers[i].tls = true
+		}
 		if l.MTLS != nil {
 			pem, err := os.ReadFile(a.Cfg.ClientCA)
 			if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"gatehouse/graph"
 	"gatehouse/internal/apikey"
+	"gatehouse/internal/audit"
 	"gatehouse/internal/identity"
 )
 
@@ -18,19 +19,35 @@ type adminServices struct {
 	APIKeys *apikey.Service
 	// KeyUsage batches the counting of accepted API key uses.
 	KeyUsage *apikey.Counter
-	// Users creates users (createUser, `gatehouse user create`).
+	// Users creates, disables and enables users and resets their
+	// passwords (revoking their tokens through UserTokens).
 	Users *identity.Users
+	// UserTokens issues and verifies signed user tokens (JWT), keeps their
+	// deny-list and the per-user revocation marks.
+	UserTokens *identity.TokenService
+	// Audit records every admin mutation and purges old events.
+	Audit *audit.Service
 }
 
 // BootstrapAPIKeyName names the key GATEHOUSE_BOOTSTRAP_API_KEY creates.
 const BootstrapAPIKeyName = "bootstrap (GATEHOUSE_BOOTSTRAP_API_KEY)"
 
-// wireAdmin builds the admin-side services (API keys, users) and makes sure
-// the bootstrap API key exists.
+// wireAdmin builds the admin-side services (API keys, users and their
+// tokens, the audit log) and makes sure the bootstrap API key exists.
 func (a *App) wireAdmin(ctx context.Context) error {
 	a.KeyUsage = apikey.NewCounter(a.DB.Client, a.Log, apikey.DefaultFlushInterval)
 	a.APIKeys = apikey.NewService(a.DB.Client, a.KeyUsage)
-	a.Users = identity.NewUsers(a.DB.Client)
+	tokens, err := identity.NewTokenService(a.Cfg.JWTSecret, a.Cfg.JWTTTL, a.KV)
+	if err != nil {
+		return err
+	}
+	a.UserTokens = tokens
+	a.Users = identity.NewUsers(a.DB.Client, identity.WithTokens(tokens))
+	retention := a.Cfg.AuditRetention
+	if retention == 0 {
+		retention = -1 // keep forever
+	}
+	a.Audit = audit.NewService(a.DB, a.Log, audit.Options{Retention: retention})
 	if a.Cfg.BootstrapAPIKey != "" {
 		if len(a.Cfg.BootstrapAPIKey) < apikey.RecommendedKeyLen {
 			a.Log.Warn("GATEHOUSE_BOOTSTRAP_API_KEY is short and easy to guess; use at least 16 random characters", "length", len(a.Cfg.BootstrapAPIKey))
@@ -54,6 +71,10 @@ func (a *App) resolver() *graph.Resolver {
 		Users:     a.Users,
 		Webhooks:  a.Webhooks,
 		Inventory: a.Inventory,
+		Versions:  a.APIVersions,
+		Usage:     a.Usage,
+		Payments:  a.Payments,
+		Audit:     a.Audit,
 	}
 }
 
@@ -63,8 +84,13 @@ func (a *App) adminGuard(next http.Handler) http.Handler {
 	return graph.APIKeyGuard(a.APIKeys, a.Log)(next)
 }
 
-// mountPlayground serves the GraphiQL Playground at / and its files.
+// startAudit runs the audit retention job until Close.
+func (a *App) startAudit() { a.runInBackground(a.Audit.Start) }
+
+// mountPlayground serves the GraphiQL Playground at /, its files and icon.
 func (a *App) mountPlayground(r chi.Router) {
 	r.Method(http.MethodGet, "/", graph.PlaygroundPage("gatehouse admin", "/graphql"))
+	r.Method(http.MethodGet, graph.FaviconPath, graph.Favicon())
+	r.Method(http.MethodGet, "/favicon.ico", graph.Favicon())
 	r.Method(http.MethodGet, graph.PlaygroundAssetsPath+"*", graph.PlaygroundAssets())
 }

@@ -13,18 +13,17 @@ import (
 	"gatehouse/internal/identity"
 	"gatehouse/internal/kv"
 	"gatehouse/internal/oauth"
+	"gatehouse/internal/periodic"
 	"gatehouse/rest"
 )
 
 // authServices are the services of the user-facing authentication
 // schemes (OAuth authorization code, signed user tokens), embedded in App.
-// Users (identity.Users) is a field of adminServices (wire_admin.go),
-// which is wired first; authentication uses the same service.
+// Users and UserTokens are fields of adminServices (wire_admin.go), which
+// is wired first: disabling a user there revokes the tokens checked here.
 type authServices struct {
-	// UserTokens issues and verifies signed user tokens (JWT) and keeps
-	// their deny-list.
-	UserTokens *identity.TokenService
-	// LoginThrottle limits failed logins per username (API and form).
+	// LoginThrottle limits failed logins per username and client address
+	// (API and form).
 	LoginThrottle *identity.LoginThrottle
 	// OAuth is the authorization server (clients are partner apps).
 	OAuth *oauth.Service
@@ -43,15 +42,8 @@ const (
 
 // wireAuth builds the user, JWT and OAuth services.
 func (a *App) wireAuth(ctx context.Context) error {
-	if a.Users == nil { // wireAdmin runs first and sets it
-		a.Users = identity.NewUsers(a.DB.Client)
-	}
-	tokens, err := identity.NewTokenService(a.Cfg.JWTSecret, a.Cfg.JWTTTL, a.KV)
-	if err != nil {
-		return err
-	}
-	a.UserTokens = tokens
-	a.LoginThrottle = identity.NewLoginThrottle(a.KV, identity.DefaultLoginAttempts, identity.DefaultLoginWindow)
+	a.LoginThrottle = identity.NewLoginThrottle(a.KV, identity.DefaultLoginAttempts, identity.DefaultLoginUserAttempts, identity.DefaultLoginWindow)
+	var err error
 	if a.OAuth, err = oauth.NewService(a.DB.Client, a.Cfg.MasterKey); err != nil {
 		return err
 	}
@@ -81,49 +73,34 @@ func (a *App) newSessions() *scs.SessionManager {
 	// Lax: the cookie comes along when another site sends the user to
 	// /oauth/authorize (a top-level GET), not on cross-site POSTs.
 	sm.Cookie.SameSite = http.SameSiteLaxMode
-	sm.Cookie.Secure = a.Cfg.TLSCert != ""
+	// Secure is added per request by httpx.Client, to every cookie of a
+	// response to an HTTPS request (direct, or through a trusted proxy).
+	sm.Cookie.Secure = false
 	sm.Cookie.Persist = false
 	sm.ErrorFunc = func(w http.ResponseWriter, r *http.Request, err error) {
 		a.Log.ErrorContext(r.Context(), "session store", "err", err, "request_id", httpx.GetRequestID(r.Context()))
 		w.Header().Set("Retry-After", "1")
-		httpx.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "temporarily_unavailable", "error_description": "the session store is unavailable, retry later"})
+		httpx.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "unavailable", "error_description": "the session store is unavailable, retry later"})
 	}
 	return sm
 }
 
-// startOAuthPurge deletes expired codes and tokens periodically.
+// startOAuthPurge deletes expired codes and tokens periodically (at
+// start, then every oauthPurgeEvery), like the retention jobs.
 func (a *App) startOAuthPurge() {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(oauthPurgeEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if n, err := a.OAuth.Purge(ctx); err != nil {
-					a.Log.Warn("purge expired OAuth codes and tokens", "err", err)
-				} else if n > 0 {
-					a.Log.Debug("purged expired OAuth codes and tokens", "rows", n)
-				}
+	a.runInBackground(func(ctx context.Context) {
+		periodic.Run(ctx, oauthPurgeEvery, func(ctx context.Context) {
+			if n, err := a.OAuth.Purge(ctx); err != nil && ctx.Err() == nil {
+				a.Log.Warn("purge expired OAuth codes and tokens", "err", err)
+			} else if n > 0 {
+				a.Log.Debug("purged expired OAuth codes and tokens", "rows", n)
 			}
-		}
-	}()
-	a.stops = append(a.stops, func(sctx context.Context) error {
-		cancel()
-		select {
-		case <-done:
-		case <-sctx.Done():
-		}
-		return nil
+		})
 	})
 }
 
 // mountAuth mounts /oauth/…, /login and /api/auth/….
 func (a *App) mountAuth(r chi.Router) {
-	rest.Auth{Users: a.Users, Tokens: a.UserTokens, Throttle: a.LoginThrottle, Log: a.Log}.Mount(r)
-	rest.OAuth{Svc: a.OAuth, Users: a.Users, Throttle: a.LoginThrottle, Sessions: a.Sessions, Log: a.Log}.Mount(r)
+	rest.MountWhole(r, rest.Auth{Users: a.Users, Tokens: a.UserTokens, Throttle: a.LoginThrottle, Log: a.Log}.Routes())
+	rest.MountWhole(r, rest.OAuth{Svc: a.OAuth, Users: a.Users, Throttle: a.LoginThrottle, Sessions: a.Sessions, Log: a.Log}.Routes())
 }

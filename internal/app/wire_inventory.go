@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"gatehouse/internal/inventory"
-	"gatehouse/rest"
 )
 
 // inventoryServices are the stock services, embedded in App.
@@ -14,10 +13,9 @@ type inventoryServices struct {
 	Inventory *inventory.Service
 }
 
-// wireInventory builds the inventory service and adds the stock deduction
-// to the signed partner routes that mountPartner mounts.
+// wireInventory builds the inventory service (its deduction endpoint is
+// in the partner API's table, rest.PartnerAPI).
 func (a *App) wireInventory(context.Context) error {
 	a.Inventory = inventory.NewService(a.DB)
-	a.PartnerRoutes = append(a.PartnerRoutes, rest.Inventory{Svc: a.Inventory, Log: a.Log}.Route())
 	return nil
 }

@@ -24,25 +24,19 @@ type partnerServices struct {
 	Orders *order.Service
 	// Usage counts partner calls per app, version and day.
 	Usage *partner.Usage
-	// PartnerRoutes are extra signed endpoints (e.g. the stock deduction)
-	// mounted next to the order query; add them before the handlers are built.
-	PartnerRoutes []rest.PartnerRoute
-
-	partnerLifecycle map[string]rest.VersionLifecycle
+	// APIVersions are the partner API's versions and their lifecycle
+	// (GATEHOUSE_API_DEPRECATED, GATEHOUSE_API_SUNSET).
+	APIVersions partner.Versions
 }
 
 // wirePartner builds the partner API services (apps, signatures, orders).
 func (a *App) wirePartner(ctx context.Context) error {
 	svc, err := partner.NewService(a.DB.Client, a.Cfg.MasterKey,
 		partner.WithWebhookSecretGen(webhook.NewSecret),
-		partner.WithCallbackURLCheck(func(u string) error {
-			return webhook.ValidateCallbackURL(u, a.Cfg.WebhookAllowPrivate)
-		}),
+		// a.Webhooks is wired after this service, before any call.
+		partner.WithCallbackURLCheck(func(appKey, u string) error { return a.Webhooks.CheckCallbackURL(appKey, u) }),
 	)
 	if err != nil {
-		return err
-	}
-	if a.partnerLifecycle, err = versionLifecycle(a.Cfg); err != nil {
 		return err
 	}
 	a.Partners = svc
@@ -59,16 +53,17 @@ func (a *App) mountPartner(r chi.Router) {
 	h := rest.Partner{
 		Gate:      a.PartnerGate,
 		Orders:    a.Orders,
+		Inventory: a.Inventory,
 		Usage:     a.Usage,
-		Lifecycle: a.partnerLifecycle,
+		Versions:  a.APIVersions,
 		Log:       a.Log,
-		Extra:     a.PartnerRoutes,
 	}
 	r.Mount(rest.PartnerMountPattern, h.Routes())
 }
 
-// versionLifecycle reads the deprecation settings.
-func versionLifecycle(cfg config.Config) (map[string]rest.VersionLifecycle, error) {
+// apiVersions checks the version lifecycle settings against the versions
+// this build serves (rest.PartnerAPI), naming every problem at once.
+func apiVersions(cfg config.Config) (partner.Versions, error) {
 	dep, err := config.ParseVersionDates(cfg.APIDeprecated)
 	if err != nil {
 		return nil, fmt.Errorf("GATEHOUSE_API_DEPRECATED: %w", err)
@@ -77,16 +72,5 @@ func versionLifecycle(cfg config.Config) (map[string]rest.VersionLifecycle, erro
 	if err != nil {
 		return nil, fmt.Errorf("GATEHOUSE_API_SUNSET: %w", err)
 	}
-	out := map[string]rest.VersionLifecycle{}
-	for v, t := range dep {
-		lc := out[v]
-		lc.Deprecated = t
-		out[v] = lc
-	}
-	for v, t := range sun {
-		lc := out[v]
-		lc.Sunset = t
-		out[v] = lc
-	}
-	return out, nil
+	return partner.NewVersions(rest.PartnerVersionNames(), dep, sun)
 }

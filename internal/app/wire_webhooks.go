@@ -8,17 +8,25 @@ import (
 
 // webhookServices are the webhook services, embedded in App.
 type webhookServices struct {
-	// Webhooks is the outbox dispatcher and the admin operations on
-	// deliveries (Resend, ResendFailed). Events are queued by the business
-	// services themselves (order.Service.Pay) inside their transactions.
+	// Webhooks is the outbox dispatcher, the retention job and the admin
+	// operations on deliveries (Resend, ResendFailed, Cancel, SendTest).
+	// Events are queued by the business services themselves
+	// (order.Service.Pay) inside their transactions.
 	Webhooks *webhook.Service
 }
 
 // wireWebhooks builds the webhook outbox and dispatcher.
 func (a *App) wireWebhooks(ctx context.Context) error {
+	retention := a.Cfg.WebhookRetention
+	if retention == 0 {
+		retention = -1 // keep forever
+	}
 	svc, err := webhook.NewService(a.DB, a.Cfg.MasterKey, a.Log, webhook.Options{
 		RetryBase:    a.Cfg.WebhookRetryBase,
 		AllowPrivate: a.Cfg.WebhookAllowPrivate,
+		LoopbackApps: a.Cfg.WebhookLoopbackApps,
+		PerApp:       a.Cfg.WebhookPerApp,
+		Retention:    retention,
 	})
 	if err != nil {
 		return err

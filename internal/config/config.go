@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,9 +41,46 @@ type Config struct {
 	TLSKey   string
 	MTLSAddr string
 	ClientCA string
+	// TrustedProxiesRaw is GATEHOUSE_TRUSTED_PROXIES: comma-separated CIDRs
+	// (or single addresses) of the reverse proxies whose X-Forwarded-For
+	// and X-Forwarded-Proto are believed. Empty: none is.
+	TrustedProxiesRaw string
+
+	// RequestTimeout bounds every request's database and key-value work
+	// (GATEHOUSE_REQUEST_TIMEOUT, default 10s).
+	RequestTimeout time.Duration
+	// RedisAllowEviction lets the process start on a Redis whose
+	// maxmemory-policy may evict keys (GATEHOUSE_REDIS_ALLOW_EVICTION).
+	RedisAllowEviction bool
 
 	WebhookRetryBase    time.Duration
 	WebhookAllowPrivate bool
+	// WebhookPerApp caps the attempts of one app in flight at once, over
+	// all replicas (GATEHOUSE_WEBHOOK_PER_APP, default 4).
+	WebhookPerApp int
+	// WebhookRetention is how long deliveries in a final state and their
+	// attempts are kept (GATEHOUSE_WEBHOOK_RETENTION, default 720h; 0
+	// keeps them forever).
+	WebhookRetention time.Duration
+	// WebhookLoopbackApps are app keys whose callbacks may reach loopback
+	// addresses although private ones are refused: set by `serve --demo`
+	// for the demo app only.
+	WebhookLoopbackApps []string
+	// DemoReceiver is the address of the webhook receiver the demo app
+	// calls back (`gatehouse webhook listen`; `serve --demo-receiver`).
+	DemoReceiver string
+
+	// PaymentURL is the payment provider's base URL (refunds go to
+	// PaymentURL/refunds); empty: no provider, refundOrder answers
+	// PAYMENT_NOT_CONFIGURED. Loopback addresses are allowed.
+	PaymentURL string
+	// PaymentAPIKey (X-API-Key) and PaymentSecret (the HMAC key of
+	// X-Signature) identify gatehouse to the provider. Never logged.
+	PaymentAPIKey string
+	PaymentSecret string
+	// AuditRetention is how long admin audit events are kept
+	// (GATEHOUSE_AUDIT_RETENTION, default 8760h; 0 keeps them forever).
+	AuditRetention time.Duration
 
 	// ShutdownDrain is how long /readyz answers 503 after SIGTERM before
 	// the listeners stop accepting, so that load balancers stop routing
@@ -60,9 +98,17 @@ type Config struct {
 	// Derived by Resolve.
 	MasterKey []byte
 	JWTSecret []byte
+	// TrustedProxies are the parsed TrustedProxiesRaw.
+	TrustedProxies []netip.Prefix
 	// GeneratedKeys lists the dev keys Resolve generated into DataDir.
 	GeneratedKeys []string
+	// PaymentSandbox is set (never from the environment) by `serve --demo`
+	// when it started the demo's payment sandbox and pointed PaymentURL at it.
+	PaymentSandbox bool
 }
+
+// DefaultRequestTimeout is the default of GATEHOUSE_REQUEST_TIMEOUT.
+const DefaultRequestTimeout = 10 * time.Second
 
 // Defaults returns the documented defaults.
 func Defaults() Config {
@@ -72,6 +118,11 @@ func Defaults() Config {
 		DataDir:          "./data",
 		RedisKeyPrefix:   "gatehouse:",
 		WebhookRetryBase: time.Second,
+		AuditRetention:   8760 * time.Hour,
+		WebhookPerApp:    4,
+		WebhookRetention: 720 * time.Hour,
+		DemoReceiver:     "127.0.0.1:9099",
+		RequestTimeout:   DefaultRequestTimeout,
 		JWTTTL:           7_200_000 * time.Millisecond,
 		LogLevel:         "info",
 		LogFormat:        "text",
@@ -92,6 +143,7 @@ func (c *Config) Resolve() error {
 		c.DatabaseURL = "sqlite:" + filepath.Join(c.DataDir, "gatehouse.db")
 	}
 	var errs []error
+	c.TrustedProxies, _ = ParseTrustedProxies(c.TrustedProxiesRaw) // validated above
 	if c.MasterKeyB64 != "" {
 		k, err := secret.ParseKey(c.MasterKeyB64)
 		if err != nil {
@@ -234,8 +286,24 @@ func (c *Config) Validate() error {
 	if c.ShutdownDrain < 0 || c.ShutdownDrain > time.Minute {
 		errs = append(errs, errors.New("GATEHOUSE_SHUTDOWN_DRAIN: must be between 0s and 1m"))
 	}
+	if c.RequestTimeout <= 0 || c.RequestTimeout > 10*time.Minute {
+		errs = append(errs, errors.New("GATEHOUSE_REQUEST_TIMEOUT: must be positive and at most 10m"))
+	}
+	if _, err := ParseTrustedProxies(c.TrustedProxiesRaw); err != nil {
+		errs = append(errs, fmt.Errorf("GATEHOUSE_TRUSTED_PROXIES: %w", err))
+	}
+	errs = append(errs, c.validatePayment()...)
 	if c.WebhookRetryBase <= 0 {
 		errs = append(errs, errors.New("GATEHOUSE_WEBHOOK_RETRY_BASE: must be positive"))
+	}
+	if c.AuditRetention < 0 || c.AuditRetention > 0 && c.AuditRetention < time.Hour {
+		errs = append(errs, errors.New("GATEHOUSE_AUDIT_RETENTION: must be at least 1h, or 0 to keep audit events forever"))
+	}
+	if c.WebhookPerApp < 1 || c.WebhookPerApp > 1000 {
+		errs = append(errs, errors.New("GATEHOUSE_WEBHOOK_PER_APP: must be between 1 and 1000"))
+	}
+	if c.WebhookRetention < 0 || c.WebhookRetention > 0 && c.WebhookRetention < time.Hour {
+		errs = append(errs, errors.New("GATEHOUSE_WEBHOOK_RETENTION: must be at least 1h, or 0 to keep deliveries forever"))
 	}
 	if _, err := ParseLevel(c.LogLevel); err != nil {
 		errs = append(errs, err)
@@ -272,4 +340,28 @@ func (c *Config) NewLogger(w *os.File) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// ParseTrustedProxies reads a comma-separated list of CIDRs or single
+// addresses ("10.0.0.0/8, 127.0.0.1"); empty entries are ignored.
+func ParseTrustedProxies(raw string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	var errs []error
+	for _, f := range strings.Split(raw, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(f); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(f)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%q is neither a CIDR nor an IP address", f))
+			continue
+		}
+		out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+	}
+	return out, errors.Join(errs...)
 }

@@ -59,13 +59,16 @@ func TestDemoAuth(t *testing.T) {
 		if resp.StatusCode != 302 {
 			t.Fatalf("authorize URL: HTTP %d", resp.StatusCode)
 		}
+		next, _ := url.Parse(resp.Header.Get("Location"))
+		approve := next.Query().Get("next")
+		ap, _ := url.Parse(approve)
 		base := "http://" + ls.Public.Addr().String()
-		resp, err = c.PostForm(base+"/login", url.Values{"username": {demo.DemoUsername}, "password": {password[1]}, "next": {"/oauth/approve"}})
+		resp, err = c.PostForm(base+"/login", url.Values{"username": {demo.DemoUsername}, "password": {password[1]}, "next": {approve}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		resp, err = c.PostForm(base+"/oauth/confirm", url.Values{"approved": {"true"}})
+		resp, err = c.PostForm(base+"/oauth/confirm", url.Values{"approved": {"true"}, "request_id": {ap.Query().Get("request_id")}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -42,7 +42,7 @@ func Seed(ctx context.Context, a *app.App, ls *app.Listeners, w io.Writer) error
 	if a.Cfg.TLSCert != "" {
 		scheme = "https://"
 	}
-	e := Env{App: a, PublicURL: scheme + ls.Public.Addr().String(), AdminURL: "http://" + ls.Admin.Addr().String()}
+	e := Env{App: a, PublicURL: scheme + ls.Public.Addr().String(), AdminURL: scheme + ls.Admin.Addr().String()}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n=== gatehouse demo ===\n")
 	fmt.Fprintf(&b, "public listener: %s   admin listener (GraphQL Playground): %s/\n", e.PublicURL, e.AdminURL)

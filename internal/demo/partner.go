@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	entorder "gatehouse/ent/order"
 	"gatehouse/internal/order"
 	"gatehouse/internal/partner"
 	"gatehouse/rest/partnerclient"
@@ -39,12 +40,17 @@ var demoOrders = []order.CreateInput{
 	{OrderNo: "SO1001", Amount: "99.90", Status: order.Paid, CustomerName: "Alice Chen", CustomerPhone: "13800000000", CustomerEmail: "alice@example.com"},
 	{OrderNo: "SO1002", Amount: "15", CustomerName: "Bob Li", CustomerPhone: "13912345678", CustomerEmail: "bob@example.com"},
 	{OrderNo: "SO1003", Amount: "250.05", Status: order.Refunded, CustomerName: "Carol Wu", CustomerPhone: "13700001111", CustomerEmail: "carol@example.com"},
+	// For the refund and cancel examples (payments.go), so that SO1001 and
+	// SO1002 keep serving the partner API and webhook examples.
+	{OrderNo: DemoRefundOrderNo, Amount: "42.50", Status: order.Paid, CustomerName: "Dan Zhou", CustomerPhone: "13600002222", CustomerEmail: "dan@example.com"},
+	{OrderNo: DemoCancelOrderNo, Amount: "8.80", CustomerName: "Eve Sun", CustomerPhone: "13500003333", CustomerEmail: "eve@example.com"},
 }
 
 func seedPartner(ctx context.Context, e Env, b *strings.Builder) error {
 	a := e.App
 	sec := DemoSecret(e)
-	app, err := ensureApp(ctx, e, partner.CreateInput{AppName: "Demo partner", AppKey: DemoAppKey, AppSecret: sec, Scopes: []string{"orders:read"}})
+	app, err := ensureApp(ctx, e, partner.CreateInput{AppName: "Demo partner", AppKey: DemoAppKey, AppSecret: sec, Scopes: []string{"orders:read"},
+		CallbackURL: DemoCallbackURL(e), WebhookSecret: DemoWebhookSecret(e)})
 	if err != nil {
 		return err
 	}
@@ -72,7 +78,15 @@ func seedPartner(ctx context.Context, e Env, b *strings.Builder) error {
 	if !same {
 		fmt.Fprintf(b, "            (the demo app's secret was rotated since: use the one the rotation returned)\n")
 	}
-	fmt.Fprintf(b, "orders:     SO1001 (PAID), SO1002 (CREATED), SO1003 (REFUNDED); %s belongs to another app (403, code 5003)\n", demoOtherOrderNo)
+	orders, err := a.DB.Order.Query().Where(entorder.AppID(app.ID)).Order(entorder.ByOrderNo()).Limit(8).All(ctx)
+	if err != nil {
+		return err
+	}
+	var list []string
+	for _, o := range orders {
+		list = append(list, fmt.Sprintf("%s (%s)", o.OrderNo, o.Status)) // as they are now, not as seeded
+	}
+	fmt.Fprintf(b, "orders:     %s; %s belongs to another app (403, code 5003)\n", strings.Join(list, ", "), demoOtherOrderNo)
 	signer := partnerclient.Signer{AppKey: DemoAppKey, AppSecret: sec}
 	ready, err := signer.SignURL(e.PublicURL + "/api/v2/orders/query?order_no=SO1001")
 	if err != nil {

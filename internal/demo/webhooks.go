@@ -2,19 +2,56 @@ package demo
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+
+	"gatehouse/ent"
+	entorder "gatehouse/ent/order"
+	"gatehouse/internal/order"
+	"gatehouse/internal/partner"
+	"gatehouse/internal/webhook"
 )
 
 func init() { register(50, seedWebhooks) }
 
-// seedWebhooks seeds nothing: it prints the GraphQL calls that make the
-// demo app receive an order.paid webhook and show its delivery log.
+// DemoCallbackURL is where the demo app's webhooks go: the receiver of
+// `gatehouse webhook listen` on this machine. Loopback is allowed for the
+// demo app only (serve --demo); every other app keeps the SSRF rule.
+func DemoCallbackURL(e Env) string { return "http://" + e.App.Cfg.DemoReceiver + "/hook" }
+
+// DemoWebhookSecret is the demo app's webhook signing secret: derived from
+// the master key, so that the banner can print it after any restart
+// without a published constant.
+func DemoWebhookSecret(e Env) string {
+	return webhook.SecretPrefix + base64.StdEncoding.EncodeToString(derived(e, "gatehouse demo webhook secret"))
+}
+
+// seedWebhooks makes sure the demo app calls back the local receiver and
+// has an order to pay, and prints how to see a signed webhook arrive.
 func seedWebhooks(ctx context.Context, e Env, b *strings.Builder) error {
-	app, err := e.App.Partners.GetByKey(ctx, DemoAppKey)
+	a := e.App
+	app, err := a.Partners.GetByKey(ctx, DemoAppKey)
 	if err != nil {
 		return fmt.Errorf("demo webhooks: %w", err)
+	}
+	if app.CallbackURL == "" {
+		// A demo app seeded before it had a receiver: point it at one.
+		u := DemoCallbackURL(e)
+		if app, err = a.Partners.Update(ctx, app.ID, partner.UpdateInput{CallbackURL: &u}); err != nil {
+			return fmt.Errorf("demo webhooks: %w", err)
+		}
+	}
+	payable, err := payableOrder(ctx, e, app.ID)
+	if err != nil {
+		return err
+	}
+	secret := DemoWebhookSecret(e)
+	same, err := a.Partners.WebhookSecretMatches(ctx, DemoAppKey, secret)
+	if err != nil {
+		return err
 	}
 	key := DemoAdminKey(e)
 	gql := func(query string) string {
@@ -22,22 +59,51 @@ func seedWebhooks(ctx context.Context, e Env, b *strings.Builder) error {
 		return fmt.Sprintf("curl -s %s/graphql -H 'Content-Type: application/json' -H 'X-API-Key: %s' \\\n  -d '%s'\n",
 			e.AdminURL, key, body)
 	}
-	fmt.Fprintf(b, "# Webhooks (order.paid, Standard Webhooks signatures, retries 1/2/4/8/16 s; see docs/webhooks.md)\n")
-	if app.CallbackURL == "" {
-		fmt.Fprintf(b, "# 1. give the demo app a callback URL. A receiver on this machine needs the service started with\n")
-		fmt.Fprintf(b, "#    GATEHOUSE_WEBHOOK_ALLOW_PRIVATE=true make run   (loopback is refused by default: SSRF guard).\n")
-		fmt.Fprintf(b, "#    With nothing listening on :9099 you can watch the attempts fail and the retries back off.\n")
-	} else {
-		fmt.Fprintf(b, "# 1. the demo app calls back %s; change it with:\n", app.CallbackURL)
+	fmt.Fprintf(b, "# Webhooks (Standard Webhooks signatures, retries 1/2/4/8/16 s, a breaker per endpoint; see docs/webhooks.md)\n")
+	fmt.Fprintf(b, "# The demo app calls back %s (loopback is allowed for the demo app only).\n", app.CallbackURL)
+	fmt.Fprintf(b, "# 1. in another terminal, start a receiver that verifies the signatures and prints each delivery:\n")
+	if app.CallbackURL != DemoCallbackURL(e) {
+		fmt.Fprintf(b, "#    (the demo app's callback URL was changed: run the receiver where it points, or set it back to %s)\n", DemoCallbackURL(e))
 	}
-	b.WriteString(gql(fmt.Sprintf(`mutation { updatePartnerApp(id: %d, input: {callbackURL: "http://127.0.0.1:9099/hook"}) { id callbackURL } }`, app.ID)))
-	fmt.Fprintf(b, "# 2. pay order SO1002 (CREATED): its order.paid webhook is queued in the same transaction:\n")
-	b.WriteString(gql(`mutation { payOrder(orderNo: "SO1002") { orderNo status payTime } }`))
-	fmt.Fprintf(b, "# 3. the delivery log with every attempt (request and response):\n")
-	b.WriteString(gql(fmt.Sprintf(`{ webhookDeliveries(first: 10, where: {appID: %d}) { edges { node { id eventType status retryCount lastError attempts(first: 6) { edges { node { attemptNo responseStatus error durationMs } } } } } } }`, app.ID)))
-	fmt.Fprintf(b, "# 4. send one again, or every FAILED one:\n")
-	b.WriteString(gql(`mutation { resendWebhookDelivery(id: 1) { id status } }`))
+	if !same {
+		fmt.Fprintf(b, "#    (the demo app's webhook secret was rotated: use the one rotateWebhookSecret(id: %d) returned)\n", app.ID)
+		secret = "whsec_…"
+	}
+	fmt.Fprintf(b, "./bin/gatehouse webhook listen --addr %s --secret '%s'\n", e.App.Cfg.DemoReceiver, secret)
+	fmt.Fprintf(b, "# 2. pay order %s (CREATED): its order.paid webhook is queued in the same transaction and arrives at once:\n", payable)
+	b.WriteString(gql(fmt.Sprintf(`mutation { payOrder(orderNo: "%s") { orderNo status payTime } }`, payable)))
+	fmt.Fprintf(b, "#    or send a test webhook (event webhook.test):\n")
+	b.WriteString(gql(fmt.Sprintf(`mutation { sendTestWebhook(appID: %d) { id eventType status } }`, app.ID)))
+	fmt.Fprintf(b, "# 3. the delivery log with every attempt (request and response); with no receiver running you see the retries:\n")
+	b.WriteString(gql(fmt.Sprintf(`{ partnerApps(where: {id: %d}) { edges { node { webhookBreaker webhookDeliveries(first: 10) { edges { node { id eventType status retryCount nextAttemptAt lastError attempts(first: 6) { edges { node { attemptNo responseStatus error durationMs } } } } } } } } } }`, app.ID)))
+	fmt.Fprintf(b, "# 4. send every FAILED one again once the receiver runs (cancelWebhookDelivery(id) stops a pending one):\n")
 	b.WriteString(gql(fmt.Sprintf(`mutation { resendFailedWebhookDeliveries(appID: %d) }`, app.ID)))
-	fmt.Fprintf(b, "# the webhook secret is shown once, by createPartnerApp or rotateWebhookSecret(id: %d).\n", app.ID)
 	return nil
+}
+
+// payableOrder returns a CREATED order of the demo app (not the one the
+// payments section offers to cancel), creating one when every demo order
+// was paid already (a restarted demo still has one).
+func payableOrder(ctx context.Context, e Env, appID int) (string, error) {
+	o, err := e.App.DB.Order.Query().
+		Where(entorder.AppID(appID), entorder.StatusEQ(entorder.StatusCREATED), entorder.OrderNoNEQ(DemoCancelOrderNo)).
+		Order(entorder.ByOrderNo()).First(ctx)
+	switch {
+	case err == nil:
+		return o.OrderNo, nil
+	case !ent.IsNotFound(err):
+		return "", fmt.Errorf("demo webhooks: %w", err)
+	}
+	n, cerr := e.App.DB.Order.Query().Where(entorder.AppID(appID)).Count(ctx)
+	if cerr != nil {
+		return "", cerr
+	}
+	for i := n + 1; ; i++ {
+		no := fmt.Sprintf("SO%d", 1000+i)
+		_, err := e.App.Orders.Create(ctx, order.CreateInput{AppID: appID, OrderNo: no, Amount: "42.00", CustomerName: "Dana Xu"})
+		if errors.Is(err, order.ErrConflict) {
+			continue
+		}
+		return no, err
+	}
 }

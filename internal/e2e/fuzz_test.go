@@ -44,7 +44,7 @@ func errorBody(t *testing.T, rec *httptest.ResponseRecorder, keys ...string) str
 
 // FuzzTicketCreate sends arbitrary bodies and Content-Types to
 // POST /api/tickets: the reply is 201 with a ticket whose title obeys the
-// contract (trimmed, 1–200 characters, no control characters), or a
+// rules (trimmed, 1–200 characters, no control characters), or a
 // 400/413/415 in the error shape; never a 5xx or a panic.
 func FuzzTicketCreate(f *testing.F) {
 	e := apptest.Start(f, testenv.Backend{Name: "sqlite"})

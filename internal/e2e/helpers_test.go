@@ -175,3 +175,18 @@ var form = []string{"Content-Type", "application/x-www-form-urlencoded"}
 func orderInput(appID int, orderNo string) order.CreateInput {
 	return order.CreateInput{AppID: appID, OrderNo: orderNo, Amount: "12.34", CustomerName: "Han Meimei", CustomerPhone: "13900001111", CustomerEmail: "han@example.com"}
 }
+
+// pendingID returns the pending authorization request's id from the
+// Location of /oauth/authorize (the approval page, or the login page that
+// continues to it).
+func pendingID(t testing.TB, location string) string {
+	t.Helper()
+	u, err := url.Parse(location)
+	if err == nil && u.Path == "/login" {
+		u, err = url.Parse(u.Query().Get("next"))
+	}
+	if err != nil || u.Path != "/oauth/approve" || u.Query().Get("request_id") == "" {
+		t.Fatalf("no pending request id in %q", location)
+	}
+	return u.Query().Get("request_id")
+}

@@ -190,7 +190,7 @@ func hostileCases(t *testing.T, f *fixture) []hostileCase {
 		{name: "deduct with a 70 KiB body", method: "POST", target: d + "?biz_no=x", body: strings.Repeat("a", 70<<10), headers: js, status: 413, shape: envelopeShape, code: 5002},
 		{name: "login 70 KiB chunked", method: "POST", target: "/api/auth/login", body: `{"username":"` + strings.Repeat("u", 70<<10) + `","password":"x"}`, chunked: true, headers: js, status: 413, shape: authShape, errCode: "payload_too_large"},
 		{name: "login SQL injection", method: "POST", target: "/api/auth/login", body: `{"username":"' OR 1=1 --","password":"' OR 1=1 --"}`, headers: js, status: 401, shape: authShape, errCode: "invalid_credentials"},
-		{name: "login NUL in username", method: "POST", target: "/api/auth/login", body: `{"username":"` + userName + `\u0000","password":"` + userPassword + `"}`, headers: js, status: 401, shape: authShape, errCode: "invalid_credentials"},
+		{name: "login NUL in username", method: "POST", target: "/api/auth/login", body: `{"username":"` + userName + `\u0000","password":"` + userPassword + `"}`, headers: js, status: 400, shape: authShape, errCode: "invalid_request"},
 		{name: "me with empty Bearer", method: "GET", target: "/api/auth/me", headers: []string{"Authorization", "Bearer "}, status: 401, shape: authShape, errCode: "missing_token"},
 		{name: "me with Basic", method: "GET", target: "/api/auth/me", headers: []string{"Authorization", "Basic YTpi"}, status: 401, shape: authShape, errCode: "missing_token"},
 		{name: "me with alg none", method: "GET", target: "/api/auth/me", headers: []string{"Authorization", "Bearer " + noneJWT}, status: 401, shape: authShape, errCode: "invalid_token"},
@@ -229,7 +229,7 @@ func hostileCases(t *testing.T, f *fixture) []hostileCase {
 		{name: "header of 2 MiB", raw: "GET /api/tickets HTTP/1.1\r\nHost: {host}\r\nX-Big: " + strings.Repeat("a", 2<<20) + "\r\n\r\n", status: 431, shape: protocolShape},
 		{name: "NUL in the request line", raw: "GET /api/tickets\x00 HTTP/1.1\r\nHost: {host}\r\n\r\n", status: 400, shape: protocolShape},
 		// Bodies that are cut short or badly chunked reach the handler as a
-		// read error: the contract's invalid_json.
+		// read error: the documented invalid_json.
 		{name: "body shorter than Content-Length", raw: "POST /api/tickets HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"title\":\"a\"}", halfClose: true, status: 400, errCode: "invalid_json"},
 		{name: "broken chunked body", raw: "POST /api/tickets HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{\"title\":\"a\"}\r\n0\r\n\r\n", status: 400, errCode: "invalid_json"},
 	}
@@ -238,7 +238,7 @@ func hostileCases(t *testing.T, f *fixture) []hostileCase {
 func randomNonce() string { return fmt.Sprintf("n%d", time.Now().UnixNano()) }
 
 // TestHostileRequests sends every hostile request of the table and checks
-// each gets its 4xx in the contract's shape: never a 5xx, a panic, or a
+// each gets its 4xx in the documented shape: never a 5xx, a panic, or a
 // dropped connection; the process serves normally afterwards.
 func TestHostileRequests(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {

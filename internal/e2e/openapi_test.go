@@ -18,6 +18,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"gatehouse/internal/testenv"
+	"gatehouse/rest"
 )
 
 // specPath is docs/openapi.yaml, relative to this package.
@@ -147,7 +148,7 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 
 		t.Run("orders", func(t *testing.T) {
 			c.t = t
-			for _, v := range []string{"v1", "v2"} {
+			for _, v := range rest.PartnerVersionNames() {
 				path := "/api/" + v + "/orders/query"
 				c.do(nil, c.req("GET", f.signed(t, f.app.AppKey, f.secret, path, url.Values{"order_no": {"SO1001"}})[len(f.PublicURL):], ""), 200)
 				c.do(nil, c.req("GET", f.signed(t, f.app.AppKey, f.secret, path, url.Values{"order_no": {"SO1002"}, "page": {"1"}, "page_size": {"20"}})[len(f.PublicURL):], ""), 200)
@@ -178,23 +179,33 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 
 		t.Run("deduct", func(t *testing.T) {
 			c.t = t
-			path := "/api/v1/inventory/deduct"
-			deduct := func(key, sec, biz string, sku, qty int, want int) resp {
-				t.Helper()
-				u := f.signed(t, key, sec, path, url.Values{"biz_no": {biz}, "sku_id": {strconv.Itoa(sku)}, "quantity": {strconv.Itoa(qty)}})
-				return c.do(nil, c.req("POST", u[len(f.PublicURL):], ""), want)
+			// Every version deducts with the same records: on the later
+			// versions the biz_nos of the first are repeats.
+			for i, v := range rest.PartnerVersionNames() {
+				path := "/api/" + v + "/inventory/deduct"
+				deduct := func(key, sec, biz string, sku, qty int, want int) resp {
+					t.Helper()
+					u := f.signed(t, key, sec, path, url.Values{"biz_no": {biz}, "sku_id": {strconv.Itoa(sku)}, "quantity": {strconv.Itoa(qty)}})
+					return c.do(nil, c.req("POST", u[len(f.PublicURL):], ""), want)
+				}
+				if r := deduct(f.app.AppKey, f.secret, "B-1", f.skuID, 2, 200); (r.header.Get("Idempotent-Replayed") == "true") != (i > 0) {
+					t.Errorf("%s: first use of B-1 on version %d: %v", v, i+1, r.header)
+				}
+				if r := deduct(f.app.AppKey, f.secret, "B-1", f.skuID, 2, 200); r.header.Get("Idempotent-Replayed") != "true" {
+					t.Errorf("replay without Idempotent-Replayed: %v", r.header)
+				}
+				deduct(f.app.AppKey, f.secret, "B-1", f.skuID, 3, 422)
+				deduct(f.other.AppKey, f.otherSec, "B-1", f.skuID, 2, 403)
+				deduct(f.app.AppKey, f.secret, "B-2", f.skuID, 1000, 409)
+				deduct(f.app.AppKey, f.secret, "B-2", f.skuID, 1000, 409)
+				if i == 0 {
+					deduct(f.app.AppKey, f.secret, "B-3", 999999, 1, 400)
+				} else {
+					deduct(f.app.AppKey, f.secret, "B-3", 999999, 1, 409) // a repeat of a failure
+				}
+				deduct(f.app.AppKey, f.secret, "B-4", f.skuID, 0, 400)
+				deduct("no-such-app", f.secret, "B-5", f.skuID, 1, 401)
 			}
-			deduct(f.app.AppKey, f.secret, "B-1", f.skuID, 2, 200)
-			if r := deduct(f.app.AppKey, f.secret, "B-1", f.skuID, 2, 200); r.header.Get("Idempotent-Replayed") != "true" {
-				t.Errorf("replay without Idempotent-Replayed: %v", r.header)
-			}
-			deduct(f.app.AppKey, f.secret, "B-1", f.skuID, 3, 422)
-			deduct(f.other.AppKey, f.otherSec, "B-1", f.skuID, 2, 403)
-			deduct(f.app.AppKey, f.secret, "B-2", f.skuID, 1000, 409)
-			deduct(f.app.AppKey, f.secret, "B-2", f.skuID, 1000, 409)
-			deduct(f.app.AppKey, f.secret, "B-3", 999999, 1, 400)
-			deduct(f.app.AppKey, f.secret, "B-4", f.skuID, 0, 400)
-			deduct("no-such-app", f.secret, "B-5", f.skuID, 1, 401)
 		})
 
 		t.Run("login", func(t *testing.T) {
@@ -223,16 +234,17 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 			br := browser(t)
 			authorize := "/oauth/authorize?" + url.Values{"client_id": {f.app.AppKey}, "redirect_uri": {f.redirect}, "response_type": {"code"},
 				"scope": {"profile"}, "state": {"st-1"}}.Encode()
-			c.do(br, c.req("GET", authorize, ""), 302)
+			id := pendingID(t, c.do(br, c.req("GET", authorize, ""), 302).header.Get("Location"))
+			approve := "/oauth/approve?request_id=" + id
 			c.do(br, c.req("GET", "/oauth/authorize?client_id=nope&redirect_uri=x", ""), 400)
 			c.do(br, c.req("GET", "/oauth/authorize?client_id="+f.app.AppKey+"&redirect_uri=https://evil.example/cb", ""), 400)
-			c.do(br, c.req("GET", "/login?next=/oauth/approve", ""), 200)
-			c.do(browser(t), c.req("GET", "/oauth/approve", ""), 400)
+			c.do(br, c.req("GET", "/login?next="+url.QueryEscape(approve), ""), 200)
+			c.do(browser(t), c.req("GET", approve, ""), 400)
 			c.do(br, c.req("POST", "/login", url.Values{"username": {userName}, "password": {"wrong password"}}.Encode(), form...), 401)
 			c.do(br, c.req("POST", "/login", "username=x", append([]string{"Origin", "https://evil.example", "Sec-Fetch-Site", "cross-site"}, form...)...), 403)
-			c.do(br, c.req("POST", "/login", url.Values{"username": {userName}, "password": {userPassword}, "next": {"/oauth/approve"}}.Encode(), form...), 302)
-			c.do(br, c.req("GET", "/oauth/approve", ""), 200)
-			conf := c.do(br, c.req("POST", "/oauth/confirm", "approved=true", form...), 302)
+			c.do(br, c.req("POST", "/login", url.Values{"username": {userName}, "password": {userPassword}, "next": {approve}}.Encode(), form...), 302)
+			c.do(br, c.req("GET", approve, ""), 200)
+			conf := c.do(br, c.req("POST", "/oauth/confirm", "approved=true&request_id="+id, form...), 302)
 			loc, err := url.Parse(conf.header.Get("Location"))
 			if err != nil {
 				t.Fatal(err)
@@ -241,7 +253,7 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 			if code == "" {
 				t.Fatalf("no code in %s", loc)
 			}
-			c.do(browser(t), c.req("POST", "/oauth/confirm", "approved=true", form...), 400)
+			c.do(browser(t), c.req("POST", "/oauth/confirm", "approved=true&request_id="+id, form...), 400)
 
 			tokenForm := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "client_id": {f.app.AppKey},
 				"client_secret": {f.secret}, "redirect_uri": {f.redirect}}
@@ -253,8 +265,8 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 			c.do(nil, c.req("POST", "/oauth/token", `{"grant_type":"authorization_code","code":"nope","client_id":"`+f.app.AppKey+`","client_secret":"`+f.secret+`"}`, json...), 400)
 
 			// The reuse above revoked the first pair; run the flow again.
-			c.do(br, c.req("GET", authorize, ""), 302)
-			conf = c.do(br, c.req("POST", "/oauth/confirm", "approved=true", form...), 302)
+			id = pendingID(t, c.do(br, c.req("GET", authorize, ""), 302).header.Get("Location"))
+			conf = c.do(br, c.req("POST", "/oauth/confirm", "approved=true&request_id="+id, form...), 302)
 			loc, _ = url.Parse(conf.header.Get("Location"))
 			tokenForm.Set("code", loc.Query().Get("code"))
 			tok := c.do(nil, c.req("POST", "/oauth/token", tokenForm.Encode(), form...), 200).object(t)
@@ -275,8 +287,8 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 			in.Set("token", rotated["access_token"].(string))
 			c.do(nil, c.req("POST", "/oauth/revoke", in.Encode(), form...), 200)
 			c.do(nil, c.req("POST", "/oauth/revoke", "token=x", form...), 401)
-			denied := url.Values{"approved": {"false"}}
-			c.do(br, c.req("GET", authorize, ""), 302)
+			id = pendingID(t, c.do(br, c.req("GET", authorize, ""), 302).header.Get("Location"))
+			denied := url.Values{"approved": {"false"}, "request_id": {id}}
 			c.do(br, c.req("POST", "/oauth/confirm", denied.Encode(), form...), 302)
 		})
 		c.t = t

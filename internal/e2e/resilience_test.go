@@ -30,7 +30,7 @@ type privateRedis struct {
 	done chan struct{}
 }
 
-func startPrivateRedis(t *testing.T, port int, dir string) *privateRedis {
+func startPrivateRedis(t *testing.T, port int, dir string, args ...string) *privateRedis {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -47,7 +47,7 @@ func startPrivateRedis(t *testing.T, port int, dir string) *privateRedis {
 		port = l.Addr().(*net.TCPAddr).Port
 		l.Close()
 	}
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir)
+	cmd := exec.Command(bin, append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir}, args...)...)
 	cmd.Stdout, cmd.Stderr = nil, nil
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -329,7 +329,7 @@ func TestPostgresRestart(t *testing.T) {
 		t.Fatalf("ticket with the database down: HTTP %d after %v: %s", r.status, time.Since(t0), r.body)
 	}
 	if m := r.object(t); m["error"] == nil || m["message"] == nil {
-		t.Fatalf("ticket error not in the contract's shape: %s", r.body)
+		t.Fatalf("ticket error not in the documented shape: %s", r.body)
 	}
 	t0 = time.Now()
 	r = signed(f.other.AppKey, f.otherSec, "SO2001")

@@ -17,8 +17,10 @@ import (
 	"testing"
 	"time"
 
+	"gatehouse/internal/apikey"
 	"gatehouse/internal/config"
 	"gatehouse/internal/partner"
+	"gatehouse/internal/payment/paymenttest"
 	"gatehouse/internal/secret"
 	"gatehouse/internal/testenv"
 )
@@ -27,16 +29,20 @@ import (
 // end — partner apps created (service and GraphQL), signed calls (MD5,
 // HMAC, wrong signatures), secret and webhook-secret rotations, a paid
 // order's webhook delivered, users logging in (API, form, OAuth code flow,
-// refresh, logout), API keys created and used — and then reads the whole
+// refresh, logout), API keys created and used, admin mutations that carry
+// passwords or hand out keys (accepted and refused, all in the audit log) —
+// and then reads the whole
 // database (the SQLite files byte by byte; on Postgres every text, json and
 // bytea column) and the captured logs: none may hold any of the secrets,
 // keys, passwords or tokens handed out or sent.
 func TestSecretsNeverStoredOrLoggedInPlainText(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		bootstrap := "bootstrap-" + secret.RandomToken("", 24)
+		provider := paymenttest.New(t)
 		f := setup(t, b, func(c *config.Config) {
 			c.BootstrapAPIKey = bootstrap
 			c.WebhookAllowPrivate = true
+			c.PaymentURL, c.PaymentAPIKey, c.PaymentSecret = provider.URL, provider.APIKey, provider.Secret
 		})
 		ctx := context.Background()
 		secrets := map[string]string{ // what → value
@@ -44,6 +50,7 @@ func TestSecretsNeverStoredOrLoggedInPlainText(t *testing.T) {
 			"fixture user password": userPassword,
 			"app secret":            f.secret, "other app secret": f.otherSec, "slow app secret": f.slowSec,
 			"fixture webhook secret": f.webhookSecret,
+			"payment API key":        provider.APIKey, "payment secret": provider.Secret,
 		}
 		add := func(what, v string) {
 			t.Helper()
@@ -71,7 +78,7 @@ func TestSecretsNeverStoredOrLoggedInPlainText(t *testing.T) {
 		}
 
 		// API keys: created by the service and through GraphQL.
-		_, key, err := f.App.APIKeys.Create(ctx, "audit key")
+		_, key, err := f.App.APIKeys.Create(ctx, "audit key", apikey.RoleAdmin)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,8 +107,60 @@ func TestSecretsNeverStoredOrLoggedInPlainText(t *testing.T) {
 		add("GraphQL rotated webhook secret", d["rotateWebhookSecret"].(map[string]any)["webhookSecret"].(string))
 		d = gql(key, `mutation { createUser(input: {username: "bob-audit", password: "bob's long password", roles: ["ops"]}) { id } }`)
 		add("GraphQL user password", "bob's long password")
-		_ = d
+		bobID := d["createUser"].(map[string]any)["id"].(string)
+
+		// The admin mutations that carry a password or hand out a key, as
+		// an ADMIN key and refused (a READ_ONLY key, bad input): every one
+		// is in the audit log, and no value of theirs may be.
+		gqlCode := func(apiKey, query string) string {
+			t.Helper()
+			body, _ := json.Marshal(map[string]string{"query": query})
+			m := send(t, f.Client, newRequest(t, "POST", f.AdminURL+"/graphql", string(body), "Content-Type", "application/json", "X-API-Key", apiKey)).object(t)
+			errs, _ := m["errors"].([]any)
+			if len(errs) == 0 {
+				return ""
+			}
+			code, _ := errs[0].(map[string]any)["extensions"].(map[string]any)["code"].(string)
+			return code
+		}
+		d = gql(key, `mutation { createAPIKey(name: "viewer", role: READ_ONLY) { key } }`)
+		readOnly := d["createAPIKey"].(map[string]any)["key"].(string)
+		add("READ_ONLY API key", readOnly)
+		gql(key, `mutation { setUserPassword(id: "`+bobID+`", password: "bob's second long password") { id } }`)
+		add("GraphQL reset password", "bob's second long password")
+		if c := gqlCode(readOnly, `mutation { setUserPassword(id: "`+bobID+`", password: "refused password of a viewer") { id } }`); c != "FORBIDDEN" {
+			t.Fatalf("READ_ONLY setUserPassword: %q", c)
+		}
+		add("refused reset password", "refused password of a viewer")
+		if c := gqlCode(key, `mutation { createUser(input: {username: "bad name", password: "refused password of a bad name"}) { id } }`); c != "VALIDATION_FAILED" {
+			t.Fatalf("invalid createUser: %q", c)
+		}
+		add("refused user password", "refused password of a bad name")
+		if c := gqlCode(readOnly, `mutation { createAPIKey(name: "escalate") { key } }`); c != "FORBIDDEN" {
+			t.Fatalf("READ_ONLY createAPIKey: %q", c)
+		}
+		gql(key, `mutation { disableUser(id: "`+bobID+`") { id } }`)
+		var audited int
+		if err := f.App.DB.SQL.QueryRowContext(ctx, `SELECT count(*) FROM audit_events WHERE outcome = 'REFUSED'`).Scan(&audited); err != nil || audited < 3 {
+			t.Fatalf("refused mutations in the audit log: %d, %v", audited, err)
+		}
 		gql(key, `mutation { payOrder(orderNo: "SO-HOOK-1") { status } }`)
+		// A refund through the payment provider (signed with the payment
+		// secret), then one the provider refuses.
+		gql(key, `mutation { refundOrder(orderNo: "SO-HOOK-1", reason: "audit") { status } }`)
+		if _, err := f.App.Orders.Create(ctx, orderInput(hook.ID, "SO-HOOK-2")); err != nil {
+			t.Fatal(err)
+		}
+		gql(key, `mutation { payOrder(orderNo: "SO-HOOK-2") { status } }`)
+		provider.Script(401)
+		refused := send(t, f.Client, newRequest(t, "POST", f.AdminURL+"/graphql", `{"query":"mutation { refundOrder(orderNo: \"SO-HOOK-2\") { status } }"}`,
+			"Content-Type", "application/json", "X-API-Key", key))
+		if !strings.Contains(string(refused.body), `"code":"PAYMENT_FAILED"`) {
+			t.Fatalf("refused refund: %s", refused.body)
+		}
+		for i, c := range provider.Calls() {
+			add("payment signature "+strconv.Itoa(i), c.Signature)
+		}
 
 		// Rotations through the service.
 		_, rotated, err := f.App.Partners.RotateSecret(ctx, f.app.ID)
@@ -144,9 +203,9 @@ func TestSecretsNeverStoredOrLoggedInPlainText(t *testing.T) {
 
 		br := browser(t)
 		authorize := f.PublicURL + "/oauth/authorize?" + url.Values{"client_id": {f.app.AppKey}, "redirect_uri": {f.redirect}, "response_type": {"code"}, "scope": {"profile"}, "state": {"s"}}.Encode()
-		send(t, br, newRequest(t, "GET", authorize, ""))
+		id := pendingID(t, send(t, br, newRequest(t, "GET", authorize, "")).header.Get("Location"))
 		send(t, br, newRequest(t, "POST", f.PublicURL+"/login", url.Values{"username": {userName}, "password": {userPassword}}.Encode(), form...))
-		conf := send(t, br, newRequest(t, "POST", f.PublicURL+"/oauth/confirm", "approved=true", form...))
+		conf := send(t, br, newRequest(t, "POST", f.PublicURL+"/oauth/confirm", "approved=true&request_id="+id, form...))
 		loc, err := url.Parse(conf.header.Get("Location"))
 		if err != nil || loc.Query().Get("code") == "" {
 			t.Fatalf("no code: %d %v", conf.status, conf.header)

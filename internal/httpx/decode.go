@@ -62,6 +62,9 @@ func DecodeObject(r *http.Request) (map[string]json.RawMessage, *DecodeError) {
 	if !utf8.Valid(raw) {
 		return nil, &DecodeError{Status: http.StatusBadRequest, Code: "invalid_json", Msg: "request body is not valid UTF-8"}
 	}
+	if jsonHasNUL(raw) {
+		return nil, &DecodeError{Status: http.StatusBadRequest, Code: "validation_failed", Msg: MsgNUL}
+	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
 		return nil, &DecodeError{Status: http.StatusBadRequest, Code: "validation_failed", Msg: "request body must be a JSON object"}

@@ -106,7 +106,7 @@ func Logger(log *slog.Logger, listener string) func(http.Handler) http.Handler {
 				slog.Int64("bytes", rec.bytes),
 				slog.Float64("duration_ms", float64(d.Microseconds())/1000),
 				slog.String("request_id", GetRequestID(r.Context())),
-				slog.String("remote", r.RemoteAddr),
+				slog.String("remote", ClientAddr(r)),
 			)
 		})
 	}

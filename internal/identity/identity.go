@@ -1,5 +1,5 @@
 // Package identity is about the people who sign in: user accounts and
-// their passwords (Users), the signed user tokens of scheme 3 (JWT, with a
+// their passwords (Users), the signed user tokens (JWT, with a
 // deny-list for logged-out tokens), and the throttling of failed logins.
 //
 // users.go (the admin side) declares Users and creates users; this

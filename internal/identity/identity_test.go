@@ -6,8 +6,8 @@ import (
 	"crypto/rsa"
 	"encoding/base64"
 	"errors"
-	"gatehouse/internal/store/storetest"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,12 +18,18 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"gatehouse/ent"
+	"gatehouse/internal/errs"
 	"gatehouse/internal/identity"
 	"gatehouse/internal/kv"
 	"gatehouse/internal/secret"
 	"gatehouse/internal/store"
+	"gatehouse/internal/store/storetest"
 	"gatehouse/internal/testenv"
 )
+
+// defaultTokenTTL is the lifetime of a signed user token by default
+// (GATEHOUSE_JWT_TTL): 7 200 000 ms.
+const defaultTokenTTL = 7_200_000 * time.Millisecond
 
 func TestMain(m *testing.M) {
 	// The algorithm is the same at the production cost; only slower.
@@ -112,7 +118,7 @@ func testKey() []byte { return []byte("0123456789abcdef0123456789abcdef-test") }
 func TestTokenRoundTrip(t *testing.T) {
 	store := kvMemory(t)
 	clock := newFakeClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
-	ts, err := identity.NewTokenService(testKey(), identity.DefaultTokenTTL, store, identity.WithTokenClock(clock.now))
+	ts, err := identity.NewTokenService(testKey(), defaultTokenTTL, store, identity.WithTokenClock(clock.now))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +164,7 @@ func TestTokenRoundTrip(t *testing.T) {
 	}
 
 	// Valid until exp, refused from exp on.
-	clock.add(identity.DefaultTokenTTL - time.Second)
+	clock.add(defaultTokenTTL - time.Second)
 	if _, err := ts.Verify(context.Background(), raw); err != nil {
 		t.Fatalf("one second before exp: %v", err)
 	}
@@ -275,8 +281,8 @@ func TestTokenRevoke(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		_, store := backend(t, b)
 		ctx := context.Background()
-		ts1, _ := identity.NewTokenService(testKey(), identity.DefaultTokenTTL, store)
-		ts2, _ := identity.NewTokenService(testKey(), identity.DefaultTokenTTL, store)
+		ts1, _ := identity.NewTokenService(testKey(), defaultTokenTTL, store)
+		ts2, _ := identity.NewTokenService(testKey(), defaultTokenTTL, store)
 		raw, _, _ := ts1.Issue(&ent.User{ID: 1, Username: "alice"})
 		other, _, _ := ts1.Issue(&ent.User{ID: 1, Username: "alice"})
 		c, err := ts2.Verify(ctx, raw)
@@ -329,27 +335,29 @@ func TestTokenVerifyStoreDown(t *testing.T) {
 	ts, _ := identity.NewTokenService(testKey(), time.Hour, store)
 	raw, _, _ := ts.Issue(&ent.User{ID: 1, Username: "alice"})
 	store.Close()
-	if _, err := ts.Verify(context.Background(), raw); !errors.Is(err, kv.ErrUnavailable) {
-		t.Fatalf("store down: %v, want kv.ErrUnavailable", err)
+	if _, err := ts.Verify(context.Background(), raw); !errors.Is(err, errs.Unavailable) {
+		t.Fatalf("store down: %v, want errs.Unavailable", err)
 	}
 }
 
-// TestLoginThrottle: of many concurrent attempts for one username exactly
-// the limit go ahead; other usernames are unaffected; a success clears the
-// count; the window ends.
+// TestLoginThrottle: of many concurrent attempts for one (username,
+// address) exactly the pair's limit go ahead; the same username from
+// another address, and other usernames, are unaffected; many addresses
+// together hit the username's cap, which then refuses every address; a
+// success takes its attempt back; the window ends.
 func TestLoginThrottle(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		clock := newFakeClock(time.Now())
 		_, store := backend(t, b, kv.WithClock(clock.now))
 		ctx := context.Background()
-		th := identity.NewLoginThrottle(store, 5, time.Minute)
+		th := identity.NewLoginThrottle(store, 5, 12, time.Minute)
 		var allowed atomic.Int32
 		var wg sync.WaitGroup
 		for range 20 {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				ok, err := th.Attempt(ctx, "alice")
+				ok, err := th.Attempt(ctx, "alice", "192.0.2.1")
 				if err != nil {
 					t.Error(err)
 				}
@@ -362,20 +370,49 @@ func TestLoginThrottle(t *testing.T) {
 		if n := allowed.Load(); n != 5 {
 			t.Fatalf("%d of 20 concurrent attempts allowed, want 5", n)
 		}
-		if ok, _ := th.Attempt(ctx, "bob"); !ok {
+		// The 15 refused attempts of that address did not count for alice:
+		// another address still has its own 5.
+		for i := range 5 {
+			if ok, _ := th.Attempt(ctx, "alice", "198.51.100.7"); !ok {
+				t.Fatalf("attempt %d of alice from another address refused", i+1)
+			}
+		}
+		if ok, _ := th.Attempt(ctx, "bob", "192.0.2.1"); !ok {
 			t.Fatal("another username is throttled")
 		}
-		if err := th.Succeeded(ctx, "bob"); err != nil {
+		if err := th.Succeeded(ctx, "bob", "192.0.2.1"); err != nil {
 			t.Fatal(err)
 		}
 		for range 5 {
-			if ok, _ := th.Attempt(ctx, "bob"); !ok {
+			if ok, _ := th.Attempt(ctx, "bob", "192.0.2.1"); !ok {
 				t.Fatal("the count of bob was not cleared by his success")
 			}
 		}
+		// alice has 10 failures; 2 more from a third address reach the cap
+		// of 12, after which every address is refused, a fresh one too.
+		for i := range 2 {
+			if ok, _ := th.Attempt(ctx, "alice", "203.0.113.9"); !ok {
+				t.Fatalf("attempt %d under the username cap refused", i+1)
+			}
+		}
+		if ok, _ := th.Attempt(ctx, "alice", "203.0.113.10"); ok {
+			t.Fatal("the username cap did not refuse a fresh address")
+		}
+		// IPv6 addresses of one /64 count as one address.
+		for i := range 5 {
+			if ok, _ := th.Attempt(ctx, "dave", "2001:db8:1:2::"+strconv.Itoa(i+1)); !ok {
+				t.Fatalf("attempt %d from the /64 refused", i+1)
+			}
+		}
+		if ok, _ := th.Attempt(ctx, "dave", "2001:db8:1:2:ffff::9"); ok {
+			t.Fatal("another address of the same /64 got a fresh budget")
+		}
+		if ok, _ := th.Attempt(ctx, "dave", "2001:db8:1:3::1"); !ok {
+			t.Fatal("another /64 is throttled")
+		}
 		if b.Embedded() { // the Redis store keeps its own time
 			clock.add(time.Minute)
-			if ok, _ := th.Attempt(ctx, "alice"); !ok {
+			if ok, _ := th.Attempt(ctx, "alice", "192.0.2.1"); !ok {
 				t.Fatal("still throttled after the window")
 			}
 		}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -14,9 +16,6 @@ import (
 	"gatehouse/internal/secret"
 )
 
-// DefaultTokenTTL is the lifetime of a signed user token: 7 200 000 ms.
-const DefaultTokenTTL = 7_200_000 * time.Millisecond
-
 // MinSigningKeyLen is the shortest HS256 key accepted (256 bits).
 const MinSigningKeyLen = 32
 
@@ -25,6 +24,10 @@ const maxTokenLen = 4096
 
 // denyPrefix starts the deny-list keys in the shared store.
 const denyPrefix = "jwt:deny:"
+
+// revokedPrefix starts the per-user revocation marks: the value is the
+// unix millisecond at or before which the user's tokens were issued in vain.
+const revokedPrefix = "jwt:user-revoked:"
 
 // ErrInvalidToken is returned by Verify for a token that is malformed,
 // not signed with HS256 by our key, expired, or logged out.
@@ -102,7 +105,7 @@ func (s *TokenService) Issue(u *ent.User) (string, *Claims, error) {
 			Subject:   strconv.Itoa(u.ID),
 			IssuedAt:  jwt.NewNumericDate(now),
 			ExpiresAt: jwt.NewNumericDate(now.Add(s.ttl)),
-			ID:        secret.RandomToken("", 16),
+			ID:        newJTI(now),
 		},
 	}
 	signed, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(s.key)
@@ -114,7 +117,7 @@ func (s *TokenService) Issue(u *ent.User) (string, *Claims, error) {
 
 // Verify checks a token's algorithm (HS256 only), signature, expiry and
 // required claims, then the deny-list. It returns ErrInvalidToken for any
-// token that must be refused, and an error wrapping kv.ErrUnavailable when
+// token that must be refused, and an error wrapping errs.Unavailable when
 // the deny-list cannot be read (the token is then not accepted either).
 func (s *TokenService) Verify(ctx context.Context, raw string) (*Claims, error) {
 	if raw == "" || len(raw) > maxTokenLen {
@@ -138,7 +141,55 @@ func (s *TokenService) Verify(ctx context.Context, raw string) (*Claims, error) 
 	if denied {
 		return nil, fmt.Errorf("%w: logged out", ErrInvalidToken)
 	}
+	mark, revoked, err := s.store.Get(ctx, revokedPrefix+c.Subject)
+	if err != nil {
+		return nil, fmt.Errorf("identity: read revocations: %w", err)
+	}
+	if revoked && issuedAtMillis(c) <= parseMillis(mark) {
+		return nil, fmt.Errorf("%w: revoked", ErrInvalidToken)
+	}
 	return c, nil
+}
+
+// RevokeUser refuses, on every replica sharing the store, every token of
+// user id issued up to now (Users.Disable, Users.SetPassword). The mark
+// outlives them: a token lives at most TTL.
+func (s *TokenService) RevokeUser(ctx context.Context, id int) error {
+	now := s.now()
+	mark := strconv.AppendInt(nil, now.UnixMilli(), 10)
+	if err := s.store.Set(ctx, revokedPrefix+strconv.Itoa(id), mark, s.ttl+time.Second); err != nil {
+		return fmt.Errorf("identity: write the revocation of user %d: %w", id, err)
+	}
+	return nil
+}
+
+// newJTI returns a token id that also says when, to the millisecond, the
+// token was issued ("<unix ms, base 36>.<random>"): iat has whole seconds
+// only, and a user disabled and enabled again within one second must not
+// lose the token they sign in with right after.
+func newJTI(now time.Time) string {
+	return strconv.FormatInt(now.UnixMilli(), 36) + "." + secret.RandomToken("", 16)
+}
+
+// issuedAtMillis is when c was issued, in unix milliseconds: from its jti
+// when it carries one (newJTI), else the start of its iat second (a
+// token from an earlier release: refused whenever it might be older than
+// a revocation).
+func issuedAtMillis(c *Claims) int64 {
+	if ms, _, ok := strings.Cut(c.ID, "."); ok {
+		if v, err := strconv.ParseInt(ms, 36, 64); err == nil {
+			return v
+		}
+	}
+	return c.IssuedAt.Unix() * 1000
+}
+
+func parseMillis(b []byte) int64 {
+	v, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		return math.MaxInt64 // unreadable mark: refuse rather than accept
+	}
+	return v
 }
 
 // Revoke puts the token with claims c on the deny-list until it expires,

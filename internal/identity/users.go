@@ -2,29 +2,17 @@ package identity
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
 	"gatehouse/ent"
+	"gatehouse/internal/errs"
 	"gatehouse/internal/secret"
 )
 
-// ErrConflict: the username is taken.
-var ErrConflict = errors.New("username already exists")
-
-// ValidationError is an input that breaks a rule, with a message fit for
-// the caller. Field names the input field (GraphQL spelling).
-type ValidationError struct {
-	Field string
-	Msg   string
-}
-
-func (e *ValidationError) Error() string { return e.Field + ": " + e.Msg }
-
-func invalidUser(field, format string, args ...any) error {
-	return &ValidationError{Field: field, Msg: fmt.Sprintf(format, args...)}
-}
+// ErrConflict: the username is taken. Bad input is an errs.Validation
+// error naming the field (GraphQL spelling).
+var ErrConflict = errs.New(errs.Conflict, "username already exists")
 
 // Limits of user fields.
 const (
@@ -50,13 +38,32 @@ type NewUser struct {
 	Roles    []string
 }
 
+// ErrNotFound: no user has that id.
+var ErrNotFound = errs.New(errs.NotFound, "user not found")
+
 // Users manages the people who sign in (JWT login, OAuth approval).
 type Users struct {
 	client *ent.Client
+	// tokens refuses signed tokens issued before a revocation; nil in
+	// tools that only create users (the CLI).
+	tokens *TokenService
 }
 
+// UsersOption configures Users.
+type UsersOption func(*Users)
+
+// WithTokens lets Users revoke the signed tokens of a user it disables
+// or gives a new password (see [Users.Disable]).
+func WithTokens(ts *TokenService) UsersOption { return func(u *Users) { u.tokens = ts } }
+
 // NewUsers returns the user service over client.
-func NewUsers(client *ent.Client) *Users { return &Users{client: client} }
+func NewUsers(client *ent.Client, opts ...UsersOption) *Users {
+	u := &Users{client: client}
+	for _, o := range opts {
+		o(u)
+	}
+	return u
+}
 
 // Create validates and stores an enabled user with a bcrypt hash of the
 // password (never the password). A taken username is ErrConflict;
@@ -94,11 +101,11 @@ func (u *Users) Create(ctx context.Context, in NewUser) (*ent.User, error) {
 // ValidateUsername checks the username rule: 1–64 of [A-Za-z0-9._-].
 func ValidateUsername(name string) error {
 	if name == "" || len(name) > MaxUsernameLen {
-		return invalidUser("username", "must be 1 to %d characters", MaxUsernameLen)
+		return errs.Invalid("username", "must be 1 to %d characters", MaxUsernameLen)
 	}
 	for i := 0; i < len(name); i++ {
 		if !usernameChar(name[i]) {
-			return invalidUser("username", "may only hold letters, digits, '.', '_' and '-'")
+			return errs.Invalid("username", "may only hold letters, digits, '.', '_' and '-'")
 		}
 	}
 	return nil
@@ -107,7 +114,7 @@ func ValidateUsername(name string) error {
 // ValidatePassword checks the password rule: 8–72 bytes (bcrypt's limit).
 func ValidatePassword(pw string) error {
 	if len(pw) < MinPasswordLen || len(pw) > MaxPasswordLen {
-		return invalidUser("password", "must be %d to %d bytes", MinPasswordLen, MaxPasswordLen)
+		return errs.Invalid("password", "must be %d to %d bytes", MinPasswordLen, MaxPasswordLen)
 	}
 	return nil
 }
@@ -116,16 +123,16 @@ func ValidatePassword(pw string) error {
 // and drops duplicates, keeping the first order.
 func normalizeRoles(in []string) ([]string, error) {
 	if len(in) > MaxRoles {
-		return nil, invalidUser("roles", "at most %d", MaxRoles)
+		return nil, errs.Invalid("roles", "at most %d", MaxRoles)
 	}
 	out := make([]string, 0, len(in))
 	for _, r := range in {
 		if r == "" || len(r) > MaxRoleLen {
-			return nil, invalidUser("roles", "each must be 1 to %d characters", MaxRoleLen)
+			return nil, errs.Invalid("roles", "each must be 1 to %d characters", MaxRoleLen)
 		}
 		for i := 0; i < len(r); i++ {
 			if !usernameChar(r[i]) && r[i] != ':' {
-				return nil, invalidUser("roles", "%q may only hold letters, digits, '.', '_', ':' and '-'", r)
+				return nil, errs.Invalid("roles", "%q may only hold letters, digits, '.', '_', ':' and '-'", r)
 			}
 		}
 		if !slices.Contains(out, r) {

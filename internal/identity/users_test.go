@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"gatehouse/internal/errs"
 	"gatehouse/internal/identity"
 	"gatehouse/internal/secret"
 	"gatehouse/internal/store"
@@ -78,10 +79,9 @@ func TestCreateUserRules(t *testing.T) {
 		}
 		for _, c := range bad {
 			_, err := users.Create(ctx, c.in)
-			var ve *identity.ValidationError
-			if !errors.As(err, &ve) || ve.Field != c.field {
+			if errs.KindOf(err) != errs.Validation || errs.Field(err) != c.field {
 				t.Errorf("%s: %v, want a validation error on %s", c.name, err, c.field)
-			} else if c.in.Password != "" && strings.Contains(ve.Error(), c.in.Password) {
+			} else if c.in.Password != "" && strings.Contains(err.Error(), c.in.Password) {
 				t.Errorf("%s: the message repeats the password", c.name)
 			}
 		}

@@ -3,15 +3,16 @@ package inventory
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"time"
+
+	"gatehouse/internal/errs"
+	"gatehouse/internal/store"
 )
 
-// Statuses of an idempotency record (the seed's table).
+// Statuses of an idempotency record (0 processing, 1 success, 2 failure).
 const (
 	StatusProcessing = 0
 	StatusSucceeded  = 1
@@ -47,33 +48,36 @@ type record struct {
 // writer rolled back); the request starts over.
 var errVanished = errors.New("idempotency record vanished")
 
-// failureWriteTimeout bounds the separate write of a failed record after a
-// rolled-back transaction.
-const failureWriteTimeout = 5 * time.Second
-
 // Deduct deducts in.Quantity from SKU in.SkuID once per in.BizNo, for the
 // app appKey (the authenticated caller). in normally comes from
-// ParseDeduct; it is validated again (*ValidationError, nothing recorded).
+// ParseDeduct; it is validated again (a validation error, nothing recorded).
 //
 // A new biz_no: the record (0) is inserted, the stock decremented only if
 // enough remains, and the record marked 1 with the result stored, all in
 // one transaction. Business failures commit the record as 2 and return
-// ErrInsufficientStock or ErrNotFound (unknown SKU). Any other error rolls
-// the stock change back and leaves the record failed (2); it wraps
-// ErrUnavailable when the database did not answer.
+// ErrInsufficientStock or an unknown-SKU error (errors.Is ErrNotFound). An
+// unexpected error raised by the business logic itself rolls the stock
+// change back and commits the record as failed (2).
+//
+// A dependency failure before the outcome is committed (the database does
+// not answer, the request's deadline passes, the client hangs up, a lock
+// wait times out, the commit fails) rolls the whole transaction back: no
+// record, no deduction. It wraps errs.Unavailable (503), and the same
+// biz_no retried later runs anew. A record in status 0 therefore never
+// outlives the request that wrote it.
 //
 // A biz_no seen before (including by a concurrent request, which waits for
 // the first to commit): ErrForbidden if another app used it,
 // ErrParamsMismatch if its SKU or quantity differ, ErrBusinessFailed if it
 // failed, else its stored result with Replayed set. Nothing is deducted.
 //
-// The database work is not cancelled with ctx: a caller that hangs up
-// never leaves a deduction half-done.
+// The database work runs under ctx (the request's deadline and
+// connection), bounded further by the service's work timeout.
 func (s *Service) Deduct(ctx context.Context, appKey string, in DeductInput) (Result, error) {
 	if err := in.validate(); err != nil {
 		return Result{}, err
 	}
-	work, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.workTimeout)
+	work, cancel := context.WithTimeout(ctx, s.workTimeout)
 	defer cancel()
 	for tries := 1; ; tries++ {
 		res, existing, err := s.attempt(work, appKey, in)
@@ -104,7 +108,7 @@ func (s *Service) attempt(ctx context.Context, appKey string, in DeductInput) (R
 		return Result{}, nil, fmt.Errorf("deduct: begin: %w", err)
 	}
 	var id int64
-	err = tx.QueryRowContext(ctx, s.q.insertRecord, in.BizNo, appKey, APIPath, in.snapshot(), now, now).Scan(&id)
+	err = tx.QueryRowContext(ctx, s.q.insertRecord, in.BizNo, appKey, in.apiPath(), in.snapshot(), now, now).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) { // the biz_no exists
 		rec, err := readRecord(ctx, tx, s.q.selectRecord, in.BizNo)
 		_ = tx.Rollback() // nothing was written
@@ -118,23 +122,35 @@ func (s *Service) attempt(ctx context.Context, appKey string, in DeductInput) (R
 		return Result{}, nil, fmt.Errorf("deduct: insert record: %w", err)
 	}
 
-	// The record exists in this transaction: from here every outcome
-	// leaves it 1 or 2.
+	// The record exists in this transaction: it commits as 1 or 2 with
+	// the outcome, or not at all.
 	d, bizErr, workErr := s.work(ctx, tx, id, in, now)
 	if workErr != nil {
-		// An unexpected failure of the business work: undo the work (back
-		// to the savepoint), keep the record, fail it, and commit that, so
-		// that requests waiting for this biz_no see the failure.
+		if dependencyFailure(ctx, workErr) {
+			// Nothing was decided: nothing of this request remains, and a
+			// retry with the same biz_no runs anew.
+			_ = tx.Rollback()
+			return Result{}, nil, unavailable(workErr)
+		}
+		// The business logic itself failed: undo the work (back to the
+		// savepoint), keep the record, fail it, and commit that, so that
+		// requests waiting for this biz_no see the failure.
 		if err := s.failInTx(ctx, tx, id, now); err != nil {
-			return Result{}, nil, s.abort(tx, appKey, in, fmt.Errorf("%w; undoing it: %w", workErr, err))
+			_ = tx.Rollback()
+			return Result{}, nil, unavailable(fmt.Errorf("%w; recording the failure: %w", workErr, err))
 		}
 		if err := s.commit(tx, in.BizNo); err != nil {
-			return Result{}, nil, s.abort(tx, appKey, in, fmt.Errorf("%w; committing the failed record: %w", workErr, err))
+			_ = tx.Rollback()
+			return Result{}, nil, fmt.Errorf("%w (after %w)", err, workErr)
 		}
 		return Result{}, nil, workErr
 	}
 	if err := s.commit(tx, in.BizNo); err != nil {
-		return Result{}, nil, s.abort(tx, appKey, in, err)
+		// Rolled back, or (if the commit did happen after all) the record
+		// says 1 and a retry gets the stored result: either way, retrying
+		// the same biz_no is safe.
+		_ = tx.Rollback()
+		return Result{}, nil, err
 	}
 	if bizErr != nil {
 		return Result{}, nil, bizErr
@@ -156,7 +172,7 @@ func (s *Service) work(ctx context.Context, tx *sql.Tx, id int64, in DeductInput
 		var one int
 		switch err := tx.QueryRowContext(ctx, s.q.skuExists, in.SkuID).Scan(&one); {
 		case errors.Is(err, sql.ErrNoRows):
-			bizErr = ErrNotFound
+			bizErr = errUnknownSKU
 		case err != nil:
 			return d, nil, fmt.Errorf("deduct: look up sku: %w", err)
 		default:
@@ -200,28 +216,28 @@ func (s *Service) failInTx(ctx context.Context, tx *sql.Tx, id int64, now time.T
 }
 
 func (s *Service) commit(tx *sql.Tx, bizNo string) error {
-	if err := s.fault(func(f *Faults) func(string) error { return f.BeforeCommit }, bizNo); err != nil {
-		return err
+	err := s.fault(func(f *Faults) func(string) error { return f.BeforeCommit }, bizNo)
+	if err == nil {
+		err = tx.Commit()
 	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("deduct: commit: %w", err)
+	if err != nil {
+		return fmt.Errorf("%w: deduct: commit: %w", errs.Unavailable, err)
 	}
 	return nil
 }
 
-// abort rolls the whole transaction back (nothing of it remains: no
-// deduction, no record) and then writes the failed record on its own. An
-// existing record is kept: if the commit did happen after all, the record
-// says 1 and a retry gets the stored result.
-func (s *Service) abort(tx *sql.Tx, appKey string, in DeductInput, cause error) error {
-	_ = tx.Rollback() // a transaction that failed to commit is over already
-	ctx, cancel := context.WithTimeout(context.Background(), failureWriteTimeout)
-	defer cancel()
-	now := s.now()
-	if _, err := s.db.SQL.ExecContext(ctx, s.q.insertFailed, in.BizNo, appKey, APIPath, in.snapshot(), now, now); err != nil {
-		return fmt.Errorf("%w; recording the failure: %w", cause, err)
+// dependencyFailure tells a failure of the database (or of the request
+// that carries the work) from one of the business logic.
+func dependencyFailure(ctx context.Context, err error) bool {
+	return ctx.Err() != nil || errs.KindOf(err) == errs.Unavailable || store.IsUnavailable(err)
+}
+
+// unavailable marks err as a dependency failure (503, retry later).
+func unavailable(err error) error {
+	if errs.KindOf(err) == errs.Unavailable {
+		return err
 	}
-	return cause
+	return fmt.Errorf("%w: %w", errs.Unavailable, err)
 }
 
 // repeat answers a request whose biz_no has a record.
@@ -314,11 +330,5 @@ func readRecord(ctx context.Context, db queryRower, query, bizNo string) (*recor
 }
 
 // classify marks errors that mean "the database did not answer" with
-// ErrUnavailable (the REST layer answers 503 instead of 500).
-func classify(err error) error {
-	var ne net.Error
-	if errors.Is(err, driver.ErrBadConn) || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) {
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
-	}
-	return err
-}
+// errs.Unavailable (the REST layer answers 503 instead of 500).
+func classify(err error) error { return store.Classify(err) }

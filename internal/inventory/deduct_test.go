@@ -16,6 +16,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver
 
 	"gatehouse/ent"
+	"gatehouse/internal/errs"
 	"gatehouse/internal/inventory"
 	"gatehouse/internal/store"
 	"gatehouse/internal/testenv"
@@ -167,8 +168,7 @@ func TestDeductValidatesBeforeRecording(t *testing.T) {
 			in("B", s.ID, 0),
 			in("B", s.ID, inventory.MaxQuantity+1),
 		} {
-			var ve *inventory.ValidationError
-			if _, err := svc.Deduct(context.Background(), appA, bad); !errors.As(err, &ve) {
+			if _, err := svc.Deduct(context.Background(), appA, bad); errs.KindOf(err) != errs.Validation {
 				t.Fatalf("%+v: %v, want a validation error", bad, err)
 			}
 		}
@@ -181,19 +181,23 @@ func TestDeductValidatesBeforeRecording(t *testing.T) {
 	})
 }
 
-// A caller that hangs up does not stop a deduction halfway.
-func TestDeductIgnoresCallerCancellation(t *testing.T) {
+// A caller that hung up (or whose deadline passed) gets nothing done: the
+// work runs under its context, and a cancelled deduction leaves no record
+// and no deduction, so the same biz_no can run again.
+func TestDeductCancelledLeavesNothing(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		svc, db := newService(t, b)
 		s := mustSku(t, svc, 10)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		res, err := svc.Deduct(ctx, appA, in("C-1", s.ID, 4))
-		if err != nil || res.RemainingStock != 6 {
-			t.Fatalf("Deduct with a cancelled context = %+v, %v", res, err)
+		if _, err := svc.Deduct(ctx, appA, in("C-1", s.ID, 4)); !errors.Is(err, errs.Unavailable) {
+			t.Fatalf("Deduct with a cancelled context = %v, want a dependency failure", err)
 		}
-		if rec := recordOf(t, db, "C-1"); rec.Status != inventory.StatusSucceeded {
-			t.Fatalf("record = %+v", rec)
+		if rec := recordOf(t, db, "C-1"); rec != nil || stockOf(t, db, s.ID) != 10 {
+			t.Fatalf("record %+v, stock %d after a cancelled deduction", rec, stockOf(t, db, s.ID))
+		}
+		if res, err := svc.Deduct(context.Background(), appA, in("C-1", s.ID, 4)); err != nil || res.RemainingStock != 6 {
+			t.Fatalf("retry = %+v, %v", res, err)
 		}
 	})
 }
@@ -211,7 +215,7 @@ func TestDeductFaultAfterDecrement(t *testing.T) {
 			return boom
 		}})
 		_, err := svc.Deduct(ctx, appA, in("F-1", s.ID, 4))
-		if !errors.Is(err, boom) || errors.Is(err, inventory.ErrUnavailable) {
+		if !errors.Is(err, boom) || errors.Is(err, errs.Unavailable) {
 			t.Fatalf("Deduct = %v, want the injected fault", err)
 		}
 		if b.Embedded() {
@@ -237,8 +241,9 @@ func TestDeductFaultAfterDecrement(t *testing.T) {
 	})
 }
 
-// A failing commit: the whole transaction is gone, the failed record is
-// written on its own.
+// A failing commit: the whole transaction is gone and nothing is
+// recorded (the outcome was not committed: a dependency failure, 503);
+// the same biz_no retried later runs anew and succeeds.
 func TestDeductFaultAtCommit(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		svc, db := newService(t, b)
@@ -250,20 +255,78 @@ func TestDeductFaultAtCommit(t *testing.T) {
 			biz string
 			q   int64
 		}{{"K-ok", 4}, {"K-short", 400}} {
-			if _, err := svc.Deduct(ctx, appA, in(c.biz, s.ID, c.q)); !errors.Is(err, boom) {
-				t.Fatalf("%s: %v, want the injected fault", c.biz, err)
+			if _, err := svc.Deduct(ctx, appA, in(c.biz, s.ID, c.q)); !errors.Is(err, boom) || !errors.Is(err, errs.Unavailable) {
+				t.Fatalf("%s: %v, want the injected fault as a dependency failure", c.biz, err)
 			}
-			rec := recordOf(t, db, c.biz)
-			if rec == nil || rec.Status != inventory.StatusFailed {
-				t.Fatalf("%s: record = %+v, want status 2", c.biz, rec)
+			if rec := recordOf(t, db, c.biz); rec != nil {
+				t.Fatalf("%s: record = %+v, want none", c.biz, rec)
 			}
 		}
 		if got := stockOf(t, db, s.ID); got != 10 {
 			t.Fatalf("stock %d, want 10", got)
 		}
 		svc.SetFaults(inventory.Faults{})
-		if _, err := svc.Deduct(ctx, appA, in("K-ok", s.ID, 4)); !errors.Is(err, inventory.ErrBusinessFailed) {
-			t.Fatalf("repeat: %v", err)
+		if res, err := svc.Deduct(ctx, appA, in("K-ok", s.ID, 4)); err != nil || res.Replayed || res.RemainingStock != 6 {
+			t.Fatalf("retry: %+v, %v", res, err)
+		}
+	})
+}
+
+// TestDeductDependencyFailureRecordsNothing: the SKU row is locked by
+// another transaction past the request's deadline. The deduction answers
+// a dependency failure (503 to the partner) and leaves no record and no
+// deduction behind; once the lock is gone, the same biz_no succeeds. A
+// dependency failure reported from inside the business work is treated
+// the same way.
+func TestDeductDependencyFailureRecordsNothing(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		svc, db := newService(t, b)
+		s := mustSku(t, svc, 10)
+		locker, err := db.SQL.BeginTx(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lock := "SELECT stock FROM skus WHERE id = $1 FOR UPDATE"
+		if b.Embedded() {
+			// SQLite locks the whole database for the one writer.
+			lock = "UPDATE skus SET stock = stock WHERE id = ? RETURNING stock"
+		}
+		var stock int64
+		if err := locker.QueryRowContext(context.Background(), lock, s.ID).Scan(&stock); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		_, err = svc.Deduct(ctx, appA, in("LOCKED-1", s.ID, 4))
+		cancel()
+		if !errors.Is(err, errs.Unavailable) {
+			t.Fatalf("Deduct past the deadline = %v, want a dependency failure", err)
+		}
+		if err := locker.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		if rec := recordOf(t, db, "LOCKED-1"); rec != nil {
+			t.Fatalf("record = %+v after a dependency failure, want none", rec)
+		}
+		res, err := svc.Deduct(context.Background(), appA, in("LOCKED-1", s.ID, 4))
+		if err != nil || res.Replayed || res.RemainingStock != 6 || stockOf(t, db, s.ID) != 6 {
+			t.Fatalf("retry after the lock: %+v, %v (stock %d)", res, err, stockOf(t, db, s.ID))
+		}
+		if rec := recordOf(t, db, "LOCKED-1"); rec == nil || rec.Status != inventory.StatusSucceeded {
+			t.Fatalf("record = %+v, want status 1", rec)
+		}
+
+		svc.SetFaults(inventory.Faults{AfterDecrement: func(string) error {
+			return fmt.Errorf("%w: connection lost", errs.Unavailable)
+		}})
+		if _, err := svc.Deduct(context.Background(), appA, in("DEP-1", s.ID, 1)); !errors.Is(err, errs.Unavailable) {
+			t.Fatalf("dependency failure in the work: %v", err)
+		}
+		svc.SetFaults(inventory.Faults{})
+		if rec := recordOf(t, db, "DEP-1"); rec != nil || stockOf(t, db, s.ID) != 6 {
+			t.Fatalf("record %+v, stock %d after a dependency failure", rec, stockOf(t, db, s.ID))
+		}
+		if res, err := svc.Deduct(context.Background(), appA, in("DEP-1", s.ID, 1)); err != nil || res.RemainingStock != 5 {
+			t.Fatalf("retry: %+v, %v", res, err)
 		}
 	})
 }
@@ -525,7 +588,7 @@ func TestDeductWaitsForInFlightRecord(t *testing.T) {
 	})
 }
 
-// A database that does not answer is ErrUnavailable (503), not a plain
+// A database that does not answer is errs.Unavailable (503), not a plain
 // internal error; validation still comes first.
 func TestDeductDatabaseUnavailable(t *testing.T) {
 	// Nothing listens on port 1 of the loopback interface.
@@ -537,11 +600,10 @@ func TestDeductDatabaseUnavailable(t *testing.T) {
 	db := &store.DB{Client: ent.NewClient(ent.Driver(entsql.OpenDB(dialect.Postgres, pool))), SQL: pool, Dialect: dialect.Postgres}
 	svc := inventory.NewService(db)
 	_, err = svc.Deduct(context.Background(), appA, in("U-1", 1, 1))
-	if !errors.Is(err, inventory.ErrUnavailable) {
-		t.Fatalf("Deduct without a database = %v, want ErrUnavailable", err)
+	if !errors.Is(err, errs.Unavailable) {
+		t.Fatalf("Deduct without a database = %v, want errs.Unavailable", err)
 	}
-	var ve *inventory.ValidationError
-	if _, err := svc.Deduct(context.Background(), appA, in("U-1", 1, 0)); !errors.As(err, &ve) {
+	if _, err := svc.Deduct(context.Background(), appA, in("U-1", 1, 0)); errs.KindOf(err) != errs.Validation {
 		t.Fatalf("invalid input without a database = %v, want a validation error", err)
 	}
 }

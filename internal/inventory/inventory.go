@@ -11,13 +11,12 @@
 package inventory
 
 import (
-	"errors"
-	"fmt"
 	"sync/atomic"
 	"time"
 
 	"entgo.io/ent/dialect"
 
+	"gatehouse/internal/errs"
 	"gatehouse/internal/store"
 )
 
@@ -25,43 +24,27 @@ import (
 var (
 	// ErrNotFound: no SKU has that id (SetStock; in a deduction it is the
 	// "unknown SKU" outcome, 400/5002).
-	ErrNotFound = errors.New("sku not found")
+	ErrNotFound = errs.New(errs.NotFound, "sku not found")
 	// ErrInsufficientStock: the SKU has less stock than the quantity
 	// (409/5002 "insufficient stock"). The record is failed (2).
-	ErrInsufficientStock = errors.New("insufficient stock")
+	ErrInsufficientStock = errs.New(errs.InvalidState, "insufficient stock")
 	// ErrBusinessFailed: the biz_no was used before and that deduction
 	// failed (409/5001 "business failed").
-	ErrBusinessFailed = errors.New("business failed")
+	ErrBusinessFailed = errs.New(errs.Conflict, "business failed")
 	// ErrParamsMismatch: the biz_no was used before with another sku_id or
 	// quantity (422/5002).
-	ErrParamsMismatch = errors.New("biz_no was already used with a different sku_id or quantity")
+	ErrParamsMismatch = errs.New(errs.Conflict, "biz_no was already used with a different sku_id or quantity")
 	// ErrForbidden: the biz_no belongs to another app (403/5003).
-	ErrForbidden = errors.New("biz_no belongs to another app")
+	ErrForbidden = errs.New(errs.Forbidden, "biz_no belongs to another app")
 	// ErrInProgress: a deduction with this biz_no is still being processed
 	// elsewhere and did not finish within the wait bound (409/6000, retry
 	// later with the same biz_no).
-	ErrInProgress = errors.New("a deduction with this biz_no is still in progress")
-	// ErrUnavailable: the database did not answer (503/6000).
-	ErrUnavailable = errors.New("inventory: database unavailable")
+	ErrInProgress = errs.New(errs.Conflict, "a deduction with this biz_no is still in progress")
 )
 
-// ValidationError is an input that breaks a rule, with a message fit for
-// the caller. Field names the input (query parameter or GraphQL field).
-type ValidationError struct {
-	Field string
-	Msg   string
-}
-
-func (e *ValidationError) Error() string {
-	if e.Field == "" {
-		return e.Msg
-	}
-	return e.Field + ": " + e.Msg
-}
-
-func invalid(field, format string, args ...any) error {
-	return &ValidationError{Field: field, Msg: fmt.Sprintf(format, args...)}
-}
+// errUnknownSKU is a deduction's unknown SKU: to the caller a bad sku_id
+// parameter (400/5002), and still ErrNotFound for errors.Is.
+var errUnknownSKU = &errs.Error{Kind: errs.Validation, Field: "sku_id", Msg: "no such SKU", Err: ErrNotFound}
 
 // Defaults of the service.
 const (
@@ -69,9 +52,8 @@ const (
 	// with the same biz_no that another process has recorded as processing
 	// (status 0) to settle. See docs/inventory.md.
 	DefaultInFlightWait = 5 * time.Second
-	// DefaultWorkTimeout bounds one deduction's database work. The work is
-	// detached from the caller's cancellation so that a client hanging up
-	// never leaves a deduction half-recorded.
+	// DefaultWorkTimeout bounds one deduction's database work, within the
+	// caller's own deadline. A cancelled deduction rolls back whole.
 	DefaultWorkTimeout = 30 * time.Second
 )
 
@@ -121,12 +103,14 @@ func NewService(db *store.DB, opts ...Option) *Service {
 // them.
 type Faults struct {
 	// AfterDecrement runs after the stock was decremented and before the
-	// result is stored; an error is an unexpected failure of the business
-	// work: the decrement is rolled back and the record is failed (2).
+	// result is stored. An error of kind errs.Unavailable stands for a
+	// dependency failure (all rolled back, nothing recorded); any other is
+	// an unexpected failure of the business logic: the decrement is rolled
+	// back and the record is failed (2).
 	AfterDecrement func(bizNo string) error
 	// BeforeCommit runs just before the commit; an error stands for a
-	// failed commit: the whole transaction is rolled back and the failed
-	// record (2) is then written on its own.
+	// failed commit: the whole transaction is rolled back, nothing is
+	// recorded, and the caller is told to retry (503).
 	BeforeCommit func(bizNo string) error
 }
 

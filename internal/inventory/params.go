@@ -3,16 +3,19 @@ package inventory
 import (
 	"encoding/json"
 	"strconv"
+
+	"gatehouse/internal/errs"
 )
 
-// Limits of a deduction request (CONTRACT §2).
+// Limits of a deduction request (docs/reference.md).
 const (
 	MaxBizNoLen = 64
 	MinQuantity = 1
 	MaxQuantity = 1_000_000
 )
 
-// APIPath is the endpoint recorded in idempotency records.
+// APIPath is the endpoint recorded in idempotency records when the input
+// names none.
 const APIPath = "/api/v1/inventory/deduct"
 
 // DeductInput is a validated deduction request.
@@ -20,18 +23,30 @@ type DeductInput struct {
 	BizNo    string
 	SkuID    int
 	Quantity int64
+	// Path is the endpoint called (/api/v2/inventory/deduct), kept in the
+	// idempotency record; empty means APIPath. Records are shared by every
+	// version: a biz_no first used on one version replays on another.
+	Path string
+}
+
+// apiPath is the endpoint to record.
+func (in DeductInput) apiPath() string {
+	if in.Path == "" {
+		return APIPath
+	}
+	return in.Path
 }
 
 // ParseDeduct validates the business parameters of a deduction; get
 // returns a parameter's value and whether it was given. biz_no: 1–64
 // printable ASCII characters (0x20–0x7E); sku_id: a positive integer;
 // quantity: an integer 1–1 000 000. Integers are plain ASCII digits (no
-// sign, no space, no exponent). Errors: *ValidationError.
+// sign, no space, no exponent). Errors: errs.Validation.
 func ParseDeduct(get func(name string) (string, bool)) (DeductInput, error) {
 	var in DeductInput
 	bizNo, ok := get("biz_no")
 	if !ok || bizNo == "" {
-		return in, invalid("biz_no", "is required")
+		return in, errs.Invalid("biz_no", "is required")
 	}
 	if err := validateBizNo(bizNo); err != nil {
 		return in, err
@@ -40,7 +55,7 @@ func ParseDeduct(get func(name string) (string, bool)) (DeductInput, error) {
 
 	v, ok := get("sku_id")
 	if !ok || v == "" {
-		return in, invalid("sku_id", "is required")
+		return in, errs.Invalid("sku_id", "is required")
 	}
 	id, ok := parseDigits(v)
 	if !ok || id > int64(maxInt) {
@@ -50,7 +65,7 @@ func ParseDeduct(get func(name string) (string, bool)) (DeductInput, error) {
 
 	v, ok = get("quantity")
 	if !ok || v == "" {
-		return in, invalid("quantity", "is required")
+		return in, errs.Invalid("quantity", "is required")
 	}
 	if in.Quantity, ok = parseDigits(v); !ok {
 		return in, errQuantity
@@ -59,8 +74,8 @@ func ParseDeduct(get func(name string) (string, bool)) (DeductInput, error) {
 }
 
 var (
-	errSkuID    = invalid("sku_id", "must be a positive integer")
-	errQuantity = invalid("quantity", "must be an integer from %d to %d", MinQuantity, MaxQuantity)
+	errSkuID    = errs.Invalid("sku_id", "must be a positive integer")
+	errQuantity = errs.Invalid("quantity", "must be an integer from %d to %d", MinQuantity, MaxQuantity)
 )
 
 // validate checks the rules of a deduction request.
@@ -80,11 +95,11 @@ func (in DeductInput) validate() error {
 func validateBizNo(bizNo string) error {
 	switch {
 	case bizNo == "":
-		return invalid("biz_no", "is required")
+		return errs.Invalid("biz_no", "is required")
 	case len(bizNo) > MaxBizNoLen:
-		return invalid("biz_no", "must be at most %d characters", MaxBizNoLen)
+		return errs.Invalid("biz_no", "must be at most %d characters", MaxBizNoLen)
 	case !printableASCII(bizNo):
-		return invalid("biz_no", "must be printable ASCII")
+		return errs.Invalid("biz_no", "must be printable ASCII")
 	}
 	return nil
 }

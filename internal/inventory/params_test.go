@@ -1,10 +1,10 @@
 package inventory_test
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
+	"gatehouse/internal/errs"
 	"gatehouse/internal/inventory"
 )
 
@@ -62,8 +62,7 @@ func TestParseDeduct(t *testing.T) {
 	}
 	for i, c := range bad {
 		_, err := inventory.ParseDeduct(c.get)
-		var ve *inventory.ValidationError
-		if !errors.As(err, &ve) || ve.Field != c.field {
+		if errs.KindOf(err) != errs.Validation || errs.Field(err) != c.field {
 			t.Fatalf("case %d: ParseDeduct = %v, want a validation error on %s", i, err, c.field)
 		}
 	}

@@ -20,9 +20,6 @@ type queries struct {
 	// transaction itself waits (BEGIN IMMEDIATE). Either way a concurrent
 	// request sees the first one's committed outcome.
 	insertRecord string
-	// insertFailed writes a failed record on its own, keeping any record
-	// that is already there.
-	insertFailed string
 	selectRecord string
 	finishRecord string
 	// decrement is the only statement that lowers stock: the condition
@@ -42,8 +39,6 @@ func newQueries(postgres bool) queries {
 	q := queries{
 		insertRecord: "INSERT INTO " + rec + " (" + cols + ") VALUES (?, ?, ?, ?, " + strconv.Itoa(StatusProcessing) + ", ?, ?) " +
 			"ON CONFLICT (" + r + ") DO NOTHING RETURNING " + idempotencyrecord.FieldID,
-		insertFailed: "INSERT INTO " + rec + " (" + cols + ") VALUES (?, ?, ?, ?, " + strconv.Itoa(StatusFailed) + ", ?, ?) " +
-			"ON CONFLICT (" + r + ") DO NOTHING",
 		selectRecord: "SELECT " + strings.Join([]string{
 			idempotencyrecord.FieldAppKey, idempotencyrecord.FieldRequestParams,
 			idempotencyrecord.FieldResponseResult, idempotencyrecord.FieldStatus,
@@ -56,7 +51,7 @@ func newQueries(postgres bool) queries {
 		skuExists: "SELECT 1 FROM " + sku.Table + " WHERE " + sku.FieldID + " = ?",
 	}
 	if postgres {
-		for _, p := range []*string{&q.insertRecord, &q.insertFailed, &q.selectRecord, &q.finishRecord, &q.decrement, &q.skuExists} {
+		for _, p := range []*string{&q.insertRecord, &q.selectRecord, &q.finishRecord, &q.decrement, &q.skuExists} {
 			*p = dollarPlaceholders(*p)
 		}
 	}

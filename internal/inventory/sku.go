@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"gatehouse/ent"
+	"gatehouse/internal/errs"
 )
 
 // Limits of the SKU fields.
@@ -20,7 +21,7 @@ const (
 
 // CreateSku stores a SKU. name is trimmed of surrounding white space and
 // must then be 1–200 characters without
-// control characters; stock must be 0–1e12. Errors: *ValidationError.
+// control characters; stock must be 0–1e12. Errors: errs.Validation.
 func (s *Service) CreateSku(ctx context.Context, name string, stock int64) (*ent.Sku, error) {
 	n, err := NormalizeName(name)
 	if err != nil {
@@ -38,7 +39,7 @@ func (s *Service) CreateSku(ctx context.Context, name string, stock int64) (*ent
 
 // SetStock replaces the stock of SKU id (an administrative correction: it
 // is absolute, so it wins over deductions that committed before it).
-// Errors: *ValidationError for a stock outside 0–1e12, ErrNotFound.
+// Errors: errs.Validation for a stock outside 0–1e12, ErrNotFound.
 func (s *Service) SetStock(ctx context.Context, id int, stock int64) (*ent.Sku, error) {
 	if err := validateStock(stock); err != nil {
 		return nil, err
@@ -73,20 +74,20 @@ func NormalizeName(name string) (string, error) {
 	n := strings.TrimSpace(name)
 	switch {
 	case n == "":
-		return "", invalid("name", "is required and must not be blank")
+		return "", errs.Invalid("name", "is required and must not be blank")
 	case !utf8.ValidString(n):
-		return "", invalid("name", "must be valid UTF-8")
+		return "", errs.Invalid("name", "must be valid UTF-8")
 	case strings.ContainsFunc(n, unicode.IsControl):
-		return "", invalid("name", "must not contain control characters")
+		return "", errs.Invalid("name", "must not contain control characters")
 	case utf8.RuneCountInString(n) > MaxNameLen:
-		return "", invalid("name", "must be at most %d characters", MaxNameLen)
+		return "", errs.Invalid("name", "must be at most %d characters", MaxNameLen)
 	}
 	return n, nil
 }
 
 func validateStock(stock int64) error {
 	if stock < 0 || stock > MaxStock {
-		return invalid("stock", "must be an integer from 0 to %d", int64(MaxStock))
+		return errs.Invalid("stock", "must be an integer from 0 to %d", int64(MaxStock))
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"gatehouse/internal/errs"
 	"gatehouse/internal/inventory"
 	"gatehouse/internal/testenv"
 )
@@ -57,8 +58,7 @@ func TestCreateSku(t *testing.T) {
 		before, _ := db.Sku.Query().Count(ctx)
 		for _, c := range bad {
 			_, err := svc.CreateSku(ctx, c.name, c.stock)
-			var ve *inventory.ValidationError
-			if !errors.As(err, &ve) || ve.Field != c.field {
+			if errs.KindOf(err) != errs.Validation || errs.Field(err) != c.field {
 				t.Fatalf("CreateSku(%q, %d) = %v, want a validation error on %s", c.name, c.stock, err, c.field)
 			}
 		}
@@ -90,8 +90,7 @@ func TestSetStock(t *testing.T) {
 			}
 		}
 		for _, st := range []int64{-1, inventory.MaxStock + 1} {
-			var ve *inventory.ValidationError
-			if _, err := svc.SetStock(ctx, s.ID, st); !errors.As(err, &ve) || ve.Field != "stock" {
+			if _, err := svc.SetStock(ctx, s.ID, st); errs.KindOf(err) != errs.Validation || errs.Field(err) != "stock" {
 				t.Fatalf("SetStock(stock %d) = %v, want a validation error", st, err)
 			}
 		}

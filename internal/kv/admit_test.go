@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"gatehouse/internal/errs"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -306,7 +308,7 @@ func TestAdmitRejectsInvalidRequests(t *testing.T) {
 			r := valid
 			tt.change(&r)
 			_, err := s.Admit(context.Background(), r)
-			if err == nil || errors.Is(err, ErrUnavailable) {
+			if err == nil || errors.Is(err, errs.Unavailable) {
 				t.Errorf("%s: got error %v, want a validation error", tt.name, err)
 			}
 		}

@@ -19,10 +19,10 @@ import (
 //
 // A ttl <= 0 given to SetNX, Set or Incr means the key does not expire.
 type Store interface {
-	// Ping reports whether the store can serve (readiness); failures wrap ErrUnavailable.
+	// Ping reports whether the store can serve (readiness); failures wrap errs.Unavailable.
 	Ping(ctx context.Context) error
 	// Close releases the Redis connections or stops the memory store's
-	// cleanup goroutine. Later calls fail with ErrUnavailable.
+	// cleanup goroutine. Later calls fail with errs.Unavailable.
 	Close() error
 	// Admit is the signed-request gate in ONE round trip. It reports whether Nonce was already
 	// seen for App within NonceTTL. When Verified is true (the signature checked out) and the
@@ -38,6 +38,9 @@ type Store interface {
 	Del(ctx context.Context, keys ...string) error
 	// Incr adds 1 to key and returns the new value; ttl is set when the key is created.
 	Incr(ctx context.Context, key string, ttl time.Duration) (int64, error)
+	// Decr takes 1 from an existing counter, keeping its TTL; a missing
+	// key stays missing (nothing to take back).
+	Decr(ctx context.Context, key string) error
 }
 
 // AdmitRequest is one signed request presented to [Store.Admit].
@@ -59,9 +62,6 @@ type Admission struct {
 	Remaining      int           // admissions left in the current window after this one (>= 0)
 	RetryAfter     time.Duration // when Limited: time until the oldest counted request leaves the window
 }
-
-// ErrUnavailable wraps every failure to reach the backing store (Redis down, timeout).
-var ErrUnavailable = errors.New("kv: store unavailable")
 
 // ErrNotInteger is returned by Incr when the key holds something other than
 // a decimal 64-bit integer (or the increment would overflow).

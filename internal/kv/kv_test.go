@@ -3,33 +3,14 @@ package kv
 import (
 	"context"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"gatehouse/internal/testenv"
 )
 
-// fakeClock drives the memory store's time by hand.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{t: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
+func newFakeClock() *testenv.Clock {
+	return testenv.NewClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
 }
 
 // backend is one implementation under test. The memory store runs on a fake
@@ -37,9 +18,9 @@ func (c *fakeClock) Advance(d time.Duration) {
 // its checks poll with a deadline or assert bounds.
 type backend struct {
 	name   string
-	clock  *fakeClock // memory only
-	url    string     // redis only
-	prefix string     // redis only: private to the test
+	clock  *testenv.Clock // memory only
+	url    string         // redis only
+	prefix string         // redis only: private to the test
 }
 
 // forEachBackend runs fn as a parallel subtest against the memory store and

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"gatehouse/internal/errs"
 )
 
 // shardCount spreads keys and apps over independent locks so that
@@ -42,20 +44,12 @@ type memoryStore struct {
 type memShard struct {
 	mu    sync.Mutex
 	items map[string]memItem
-	apps  map[string]*appState
+	apps  map[string]*appState // Admit's state (admit_memory.go)
 }
 
 type memItem struct {
 	value   []byte
 	expires int64 // tick; never when the item has no TTL
-}
-
-// appState is everything Admit keeps for one app, under its shard's lock,
-// which is what makes check-and-record atomic.
-type appState struct {
-	nonces map[string]int64 // nonce → expiry tick
-	window int64            // the window last used, so the sweep can prune idle apps
-	times  ring             // tick of every counted admission still in the window, oldest first
 }
 
 func newMemory(o options) *memoryStore {
@@ -84,10 +78,10 @@ func (s *memoryStore) shard(key string) *memShard {
 // callers have one failure mode to handle.
 func (s *memoryStore) check(ctx context.Context) error {
 	if s.closed.Load() {
-		return fmt.Errorf("%w: memory store is closed", ErrUnavailable)
+		return fmt.Errorf("%w: kv memory store is closed", errs.Unavailable)
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return fmt.Errorf("%w: kv: %w", errs.Unavailable, err)
 	}
 	return nil
 }
@@ -101,49 +95,6 @@ func (s *memoryStore) Close() error {
 		<-s.done
 	})
 	return nil
-}
-
-func (s *memoryStore) Admit(ctx context.Context, r AdmitRequest) (Admission, error) {
-	if err := r.validate(); err != nil {
-		return Admission{}, err
-	}
-	if err := s.check(ctx); err != nil {
-		return Admission{}, err
-	}
-	a := Admission{Limit: r.Limit}
-	sh := s.shard(r.App)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	// The tick is read under the lock so each app's ring stays in time order.
-	now := s.tick()
-	st := sh.apps[r.App]
-	if st != nil {
-		if exp, ok := st.nonces[r.Nonce]; ok && now < exp {
-			a.DuplicateNonce = true
-			return a, nil
-		}
-	}
-	if !r.Verified {
-		return a, nil
-	}
-	if st == nil {
-		st = &appState{nonces: make(map[string]int64)}
-		sh.apps[r.App] = st
-	}
-	st.nonces[r.Nonce] = now + int64(r.NonceTTL)
-	window := int64(r.Window)
-	st.window = window
-	st.times.dropUpTo(now - window)
-	if n := st.times.len(); n >= r.Limit {
-		// Normally n == Limit and this is the oldest entry; after the limit
-		// was lowered it is the one whose departure brings n below Limit.
-		a.Limited = true
-		a.RetryAfter = time.Duration(st.times.at(n-r.Limit) + window - now)
-		return a, nil
-	}
-	st.times.push(now, r.Limit)
-	a.Remaining = r.Limit - st.times.len()
-	return a, nil
 }
 
 func (s *memoryStore) SetNX(ctx context.Context, key string, value []byte, ttl time.Duration) (bool, error) {
@@ -232,6 +183,26 @@ func (s *memoryStore) Incr(ctx context.Context, key string, ttl time.Duration) (
 	return n, nil
 }
 
+func (s *memoryStore) Decr(ctx context.Context, key string) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	sh := s.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	it, ok := sh.items[key]
+	if !ok || s.tick() >= it.expires {
+		return nil
+	}
+	v, err := strconv.ParseInt(string(it.value), 10, 64)
+	if err != nil || v == math.MinInt64 {
+		return ErrNotInteger
+	}
+	it.value = strconv.AppendInt(nil, v-1, 10)
+	sh.items[key] = it
+	return nil
+}
+
 func (s *memoryStore) janitor() {
 	defer close(s.done)
 	t := time.NewTicker(sweepEvery)
@@ -283,42 +254,4 @@ func expiry(now int64, ttl time.Duration) int64 {
 func clone(b []byte) []byte {
 	// Never nil, so that a stored empty value is distinguishable from none.
 	return append(make([]byte, 0, len(b)), b...)
-}
-
-// ring is a FIFO of ticks in time order. It grows on demand up to the
-// app's limit and never beyond, because a full window refuses (and does not
-// record) further requests.
-type ring struct {
-	buf  []int64
-	head int
-	n    int
-}
-
-func (r *ring) len() int { return r.n }
-
-func (r *ring) at(i int) int64 { return r.buf[(r.head+i)%len(r.buf)] }
-
-// dropUpTo removes the entries at or before cutoff: they left the window.
-func (r *ring) dropUpTo(cutoff int64) {
-	for r.n > 0 && r.buf[r.head] <= cutoff {
-		r.head = (r.head + 1) % len(r.buf)
-		r.n--
-	}
-	if r.n == 0 {
-		r.head = 0
-	}
-}
-
-// push appends v; the caller guarantees r.len() < limit.
-func (r *ring) push(v int64, limit int) {
-	if r.n == len(r.buf) {
-		size := min(max(2*len(r.buf), 8), limit)
-		buf := make([]int64, size)
-		for i := range r.n {
-			buf[i] = r.at(i)
-		}
-		r.buf, r.head = buf, 0
-	}
-	r.buf[(r.head+r.n)%len(r.buf)] = v
-	r.n++
 }

@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
+
+	"gatehouse/internal/errs"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -23,41 +24,6 @@ const (
 	callBudget = time.Second
 )
 
-// admitScript is Admit in one round trip. Running as one script makes the
-// nonce check, nonce record, window count and window add atomic across
-// replicas. The window uses the server's clock (TIME, in microseconds), so
-// replicas with skewed clocks still agree.
-//
-// KEYS[1] nonce key, KEYS[2] window sorted set
-// ARGV[1] nonce TTL (ms), ARGV[2] "1" when verified, ARGV[3] limit,
-// ARGV[4] window (µs), ARGV[5] nonce
-// Returns {duplicate, limited, remaining, retry after (µs)}.
-var admitScript = redis.NewScript(`
-if ARGV[2] ~= '1' then
-  return {redis.call('EXISTS', KEYS[1]), 0, 0, 0}
-end
-if not redis.call('SET', KEYS[1], '1', 'NX', 'PX', ARGV[1]) then
-  return {1, 0, 0, 0}
-end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local limit = tonumber(ARGV[3])
-local window = tonumber(ARGV[4])
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - window)
-local n = redis.call('ZCARD', KEYS[2])
-if n >= limit then
-  -- Normally the oldest entry; after the limit was lowered, the one whose
-  -- departure brings the count below the limit.
-  local e = redis.call('ZRANGE', KEYS[2], n - limit, n - limit, 'WITHSCORES')
-  return {0, 1, 0, tonumber(e[2]) + window - now}
-end
--- The member is built from TIME's strings (Lua would print a large number
--- in exponent form); with the nonce, just recorded as new, it is unique.
-redis.call('ZADD', KEYS[2], now, t[1] .. '.' .. t[2] .. ':' .. ARGV[5])
-redis.call('PEXPIRE', KEYS[2], math.ceil(window / 1000))
-return {0, 0, limit - n - 1, 0}
-`)
-
 // incrScript sets the TTL only when INCR created the key, in one round trip.
 var incrScript = redis.NewScript(`
 local v = redis.call('INCR', KEYS[1])
@@ -65,6 +31,15 @@ if v == 1 and tonumber(ARGV[1]) > 0 then
   redis.call('PEXPIRE', KEYS[1], ARGV[1])
 end
 return v
+`)
+
+// decrScript decrements only a counter that exists: DECR on a missing
+// key would create it, without a TTL.
+var decrScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return redis.call('DECR', KEYS[1])
+end
+return 0
 `)
 
 // redisStore is the Store shared by all replicas.
@@ -116,7 +91,7 @@ func openRedis(_ context.Context, rawURL string, o options) (*redisStore, error)
 	if opt.MaxRetries == 0 {
 		// No command retries: a retried Admit whose first attempt did run
 		// (reply lost to a timeout) would call its own nonce a duplicate.
-		// Callers get ErrUnavailable at once and decide.
+		// Callers get errs.Unavailable at once and decide.
 		opt.MaxRetries = -1
 	}
 	opt.ContextTimeoutEnabled = true
@@ -137,7 +112,7 @@ var unavailableReplies = []string{
 }
 
 // wrap translates a go-redis error once, at the storage boundary: anything
-// short of a normal server reply is ErrUnavailable (the cause, such as
+// short of a normal server reply is errs.Unavailable (the cause, such as
 // context.Canceled, stays reachable with errors.Is).
 func wrap(op string, err error) error {
 	if err == nil {
@@ -148,12 +123,12 @@ func wrap(op string, err error) error {
 		msg := reply.Error()
 		for _, p := range unavailableReplies {
 			if strings.HasPrefix(msg, p) {
-				return fmt.Errorf("%w: %s: %w", ErrUnavailable, op, err)
+				return fmt.Errorf("%w: kv %s: %w", errs.Unavailable, op, err)
 			}
 		}
 		return fmt.Errorf("kv: %s: %w", op, err)
 	}
-	return fmt.Errorf("%w: %s: %w", ErrUnavailable, op, err)
+	return fmt.Errorf("%w: kv %s: %w", errs.Unavailable, op, err)
 }
 
 func (s *redisStore) Ping(ctx context.Context) error {
@@ -167,41 +142,6 @@ func (s *redisStore) Close() error {
 		return fmt.Errorf("kv: close: %w", err)
 	}
 	return nil
-}
-
-// admitKeys returns the nonce key and the window key of an app. The app's
-// length goes into the key so that no (app, nonce) pair can spell another.
-func (s *redisStore) admitKeys(app, nonce string) (string, string) {
-	base := s.prefix + "admit:" + strconv.Itoa(len(app)) + ":" + app
-	return base + ":n:" + nonce, base + ":w"
-}
-
-func (s *redisStore) Admit(ctx context.Context, r AdmitRequest) (Admission, error) {
-	if err := r.validate(); err != nil {
-		return Admission{}, err
-	}
-	ctx, cancel := call(ctx)
-	defer cancel()
-	nonceKey, windowKey := s.admitKeys(r.App, r.Nonce)
-	verified := "0"
-	if r.Verified {
-		verified = "1"
-	}
-	res, err := admitScript.Run(ctx, s.c, []string{nonceKey, windowKey},
-		r.NonceTTL.Milliseconds(), verified, r.Limit, r.Window.Microseconds(), r.Nonce).Int64Slice()
-	if err != nil {
-		return Admission{}, wrap("admit", err)
-	}
-	if len(res) != 4 {
-		return Admission{}, fmt.Errorf("kv: admit: unexpected script reply %v", res)
-	}
-	return Admission{
-		DuplicateNonce: res[0] == 1,
-		Limited:        res[1] == 1,
-		Limit:          r.Limit,
-		Remaining:      int(res[2]),
-		RetryAfter:     time.Duration(res[3]) * time.Microsecond,
-	}, nil
 }
 
 // ttlArg maps "no expiry" to 0: go-redis reads a negative expiration as
@@ -270,4 +210,17 @@ func (s *redisStore) Incr(ctx context.Context, key string, ttl time.Duration) (i
 		return 0, wrap("incr", err)
 	}
 	return n, nil
+}
+
+func (s *redisStore) Decr(ctx context.Context, key string) error {
+	ctx, cancel := call(ctx)
+	defer cancel()
+	if err := decrScript.Run(ctx, s.c, []string{s.prefix + key}).Err(); err != nil {
+		var reply redis.Error
+		if errors.As(err, &reply) && (strings.Contains(reply.Error(), "not an integer") || strings.Contains(reply.Error(), "overflow")) {
+			return ErrNotInteger
+		}
+		return wrap("decr", err)
+	}
+	return nil
 }

@@ -11,7 +11,7 @@ import (
 
 // debugLogger sends go-redis's internal log lines (one per failed dial,
 // printed to stderr by default) to slog at debug level: every failure also
-// reaches the caller as ErrUnavailable and is answered and logged there,
+// reaches the caller as errs.Unavailable and is answered and logged there,
 // so an outage should not also flood stderr with unstructured lines.
 type debugLogger struct{}
 

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"gatehouse/internal/errs"
 )
 
 // hungServer accepts connections and never answers, like a Redis stuck
@@ -47,7 +49,7 @@ func hungServer(t *testing.T) string {
 }
 
 // TestUnavailable checks that every operation on a store that cannot be
-// reached fails with ErrUnavailable, promptly.
+// reached fails with errs.Unavailable, promptly.
 func TestUnavailable(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -98,8 +100,8 @@ func TestUnavailable(t *testing.T) {
 				start := time.Now()
 				err := op.call(s)
 				elapsed := time.Since(start)
-				if !errors.Is(err, ErrUnavailable) {
-					t.Errorf("%s: got %v, want ErrUnavailable", op.name, err)
+				if !errors.Is(err, errs.Unavailable) {
+					t.Errorf("%s: got %v, want errs.Unavailable", op.name, err)
 				}
 				// The budget is 1s; allow for a loaded test machine.
 				if elapsed > 1500*time.Millisecond {
@@ -119,8 +121,8 @@ func TestCanceledContext(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		_, err := s.Admit(ctx, AdmitRequest{App: "a", Nonce: "n", NonceTTL: time.Minute, Verified: true, Limit: 1, Window: time.Second})
-		if !errors.Is(err, ErrUnavailable) || !errors.Is(err, context.Canceled) {
-			t.Fatalf("Admit with a canceled context: %v, want ErrUnavailable and context.Canceled", err)
+		if !errors.Is(err, errs.Unavailable) || !errors.Is(err, context.Canceled) {
+			t.Fatalf("Admit with a canceled context: %v, want errs.Unavailable and context.Canceled", err)
 		}
 	})
 }

@@ -8,12 +8,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"gatehouse/internal/secret"
 )
 
-// PKCE method: only S256 (RFC 7636 §4.2); "plain" protects nothing a
+// PKCE method: only S256 (RFC 7636 section 4.2); "plain" protects nothing a
 // confidential client needs.
 const MethodS256 = "S256"
 
@@ -30,25 +29,6 @@ type AuthorizeRequest struct {
 	CodeChallenge       string
 	CodeChallengeMethod string
 }
-
-// Pending is a validated authorization request waiting for the user's
-// decision; it is kept in the user's server-side session.
-type Pending struct {
-	AppID         int       `json:"app_id"`
-	ClientID      string    `json:"client_id"`
-	AppName       string    `json:"app_name"`
-	RedirectURI   string    `json:"redirect_uri"`
-	Scope         string    `json:"scope"`
-	State         string    `json:"state"`
-	CodeChallenge string    `json:"code_challenge,omitempty"`
-	Created       time.Time `json:"created"`
-}
-
-// Scopes returns the requested scopes as a list.
-func (p Pending) Scopes() []string { return strings.Fields(p.Scope) }
-
-// ExpiredAt reports whether the user took longer than PendingTTL.
-func (p Pending) ExpiredAt(now time.Time) bool { return !now.Before(p.Created.Add(PendingTTL)) }
 
 // Authorize validates an authorization request completely, before anyone
 // is redirected anywhere. An unknown client is invalid_client and a
@@ -68,7 +48,10 @@ func (s *Service) Authorize(ctx context.Context, req AuthorizeRequest) (Pending,
 	case !c.HasRedirectURI(req.RedirectURI):
 		return Pending{}, oauthErr(CodeInvalidRequest, "redirect_uri is not registered for this client")
 	}
-	p := Pending{AppID: c.AppID, ClientID: c.ClientID, AppName: c.Name, RedirectURI: req.RedirectURI, Created: s.now()}
+	p := Pending{
+		ID:    secret.RandomToken("", pendingIDBytes),
+		AppID: c.AppID, ClientID: c.ClientID, AppName: c.Name, RedirectURI: req.RedirectURI, Created: s.now(),
+	}
 	if len(req.State) > maxStateLen {
 		return p, redirectable(CodeInvalidRequest, "state is longer than %d characters", maxStateLen)
 	}

@@ -112,7 +112,7 @@ func (s *Service) secretMatches(sealed []byte, given [sha256.Size]byte) (bool, e
 }
 
 // HasRedirectURI reports whether uri is registered, by exact string
-// comparison (RFC 6749 §3.1.2.3, OAuth 2.1).
+// comparison (RFC 6749 section 3.1.2.3, OAuth 2.1).
 func (c Client) HasRedirectURI(uri string) bool { return slices.Contains(c.RedirectURIs, uri) }
 
 func plausibleClientID(id string) bool {

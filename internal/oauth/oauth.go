@@ -1,4 +1,4 @@
-// Package oauth is the authorization server of scheme 2 (OAuth 2.0
+// Package oauth is the authorization server (OAuth 2.0
 // authorization code, RFC 6749, with PKCE, RFC 7636): its clients are the
 // partner apps (client_id = app_key, client_secret = the app secret).
 //
@@ -8,8 +8,9 @@
 // (RFC 7009) and introspection (RFC 7662). Codes and tokens are random
 // 256-bit strings of which only the SHA-256 is stored.
 //
-// The HTTP side (rest/oauth.go) keeps the pending request in the browser
-// session and maps this package's *Error to status codes.
+// The HTTP side (rest/oauth_pages.go) keeps pending requests in a sealed
+// cookie until the user signs in, then in the user's session, and maps
+// this package's *Error to status codes.
 package oauth
 
 import (
@@ -44,12 +45,11 @@ const (
 	tokenBytes    = 32
 )
 
-// Error codes (RFC 6749 §4.1.2.1, §5.2; RFC 6750 §3.1).
+// Error codes (RFC 6749 sections 4.1.2.1 and 5.2; RFC 6750 section 3.1).
 const (
 	CodeInvalidRequest          = "invalid_request"
 	CodeInvalidClient           = "invalid_client"
 	CodeInvalidGrant            = "invalid_grant"
-	CodeUnauthorizedClient      = "unauthorized_client"
 	CodeUnsupportedGrantType    = "unsupported_grant_type"
 	CodeUnsupportedResponseType = "unsupported_response_type"
 	CodeInvalidScope            = "invalid_scope"
@@ -64,7 +64,7 @@ type Error struct {
 	Description string
 	// Redirectable: the client and redirect URI are trusted, so an
 	// authorization error goes back to the client by redirect (RFC 6749
-	// §4.1.2.1) instead of being shown to the user.
+	// section 4.1.2.1) instead of being shown to the user.
 	Redirectable bool
 }
 
@@ -89,7 +89,9 @@ func IsCode(err error, code string) bool {
 type Service struct {
 	client *ent.Client
 	sealer *secret.Sealer
-	clock  atomic.Pointer[func() time.Time]
+	// pendingSealer seals pending authorization requests into cookies.
+	pendingSealer *secret.Sealer
+	clock         atomic.Pointer[func() time.Time]
 }
 
 func (s *Service) now() time.Time { return (*s.clock.Load())() }
@@ -114,7 +116,11 @@ func NewService(client *ent.Client, masterKey []byte, opts ...Option) (*Service,
 	if err != nil {
 		return nil, fmt.Errorf("oauth: %w", err)
 	}
-	s := &Service{client: client, sealer: sealer}
+	ps, err := pendingSealer(masterKey)
+	if err != nil {
+		return nil, fmt.Errorf("oauth: %w", err)
+	}
+	s := &Service{client: client, sealer: sealer, pendingSealer: ps}
 	s.SetClock(time.Now)
 	for _, o := range opts {
 		o(s)

@@ -7,9 +7,13 @@ import (
 	"strings"
 	"time"
 
+	"entgo.io/ent/dialect"
+	entsql "entgo.io/ent/dialect/sql"
+
 	"gatehouse/ent"
 	"gatehouse/ent/authcode"
 	"gatehouse/ent/oauthtoken"
+	"gatehouse/ent/user"
 	"gatehouse/internal/identity"
 	"gatehouse/internal/secret"
 	"gatehouse/internal/store"
@@ -38,7 +42,7 @@ type TokenResponse struct {
 // A code can be redeemed once: the first redemption marks it used in the
 // same transaction that stores the tokens, with a compare-and-set, so
 // concurrent redemptions yield exactly one token pair. Presenting a used
-// code again is treated as a leaked code (RFC 6749 §4.1.2): it is refused
+// code again is treated as a leaked code (RFC 6749 section 4.1.2): it is refused
 // and every token issued from it, including refreshed successors, is
 // revoked.
 func (s *Service) ExchangeCode(ctx context.Context, c Client, code, redirectURI, verifier string) (TokenResponse, error) {
@@ -77,16 +81,17 @@ func (s *Service) ExchangeCode(ctx context.Context, c Client, code, redirectURI,
 		case row.CodeChallenge == "" && verifier != "":
 			return oauthErr(CodeInvalidGrant, "code_verifier given, but the authorization request had no code_challenge")
 		}
+		// The user's row first (see activeUser), then the code.
+		if err := activeUser(ctx, tx, row.UserID); err != nil {
+			return err
+		}
 		n, err := tx.AuthCode.Update().Where(authcode.ID(row.ID), authcode.UsedAtIsNil()).SetUsedAt(now).Save(ctx)
 		if err != nil {
 			return fmt.Errorf("oauth: consume code: %w", err)
 		}
-		if n == 0 { // a concurrent redemption won
+		if n == 0 { // a concurrent redemption won, or the user's codes were spent
 			replayed = true
 			return revokeFamily(ctx, tx, row.ID, now)
-		}
-		if err := activeUser(ctx, tx, row.UserID); err != nil {
-			return err
 		}
 		codeID := row.ID
 		resp, err = issue(ctx, tx, row.AppID, row.UserID, &codeID, row.Scope, now)
@@ -103,7 +108,7 @@ func (s *Service) ExchangeCode(ctx context.Context, c Client, code, redirectURI,
 
 // Refresh exchanges a refresh token of client c for a new pair and
 // revokes the old pair (rotation). scope, when not empty, narrows the
-// scope and must be within the original one (RFC 6749 §6). A refresh
+// scope and must be within the original one (RFC 6749 section 6). A refresh
 // token that was already rotated or revoked is refused, and the whole
 // family of tokens descending from the same authorization is revoked:
 // two parties holding one refresh token means it leaked.
@@ -148,16 +153,17 @@ func (s *Service) Refresh(ctx context.Context, c Client, refresh, scope string) 
 			}
 			newScope = strings.Join(out, " ")
 		}
+		// The user's row first (see activeUser), then the token.
+		if err := activeUser(ctx, tx, row.UserID); err != nil {
+			return err
+		}
 		n, err := tx.OAuthToken.Update().Where(oauthtoken.ID(row.ID), oauthtoken.RevokedAtIsNil()).SetRevokedAt(now).Save(ctx)
 		if err != nil {
 			return fmt.Errorf("oauth: rotate refresh token: %w", err)
 		}
-		if n == 0 { // a concurrent refresh won
+		if n == 0 { // a concurrent refresh won, or the user's tokens were revoked
 			replayed = true
 			return revokeTokenFamily(ctx, tx, row, now)
-		}
-		if err := activeUser(ctx, tx, row.UserID); err != nil {
-			return err
 		}
 		resp, err = issue(ctx, tx, row.AppID, row.UserID, row.AuthCodeID, newScope, now)
 		return err
@@ -171,13 +177,28 @@ func (s *Service) Refresh(ctx context.Context, c Client, refresh, scope string) 
 	return resp, nil
 }
 
+// activeUser checks that user id is enabled and, on Postgres, holds a
+// shared lock on the user's row until tx ends. Disabling the user or
+// setting their password updates that row before revoking the user's
+// tokens and codes in the same transaction, so the two serialize: a token
+// issued here either commits before the revocation starts (and is revoked
+// by it) or waits for it and then finds its code spent or its refresh
+// token revoked. Without the lock, a token inserted while the revocation
+// ran would be invisible to it and outlive a password reset. (SQLite runs
+// one writing transaction at a time.) Callers lock the user before the
+// code or token row, in the revocation's order, so the two cannot deadlock.
 func activeUser(ctx context.Context, tx *ent.Tx, id int) error {
-	u, err := tx.User.Get(ctx, id)
-	if ent.IsNotFound(err) || err == nil && u.Status != identity.UserEnabled {
-		return oauthErr(CodeInvalidGrant, "the user is no longer active")
-	}
+	st, err := tx.User.Query().Where(user.ID(id)).Select(user.FieldStatus).
+		Modify(func(s *entsql.Selector) {
+			if s.Dialect() == dialect.Postgres {
+				s.ForShare()
+			}
+		}).Ints(ctx)
 	if err != nil {
 		return fmt.Errorf("oauth: load user: %w", err)
+	}
+	if len(st) != 1 || st[0] != identity.UserEnabled {
+		return oauthErr(CodeInvalidGrant, "the user is no longer active")
 	}
 	return nil
 }

@@ -2,6 +2,8 @@ package order
 
 import (
 	"strconv"
+
+	"gatehouse/internal/errs"
 )
 
 // MaxAmountIntegerDigits keeps amounts below 10^13 units (10^15 minor
@@ -18,16 +20,16 @@ func ParseAmount(s string) (int64, error) {
 		if s[i] == '.' {
 			intPart, frac = s[:i], s[i+1:]
 			if frac == "" {
-				return 0, invalid("amount", "must be a decimal number like 99.90")
+				return 0, errs.Invalid("amount", "must be a decimal number like 99.90")
 			}
 			break
 		}
 	}
 	if intPart == "" || len(intPart) > MaxAmountIntegerDigits || !digits(intPart) || !digits(frac) {
-		return 0, invalid("amount", "must be a non-negative decimal number like 99.90, below 10^%d", MaxAmountIntegerDigits)
+		return 0, errs.Invalid("amount", "must be a non-negative decimal number like 99.90, below 10^%d", MaxAmountIntegerDigits)
 	}
 	if len(frac) > 2 {
-		return 0, invalid("amount", "must have at most two decimals")
+		return 0, errs.Invalid("amount", "must have at most two decimals")
 	}
 	for len(frac) < 2 {
 		frac += "0"

@@ -5,45 +5,27 @@ package order
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 	"unicode"
-	"unicode/utf8"
 
 	"gatehouse/ent"
 	entorder "gatehouse/ent/order"
 	"gatehouse/ent/partnerapp"
+	"gatehouse/internal/errs"
 )
 
-// Errors of the service, for errors.Is.
+// Errors of the service, for errors.Is. Bad input is an errs.Validation
+// error naming the field (the query parameter or GraphQL field).
 var (
 	// ErrNotFound: no order has that number (5001).
-	ErrNotFound = errors.New("order does not exist")
+	ErrNotFound = errs.New(errs.NotFound, "order does not exist")
 	// ErrForbidden: the order belongs to another app (5003).
-	ErrForbidden = errors.New("no access to the resource")
+	ErrForbidden = errs.New(errs.Forbidden, "the order belongs to another app")
 	// ErrConflict: the order number is taken.
-	ErrConflict = errors.New("order number already exists")
+	ErrConflict = errs.New(errs.Conflict, "order number already exists")
 )
-
-// ValidationError is an input that breaks a rule, with a message fit for
-// the caller. Field names the input (the query parameter or GraphQL field).
-type ValidationError struct {
-	Field string
-	Msg   string
-}
-
-func (e *ValidationError) Error() string {
-	if e.Field == "" {
-		return e.Msg
-	}
-	return e.Field + ": " + e.Msg
-}
-
-func invalid(field, format string, args ...any) error {
-	return &ValidationError{Field: field, Msg: fmt.Sprintf(format, args...)}
-}
 
 // Status is an order status.
 type Status = entorder.Status
@@ -148,10 +130,9 @@ type CreateInput struct {
 	CustomerName  string
 	CustomerPhone string
 	CustomerEmail string
-	// Status defaults to CREATED. An order created PAID gets PayTime, or
-	// now when PayTime is nil (imports of already-paid orders).
-	Status  Status
-	PayTime *time.Time
+	// Status defaults to CREATED. An order created PAID or REFUNDED (the
+	// demo's examples) is paid now.
+	Status Status
 }
 
 // Create validates and stores an order.
@@ -168,7 +149,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (Order, error) {
 		st = Created
 	}
 	if err := entorder.StatusValidator(st); err != nil {
-		return Order{}, invalid("status", "must be one of CREATED, PAID, CANCELLED, REFUNDED")
+		return Order{}, errs.Invalid("status", "must be one of CREATED, PAID, CANCELLED, REFUNDED")
 	}
 	name, err := customerField("customerName", in.CustomerName, MaxCustomerNameLen)
 	if err != nil {
@@ -179,29 +160,26 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (Order, error) {
 		return Order{}, err
 	}
 	if strings.ContainsFunc(phone, func(r rune) bool { return !unicode.IsDigit(r) && !strings.ContainsRune("+-() ", r) }) {
-		return Order{}, invalid("customerPhone", "may only hold digits, spaces and + - ( )")
+		return Order{}, errs.Invalid("customerPhone", "may only hold digits, spaces and + - ( )")
 	}
 	email, err := customerField("customerEmail", in.CustomerEmail, MaxCustomerEmailLen)
 	if err != nil {
 		return Order{}, err
 	}
 	if local, domain, ok := strings.Cut(email, "@"); email != "" && (!ok || local == "" || domain == "" || strings.Contains(domain, "@")) {
-		return Order{}, invalid("customerEmail", "is not an e-mail address")
+		return Order{}, errs.Invalid("customerEmail", "is not an e-mail address")
 	}
 	now := s.now().UTC().Truncate(time.Millisecond)
-	payTime := in.PayTime
-	switch {
-	case (st == Paid || st == Refunded) && payTime == nil:
+	var payTime *time.Time
+	if st == Paid || st == Refunded {
 		payTime = &now
-	case st == Created && payTime != nil:
-		return Order{}, invalid("payTime", "a CREATED order has no pay time")
 	}
 	exists, err := s.client.PartnerApp.Query().Where(partnerapp.ID(in.AppID)).Exist(ctx)
 	if err != nil {
 		return Order{}, fmt.Errorf("create order: %w", err)
 	}
 	if !exists {
-		return Order{}, invalid("appID", "no partner app has id %d", in.AppID)
+		return Order{}, errs.Invalid("appID", "no partner app has id %d", in.AppID)
 	}
 	row, err := s.client.Order.Create().
 		SetOrderNo(in.OrderNo).
@@ -227,25 +205,16 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (Order, error) {
 // ASCII characters without spaces.
 func ValidateNewOrderNo(no string) error {
 	if no == "" || len(no) > MaxOrderNoLen {
-		return invalid("orderNo", "must be 1 to %d characters", MaxOrderNoLen)
+		return errs.Invalid("orderNo", "must be 1 to %d characters", MaxOrderNoLen)
 	}
 	for i := 0; i < len(no); i++ {
 		if no[i] < 0x21 || no[i] > 0x7e {
-			return invalid("orderNo", "must be printable ASCII without spaces")
+			return errs.Invalid("orderNo", "must be printable ASCII without spaces")
 		}
 	}
 	return nil
 }
 
 func customerField(field, v string, maxLen int) (string, error) {
-	v = strings.TrimSpace(v)
-	switch {
-	case !utf8.ValidString(v):
-		return "", invalid(field, "must be valid UTF-8")
-	case utf8.RuneCountInString(v) > maxLen:
-		return "", invalid(field, "must be at most %d characters", maxLen)
-	case strings.ContainsFunc(v, unicode.IsControl):
-		return "", invalid(field, "must not contain control characters")
-	}
-	return v, nil
+	return errs.Text(field, v, maxLen)
 }

@@ -5,9 +5,11 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"gatehouse/internal/errs"
 )
 
-// Paging of the order query (CONTRACT §2).
+// Paging of the order query (docs/reference.md).
 const (
 	DefaultPage     = 1
 	DefaultPageSize = 20
@@ -30,24 +32,24 @@ func ParseQuery(get func(name string) (string, bool)) (Query, error) {
 	no, ok := get("order_no")
 	switch {
 	case !ok || no == "":
-		return Query{}, invalid("order_no", "is required")
+		return Query{}, errs.Invalid("order_no", "is required")
 	case !utf8.ValidString(no) || strings.ContainsFunc(no, unicode.IsControl):
-		return Query{}, invalid("order_no", "must be text without control characters")
+		return Query{}, errs.Invalid("order_no", "must be text without control characters")
 	case utf8.RuneCountInString(no) > MaxOrderNoLen:
-		return Query{}, invalid("order_no", "must be at most %d characters", MaxOrderNoLen)
+		return Query{}, errs.Invalid("order_no", "must be at most %d characters", MaxOrderNoLen)
 	}
 	q.OrderNo = no
 	if v, ok := get("page"); ok {
 		n, err := positive(v)
 		if err != nil {
-			return Query{}, invalid("page", "must be an integer >= 1")
+			return Query{}, errs.Invalid("page", "must be an integer >= 1")
 		}
 		q.Page = n
 	}
 	if v, ok := get("page_size"); ok {
 		n, err := positive(v)
 		if err != nil || n > MaxPageSize {
-			return Query{}, invalid("page_size", "must be an integer from 1 to %d", MaxPageSize)
+			return Query{}, errs.Invalid("page_size", "must be an integer from 1 to %d", MaxPageSize)
 		}
 		q.PageSize = n
 	}

@@ -93,9 +93,13 @@ func (f *breakerFixture) wantRejected() {
 	}
 }
 
+// open makes a full window of failing calls: the breaker judges the
+// failure rate only once 10 calls were made.
 func (f *breakerFixture) open() {
 	f.t.Helper()
-	f.calls(500, 500, 500, 500, 500)
+	f.calls(repeat(500, 9)...)
+	f.wantState(StateClosed)
+	f.calls(500)
 	f.wantState(StateOpen)
 }
 
@@ -131,26 +135,6 @@ func TestBreaker(t *testing.T) {
 		// The window slides: the oldest failures leave as new failures arrive.
 		f.calls(500, 500, 500, 500)
 		f.wantState(StateClosed)
-	})
-
-	t.Run("NoBreaker calls pass an open breaker and do not count", func(t *testing.T) {
-		t.Parallel()
-		f := newBreakerFixture(t)
-		f.open()
-		f.wantRejected()
-		f.status.Store(http.StatusInternalServerError)
-		for range 3 {
-			resp, err := get(f.t, f.c, f.srv.URL, CallOptions{NoBreaker: true})
-			if err != nil {
-				t.Fatalf("NoBreaker call through an open breaker: %v", err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusInternalServerError {
-				t.Fatalf("status %d", resp.StatusCode)
-			}
-		}
-		f.wantState(StateOpen)
-		f.wantRejected()
 	})
 
 	t.Run("429 and 4xx are not failures", func(t *testing.T) {
@@ -198,7 +182,7 @@ func TestBreaker(t *testing.T) {
 		t.Parallel()
 		f := newBreakerFixture(t)
 		f.srv.Close()
-		for i := range 5 {
+		for i := range 10 {
 			if err := f.call(200); err == nil || errors.Is(err, ErrCircuitOpen) {
 				t.Fatalf("call %d to a closed server: error = %v, want a transport error", i+1, err)
 			}
@@ -237,14 +221,22 @@ func TestBreaker(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		// Second call: attempts 4 and 5 fail, the breaker opens, and the
-		// third attempt is refused instead of reaching the host.
+		// Calls 2 and 3: attempts 4 to 9 fail, the window is not full yet.
+		for range 2 {
+			resp, err := get(t, c, srv.URL, CallOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		}
+		// Fourth call: attempt 10 fails, the breaker opens, and the
+		// second attempt is refused instead of reaching the host.
 		_, err = get(t, c, srv.URL, CallOptions{})
 		if !errors.Is(err, ErrCircuitOpen) {
 			t.Fatalf("error = %v, want ErrCircuitOpen", err)
 		}
-		if n := srv.hits.Load(); n != 5 {
-			t.Errorf("server hits = %d, want 5", n)
+		if n := srv.hits.Load(); n != 10 {
+			t.Errorf("server hits = %d, want 10", n)
 		}
 	})
 }
@@ -262,4 +254,94 @@ func TestBreakerThresholdFromRatio(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBreakerKeyAndClock: calls naming a BreakerKey share that breaker
+// whatever their host, and the open wait runs on the injected clock.
+func TestBreakerKeyAndClock(t *testing.T) {
+	cfg := testConfig()
+	cfg.RetryAttempts = 1
+	cfg.BreakerOpenWait = 30 * time.Second
+	var (
+		mu  sync.Mutex
+		now = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	c := newClient(t, cfg, WithClock(clock))
+	failing := newCountingServer(t, nil, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) })
+	healthy := newCountingServer(t, nil, func(w http.ResponseWriter, r *http.Request) {})
+	call := func(u string, opt CallOptions) (int, error) {
+		resp, err := get(t, c, u, opt)
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	a := CallOptions{BreakerKey: "endpoint-a"}
+	for range 10 {
+		if _, err := call(failing.URL, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := c.BreakerState("endpoint-a"); got != StateOpen {
+		t.Fatalf("state %s", got)
+	}
+	if got := c.BreakerRemaining("endpoint-a"); got != 30*time.Second {
+		t.Fatalf("remaining %s, want 30s on the injected clock", got)
+	}
+	// The same host under another key, and the key on another host.
+	if _, err := call(failing.URL, CallOptions{BreakerKey: "endpoint-b"}); err != nil {
+		t.Fatalf("another key: %v", err)
+	}
+	if _, err := call(healthy.URL, a); !errors.Is(err, ErrCircuitOpen) || healthy.hits.Load() != 0 {
+		t.Fatalf("the open key on another host: %v (hits %d)", err, healthy.hits.Load())
+	}
+	advance(29 * time.Second)
+	if got := c.BreakerRemaining("endpoint-a"); got != time.Second || c.BreakerState("endpoint-a") != StateOpen {
+		t.Fatalf("remaining %s, state %s", got, c.BreakerState("endpoint-a"))
+	}
+	advance(time.Second)
+	if got := c.BreakerState("endpoint-a"); got != StateHalfOpen {
+		t.Fatalf("after the wait: %s", got)
+	}
+	for i := range 5 {
+		if st, err := call(healthy.URL, a); err != nil || st != 200 {
+			t.Fatalf("trial %d: %d %v", i+1, st, err)
+		}
+	}
+	if got := c.BreakerState("endpoint-a"); got != StateClosed {
+		t.Fatalf("after 5 good trials: %s", got)
+	}
+}
+
+// TestBreakerFullWindow: the failure rate is judged over a full window
+// of 10 calls only: 5 failures in a row do not open the breaker, the 10th
+// call with 5 failures among the last 10 does.
+func TestBreakerFullWindow(t *testing.T) {
+	f := newBreakerFixture(t)
+	cfg := testConfig()
+	cfg.RetryAttempts = 1
+	cfg.BreakerOpenWait = time.Minute
+	f.c = newClient(t, cfg)
+	f.calls(500, 500, 500, 500, 500)
+	f.wantState(StateClosed)
+	f.calls(200, 200, 200, 200)
+	f.wantState(StateClosed)
+	f.calls(200)
+	f.wantState(StateOpen)
+	f.wantRejected()
+	// After a close the window starts afresh: nine failures are not enough.
+	cfg.BreakerOpenWait = 20 * time.Millisecond
+	f.c = newClient(t, cfg)
+	f.calls(repeat(500, 9)...)
+	f.wantState(StateClosed)
+	f.calls(500)
+	f.wantState(StateOpen)
+	f.waitHalfOpen()
+	f.calls(repeat(200, 5)...)
+	f.wantState(StateClosed)
+	f.calls(500, 500, 500, 500, 500, 500, 500, 500, 500)
+	f.wantState(StateClosed)
 }

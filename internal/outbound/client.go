@@ -57,20 +57,27 @@ type CallOptions struct {
 	// Signer, when set, signs every attempt afresh: a retry reusing the
 	// first attempt's nonce would be refused as a replay by the receiver.
 	Signer *Signer
-	// NoBreaker sends the call whatever the state of the host's circuit
-	// breaker, and leaves the breaker out of it. For callers with their own
-	// contractual schedule of attempts (webhook deliveries), which a breaker
-	// opened by other calls to the same host must not delay or skip.
-	NoBreaker bool
+	// BreakerKey names the circuit breaker the call passes and counts
+	// against; empty means the destination's "host:port". Webhooks use one
+	// breaker per partner callback endpoint, whatever its host.
+	BreakerKey string
 }
 
 // Option configures a Client.
 type Option func(*Client)
 
-// WithStateListener calls fn whenever the breaker of a host changes state
-// (for logs and metrics). States are StateClosed, StateOpen, StateHalfOpen.
-func WithStateListener(fn func(host, from, to string)) Option {
+// WithStateListener calls fn whenever the breaker of a key (a host, or a
+// CallOptions.BreakerKey) changes state, for logs and metrics. States are
+// StateClosed, StateOpen, StateHalfOpen. fn runs while the breaker is
+// locked: it must not call back into the Client.
+func WithStateListener(fn func(key, from, to string)) Option {
 	return func(c *Client) { c.onState = fn }
+}
+
+// WithClock sets the clock an open breaker's wait is measured on (tests
+// move it instead of sleeping). Default time.Now.
+func WithClock(now func() time.Time) Option {
+	return func(c *Client) { c.now = now }
 }
 
 // Client makes outbound HTTP calls within the configured limits. It is safe
@@ -83,10 +90,13 @@ type Client struct {
 	transport *http.Transport
 	http      *http.Client
 	retry     retrypolicy.RetryPolicy[*http.Response]
-	onState   func(host, from, to string)
+	onState   func(key, from, to string)
+	now       func() time.Time
+	metered   bool     // WithMetrics
+	targets   []string // WithMetrics
 
 	mu       sync.Mutex
-	breakers map[string]circuitbreaker.CircuitBreaker[*http.Response]
+	breakers map[string]*breaker
 }
 
 // New returns a Client enforcing cfg, or the validation errors of cfg.
@@ -99,7 +109,8 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 		cfg:      cfg,
 		dialer:   cfg.Dialer,
 		limiter:  newConnLimiter(cfg.MaxConns),
-		breakers: make(map[string]circuitbreaker.CircuitBreaker[*http.Response]),
+		breakers: make(map[string]*breaker),
+		now:      time.Now,
 	}
 	if c.dialer == nil {
 		c.dialer = (&net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext
@@ -131,11 +142,15 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 		// its connection now.
 		OnRetryScheduled(func(e failsafe.ExecutionScheduledEvent[*http.Response]) { drain(e.LastResult()) }).
 		Build()
+	c.startMetrics()
 	return c, nil
 }
 
-// Close releases idle connections.
-func (c *Client) Close() { c.transport.CloseIdleConnections() }
+// Close releases idle connections and stops reporting metrics.
+func (c *Client) Close() {
+	meteredClients.remove(c)
+	c.transport.CloseIdleConnections()
+}
 
 // Do sends req and returns the reply. Replies of any status are returned
 // as they are (redirects are not followed); the caller must close the body,
@@ -143,9 +158,9 @@ func (c *Client) Close() { c.transport.CloseIdleConnections() }
 //
 // Idempotent calls (see CallOptions) are retried after transport errors and
 // 5xx or 429 replies, up to Config.RetryAttempts attempts in total, with the
-// configured waits. Every attempt passes the breaker of the target host; an
-// open breaker fails the call with an error wrapping ErrCircuitOpen without
-// dialing.
+// configured waits. Every attempt passes the breaker of the target host (or
+// of CallOptions.BreakerKey); an open breaker fails the call with an error
+// wrapping ErrCircuitOpen without dialing.
 func (c *Client) Do(ctx context.Context, req *http.Request, opt CallOptions) (*http.Response, error) {
 	if req.URL == nil || req.URL.Host == "" {
 		return nil, errors.New("outbound: request URL has no host")
@@ -158,22 +173,65 @@ func (c *Client) Do(ctx context.Context, req *http.Request, opt CallOptions) (*h
 			return nil, err
 		}
 	}
-	var policies []failsafe.Policy[*http.Response]
-	if !opt.NoBreaker {
-		policies = append(policies, c.breaker(host))
+	key := host
+	if opt.BreakerKey != "" {
+		key = opt.BreakerKey
 	}
+	b := c.breaker(key)
+	c.tick(b)
+	policies := []failsafe.Policy[*http.Response]{b.cb}
 	if retries {
 		policies = append([]failsafe.Policy[*http.Response]{c.retry}, policies...)
 	}
+	// What the attempts let through got, for an OpenError: the breaker may
+	// open in the middle of a call's retries.
+	var (
+		mu   sync.Mutex
+		open = &OpenError{Key: key}
+	)
 	resp, err := failsafe.With(policies...).WithContext(ctx).GetWithExecution(
 		func(exec failsafe.Execution[*http.Response]) (*http.Response, error) {
-			return c.attempt(exec.Context(), req, !exec.IsFirstAttempt(), opt)
+			resp, err := c.attempt(exec.Context(), req, !exec.IsFirstAttempt(), opt)
+			c.count(key, resp, err)
+			mu.Lock()
+			open.Attempts++
+			open.LastStatus, open.LastErr = 0, err
+			if resp != nil {
+				open.LastStatus = resp.StatusCode
+			}
+			mu.Unlock()
+			return resp, err
 		})
 	if errors.Is(err, circuitbreaker.ErrOpen) {
-		return nil, fmt.Errorf("outbound: %s %s: %w", req.Method, host, ErrCircuitOpen)
+		c.countRejected(key)
+		mu.Lock()
+		defer mu.Unlock()
+		return nil, open
 	}
 	return resp, err
 }
+
+// OpenError is the error of a call that an open circuit breaker refused;
+// errors.Is(err, ErrCircuitOpen) holds. Attempts is how many attempts of
+// this call were sent before the breaker opened: 0 means it was open when
+// the call began and nothing was sent. LastStatus is the status of the
+// last attempt's reply, or LastErr why it got none.
+type OpenError struct {
+	Key        string
+	Attempts   int
+	LastStatus int
+	LastErr    error
+}
+
+func (e *OpenError) Error() string {
+	if e.Attempts == 0 {
+		return fmt.Sprintf("outbound: %s: %s", e.Key, ErrCircuitOpen)
+	}
+	return fmt.Sprintf("outbound: %s: %s after %d attempt(s)", e.Key, ErrCircuitOpen, e.Attempts)
+}
+
+// Unwrap makes errors.Is(err, ErrCircuitOpen) hold.
+func (e *OpenError) Unwrap() error { return ErrCircuitOpen }
 
 // attempt sends one copy of req. The attempt's context outlives this call:
 // it is canceled when the body is closed or the read timeout fires.

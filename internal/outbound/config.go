@@ -36,10 +36,11 @@ type Config struct {
 	RetryWaits []time.Duration
 
 	// BreakerWindow is the number of most recent calls per host the failure
-	// ratio is computed over.
+	// ratio is computed over. The ratio is judged only over a full window:
+	// the breaker cannot open before this many calls were made.
 	BreakerWindow int
 	// BreakerFailureRatio opens the breaker once this share of the window
-	// failed (0.5 of 10 = 5 failures).
+	// failed (0.5 of 10 = 5 failures among the last 10 calls).
 	BreakerFailureRatio float64
 	// BreakerOpenWait is how long an open breaker rejects calls before it lets
 	// trial calls through (half open).
@@ -47,7 +48,6 @@ type Config struct {
 	// BreakerHalfOpenTrials is the number of trial calls in the half-open
 	// state; all must succeed to close the breaker, one failure reopens it.
 	BreakerHalfOpenTrials int
-
 	// Dialer opens connections; nil means a net.Dialer. The connect timeout
 	// and the connection caps are applied around it either way.
 	Dialer DialFunc

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// testConfig keeps the seed's structure with waits small enough for tests.
+// testConfig keeps the production structure with waits small enough for tests.
 func testConfig() Config {
 	c := DefaultConfig()
 	c.ConnectTimeout = time.Second

@@ -74,19 +74,28 @@ func CallOnce(ctx context.Context, store KV, key string, fn func(context.Context
 		unlock(ctx, store, lockKey, token)
 		return nil, err
 	}
-	if err := store.Set(ctx, resultKey, res, OnceResultTTL); err != nil {
+	// The result records something that happened elsewhere: it is stored
+	// even when the caller gave up meanwhile.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	defer cancel()
+	if err := store.Set(sctx, resultKey, res, OnceResultTTL); err != nil {
 		return res, fmt.Errorf("outbound: storing result of idempotent call: %w", err)
 	}
 	unlock(ctx, store, lockKey, token)
 	return res, nil
 }
 
+// storeTimeout bounds the store calls CallOnce makes after the caller's
+// context may have ended (storing the result, releasing the lock).
+const storeTimeout = 5 * time.Second
+
 // unlock deletes the lock if it is still ours. If fn outlived the lock
 // another caller may hold it now; KV has no compare-and-delete, so a tiny
 // window remains between the check and the delete.
 func unlock(ctx context.Context, store KV, lockKey string, token []byte) {
 	// A canceled caller must still release the lock.
-	ctx = context.WithoutCancel(ctx)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	defer cancel()
 	if cur, ok, err := store.Get(ctx, lockKey); err == nil && ok && bytes.Equal(cur, token) {
 		_ = store.Del(ctx, lockKey)
 	}

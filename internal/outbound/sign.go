@@ -29,10 +29,6 @@ const (
 type Signer struct {
 	APIKey string
 	Secret []byte
-	// Now returns the signing time; nil means time.Now.
-	Now func() time.Time
-	// Nonce returns a fresh nonce; nil means 16 random bytes in hex.
-	Nonce func() string
 }
 
 // Sign sets the four headers on req. The body is read through req.GetBody
@@ -56,16 +52,10 @@ func (s Signer) Sign(req *http.Request) error {
 			return fmt.Errorf("outbound: reading body to sign: %w", err)
 		}
 	}
-	now := time.Now
-	if s.Now != nil {
-		now = s.Now
-	}
-	nonce := newNonce
-	if s.Nonce != nil {
-		nonce = s.Nonce
-	}
-	ts := strconv.FormatInt(now().UnixMilli(), 10)
-	n := nonce()
+	// A fresh timestamp and nonce for every attempt: a receiver refuses a
+	// nonce it has seen.
+	ts := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	n := newNonce()
 	req.Header.Set(HeaderAPIKey, s.APIKey)
 	req.Header.Set(HeaderTimestamp, ts)
 	req.Header.Set(HeaderNonce, n)

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,33 +15,43 @@ import (
 
 func TestSignerKnownAnswer(t *testing.T) {
 	const body = `{"order_no":"A1","amount":100}`
-	s := Signer{
-		APIKey: "partner-key",
-		Secret: []byte("test-secret-from-config"),
-		Now:    func() time.Time { return time.UnixMilli(1763805600123) },
-		Nonce:  func() string { return "nonce-1" },
-	}
-	req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1/", strings.NewReader(body))
-	if err := s.Sign(req); err != nil {
-		t.Fatal(err)
-	}
+	s := Signer{APIKey: "partner-key", Secret: []byte("test-secret-from-config")}
 	// Computed outside Go:
 	//   printf '%s' '{"order_no":"A1","amount":100}1763805600123nonce-1' |
 	//     openssl dgst -sha256 -hmac 'test-secret-from-config' -binary | base64
-	want := map[string]string{
-		HeaderAPIKey:    "partner-key",
-		HeaderTimestamp: "1763805600123",
-		HeaderNonce:     "nonce-1",
-		HeaderSignature: "/oOrNijzqpfTxahDF0qc6HTN53dqTRUnNJMxhXqhuZc=",
+	if got := s.Signature([]byte(body), "1763805600123", "nonce-1"); got != "/oOrNijzqpfTxahDF0qc6HTN53dqTRUnNJMxhXqhuZc=" {
+		t.Errorf("signature %q", got)
 	}
-	for h, v := range want {
-		if got := req.Header.Get(h); got != v {
-			t.Errorf("%s = %q, want %q", h, got, v)
+}
+
+// Sign sets the four headers: the time in milliseconds, a fresh nonce on
+// every call, and the signature over the body with those two.
+func TestSignSetsTheHeaders(t *testing.T) {
+	const body = `{"order_no":"A1","amount":100}`
+	s := Signer{APIKey: "partner-key", Secret: []byte("test-secret-from-config")}
+	nonces := map[string]bool{}
+	for range 2 {
+		before := time.Now().UnixMilli()
+		req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1/", strings.NewReader(body))
+		if err := s.Sign(req); err != nil {
+			t.Fatal(err)
 		}
-	}
-	// Signing must leave the body sendable.
-	if b, _ := io.ReadAll(req.Body); string(b) != body {
-		t.Errorf("body after signing = %q", b)
+		ts, nonce := req.Header.Get(HeaderTimestamp), req.Header.Get(HeaderNonce)
+		ms, err := strconv.ParseInt(ts, 10, 64)
+		if err != nil || ms < before || ms > time.Now().UnixMilli() {
+			t.Errorf("%s = %q, want the time in milliseconds", HeaderTimestamp, ts)
+		}
+		if len(nonce) != 32 || nonces[nonce] {
+			t.Errorf("%s = %q: not 16 fresh random bytes in hex", HeaderNonce, nonce)
+		}
+		nonces[nonce] = true
+		if req.Header.Get(HeaderAPIKey) != "partner-key" || req.Header.Get(HeaderSignature) != s.Signature([]byte(body), ts, nonce) {
+			t.Errorf("headers %v", req.Header)
+		}
+		// Signing must leave the body sendable.
+		if b, _ := io.ReadAll(req.Body); string(b) != body {
+			t.Errorf("body after signing = %q", b)
+		}
 	}
 }
 

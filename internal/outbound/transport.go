@@ -26,7 +26,7 @@ type connLimiter struct {
 	// connections hold slots too; without evicting them a new host could
 	// wait for a whole idle timeout while nothing is actually in use.
 	evictIdle func()
-	waiting   atomic.Int64 // dials blocked on a slot; observed by tests
+	waiting   atomic.Int64 // dials blocked on a slot (metrics)
 }
 
 func newConnLimiter(n int) *connLimiter {
@@ -60,7 +60,7 @@ func (l *connLimiter) acquire(ctx context.Context) error {
 
 func (l *connLimiter) release() { <-l.slots }
 
-// open reports the number of connections currently holding a slot.
+// open reports the number of connections currently holding a slot (metrics).
 func (l *connLimiter) open() int { return len(l.slots) }
 
 // limitedConn gives its slot back when closed, whoever closes it (the

@@ -8,15 +8,14 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"gatehouse/ent"
 	"gatehouse/ent/partnerapp"
+	"gatehouse/internal/errs"
 	"gatehouse/internal/secret"
 )
 
-// Limits of the app fields (CONTRACT §5, createPartnerApp).
+// Limits of the app fields (createPartnerApp, docs/admin-graphql.md).
 const (
 	MaxAppNameLen   = 128
 	MaxAppKeyLen    = 64
@@ -45,6 +44,11 @@ type CreateInput struct {
 	// characters, e.g. when partners move from another platform) instead of
 	// generating one. Empty: generated. Not exposed through GraphQL.
 	AppSecret string
+	// WebhookSecret imports a webhook signing secret ("whsec_…") instead
+	// of generating one: the demo app's, derived from the master key so
+	// that the demo banner can print it. Empty: generated. Not exposed
+	// through GraphQL.
+	WebhookSecret string
 }
 
 // UpdateInput changes an app; nil fields are left as they are.
@@ -93,7 +97,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (App, Secrets, err
 		}
 	}
 	if in.CallbackURL != "" {
-		if err := s.validateCallback(in.CallbackURL); err != nil {
+		if err := s.validateCallback(key, in.CallbackURL); err != nil {
 			return App{}, Secrets{}, err
 		}
 	}
@@ -105,7 +109,12 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (App, Secrets, err
 	if err != nil {
 		return App{}, Secrets{}, err
 	}
-	sec := Secrets{AppSecret: in.AppSecret, WebhookSecret: s.webhookSecret()}
+	sec := Secrets{AppSecret: in.AppSecret, WebhookSecret: in.WebhookSecret}
+	if sec.WebhookSecret == "" {
+		sec.WebhookSecret = s.webhookSecret()
+	} else if !strings.HasPrefix(sec.WebhookSecret, "whsec_") || len(sec.WebhookSecret) > MaxAppSecretLen {
+		return App{}, Secrets{}, errs.Invalid("webhookSecret", "must be a whsec_ secret of at most %d characters", MaxAppSecretLen)
+	}
 	if sec.AppSecret == "" {
 		sec.AppSecret = NewAppSecret()
 	} else if err := validateImportedSecret(sec.AppSecret); err != nil {
@@ -158,7 +167,7 @@ func (s *Service) Update(ctx context.Context, id int, in UpdateInput) (App, erro
 	}
 	if in.Status != nil {
 		if *in.Status != Enabled && *in.Status != Disabled {
-			return App{}, invalid("status", "must be 0 (disabled) or 1 (enabled)")
+			return App{}, errs.Invalid("status", "must be 0 (disabled) or 1 (enabled)")
 		}
 		u.SetStatus(int(*in.Status))
 	}
@@ -171,7 +180,7 @@ func (s *Service) Update(ctx context.Context, id int, in UpdateInput) (App, erro
 	}
 	switch {
 	case in.ClearExpireDate && in.ExpireDate != nil:
-		return App{}, invalid("expireDate", "cannot be set and cleared at once")
+		return App{}, errs.Invalid("expireDate", "cannot be set and cleared at once")
 	case in.ClearExpireDate:
 		u.ClearExpireDate()
 	case in.ExpireDate != nil:
@@ -179,7 +188,16 @@ func (s *Service) Update(ctx context.Context, id int, in UpdateInput) (App, erro
 	}
 	if in.CallbackURL != nil {
 		if *in.CallbackURL != "" {
-			if err := s.validateCallback(*in.CallbackURL); err != nil {
+			// The check may depend on the app (the demo app may call back
+			// to loopback).
+			key, err := s.client.PartnerApp.Query().Where(partnerapp.ID(id)).Select(partnerapp.FieldAppKey).String(ctx)
+			if ent.IsNotFound(err) {
+				return App{}, ErrNotFound
+			}
+			if err != nil {
+				return App{}, fmt.Errorf("update app %d: %w", id, err)
+			}
+			if err := s.validateCallback(key, *in.CallbackURL); err != nil {
 				return App{}, err
 			}
 		}
@@ -243,7 +261,9 @@ func (s *Service) rotate(ctx context.Context, id int, plain string, webhook bool
 	if err != nil {
 		return nil, fmt.Errorf("seal secret: %w", err)
 	}
-	for range 5 {
+	// Each round has one winner; enough rounds for a handful of admins
+	// rotating the same app at once (the request deadline bounds it too).
+	for range 12 {
 		cur, err := s.client.PartnerApp.Get(ctx, id)
 		if ent.IsNotFound(err) {
 			return nil, ErrNotFound
@@ -309,35 +329,6 @@ func (s *Service) GetByKey(ctx context.Context, appKey string) (App, error) {
 	return fromEnt(row), nil
 }
 
-// WebhookSecrets returns the plaintext webhook secrets app id signs with
-// now: the current one, then the previous one while its overlap lasts.
-// Empty when the app has none.
-func (s *Service) WebhookSecrets(ctx context.Context, id int) ([]string, error) {
-	row, err := s.client.PartnerApp.Get(ctx, id)
-	if ent.IsNotFound(err) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("webhook secrets of app %d: %w", id, err)
-	}
-	var out []string
-	if row.WebhookSecret != nil {
-		p, err := s.sealer.Open(*row.WebhookSecret)
-		if err != nil {
-			return nil, fmt.Errorf("webhook secret of app %d: %w", id, err)
-		}
-		out = append(out, string(p))
-	}
-	if row.PreviousWebhookSecret != nil && row.PreviousWebhookSecretExpiresAt != nil && s.now().Before(*row.PreviousWebhookSecretExpiresAt) {
-		p, err := s.sealer.Open(*row.PreviousWebhookSecret)
-		if err != nil {
-			return nil, fmt.Errorf("previous webhook secret of app %d: %w", id, err)
-		}
-		out = append(out, string(p))
-	}
-	return out, nil
-}
-
 // SecretMatches reports, in constant time, whether candidate is the
 // current app secret of appKey, without ever revealing the secret (the
 // demo uses it to tell whether its documented secret is still in force).
@@ -356,60 +347,74 @@ func (s *Service) SecretMatches(ctx context.Context, appKey, candidate string) (
 	return secret.Equal(string(p), candidate), nil
 }
 
+// WebhookSecretMatches reports whether candidate is the current webhook
+// secret of the app with appKey (the demo tells whether its derived secret
+// is still the one in use).
+func (s *Service) WebhookSecretMatches(ctx context.Context, appKey, candidate string) (bool, error) {
+	row, err := s.client.PartnerApp.Query().Where(partnerapp.AppKey(appKey)).Only(ctx)
+	if ent.IsNotFound(err) {
+		return false, ErrNotFound
+	}
+	if err != nil {
+		return false, fmt.Errorf("partner app %q: %w", appKey, err)
+	}
+	if row.WebhookSecret == nil {
+		return false, nil
+	}
+	p, err := s.sealer.Open(*row.WebhookSecret)
+	if err != nil {
+		return false, nil // sealed with another master key: not this one
+	}
+	return secret.Equal(string(p), candidate), nil
+}
+
 // ValidateAppKey checks the app_key rule: 1–64 of [A-Za-z0-9_-].
 func ValidateAppKey(key string) error {
 	if key == "" || len(key) > MaxAppKeyLen {
-		return invalid("appKey", "must be 1 to %d characters", MaxAppKeyLen)
+		return errs.Invalid("appKey", "must be 1 to %d characters", MaxAppKeyLen)
 	}
 	for i := 0; i < len(key); i++ {
 		c := key[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return invalid("appKey", "may only hold letters, digits, '_' and '-'")
+			return errs.Invalid("appKey", "may only hold letters, digits, '_' and '-'")
 		}
 	}
 	return nil
 }
 
 func normalizeAppName(name string) (string, error) {
-	n := strings.TrimSpace(name)
-	switch {
-	case n == "":
-		return "", invalid("appName", "is required")
-	case !utf8.ValidString(n):
-		return "", invalid("appName", "must be valid UTF-8")
-	case utf8.RuneCountInString(n) > MaxAppNameLen:
-		return "", invalid("appName", "must be at most %d characters", MaxAppNameLen)
-	case strings.ContainsFunc(n, unicode.IsControl):
-		return "", invalid("appName", "must not contain control characters")
+	n, err := errs.Text("appName", name, MaxAppNameLen)
+	if err == nil && n == "" {
+		return "", errs.Invalid("appName", "is required")
 	}
-	return n, nil
+	return n, err
 }
 
 func validateRateLimit(v int) (int, error) {
 	if v < 1 || v > MaxRateLimit {
-		return 0, invalid("rateLimit", "must be between 1 and %d requests per second", MaxRateLimit)
+		return 0, errs.Invalid("rateLimit", "must be between 1 and %d requests per second", MaxRateLimit)
 	}
 	return v, nil
 }
 
 func validateImportedSecret(v string) error {
 	if len(v) < MinImportSecret || len(v) > MaxAppSecretLen {
-		return invalid("appSecret", "must be %d to %d characters", MinImportSecret, MaxAppSecretLen)
+		return errs.Invalid("appSecret", "must be %d to %d characters", MinImportSecret, MaxAppSecretLen)
 	}
 	for i := 0; i < len(v); i++ {
 		if v[i] < 0x21 || v[i] > 0x7e {
-			return invalid("appSecret", "must be printable ASCII without spaces")
+			return errs.Invalid("appSecret", "must be printable ASCII without spaces")
 		}
 	}
 	return nil
 }
 
-func (s *Service) validateCallback(u string) error {
+func (s *Service) validateCallback(appKey, u string) error {
 	if len(u) > MaxURLLen {
-		return invalid("callbackURL", "must be at most %d characters", MaxURLLen)
+		return errs.Invalid("callbackURL", "must be at most %d characters", MaxURLLen)
 	}
-	if err := s.checkCallback(u); err != nil {
-		return invalid("callbackURL", "%v", err)
+	if err := s.checkCallback(appKey, u); err != nil {
+		return errs.Invalid("callbackURL", "%v", err)
 	}
 	return nil
 }
@@ -423,21 +428,21 @@ func checkHTTPURL(raw string) error {
 }
 
 // normalizeRedirectURIs checks OAuth redirect URIs: absolute, no fragment
-// (RFC 6749 §3.1.2), at most 2048 characters; duplicates are dropped.
+// (RFC 6749 section 3.1.2), at most 2048 characters; duplicates are dropped.
 func normalizeRedirectURIs(in []string) ([]string, error) {
 	if len(in) > MaxRedirectURIs {
-		return nil, invalid("redirectURIs", "at most %d", MaxRedirectURIs)
+		return nil, errs.Invalid("redirectURIs", "at most %d", MaxRedirectURIs)
 	}
 	out := make([]string, 0, len(in))
 	for _, raw := range in {
 		u, err := url.Parse(raw)
 		switch {
 		case len(raw) > MaxURLLen:
-			return nil, invalid("redirectURIs", "each must be at most %d characters", MaxURLLen)
+			return nil, errs.Invalid("redirectURIs", "each must be at most %d characters", MaxURLLen)
 		case err != nil || u.Scheme == "" || u.Host == "" && u.Scheme != "urn":
-			return nil, invalid("redirectURIs", "%q is not an absolute URI", raw)
+			return nil, errs.Invalid("redirectURIs", "%q is not an absolute URI", raw)
 		case u.Fragment != "" || strings.Contains(raw, "#"):
-			return nil, invalid("redirectURIs", "%q must not have a fragment", raw)
+			return nil, errs.Invalid("redirectURIs", "%q must not have a fragment", raw)
 		}
 		if !slices.Contains(out, raw) {
 			out = append(out, raw)
@@ -446,21 +451,21 @@ func normalizeRedirectURIs(in []string) ([]string, error) {
 	return out, nil
 }
 
-// normalizeScopes checks scope tokens (RFC 6749 §3.3 characters, at most
+// normalizeScopes checks scope tokens (RFC 6749 section 3.3 characters, at most
 // 64 each); duplicates are dropped.
 func normalizeScopes(in []string) ([]string, error) {
 	if len(in) > MaxScopes {
-		return nil, invalid("scopes", "at most %d", MaxScopes)
+		return nil, errs.Invalid("scopes", "at most %d", MaxScopes)
 	}
 	out := make([]string, 0, len(in))
 	for _, sc := range in {
 		if sc == "" || len(sc) > MaxScopeLen {
-			return nil, invalid("scopes", "each must be 1 to %d characters", MaxScopeLen)
+			return nil, errs.Invalid("scopes", "each must be 1 to %d characters", MaxScopeLen)
 		}
 		for i := 0; i < len(sc); i++ {
 			c := sc[i]
 			if c < 0x21 || c > 0x7e || c == '"' || c == '\\' {
-				return nil, invalid("scopes", "%q holds a character not allowed in a scope", sc)
+				return nil, errs.Invalid("scopes", "%q holds a character not allowed in a scope", sc)
 			}
 		}
 		if !slices.Contains(out, sc) {

@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"gatehouse/internal/store/storetest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"gatehouse/ent/partnerapp"
+	"gatehouse/internal/errs"
+	"gatehouse/internal/store/storetest"
 	"gatehouse/internal/testenv"
 )
 
@@ -47,8 +48,7 @@ func TestCreateValidation(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, _, err := s.Create(ctx, c.in)
-			var ve *ValidationError
-			if !errors.As(err, &ve) || ve.Field != c.field {
+			if errs.KindOf(err) != errs.Validation || errs.Field(err) != c.field {
 				t.Fatalf("got %v, want a validation error on %s", err, c.field)
 			}
 		})
@@ -107,7 +107,7 @@ func TestCreateAndGet(t *testing.T) {
 		if ok, _ := s.SecretMatches(ctx, app.AppKey, sec.AppSecret+"x"); ok {
 			t.Fatal("SecretMatches accepts another secret")
 		}
-		ws, err := s.WebhookSecrets(ctx, app.ID)
+		ws, err := s.webhookSecrets(ctx, app.ID)
 		if err != nil || len(ws) != 1 || ws[0] != sec.WebhookSecret {
 			t.Fatalf("webhook secrets: %d %v", len(ws), err)
 		}
@@ -153,8 +153,7 @@ func TestUpdate(t *testing.T) {
 			"bad redirect":   {RedirectURIs: &[]string{"nope"}},
 			"bad scope char": {Scopes: &[]string{`a"b`}},
 		} {
-			var ve *ValidationError
-			if _, err := s.Update(ctx, app.ID, in); !errors.As(err, &ve) {
+			if _, err := s.Update(ctx, app.ID, in); errs.KindOf(err) != errs.Validation {
 				t.Errorf("%s: %v", name, err)
 			}
 		}
@@ -176,13 +175,18 @@ func TestConcurrentRotations(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Rotations of one app race (released together); each round of the
+		// compare-and-set has a winner, so every one of them succeeds
+		// however the machine schedules them.
 		const n = 6
 		secrets := make([]string, n)
 		var wg sync.WaitGroup
+		start := make(chan struct{})
 		for i := range n {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				<-start
 				_, sec, err := s.RotateSecret(ctx, app.ID)
 				if err != nil {
 					t.Error(err)
@@ -190,6 +194,7 @@ func TestConcurrentRotations(t *testing.T) {
 				secrets[i] = sec
 			}()
 		}
+		close(start)
 		wg.Wait()
 		cred, err := s.loadCredentials(ctx, app.AppKey)
 		if err != nil {
@@ -219,17 +224,17 @@ func TestWebhookSecretRotation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk.Add(time.Second)
+	clk.Advance(time.Second)
 	_, w1, err := s.RotateWebhookSecret(ctx, app.ID)
 	if err != nil || w1 == sec.WebhookSecret {
 		t.Fatalf("rotate: %v", err)
 	}
-	ws, _ := s.WebhookSecrets(ctx, app.ID)
+	ws, _ := s.webhookSecrets(ctx, app.ID)
 	if len(ws) != 2 || ws[0] != w1 || ws[1] != sec.WebhookSecret {
 		t.Fatalf("during the overlap: %v", ws)
 	}
-	clk.Add(RotationOverlap)
-	ws, _ = s.WebhookSecrets(ctx, app.ID)
+	clk.Advance(RotationOverlap)
+	ws, _ = s.webhookSecrets(ctx, app.ID)
 	if len(ws) != 1 || ws[0] != w1 {
 		t.Fatalf("after the overlap: %v", ws)
 	}

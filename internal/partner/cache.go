@@ -10,12 +10,13 @@ import (
 
 	"gatehouse/ent"
 	"gatehouse/ent/partnerapp"
+	"gatehouse/internal/errs"
 )
 
 // DefaultCacheTTL bounds the staleness of a replica's view of an app: a
 // change committed to the database (disable, new rate limit, rotation,
 // expire date) is used by every replica's signed-request checks at most
-// this long after the commit. It is well inside the contract's 1 s, and
+// this long after the commit. It is well inside the promised 1 s, and
 // costs each replica about two database reads per second per active app,
 // whatever the request rate.
 const DefaultCacheTTL = 500 * time.Millisecond
@@ -77,7 +78,7 @@ func (c *appCache) get(ctx context.Context, key string) (*credentials, error) {
 	if ok && now.Sub(e.loaded) < c.ttl {
 		return e.cred, nil
 	}
-	v, err, _ := c.group.Do(key, func() (any, error) {
+	ch := c.group.DoChan(key, func() (any, error) {
 		c.mu.RLock()
 		gen := c.gen
 		c.mu.RUnlock()
@@ -93,10 +94,17 @@ func (c *appCache) get(ctx context.Context, key string) (*credentials, error) {
 		c.store(key, cacheEntry{cred: cred, loaded: start}, gen)
 		return cred, nil
 	})
-	if err != nil {
-		return nil, err
+	// Each caller waits only as long as its own request may: the shared
+	// read goes on for the others (and fills the cache).
+	select {
+	case res := <-ch:
+		if res.Err != nil {
+			return nil, res.Err
+		}
+		return res.Val.(*credentials), nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: load app: %w", errs.Unavailable, context.Cause(ctx))
 	}
-	return v.(*credentials), nil
 }
 
 func (c *appCache) store(key string, e cacheEntry, gen uint64) {
@@ -138,7 +146,7 @@ func (s *Service) loadCredentials(ctx context.Context, key string) (*credentials
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: load app: %w", ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: load app: %w", errs.Unavailable, err)
 	}
 	cred := &credentials{app: fromEnt(row)}
 	if cred.secret, err = s.sealer.Open(row.Secret); err != nil {

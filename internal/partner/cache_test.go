@@ -35,11 +35,11 @@ func TestAppCacheStaleness(t *testing.T) {
 		t.Fatal("first get loads")
 	}
 	version.Store(2) // written elsewhere
-	clk.Add(DefaultCacheTTL - time.Millisecond)
+	clk.Advance(DefaultCacheTTL - time.Millisecond)
 	if get("k").app.RateLimit != 1 || loads.Load() != 1 {
 		t.Fatal("within the TTL the cached value is served")
 	}
-	clk.Add(time.Millisecond)
+	clk.Advance(time.Millisecond)
 	if get("k").app.RateLimit != 2 || loads.Load() != 2 {
 		t.Fatal("at the TTL the value is read again")
 	}

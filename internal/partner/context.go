@@ -10,16 +10,6 @@ func NewContext(ctx context.Context, a *Admitted) context.Context {
 	return context.WithValue(ctx, ctxKey{}, a)
 }
 
-// FromContext returns the app of a request admitted by the signed-request
-// middleware, or false outside it.
-func FromContext(ctx context.Context) (*App, bool) {
-	a, ok := ctx.Value(ctxKey{}).(*Admitted)
-	if !ok || a.App == nil {
-		return nil, false
-	}
-	return a.App, true
-}
-
 // AdmittedFromContext returns the whole admitted request (app, rate-limit
 // state, and the signed query parameters business handlers should read).
 func AdmittedFromContext(ctx context.Context) (*Admitted, bool) {

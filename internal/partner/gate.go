@@ -9,15 +9,15 @@ import (
 	"unicode/utf8"
 
 	"gatehouse/internal/kv"
-	"gatehouse/internal/secret"
 )
 
-// The signed-request limits of the contract.
+// The signed-request limits (docs/reference.md).
 const (
 	// MaxClockSkew is how far a request's timestamp may be from the server's
 	// clock, either way.
 	MaxClockSkew = 5 * time.Minute
-	// NonceTTL is how long a nonce is remembered per app.
+	// NonceTTL is how long a nonce is remembered per app, counted from the
+	// later of its request's timestamp and its arrival (see nonceTTL).
 	NonceTTL = 5 * time.Minute
 	// RateWindow is the sliding window of the per-app rate limit.
 	RateWindow = time.Second
@@ -26,16 +26,13 @@ const (
 )
 
 // Reasons a signed request is refused, for errors.Is on a *RejectError.
-// Their texts are the contract's message meanings.
+// Their texts are the envelope's message meanings.
 var (
 	ErrInvalidAppKey  = errors.New("invalid app key")
 	ErrRequestExpired = errors.New("request expired")
 	ErrBadSignature   = errors.New("signature verification failed")
 	ErrDuplicateNonce = errors.New("duplicate request")
 	ErrRateLimited    = errors.New("too many requests")
-	// ErrUnavailable: a dependency (database, key-value store) did not
-	// answer; the request was not checked and must not proceed.
-	ErrUnavailable = errors.New("partner: dependency unavailable")
 )
 
 // RejectError is a signed request refused by [Gate.Check]: Reason is one
@@ -44,10 +41,9 @@ var (
 type RejectError struct {
 	Reason error
 	Detail string
-	// Limit, Remaining and RetryAfter describe the rate limit when Reason
-	// is ErrRateLimited.
+	// Limit and RetryAfter describe the rate limit when Reason is
+	// ErrRateLimited (nothing remains of it then).
 	Limit      int
-	Remaining  int
 	RetryAfter time.Duration
 }
 
@@ -75,7 +71,7 @@ type Admitted struct {
 	Query SignedQuery
 }
 
-// Gate runs the signed-request checks of the contract, in its order:
+// Gate runs the signed-request checks, in their documented order:
 // app_key → timestamp → nonce → signature → rate limit. Everything but the
 // nonce and the rate limit is decided in memory; those two take one
 // key-value round trip ([kv.Store.Admit]), after the signature has been
@@ -96,8 +92,9 @@ func NewGate(svc *Service, store kv.Store) *Gate {
 func (g *Gate) SetClock(now func() time.Time) { g.now = now }
 
 // Check verifies the signed request with raw query string rawQuery. The
-// error is a *RejectError, or wraps ErrUnavailable when a dependency is
-// down, or is an internal error.
+// error is a *RejectError, or wraps errs.Unavailable when a dependency (the
+// database, the key-value store) did not answer and the request must not
+// proceed, or is an internal error.
 func (g *Gate) Check(ctx context.Context, rawQuery string) (Admitted, error) {
 	q := ParseSignedQuery(rawQuery)
 	now := g.now()
@@ -144,29 +141,26 @@ func (g *Gate) Check(ctx context.Context, rawQuery string) (Admitted, error) {
 		return Admitted{}, reject(ErrBadSignature, "nonce must be at most %d characters", MaxNonceLen)
 	}
 
-	// 4. signature, computed here (CPU only).
+	// 4. signature (verify, in signature.go): CPU only, no round trip.
 	sigErr := verify(&q, cred, now)
 
-	// 3+4+5 in one round trip: a seen nonce wins over a bad signature (the
-	// seed checks the nonce first); a good signature records the nonce and
+	// 3+4+5 in one round trip: a seen nonce wins over a bad signature (the nonce
+	// is checked first); a good signature records the nonce and
 	// takes a slot of the sliding window, atomically.
 	adm, err := g.kv.Admit(ctx, kv.AdmitRequest{
 		App:      q.AppKey,
 		Nonce:    q.Nonce,
-		NonceTTL: NonceTTL,
+		NonceTTL: nonceTTL(ts, now),
 		Verified: sigErr == nil,
 		Limit:    max(cred.app.RateLimit, 1), // >= 1 by schema; Admit refuses 0
 		Window:   RateWindow,
 	})
 	if err != nil {
-		if errors.Is(err, kv.ErrUnavailable) {
-			return Admitted{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
-		}
 		return Admitted{}, fmt.Errorf("admit signed request: %w", err)
 	}
 	switch {
 	case adm.DuplicateNonce:
-		return Admitted{}, reject(ErrDuplicateNonce, "nonce was already used in the last %d minutes", int(NonceTTL/time.Minute))
+		return Admitted{}, reject(ErrDuplicateNonce, "nonce was already used by a request that is still within its %d-minute window", int(NonceTTL/time.Minute))
 	case sigErr != nil:
 		return Admitted{}, sigErr
 	case adm.Limited:
@@ -181,39 +175,13 @@ func (g *Gate) Check(ctx context.Context, rawQuery string) (Admitted, error) {
 	return Admitted{App: &app, Limit: adm.Limit, Remaining: adm.Remaining, Query: q}, nil
 }
 
-// verify checks the sign of q against every secret valid at now.
-func verify(q *SignedQuery, cred *credentials, now time.Time) *RejectError {
-	switch {
-	case q.Malformed:
-		return reject(ErrBadSignature, "the query string is not valid URL encoding")
-	case q.Duplicate != "":
-		return reject(ErrBadSignature, "parameter %q is given more than once", q.Duplicate)
-	}
-	st, err := ParseSignType(signTypeOf(q))
-	if err != nil {
-		return reject(ErrBadSignature, "%v", err)
-	}
-	canonical := Canonical(q.Timestamp, q.Nonce, q.Params)
-	if q.Sign == "" {
-		return reject(ErrBadSignature, "sign is missing; %s", Explain(st, canonical))
-	}
-	ok := false
-	for _, sec := range cred.secretsAt(now) {
-		// Every valid secret is tried, so the time taken does not tell
-		// which one matched.
-		if secret.EqualHexFold(q.Sign, Digest(st, sec, canonical)) {
-			ok = true
-		}
-	}
-	if !ok {
-		return reject(ErrBadSignature, "%s", Explain(st, canonical))
-	}
-	return nil
-}
-
-func signTypeOf(q *SignedQuery) string {
-	v, _ := q.Get(ParamSignType)
-	return v
+// nonceTTL remembers a nonce until max(its timestamp, arrival) + NonceTTL.
+// A request stamped in the future (up to MaxClockSkew ahead) stays
+// acceptable until its timestamp + MaxClockSkew, so its nonce must be
+// remembered that long too, or it could be replayed once forgotten.
+func nonceTTL(tsMillis int64, now time.Time) time.Duration {
+	ahead := time.Duration(tsMillis-now.UnixMilli()) * time.Millisecond
+	return NonceTTL + max(ahead, 0)
 }
 
 // parseMillis accepts 1–19 ASCII digits, nothing else (no sign, no space).

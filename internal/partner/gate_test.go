@@ -4,14 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"gatehouse/internal/store/storetest"
 	"net/url"
 	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"gatehouse/internal/errs"
 	"gatehouse/internal/kv"
+	"gatehouse/internal/store/storetest"
 	"gatehouse/internal/testenv"
 	"gatehouse/rest/partnerclient"
 )
@@ -21,10 +22,12 @@ type countingKV struct {
 	kv.Store
 	calls atomic.Int64
 	fail  error
+	last  atomic.Pointer[kv.AdmitRequest]
 }
 
 func (c *countingKV) Admit(ctx context.Context, r kv.AdmitRequest) (kv.Admission, error) {
 	c.calls.Add(1)
+	c.last.Store(&r)
 	if c.fail != nil {
 		return kv.Admission{}, c.fail
 	}
@@ -35,15 +38,15 @@ type gateFixture struct {
 	svc   *Service
 	gate  *Gate
 	kv    *countingKV
-	clock *clock
+	clock *testenv.Clock
 	seq   int
 }
 
-func newGateFixture(t *testing.T, b testenv.Backend, start time.Time) *gateFixture {
+func newGateFixture(t *testing.T, b testenv.Backend, start time.Time, kvOpts ...kv.Option) *gateFixture {
 	t.Helper()
 	db := storetest.Open(t, b)
 	clk := newClock(start)
-	store, err := kv.Open(context.Background(), b.RedisURL, kv.WithPrefix(b.KeyPrefix))
+	store, err := kv.Open(context.Background(), b.RedisURL, append([]kv.Option{kv.WithPrefix(b.KeyPrefix)}, kvOpts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +160,7 @@ func TestGateRotationOverlap(t *testing.T) {
 }
 
 // TestGateStoreUse: checks that need no key-value store do not call it;
-// the rest take exactly one call; an unreachable store is ErrUnavailable.
+// the rest take exactly one call; an unreachable store is errs.Unavailable.
 func TestGateStoreUse(t *testing.T) {
 	f := newGateFixture(t, testenv.Backend{Name: "sqlite"}, time.Now())
 	ctx := context.Background()
@@ -191,15 +194,15 @@ func TestGateStoreUse(t *testing.T) {
 		t.Fatalf("query %+v", adm.Query)
 	}
 
-	f.kv.fail = fmt.Errorf("%w: redis: connection refused", kv.ErrUnavailable)
+	f.kv.fail = fmt.Errorf("%w: redis: connection refused", errs.Unavailable)
 	_, err = f.gate.Check(ctx, f.query(t, app.AppKey, sec.AppSecret, f.clock.Now(), nil))
 	var rej *RejectError
-	if !errors.Is(err, ErrUnavailable) || errors.As(err, &rej) {
+	if !errors.Is(err, errs.Unavailable) || errors.As(err, &rej) {
 		t.Fatalf("unreachable store: %v", err)
 	}
 	f.kv.fail = errors.New("kv: admit: something else")
 	_, err = f.gate.Check(ctx, f.query(t, app.AppKey, sec.AppSecret, f.clock.Now(), nil))
-	if err == nil || errors.Is(err, ErrUnavailable) || errors.As(err, &rej) {
+	if err == nil || errors.Is(err, errs.Unavailable) || errors.As(err, &rej) {
 		t.Fatalf("store error: %v", err)
 	}
 }

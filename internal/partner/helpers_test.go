@@ -1,12 +1,15 @@
 package partner
 
 import (
-	"sync"
+	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	"gatehouse/ent"
 	"gatehouse/internal/secret"
 	"gatehouse/internal/store"
+	"gatehouse/internal/testenv"
 )
 
 func newService(t testing.TB, db *store.DB, opts ...Option) *Service {
@@ -20,24 +23,33 @@ func newService(t testing.TB, db *store.DB, opts ...Option) *Service {
 
 var testKey = secret.RandomBytes(32)
 
-// clock is a settable test clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
+func newClock(t time.Time) *testenv.Clock { return testenv.NewClock(t) }
+
+// webhookSecrets returns the plaintext webhook secrets app id signs with
+// now: the current one, then the previous one while its overlap lasts.
+// Empty when the app has none.
+func (s *Service) webhookSecrets(ctx context.Context, id int) ([]string, error) {
+	row, err := s.client.PartnerApp.Get(ctx, id)
+	if ent.IsNotFound(err) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("webhook secrets of app %d: %w", id, err)
+	}
+	var out []string
+	if row.WebhookSecret != nil {
+		p, err := s.sealer.Open(*row.WebhookSecret)
+		if err != nil {
+			return nil, fmt.Errorf("webhook secret of app %d: %w", id, err)
+		}
+		out = append(out, string(p))
+	}
+	if row.PreviousWebhookSecret != nil && row.PreviousWebhookSecretExpiresAt != nil && s.now().Before(*row.PreviousWebhookSecretExpiresAt) {
+		p, err := s.sealer.Open(*row.PreviousWebhookSecret)
+		if err != nil {
+			return nil, fmt.Errorf("previous webhook secret of app %d: %w", id, err)
+		}
+		out = append(out, string(p))
+	}
+	return out, nil
 }
-
-func newClock(t time.Time) *clock { return &clock{t: t} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
-
-func (c *clock) Add(d time.Duration) { c.Set(c.Now().Add(d)) }

@@ -1,7 +1,7 @@
 // Package partner is the partner application domain: apps and their
 // secrets (sealed at rest, rotated with a 24 h overlap), the signed-request
 // rules of the partner API (canonical string, MD5 / HMAC-SHA256, the check
-// order of the contract), a short-lived cache of app credentials so that a
+// order), a short-lived cache of app credentials so that a
 // signed request costs no database round trip, and per-day usage counting.
 //
 // The REST layer (rest/partner.go) calls [Gate.Check] and maps its errors
@@ -10,44 +10,27 @@ package partner
 
 import (
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"time"
 
 	"gatehouse/ent"
+	"gatehouse/internal/errs"
 	"gatehouse/internal/secret"
 )
 
-// Errors of the app service, for errors.Is.
+// Errors of the app service, for errors.Is. Bad input is an
+// errs.Validation error naming the field (GraphQL spelling).
 var (
 	// ErrNotFound: no app with that id (or key).
-	ErrNotFound = errors.New("partner app not found")
+	ErrNotFound = errs.New(errs.NotFound, "partner app not found")
 	// ErrConflict: the app_key is taken.
-	ErrConflict = errors.New("partner app key already exists")
+	ErrConflict = errs.New(errs.Conflict, "partner app key already exists")
 )
-
-// ValidationError is an input that breaks a rule, with a message fit for
-// the caller. Field names the input field (GraphQL spelling).
-type ValidationError struct {
-	Field string
-	Msg   string
-}
-
-func (e *ValidationError) Error() string {
-	if e.Field == "" {
-		return e.Msg
-	}
-	return e.Field + ": " + e.Msg
-}
-
-func invalid(field, format string, args ...any) error {
-	return &ValidationError{Field: field, Msg: fmt.Sprintf(format, args...)}
-}
 
 // Status of an app: only enabled apps may call the API.
 type Status int
 
-// The app statuses (stored as 0/1, as the seed says).
+// The app statuses (stored as 0/1, the values partners know).
 const (
 	Disabled Status = 0
 	Enabled  Status = 1
@@ -123,7 +106,7 @@ type Service struct {
 	sealer        *secret.Sealer
 	now           func() time.Time
 	webhookSecret func() string
-	checkCallback func(string) error
+	checkCallback func(appKey, url string) error
 	cache         *appCache
 }
 
@@ -143,14 +126,9 @@ func WithWebhookSecretGen(gen func() string) Option {
 // WithCallbackURLCheck sets the check a callback URL must pass when it is
 // registered (the webhook package's SSRF rules in production). The default
 // requires an absolute http(s) URL.
-func WithCallbackURLCheck(check func(string) error) Option {
+func WithCallbackURLCheck(check func(appKey, url string) error) Option {
 	return func(s *Service) { s.checkCallback = check }
 }
-
-// WithCacheTTL sets how long app credentials are served from memory before
-// they are read again; it bounds how stale a replica's view of an app can
-// be. Default [DefaultCacheTTL].
-func WithCacheTTL(ttl time.Duration) Option { return func(s *Service) { s.cache.ttl = ttl } }
 
 // NewService returns an app service over client, sealing secrets with
 // masterKey (32 bytes).
@@ -164,7 +142,7 @@ func NewService(client *ent.Client, masterKey []byte, opts ...Option) (*Service,
 		sealer:        sealer,
 		now:           time.Now,
 		webhookSecret: defaultWebhookSecret,
-		checkCallback: checkHTTPURL,
+		checkCallback: func(_, u string) error { return checkHTTPURL(u) },
 	}
 	s.cache = newAppCache(s.loadCredentials)
 	for _, o := range opts {

@@ -9,6 +9,9 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
+
+	"gatehouse/internal/secret"
 )
 
 // The four signing parameters every call to /api/v{n}/ carries, and the
@@ -25,7 +28,7 @@ const (
 // SignType selects the digest of a signature.
 type SignType int
 
-// The digests. MD5 is the seed's scheme and the default; HMAC-SHA256 is
+// The digests. MD5 is the partner API's original scheme and the default; HMAC-SHA256 is
 // the stronger option a partner opts into with sign_type=HMAC-SHA256.
 const (
 	SignMD5 SignType = iota
@@ -167,4 +170,39 @@ func Explain(t SignType, canonical string) string {
 		return "sign must be the lower-case hex HMAC-SHA256, keyed by <secret>, of: " + canonical
 	}
 	return "sign must be the lower-case hex MD5 of: <secret>" + canonical
+}
+
+// verify checks the sign of q against every secret valid at now.
+func verify(q *SignedQuery, cred *credentials, now time.Time) *RejectError {
+	switch {
+	case q.Malformed:
+		return reject(ErrBadSignature, "the query string is not valid URL encoding")
+	case q.Duplicate != "":
+		return reject(ErrBadSignature, "parameter %q is given more than once", q.Duplicate)
+	}
+	st, err := ParseSignType(signTypeOf(q))
+	if err != nil {
+		return reject(ErrBadSignature, "%v", err)
+	}
+	canonical := Canonical(q.Timestamp, q.Nonce, q.Params)
+	if q.Sign == "" {
+		return reject(ErrBadSignature, "sign is missing; %s", Explain(st, canonical))
+	}
+	ok := false
+	for _, sec := range cred.secretsAt(now) {
+		// Every valid secret is tried, so the time taken does not tell
+		// which one matched.
+		if secret.EqualHexFold(q.Sign, Digest(st, sec, canonical)) {
+			ok = true
+		}
+	}
+	if !ok {
+		return reject(ErrBadSignature, "%s", Explain(st, canonical))
+	}
+	return nil
+}
+
+func signTypeOf(q *SignedQuery) string {
+	v, _ := q.Get(ParamSignType)
+	return v
 }

@@ -77,7 +77,7 @@ func TestParseSignedQuerySigningParameters(t *testing.T) {
 	}
 }
 
-// The seed's example: md5(secret + timestamp + nonce + sorted name/value pairs).
+// The documented example: md5(secret + timestamp + nonce + sorted name/value pairs).
 func TestDigest(t *testing.T) {
 	t.Parallel()
 	c := Canonical("1763805600123", "abc", []Param{{"order_no", "SO1001"}, {"page", "1"}})

@@ -58,6 +58,33 @@ func (u *Usage) Close(ctx context.Context) error { return u.b.Close(ctx) }
 // Flush writes the counts gathered so far.
 func (u *Usage) Flush(ctx context.Context) error { return u.b.Flush(ctx) }
 
+// UsageWindowDays is how many UTC days CallsByVersion adds up.
+const UsageWindowDays = 30
+
+// CallsByVersion returns the calls counted per version over the last
+// UsageWindowDays UTC days, today included (what the flushes have written
+// so far).
+func (u *Usage) CallsByVersion(ctx context.Context) (map[string]int64, error) {
+	since := u.now().UTC().AddDate(0, 0, -(UsageWindowDays - 1)).Format(time.DateOnly)
+	var rows []struct {
+		Version string `json:"version"`
+		Sum     int64  `json:"sum"`
+	}
+	err := u.client.APIUsage.Query().
+		Where(apiusage.DayGTE(since)).
+		GroupBy(apiusage.FieldVersion).
+		Aggregate(ent.Sum(apiusage.FieldCount)).
+		Scan(ctx, &rows)
+	if err != nil {
+		return nil, fmt.Errorf("API usage by version: %w", err)
+	}
+	out := make(map[string]int64, len(rows))
+	for _, r := range rows {
+		out[r.Version] = r.Sum
+	}
+	return out, nil
+}
+
 func (u *Usage) write(ctx context.Context, pending map[usageKey]int64) (map[usageKey]int64, error) {
 	failed := map[usageKey]int64{}
 	var errs []error

@@ -33,7 +33,7 @@ func TestUsageAddsUp(t *testing.T) {
 		}
 		u2.Add(app.ID, "v1")
 		u2.Add(app.ID, "v2")
-		clk.Add(time.Second) // next UTC day
+		clk.Advance(time.Second) // next UTC day
 		u1.Add(app.ID, "v1")
 		if err := u1.Flush(ctx); err != nil {
 			t.Fatal(err)

@@ -1,5 +1,7 @@
 // Package store opens the Ent client on the embedded SQLite file or on
-// Postgres (through pgx), migrates the schema, and runs transactions.
+// Postgres (through pgx), migrates the schema (Postgres: versioned
+// migration files, see docs/migrations.md; SQLite: Ent's auto-migrate),
+// and runs transactions.
 package store
 
 import (
@@ -26,6 +28,10 @@ type DB struct {
 	*ent.Client
 	SQL     *sql.DB
 	Dialect string // dialect.SQLite or dialect.Postgres
+	// raw is Ent's driver without error classification: the schema
+	// migration reads its results as *sql.Rows.
+	raw dialect.Driver
+	url string // for the dedicated connections of Listen
 }
 
 // Open connects to url ("sqlite:PATH" or "postgres://…") without migrating.
@@ -74,32 +80,8 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("connect to database: %w", err)
 	}
-	drv := entsql.OpenDB(dialectName, db)
-	return &DB{Client: ent.NewClient(ent.Driver(drv)), SQL: db, Dialect: dialectName}, nil
-}
-
-// migrationLock is the Postgres advisory lock key that serialises
-// migrations of replicas starting together.
-const migrationLock = 0x6761746568 // "gateh"
-
-// Migrate brings the schema up to date. On Postgres it holds an advisory
-// lock so that replicas starting at once migrate one after another.
-func (d *DB) Migrate(ctx context.Context) error {
-	if d.Dialect == dialect.Postgres {
-		conn, err := d.SQL.Conn(ctx)
-		if err != nil {
-			return fmt.Errorf("migrate: %w", err)
-		}
-		defer conn.Close()
-		if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock($1)", migrationLock); err != nil {
-			return fmt.Errorf("migrate: lock: %w", err)
-		}
-		defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", migrationLock) //nolint:errcheck // the lock dies with the session anyway
-	}
-	if err := d.Schema.Create(ctx); err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	return nil
+	raw := entsql.OpenDB(dialectName, db)
+	return &DB{Client: ent.NewClient(ent.Driver(classifyingDriver{raw})), SQL: db, Dialect: dialectName, raw: raw, url: url}, nil
 }
 
 // Ping checks that the database answers.

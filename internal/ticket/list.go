@@ -10,6 +10,7 @@ import (
 	"entgo.io/ent/dialect/sql"
 
 	entticket "gatehouse/ent/ticket"
+	"gatehouse/internal/errs"
 )
 
 // Paging bounds of List.
@@ -48,7 +49,7 @@ func decodeCursor(s string) (cursor, error) {
 	var c cursor
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil || len(b) > 256 || json.Unmarshal(b, &c) != nil || c.ID <= 0 {
-		return cursor{}, invalid("cursor is not valid; use the one from the Link header")
+		return cursor{}, errs.Invalid("", "cursor is not valid; use the one from the Link header")
 	}
 	return c, nil
 }
@@ -60,12 +61,12 @@ func (s *Service) List(ctx context.Context, p ListParams) (Page, error) {
 		limit = DefaultLimit
 	}
 	if limit < 1 || limit > MaxLimit {
-		return Page{}, invalid("limit must be between 1 and %d", MaxLimit)
+		return Page{}, errs.Invalid("", "limit must be between 1 and %d", MaxLimit)
 	}
 	status := ""
 	if p.Status != nil {
 		if err := entticket.StatusValidator(*p.Status); err != nil {
-			return Page{}, invalid("status must be one of OPEN, DOING, DONE")
+			return Page{}, errs.Invalid("", "status must be one of OPEN, DOING, DONE")
 		}
 		status = string(*p.Status)
 	}
@@ -79,7 +80,7 @@ func (s *Service) List(ctx context.Context, p ListParams) (Page, error) {
 			return Page{}, err
 		}
 		if c.Status != status {
-			return Page{}, invalid("cursor was issued for another status filter")
+			return Page{}, errs.Invalid("", "cursor was issued for another status filter")
 		}
 		at := time.UnixMilli(c.CreatedAt).UTC()
 		q = q.Where(entticket.Or(

@@ -4,7 +4,6 @@ package ticket
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -13,22 +12,16 @@ import (
 
 	"gatehouse/ent"
 	entticket "gatehouse/ent/ticket"
+	"gatehouse/internal/errs"
 )
 
-// Errors returned by the service; the REST layer maps them to statuses.
+// Errors returned by the service; the REST layer maps their kinds to
+// statuses. Bad input is an errs.Validation error whose message names the
+// field in words ("title must be ..."), so it carries no separate field.
 var (
-	ErrNotFound          = errors.New("ticket not found")
-	ErrInvalidTransition = errors.New("invalid status transition")
+	ErrNotFound          = errs.New(errs.NotFound, "ticket not found")
+	ErrInvalidTransition = errs.New(errs.InvalidState, "invalid status transition")
 )
-
-// ValidationError is a bad input with a message fit for the caller.
-type ValidationError struct{ Msg string }
-
-func (e *ValidationError) Error() string { return e.Msg }
-
-func invalid(format string, args ...any) error {
-	return &ValidationError{Msg: fmt.Sprintf(format, args...)}
-}
 
 // Status is a ticket status.
 type Status = entticket.Status
@@ -66,7 +59,7 @@ func NewService(client *ent.Client) *Service {
 func ParseStatus(s string) (Status, error) {
 	st := Status(s)
 	if err := entticket.StatusValidator(st); err != nil {
-		return "", invalid("status must be one of OPEN, DOING, DONE")
+		return "", errs.Invalid("", "status must be one of OPEN, DOING, DONE")
 	}
 	return st, nil
 }
@@ -76,17 +69,17 @@ func ParseStatus(s string) (Status, error) {
 func NormalizeTitle(title string) (string, error) {
 	t := strings.TrimSpace(title)
 	if t == "" {
-		return "", invalid("title is required and must not be blank")
+		return "", errs.Invalid("", "title is required and must not be blank")
 	}
 	if !utf8.ValidString(t) {
-		return "", invalid("title must be valid UTF-8")
+		return "", errs.Invalid("", "title must be valid UTF-8")
 	}
 	if n := utf8.RuneCountInString(t); n > MaxTitleLen {
-		return "", invalid("title must be at most %d characters (got %d)", MaxTitleLen, n)
+		return "", errs.Invalid("", "title must be at most %d characters (got %d)", MaxTitleLen, n)
 	}
 	for _, r := range t {
 		if unicode.IsControl(r) {
-			return "", invalid("title must not contain control characters")
+			return "", errs.Invalid("", "title must not contain control characters")
 		}
 	}
 	return t, nil
@@ -128,7 +121,7 @@ var previous = map[Status]Status{Doing: Open, Done: Doing}
 // two concurrent identical moves exactly one succeeds.
 func (s *Service) ChangeStatus(ctx context.Context, id int, to Status) (Ticket, error) {
 	if err := entticket.StatusValidator(to); err != nil {
-		return Ticket{}, invalid("status must be one of OPEN, DOING, DONE")
+		return Ticket{}, errs.Invalid("", "status must be one of OPEN, DOING, DONE")
 	}
 	from, ok := previous[to]
 	if ok {

@@ -3,11 +3,12 @@ package ticket_test
 import (
 	"context"
 	"errors"
-	"gatehouse/internal/store/storetest"
 	"strings"
 	"sync"
 	"testing"
 
+	"gatehouse/internal/errs"
+	"gatehouse/internal/store/storetest"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/ticket"
 )
@@ -37,8 +38,7 @@ func TestNormalizeTitle(t *testing.T) {
 	}
 	for _, c := range cases {
 		got, err := ticket.NormalizeTitle(c.in)
-		var verr *ticket.ValidationError
-		if c.ok != (err == nil) || (err != nil && !errors.As(err, &verr)) || got != c.want {
+		if c.ok != (err == nil) || (err != nil && errs.KindOf(err) != errs.Validation) || got != c.want {
 			t.Errorf("NormalizeTitle(%q) = %q, %v", c.in, got, err)
 		}
 	}
@@ -92,8 +92,7 @@ func TestTransitions(t *testing.T) {
 		if _, err := s.ChangeStatus(ctx, 424242, ticket.Open); !errors.Is(err, ticket.ErrNotFound) {
 			t.Fatalf("unknown id, forbidden move: %v", err)
 		}
-		var verr *ticket.ValidationError
-		if _, err := s.ChangeStatus(ctx, 1, "CLOSED"); !errors.As(err, &verr) {
+		if _, err := s.ChangeStatus(ctx, 1, "CLOSED"); errs.KindOf(err) != errs.Validation {
 			t.Fatalf("unknown status: %v", err)
 		}
 	})

@@ -20,8 +20,9 @@ const adminKey = "test-admin-key-0123456789abcdef"
 
 // gqlResult is a GraphQL response.
 type gqlResult struct {
-	Data   map[string]any `json:"data"`
-	Errors []struct {
+	Data       map[string]any `json:"data"`
+	Extensions map[string]any `json:"extensions"`
+	Errors     []struct {
 		Message    string         `json:"message"`
 		Extensions map[string]any `json:"extensions"`
 	} `json:"errors"`

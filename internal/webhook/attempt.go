@@ -3,6 +3,7 @@ package webhook
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,15 +14,11 @@ import (
 	"strings"
 	"time"
 
-	"gatehouse/ent"
-	"gatehouse/ent/deliveryattempt"
-	"gatehouse/ent/webhookdelivery"
 	"gatehouse/internal/outbound"
-	"gatehouse/internal/store"
 )
 
-// Message is the body of every webhook request: the seed's webhook
-// message, in this field order.
+// Message is the body of every webhook request, the webhook message of
+// docs/reference.md, in this field order.
 type Message struct {
 	EventType string `json:"eventType"`
 	// BizData is the event's JSON payload, as a string.
@@ -34,19 +31,11 @@ type Message struct {
 	CreateTime int64 `json:"createTime"`
 }
 
-// MessageOf returns the body of the next attempt of d.
-func MessageOf(d *ent.WebhookDelivery) []byte {
+func message(m Message) []byte {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	_ = enc.Encode(Message{
-		EventType:   d.EventType,
-		BizData:     d.BizData,
-		CallbackURL: d.CallbackURL,
-		RetryCount:  d.RetryCount,
-		MaxRetry:    d.MaxRetry,
-		CreateTime:  d.CreateTime.UnixMilli(),
-	})
+	_ = enc.Encode(m)
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
@@ -59,7 +48,7 @@ var errNoSecret = errors.New("app has no usable webhook signing secret (rotate i
 
 // outcome is what one attempt produced.
 type outcome struct {
-	started     time.Time
+	started     time.Time // on the service's clock (stored)
 	duration    time.Duration
 	reqHeaders  http.Header
 	reqBody     []byte
@@ -71,46 +60,53 @@ type outcome struct {
 
 func (o *outcome) success() bool { return o.status >= 200 && o.status < 300 }
 
-// attempt makes one delivery attempt of d, which this process has leased,
-// and stores its outcome.
-func (s *Service) attempt(abort context.Context, d *ent.WebhookDelivery) {
+// attempt makes one delivery attempt of j, which this process has leased,
+// and stores its outcome. While the breaker of j's endpoint is open no
+// attempt is made: the delivery waits, with no attempt used, until the
+// breaker lets trial calls through.
+func (s *Service) attempt(abort context.Context, j job) {
 	ctx, cancel := context.WithTimeout(abort, s.opt.AttemptTimeout)
 	defer cancel()
-	o := outcome{started: time.Now()}
-	secrets, err := s.signingSecrets(ctx, d.AppID)
-	switch {
-	case errors.Is(err, errNoSecret):
-		o.err = err
-		s.finish(d, &o)
-		return
-	case err != nil:
-		// The database is failing: nothing was sent. The lease runs out
-		// and the delivery is tried again then.
-		s.log.Error("webhook: loading the signing secrets failed", "delivery_id", d.ID, "err", err)
-		s.release(d)
+	o := outcome{started: s.now()}
+	app, err := s.apps.get(ctx, j.AppID)
+	if err != nil {
+		// The database is failing: nothing was sent. The lease is given
+		// back (or runs out) and the delivery is tried again.
+		s.log.Error("webhook: loading the app failed", "delivery_id", j.ID, "err", err)
+		s.release(j)
 		return
 	}
-	if err := ValidateCallbackURL(d.CallbackURL, true); err != nil {
+	ep := s.endpoint(app.key, j.AppID, j.CallbackURL)
+	secrets := app.signingSecrets(s.opt.Now())
+	if len(secrets) == 0 {
+		o.err = errNoSecret
+		s.finish(j, &o, ep)
+		return
+	}
+	if err := ValidateCallbackURL(j.CallbackURL, true); err != nil {
 		// Addresses are checked when connecting (GuardedDialer); here only
 		// the form, which cannot get better by retrying but is recorded
 		// like any failure so the operator sees it.
 		o.err = err
-		s.finish(d, &o)
+		s.finish(j, &o, ep)
 		return
 	}
 
-	body := MessageOf(d)
+	body := message(Message{
+		EventType: j.EventType, BizData: j.BizData, CallbackURL: j.CallbackURL,
+		RetryCount: j.RetryCount, MaxRetry: j.MaxRetry, CreateTime: j.CreateTime.UnixMilli(),
+	})
 	ts := time.Now()
-	sig := Sign(d.EventID, ts, body, secrets...)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.CallbackURL, bytes.NewReader(body))
+	sig := Sign(j.EventID, ts, body, secrets...)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, j.CallbackURL, bytes.NewReader(body))
 	if err != nil {
 		o.err = err
-		s.finish(d, &o)
+		s.finish(j, &o, ep)
 		return
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", userAgent)
-	req.Header.Set(HeaderID, d.EventID)
+	req.Header.Set(HeaderID, j.EventID)
 	req.Header.Set(HeaderTimestamp, strconv.FormatInt(ts.Unix(), 10))
 	req.Header.Set(HeaderSignature, sig)
 	req.Header.Set(HeaderLegacySignature, sig)
@@ -118,63 +114,35 @@ func (s *Service) attempt(abort context.Context, d *ent.WebhookDelivery) {
 	o.reqHeaders.Set("Content-Length", strconv.Itoa(len(body)))
 	o.reqBody = body
 
-	o.started = time.Now()
-	// No circuit breaker: the contract fixes every delivery's attempts (the
-	// first at once, then after 1, 2, 4, 8, 16 × base), and a breaker
-	// opened by other deliveries to the same host would delay or skip
-	// them. The schedule is the backoff; each attempt is bounded by the
-	// connect, read and attempt timeouts.
-	resp, err := s.http.Do(ctx, req, outbound.CallOptions{NoBreaker: true})
+	o.started = s.now()
+	t0 := time.Now()
+	resp, err := ep.client.Do(ctx, req, outbound.CallOptions{BreakerKey: ep.key})
+	if errors.Is(err, outbound.ErrCircuitOpen) {
+		s.postpone(j, ep)
+		return
+	}
 	if err == nil {
 		o.status = resp.StatusCode
 		o.respHeaders = resp.Header
+		// Only the first 64 KiB are read: a receiver answering a huge (or
+		// endless) body costs no more than that.
 		o.respBody, err = io.ReadAll(io.LimitReader(resp.Body, MaxStoredResponseBody))
 		_ = resp.Body.Close()
 		if err != nil {
 			err = fmt.Errorf("reading the response body: %w", err)
 		}
 	}
-	o.duration = time.Since(o.started)
+	o.duration = time.Since(t0)
 	o.err = err
 	switch {
 	case err != nil && abort.Err() != nil:
 		// Shutting down cut the attempt short. It is not counted; the
 		// next owner sends it again (at-least-once). An attempt that got
 		// its whole reply before the abort is recorded as usual.
-		s.release(d)
+		s.release(j)
 	default:
-		s.finish(d, &o)
+		s.finish(j, &o, ep)
 	}
-}
-
-// signingSecrets returns the plaintext secrets app appID signs with now:
-// the current one, then the previous one while its rotation overlap lasts.
-func (s *Service) signingSecrets(ctx context.Context, appID int) ([]string, error) {
-	app, err := s.client.PartnerApp.Get(ctx, appID)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	open := func(sealed []byte) {
-		p, err := s.sealer.Open(sealed)
-		if err != nil {
-			return
-		}
-		if _, err := ParseSecret(string(p)); err == nil {
-			out = append(out, string(p))
-		}
-	}
-	if app.WebhookSecret != nil {
-		open(*app.WebhookSecret)
-	}
-	if app.PreviousWebhookSecret != nil && app.PreviousWebhookSecretExpiresAt != nil &&
-		time.Now().Before(*app.PreviousWebhookSecretExpiresAt) {
-		open(*app.PreviousWebhookSecret)
-	}
-	if len(out) == 0 {
-		return nil, errNoSecret
-	}
-	return out, nil
 }
 
 // storeCtx bounds the database writes after an attempt. They do not
@@ -184,107 +152,70 @@ func storeCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 10*time.Second)
 }
 
-// finish stores the attempt and moves the delivery on: SUCCESS on a 2xx,
-// else RETRYING with the next delay, or FAILED once retries are spent.
-// The delivery changes only while this worker still holds the lease; the
-// attempt is stored either way, since it happened.
-func (s *Service) finish(d *ent.WebhookDelivery, o *outcome) {
+// finish stores the attempt and moves the delivery on as decide says:
+// SUCCESS on a 2xx, else RETRYING with the next delay, or FAILED once
+// retries are spent. A retry due while the endpoint's breaker is open
+// waits until it lets trial calls through. The delivery changes only while
+// this worker still holds the lease; the attempt is stored either way,
+// since it happened.
+func (s *Service) finish(j job, o *outcome, ep endpoint) {
 	ctx, cancel := storeCtx()
 	defer cancel()
-	errText := ""
-	switch {
-	case o.err != nil:
-		errText = redactURL(o.err.Error(), d.CallbackURL)
-	case !o.success():
-		errText = "HTTP " + strconv.Itoa(o.status) + " " + http.StatusText(o.status)
+	errText := failureText(o, j.CallbackURL)
+	now := s.opt.Now()
+	v := decide(o.success(), errText, j.RetryCount, j.MaxRetry, now, s.RetryDelay)
+	if v.Status == StatusRetrying {
+		v.NextAttemptAt = dbTime(latest(v.NextAttemptAt, now.Add(ep.remaining())))
 	}
-	var (
-		attemptNo int
-		newStatus webhookdelivery.Status
-		owned     bool
-	)
-	now := dbTime(time.Now())
-	record := func(tx *ent.Tx) error {
-		n, err := tx.DeliveryAttempt.Query().Where(deliveryattempt.DeliveryID(d.ID)).Count(ctx)
-		if err != nil {
-			return err
-		}
-		attemptNo = n + 1
-		c := tx.DeliveryAttempt.Create().
-			SetDeliveryID(d.ID).
-			SetAttemptNo(attemptNo).
-			SetRequestHeaders(headerJSON(o.reqHeaders, true)).
-			SetRequestBody(storableText(o.reqBody)).
-			SetDurationMs(o.duration.Milliseconds()).
-			SetStartedAt(dbTime(o.started))
-		if o.status != 0 {
-			c.SetResponseStatus(o.status).
-				SetResponseHeaders(headerJSON(o.respHeaders, false)).
-				SetResponseBody(storableText(o.respBody))
-		}
-		if o.err != nil {
-			c.SetError(errText)
-		}
-		if _, err := c.Save(ctx); err != nil {
-			return err
-		}
-		u := tx.WebhookDelivery.Update().
-			Where(webhookdelivery.ID(d.ID), webhookdelivery.LeaseUntilEQ(*d.LeaseUntil)).
-			ClearLeaseUntil().
-			SetUpdateTime(now)
-		switch {
-		case o.success():
-			newStatus = StatusSuccess
-			u.SetStatus(newStatus).ClearLastError()
-		case d.RetryCount < d.MaxRetry:
-			newStatus = StatusRetrying
-			u.SetStatus(newStatus).
-				SetRetryCount(d.RetryCount + 1).
-				SetNextAttemptAt(dbTime(now.Add(s.RetryDelay(d.RetryCount + 1)))).
-				SetLastError(errText)
-		default:
-			newStatus = StatusFailed
-			u.SetStatus(newStatus).SetLastError(errText)
-		}
-		n, err = u.Save(ctx)
-		owned = n == 1
-		return err
+	row := attemptRow{
+		reqHeaders: headerJSON(o.reqHeaders, true),
+		reqBody:    storableText(o.reqBody),
+		durationMs: o.duration.Milliseconds(),
+		startedAt:  dbTime(o.started),
 	}
-	var err error
-	for range 3 {
-		// A constraint error means a worker that took the delivery over
-		// recorded an attempt with the same number at the same moment:
-		// number this one again.
-		if err = store.WithTx(ctx, s.client, record); !ent.IsConstraintError(err) {
-			break
-		}
+	if o.status != 0 {
+		row.status = sql.NullInt64{Int64: int64(o.status), Valid: true}
+		row.respHeaders = sql.NullString{String: headerJSON(o.respHeaders, false), Valid: true}
+		row.respBody = sql.NullString{String: storableText(o.respBody), Valid: true}
 	}
+	if o.err != nil {
+		row.err = sql.NullString{String: errText, Valid: true}
+	}
+	owned, attemptNo, err := s.record(ctx, j, row, v)
 	if err != nil {
-		s.log.Error("webhook: storing an attempt failed", "delivery_id", d.ID, "err", err)
+		s.log.Error("webhook: storing an attempt failed", "delivery_id", j.ID, "err", err)
 		return
 	}
-	s.observe(d, o, attemptNo)
-	log := s.log.With("delivery_id", d.ID, "event_id", d.EventID, "event_type", d.EventType,
-		"app_id", d.AppID, "attempt", attemptNo, "callback_host", hostOf(d.CallbackURL))
+	s.observe(j, o, attemptNo)
+	log := s.log.With("delivery_id", j.ID, "event_id", j.EventID, "event_type", j.EventType,
+		"app_id", j.AppID, "attempt", attemptNo, "callback_host", hostOf(j.CallbackURL))
 	if o.status != 0 {
 		log = log.With("status", o.status)
 	}
 	if !owned {
-		// Resent, or the lease ran out and another worker has it now.
+		// Resent, cancelled, or the lease ran out and another worker has it now.
 		log.Warn("webhook: attempt finished after the delivery changed hands; its outcome is recorded but not applied")
 		return
 	}
-	switch newStatus {
+	if v.Alert {
+		alertFailed(j.EventType)
+	}
+	switch v.Status {
 	case StatusSuccess:
 		log.Debug("webhook delivered", "duration_ms", o.duration.Milliseconds())
 	case StatusRetrying:
-		log.Info("webhook attempt failed, will retry", "err", errText,
-			"retry_in", s.RetryDelay(d.RetryCount+1).String())
+		log.Info("webhook attempt failed, will retry", "err", errText, "retry_at", v.NextAttemptAt.Format(time.RFC3339Nano))
 	case StatusFailed:
-		alertFailed(d.EventType)
 		log.Error("ALERT webhook delivery FAILED: retries exhausted, resend it once the receiver is fixed",
-			"retries", d.RetryCount, "last_error", errText)
+			"retries", j.RetryCount, "last_error", errText)
 	}
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // RetryDelay is the wait before retry n (n ≥ 1): RetryBase×2^(n-1).
@@ -292,15 +223,19 @@ func (s *Service) RetryDelay(n int) time.Duration {
 	return s.opt.RetryBase << min(max(n-1, 0), 20)
 }
 
+// releaseSQL gives a lease back without counting an attempt; with
+// next_attempt_at it also moves the delivery's next attempt.
+const (
+	releaseSQL  = `UPDATE webhook_deliveries SET lease_until = NULL WHERE id = $1 AND lease_until = $2`
+	postponeSQL = `UPDATE webhook_deliveries SET lease_until = NULL, next_attempt_at = $3, update_time = $4 WHERE id = $1 AND lease_until = $2`
+)
+
 // release gives the lease back without counting an attempt.
-func (s *Service) release(d *ent.WebhookDelivery) {
+func (s *Service) release(j job) {
 	ctx, cancel := storeCtx()
 	defer cancel()
-	if _, err := s.client.WebhookDelivery.Update().
-		Where(webhookdelivery.ID(d.ID), webhookdelivery.LeaseUntilEQ(*d.LeaseUntil)).
-		ClearLeaseUntil().
-		Save(ctx); err != nil {
-		s.log.Error("webhook: releasing a lease failed; it runs out by itself", "delivery_id", d.ID, "err", err)
+	if _, err := s.sql.exec(ctx, nil, releaseSQL, j.ID, j.Lease); err != nil {
+		s.log.Error("webhook: releasing a lease failed; it runs out by itself", "delivery_id", j.ID, "err", err)
 	}
 }
 

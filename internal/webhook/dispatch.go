@@ -7,21 +7,16 @@ import (
 	"sync"
 	"time"
 
-	"entgo.io/ent/dialect"
-	"entgo.io/ent/dialect/sql"
-
-	"gatehouse/ent"
-	"gatehouse/ent/predicate"
 	"gatehouse/ent/webhookdelivery"
-	"gatehouse/internal/store"
 )
 
 // Delivery statuses.
 const (
-	StatusPending  = webhookdelivery.StatusPENDING
-	StatusRetrying = webhookdelivery.StatusRETRYING
-	StatusSuccess  = webhookdelivery.StatusSUCCESS
-	StatusFailed   = webhookdelivery.StatusFAILED
+	StatusPending   = webhookdelivery.StatusPENDING
+	StatusRetrying  = webhookdelivery.StatusRETRYING
+	StatusSuccess   = webhookdelivery.StatusSUCCESS
+	StatusFailed    = webhookdelivery.StatusFAILED
+	StatusCancelled = webhookdelivery.StatusCANCELLED
 )
 
 // claimErrorBackoff is how long the loop waits after the database failed.
@@ -29,23 +24,33 @@ const claimErrorBackoff = time.Second
 
 // dispatcher runs the claim loop and the worker pool of a Service.
 //
-// The loop claims due deliveries (status PENDING or RETRYING, next attempt
-// in the past, no live lease), as many as there are idle workers, by
-// setting lease_until. A worker makes one attempt and stores its outcome
-// only while it still holds that lease: lease_until is the fencing token.
-// The loop sleeps until the next due time, a wake-up (new work in this
-// process, a finished worker), or the poll interval.
+// The loop claims due deliveries (see claim: at most PerApp in flight per
+// app, fair across apps, held apps skipped) by setting lease_until, up to
+// twice as many as there are workers: while Workers attempts run, the next
+// ones are claimed already, so a claim's round trips overlap attempts. A
+// worker makes one attempt and stores its outcome only while it still
+// holds that lease: lease_until is the fencing token.
+// The loop sleeps until the next due time, a wake-up (new work in this or,
+// on Postgres, another replica; a finished worker), or the poll interval.
 type dispatcher struct {
 	s *Service
 
 	stop    chan struct{} // closed by shutdown: claim nothing more
 	done    chan struct{} // closed when the loop has returned
-	slots   chan struct{} // one token per busy worker
+	slots   chan struct{} // one token per claimed delivery not finished (2 × Workers)
+	running chan struct{} // one token per attempt running (Workers)
 	workers sync.WaitGroup
 
 	// abort cancels in-flight attempts when draining takes too long.
 	abortCtx context.Context
 	abort    context.CancelFunc
+
+	// Claim batching (loop goroutine only): backlog is set when the last
+	// claim filled every idle worker; then the loop claims once batch
+	// workers are idle, or batchWait after one was.
+	backlog bool
+	batch   int
+	short   time.Time
 }
 
 func newDispatcher(s *Service) *dispatcher {
@@ -54,9 +59,11 @@ func newDispatcher(s *Service) *dispatcher {
 		s:        s,
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
-		slots:    make(chan struct{}, s.opt.Workers),
+		slots:    make(chan struct{}, 2*s.opt.Workers),
+		running:  make(chan struct{}, s.opt.Workers),
 		abortCtx: ctx,
 		abort:    cancel,
+		batch:    max(1, s.opt.Workers),
 	}
 }
 
@@ -76,8 +83,8 @@ func (d *dispatcher) run() {
 	}
 }
 
-// dispatchDue hands every due delivery to an idle worker and returns how
-// long the loop may sleep.
+// dispatchDue hands due deliveries to idle workers and returns how long
+// the loop may sleep.
 func (d *dispatcher) dispatchDue() time.Duration {
 	for {
 		select {
@@ -90,8 +97,19 @@ func (d *dispatcher) dispatchDue() time.Duration {
 			// A finishing worker wakes the loop.
 			return d.s.opt.PollInterval
 		}
+		if d.backlog && free < d.batch {
+			// Draining a backlog: let more workers finish so that one
+			// claim serves several, but never wait longer than batchWait.
+			if d.short.IsZero() {
+				d.short = time.Now()
+			}
+			if left := batchWait - time.Since(d.short); left > 0 {
+				return left
+			}
+		}
+		d.short = time.Time{}
 		ctx, cancel := context.WithTimeout(d.abortCtx, 10*time.Second)
-		rows, err := d.claim(ctx, free)
+		jobs, err := d.claim(ctx, free)
 		cancel()
 		if err != nil {
 			if d.abortCtx.Err() == nil {
@@ -99,12 +117,13 @@ func (d *dispatcher) dispatchDue() time.Duration {
 			}
 			return claimErrorBackoff
 		}
-		for _, r := range rows {
+		for _, j := range jobs {
 			d.slots <- struct{}{}
 			d.workers.Add(1)
-			go d.work(r)
+			go d.work(j)
 		}
-		if len(rows) < free {
+		d.backlog = len(jobs) == free
+		if len(jobs) < free {
 			break
 		}
 	}
@@ -116,21 +135,24 @@ func (d *dispatcher) dispatchDue() time.Duration {
 // minWait is the shortest sleep of the loop between two claims.
 const minWait = 2 * time.Millisecond
 
-// untilNextDue returns the time until the earliest unleased delivery is
-// due, at most the poll interval.
+// batchWait bounds how long a claim waits for more idle workers while a
+// backlog drains (see dispatchDue).
+const batchWait = 5 * time.Millisecond
+
+// untilNextDue returns the time until the next delivery becomes due (see
+// nextDueSQL), at most the poll interval.
 func (d *dispatcher) untilNextDue() time.Duration {
 	ctx, cancel := context.WithTimeout(d.abortCtx, 5*time.Second)
 	defer cancel()
-	now := dbTime(time.Now())
-	next, err := d.s.client.WebhookDelivery.Query().
-		Where(
-			webhookdelivery.StatusIn(StatusPending, StatusRetrying),
-			webhookdelivery.Or(webhookdelivery.LeaseUntilIsNil(), webhookdelivery.LeaseUntilLT(now)),
-		).
-		Order(webhookdelivery.ByNextAttemptAt()).
-		First(ctx)
+	now := d.s.now()
+	var raw any
+	err := d.s.db.SQL.QueryRowContext(ctx, nextDueSQL, now, now.Add(-24*time.Hour)).Scan(&raw)
+	var next time.Time
+	if err == nil && raw != nil {
+		next, err = dbTimeValue(raw)
+	}
 	switch {
-	case ent.IsNotFound(err):
+	case err == nil && raw == nil:
 		return d.s.opt.PollInterval
 	case err != nil:
 		if d.abortCtx.Err() == nil {
@@ -138,61 +160,46 @@ func (d *dispatcher) untilNextDue() time.Duration {
 		}
 		return claimErrorBackoff
 	}
-	return min(max(time.Until(next.NextAttemptAt), 0), d.s.opt.PollInterval)
+	return min(max(next.Sub(now), 0), d.s.opt.PollInterval)
 }
 
-// claim leases up to n due deliveries to this process. On Postgres the
-// candidate rows are locked with FOR UPDATE SKIP LOCKED, so replicas
-// claiming at once take different rows without waiting for each other; on
-// SQLite the transaction holds the write lock from its start (the store
-// opens it IMMEDIATE). On both, the UPDATE repeats the lease condition and
-// only rows carrying this claim's lease value are returned.
-func (d *dispatcher) claim(ctx context.Context, n int) ([]*ent.WebhookDelivery, error) {
-	var rows []*ent.WebhookDelivery
-	err := store.WithTx(ctx, d.s.client, func(tx *ent.Tx) error {
-		now := dbTime(time.Now())
-		due := []predicate.WebhookDelivery{
-			webhookdelivery.StatusIn(StatusPending, StatusRetrying),
-			webhookdelivery.NextAttemptAtLTE(now),
-			webhookdelivery.Or(webhookdelivery.LeaseUntilIsNil(), webhookdelivery.LeaseUntilLT(now)),
-		}
-		q := tx.WebhookDelivery.Query().
-			Where(due...).
-			Order(webhookdelivery.ByNextAttemptAt(), webhookdelivery.ByID()).
-			Limit(n)
-		if d.s.dialect == dialect.Postgres {
-			q = q.ForUpdate(sql.WithLockAction(sql.SkipLocked))
-		}
-		ids, err := q.IDs(ctx)
-		if err != nil || len(ids) == 0 {
-			return err
-		}
-		lease := dbTime(now.Add(d.s.opt.Lease))
-		if _, err := tx.WebhookDelivery.Update().
-			Where(append(due, webhookdelivery.IDIn(ids...))...).
-			SetLeaseUntil(lease).
-			Save(ctx); err != nil {
-			return err
-		}
-		rows, err = tx.WebhookDelivery.Query().
-			Where(webhookdelivery.IDIn(ids...), webhookdelivery.LeaseUntilEQ(lease)).
-			Order(webhookdelivery.ByNextAttemptAt(), webhookdelivery.ByID()).
-			All(ctx)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("claim: %w", err)
+// dbTimeValue reads a time computed by SQL (min over a subquery): Postgres
+// returns a time.Time, SQLite the stored text, written as the driver
+// writes times (_time_format=sqlite).
+func dbTimeValue(v any) (time.Time, error) {
+	switch x := v.(type) {
+	case time.Time:
+		return x, nil
+	case string:
+		return time.Parse("2006-01-02 15:04:05.999999999-07:00", x)
+	case []byte:
+		return time.Parse("2006-01-02 15:04:05.999999999-07:00", string(x))
 	}
-	return rows, nil
+	return time.Time{}, fmt.Errorf("webhook: unexpected time value %T", v)
 }
 
-func (d *dispatcher) work(r *ent.WebhookDelivery) {
+// work runs the attempt of j once a worker is free. A delivery still
+// waiting when shutdown begins is given back unattempted.
+func (d *dispatcher) work(j job) {
 	defer func() {
 		<-d.slots
 		d.workers.Done()
 		d.s.Notify()
 	}()
-	d.s.attempt(d.abortCtx, r)
+	select {
+	case d.running <- struct{}{}:
+	case <-d.stop:
+		d.s.release(j)
+		return
+	}
+	defer func() { <-d.running }()
+	select {
+	case <-d.stop:
+		d.s.release(j)
+		return
+	default:
+	}
+	d.s.attempt(d.abortCtx, j)
 }
 
 // shutdown stops claiming, waits for in-flight attempts within the drain

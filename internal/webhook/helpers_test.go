@@ -5,12 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"gatehouse/internal/store/storetest"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -22,6 +22,7 @@ import (
 	"gatehouse/internal/partner"
 	"gatehouse/internal/secret"
 	"gatehouse/internal/store"
+	"gatehouse/internal/store/storetest"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
 )
@@ -55,7 +56,7 @@ func newEnv(t testing.TB, b testenv.Backend, opt webhook.Options) *env {
 	var err error
 	e.partners, err = partner.NewService(e.db.Client, e.masterKey,
 		partner.WithWebhookSecretGen(webhook.NewSecret),
-		partner.WithCallbackURLCheck(func(u string) error { return webhook.ValidateCallbackURL(u, opt.AllowPrivate) }))
+		partner.WithCallbackURLCheck(func(_, u string) error { return webhook.ValidateCallbackURL(u, opt.AllowPrivate) }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,6 +176,9 @@ type receiver struct {
 	got     []received
 	respond func(n int) int
 	hold    chan struct{} // when non-nil, requests wait for it to close
+	// inFlight and peak count the requests being answered at once.
+	inFlight, peak int
+	once           sync.Once
 }
 
 func newReceiver(t testing.TB, respond func(n int) int) *receiver {
@@ -189,7 +193,14 @@ func newReceiver(t testing.TB, respond func(n int) int) *receiver {
 		if r.respond != nil {
 			status = r.respond(n)
 		}
+		r.inFlight++
+		r.peak = max(r.peak, r.inFlight)
 		r.mu.Unlock()
+		defer func() {
+			r.mu.Lock()
+			r.inFlight--
+			r.mu.Unlock()
+		}()
 		if hold != nil {
 			select {
 			case <-hold:
@@ -209,6 +220,28 @@ func (r *receiver) requests() []received {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]received(nil), r.got...)
+}
+
+// concurrency returns the requests being answered now and the most ever
+// answered at once.
+func (r *receiver) concurrency() (now, peak int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.inFlight, r.peak
+}
+
+// hanging makes a receiver hold every request until release or the end
+// of the test (create it after the env, so that it lets go first).
+func hanging(t testing.TB) *receiver {
+	r := newReceiver(t, always(http.StatusOK))
+	r.hold = make(chan struct{})
+	t.Cleanup(r.release)
+	return r
+}
+
+// release lets the held requests of a hanging receiver (and later ones) go.
+func (r *receiver) release() {
+	r.once.Do(func() { close(r.hold) })
 }
 
 func (r *receiver) count() int {
@@ -247,4 +280,32 @@ func message(t testing.TB, body []byte) webhook.Message {
 		t.Fatalf("webhook body %s: %v", body, err)
 	}
 	return m
+}
+
+// fakeClock is a clock the test moves. It starts an hour ahead of the wall
+// clock, so that rows written with the wall clock (an event's creation)
+// are already due on it.
+// newFakeClock is a clock tests move by hand, an hour ahead of now.
+func newFakeClock() *testenv.Clock {
+	return testenv.NewClock(time.Now().UTC().Add(time.Hour).Truncate(time.Second))
+}
+
+// delivery reads delivery id.
+func (e *env) delivery(t testing.TB, id int) *ent.WebhookDelivery {
+	t.Helper()
+	d, err := e.db.WebhookDelivery.Get(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// gauge returns the value of metric name with label app=appID from the
+// default registry (-1 when absent).
+func gauge(t testing.TB, name string, appID int) float64 {
+	t.Helper()
+	if v, ok := testenv.Metric(t, name, "app", strconv.Itoa(appID)); ok {
+		return v
+	}
+	return -1
 }

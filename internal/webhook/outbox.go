@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"gatehouse/ent"
-	"gatehouse/ent/hook"
 	"gatehouse/internal/secret"
 )
 
@@ -15,6 +14,12 @@ import (
 const (
 	// EventOrderPaid is sent when an order moves from CREATED to PAID.
 	EventOrderPaid = "order.paid"
+	// EventOrderRefunded is sent when a PAID order is refunded.
+	EventOrderRefunded = "order.refunded"
+	// EventOrderCancelled is sent when a CREATED order is cancelled.
+	EventOrderCancelled = "order.cancelled"
+	// EventTest is the operator's test webhook (sendTestWebhook).
+	EventTest = "webhook.test"
 )
 
 // NewEventID returns a fresh event id: "msg_" and 22 URL-safe characters
@@ -22,28 +27,62 @@ const (
 // attempt of one event, so receivers can drop duplicates.
 func NewEventID() string { return secret.RandomToken("msg_", 16) }
 
-// Enqueue writes the delivery of one event for app appID through c, which
-// should be the client of the transaction that makes the business change
-// (tx.Client()), so that the change and its webhook commit or roll back
-// together. bizData must be JSON; it travels as the message's bizData
+// Notice says why an event's webhook does not go out at once; the admin
+// API shows it to the operator as a warning.
+type Notice struct {
+	// Code is NoticeNoCallbackURL or NoticeHeld.
+	Code    string
+	Message string
+}
+
+// Notice codes.
+const (
+	// NoticeNoCallbackURL: the app has no callback URL, nothing was queued.
+	NoticeNoCallbackURL = "NO_CALLBACK_URL"
+	// NoticeHeld: the delivery is queued but held while the app is
+	// disabled or expired; it goes out once the app may receive again.
+	NoticeHeld = "WEBHOOK_HELD"
+)
+
+// Queued is what Enqueue did with one event.
+type Queued struct {
+	// Delivery is the queued delivery; nil when nothing was queued.
+	Delivery *ent.WebhookDelivery
+	// Notice is set when the webhook does not go out at once.
+	Notice *Notice
+}
+
+// EnqueueEvent writes the delivery of one event for app appID through c,
+// which should be the client of the transaction that makes the business
+// change (tx.Client()), so that the change and its webhook commit or roll
+// back together. bizData must be JSON; it travels as the message's bizData
 // string.
 //
 // The delivery goes to the app's callback URL as it is now (the row keeps
-// a copy). An app without a callback URL gets no delivery: Enqueue returns
-// nil and no error, since there is nowhere to send it.
+// a copy). An app without a callback URL gets no delivery (there is
+// nowhere to send it): the result has no Delivery and a Notice. A disabled
+// or expired app's delivery is queued and held (see the dispatcher), with
+// a Notice.
+//
+// The notice is also recorded in ctx's collector, if any (CollectNotices).
 //
 // Nothing is sent here: the dispatcher picks the row up once the
-// transaction commits (at once in this process, see Service).
-func Enqueue(ctx context.Context, c *ent.Client, appID int, eventType string, bizData []byte) (*ent.WebhookDelivery, error) {
+// transaction commits (at once in this process, and on Postgres in every
+// replica through NOTIFY, see Service).
+func EnqueueEvent(ctx context.Context, c *ent.Client, appID int, eventType string, bizData []byte) (Queued, error) {
 	if !json.Valid(bizData) {
-		return nil, fmt.Errorf("webhook: bizData of %s is not JSON", eventType)
+		return Queued{}, fmt.Errorf("webhook: bizData of %s is not JSON", eventType)
 	}
 	app, err := c.PartnerApp.Get(ctx, appID)
 	if err != nil {
-		return nil, fmt.Errorf("webhook: enqueue %s for app %d: %w", eventType, appID, err)
+		return Queued{}, fmt.Errorf("webhook: enqueue %s for app %d: %w", eventType, appID, err)
 	}
 	if app.CallbackURL == "" {
-		return nil, nil
+		q := Queued{Notice: &Notice{NoticeNoCallbackURL, fmt.Sprintf(
+			"app %s has no callback URL: no %s webhook was queued (set callbackURL with updatePartnerApp to receive the next ones)",
+			app.AppKey, eventType)}}
+		report(ctx, q.Notice)
+		return q, nil
 	}
 	now := dbTime(time.Now())
 	d, err := c.WebhookDelivery.Create().
@@ -60,37 +99,33 @@ func Enqueue(ctx context.Context, c *ent.Client, appID int, eventType string, bi
 		SetUpdateTime(now).
 		Save(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("webhook: enqueue %s for app %d: %w", eventType, appID, err)
+		return Queued{}, fmt.Errorf("webhook: enqueue %s for app %d: %w", eventType, appID, err)
 	}
-	return d, nil
+	q := Queued{Delivery: d}
+	if why := heldBecause(app, now); why != "" {
+		q.Notice = &Notice{NoticeHeld, fmt.Sprintf("app %s %s: its %s webhook is queued and held until it may receive webhooks again", app.AppKey, why, eventType)}
+		report(ctx, q.Notice)
+	}
+	return q, nil
 }
 
-// wakeOnCreate makes every delivery created through client call notify:
-// right after the commit when created in a transaction (the dispatcher
-// must not look before the row is visible), at once otherwise.
-func wakeOnCreate(client *ent.Client, notify func()) {
-	client.WebhookDelivery.Use(func(next ent.Mutator) ent.Mutator {
-		return hook.WebhookDeliveryFunc(func(ctx context.Context, m *ent.WebhookDeliveryMutation) (ent.Value, error) {
-			v, err := next.Mutate(ctx, m)
-			if err != nil || !m.Op().Is(ent.OpCreate) {
-				return v, err
-			}
-			if tx, txErr := m.Tx(); txErr == nil {
-				tx.OnCommit(func(next ent.Committer) ent.Committer {
-					return ent.CommitFunc(func(ctx context.Context, tx *ent.Tx) error {
-						if err := next.Commit(ctx, tx); err != nil {
-							return err
-						}
-						notify()
-						return nil
-					})
-				})
-			} else {
-				notify()
-			}
-			return v, nil
-		})
-	})
+// Enqueue is EnqueueEvent for callers that need only the delivery (nil
+// when the app has no callback URL).
+func Enqueue(ctx context.Context, c *ent.Client, appID int, eventType string, bizData []byte) (*ent.WebhookDelivery, error) {
+	q, err := EnqueueEvent(ctx, c, appID, eventType, bizData)
+	return q.Delivery, err
+}
+
+// heldBecause says why app's deliveries are held at now ("" when they are
+// not): a disabled app, or one past the end of its expire date (UTC).
+func heldBecause(app *ent.PartnerApp, now time.Time) string {
+	switch {
+	case app.Status != 1:
+		return "is disabled"
+	case app.ExpireDate != nil && !now.Before(app.ExpireDate.UTC().AddDate(0, 0, 1)):
+		return "expired on " + app.ExpireDate.UTC().Format(time.DateOnly)
+	}
+	return ""
 }
 
 // dbTime is how times the dispatcher compares are written: UTC with

@@ -57,7 +57,7 @@ func (s *Service) Resend(ctx context.Context, id int) (*ent.WebhookDelivery, err
 	if err != nil {
 		return nil, fmt.Errorf("resend webhook delivery %d: %w", id, err)
 	}
-	s.Notify()
+	s.kick(ctx)
 	return out.Unwrap(), nil
 }
 
@@ -106,7 +106,7 @@ func (s *Service) ResendFailed(ctx context.Context, appID *int) (int, error) {
 		return 0, fmt.Errorf("resend failed webhook deliveries: %w", err)
 	}
 	if total > 0 {
-		s.Notify()
+		s.kick(ctx)
 	}
 	return total, nil
 }

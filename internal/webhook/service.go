@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -10,19 +9,38 @@ import (
 	"time"
 
 	"gatehouse/ent"
+	"gatehouse/internal/errs"
 	"gatehouse/internal/outbound"
 	"gatehouse/internal/secret"
 	"gatehouse/internal/store"
 )
 
-// ErrNotFound means no webhook delivery (or, for ResendFailed, no partner
-// app) has the given id.
-var ErrNotFound = errors.New("webhook delivery not found")
+// Errors of the operator's operations, for errors.Is.
+var (
+	// ErrNotFound means no webhook delivery (or, for ResendFailed, no
+	// partner app) has the given id.
+	ErrNotFound = errs.New(errs.NotFound, "webhook delivery not found")
+	// ErrAppNotFound means no partner app has the given id (SendTest).
+	ErrAppNotFound = errs.New(errs.NotFound, "partner app not found")
+	// ErrInvalidState means the delivery or app is not in a state that
+	// allows the operation (cancelling a delivery that is already final,
+	// testing an app without a callback URL). The errors returned carry
+	// their own message (see invalidState).
+	ErrInvalidState = errs.New(errs.InvalidState, "not possible in this state")
+)
+
+// invalidState is an ErrInvalidState error with a message of its own.
+func invalidState(format string, args ...any) error {
+	return &errs.Error{Kind: errs.InvalidState, Msg: fmt.Sprintf(format, args...), Err: ErrInvalidState}
+}
 
 // Defaults of Options.
 const (
 	// DefaultWorkers is the number of attempts one process runs at once.
 	DefaultWorkers = 16
+	// DefaultPerApp is how many attempts of one app may be in flight at
+	// once, over all replicas (GATEHOUSE_WEBHOOK_PER_APP).
+	DefaultPerApp = 4
 	// DefaultLease is how long a claimed delivery belongs to its worker. It
 	// must exceed AttemptTimeout plus the time to store the outcome; after a
 	// crash the delivery is picked up again once it has run out.
@@ -30,15 +48,19 @@ const (
 	// DefaultAttemptTimeout bounds one HTTP attempt, body read included.
 	DefaultAttemptTimeout = 15 * time.Second
 	// DefaultPollInterval is the longest the dispatcher sleeps without
-	// looking at the table: it finds work enqueued by other replicas and
-	// leases left behind by crashed ones. Work enqueued in this process
-	// wakes it at once.
+	// looking at the table: it finds leases left behind by crashed
+	// replicas (and, should a notification be lost, work queued by
+	// others). Work queued in this process wakes it at once, and on
+	// Postgres work queued by any replica too (LISTEN/NOTIFY).
 	DefaultPollInterval = time.Second
 	// DefaultDrainTimeout bounds how long Close lets in-flight attempts
 	// finish before it aborts them and releases their leases.
 	DefaultDrainTimeout = 10 * time.Second
+	// DefaultRetention is how long final deliveries and their attempts are
+	// kept (GATEHOUSE_WEBHOOK_RETENTION).
+	DefaultRetention = 720 * time.Hour
 
-	// MaxRetry is the seed's maxRetry: retries after the first attempt.
+	// MaxRetry is the message's maxRetry: retries after the first attempt.
 	MaxRetry = 5
 	// MaxStoredResponseBody is how much of a reply's body is stored.
 	MaxStoredResponseBody = 64 << 10
@@ -51,15 +73,34 @@ type Options struct {
 	RetryBase time.Duration
 	// AllowPrivate lets callbacks reach loopback, private and link-local
 	// addresses (GATEHOUSE_WEBHOOK_ALLOW_PRIVATE).
-	AllowPrivate   bool
-	Workers        int
+	AllowPrivate bool
+	// LoopbackApps are app keys whose callbacks may reach loopback
+	// addresses (and no other private ones) even without AllowPrivate: the
+	// demo app of `serve --demo`, so that a newcomer sees a delivery arrive
+	// on their machine. Their attempts go through a client of their own,
+	// so a connection they open is never reused for another app.
+	LoopbackApps []string
+	Workers      int
+	// PerApp caps the attempts of one app in flight at once, over all
+	// replicas; the other workers serve other apps.
+	PerApp         int
 	Lease          time.Duration
 	AttemptTimeout time.Duration
 	PollInterval   time.Duration
 	DrainTimeout   time.Duration
+	// Retention is how long deliveries in a final state (and their
+	// attempts) are kept; negative keeps them forever.
+	Retention time.Duration
+	// RetentionEvery is the pause between two runs of the retention job;
+	// RetentionBatch the deliveries one statement deletes.
+	RetentionEvery time.Duration
+	RetentionBatch int
 	// Outbound are the limits of the HTTP client; zero: outbound.DefaultConfig.
 	// Its Dialer is always replaced by the SSRF-guarded dialer.
 	Outbound *outbound.Config
+	// Now is the clock of due times, leases and the circuit breakers' open
+	// wait (tests move it); default time.Now.
+	Now func() time.Time
 }
 
 func (o *Options) defaults() {
@@ -68,6 +109,9 @@ func (o *Options) defaults() {
 	}
 	if o.Workers <= 0 {
 		o.Workers = DefaultWorkers
+	}
+	if o.PerApp <= 0 {
+		o.PerApp = DefaultPerApp
 	}
 	if o.Lease <= 0 {
 		o.Lease = DefaultLease
@@ -81,18 +125,36 @@ func (o *Options) defaults() {
 	if o.DrainTimeout <= 0 {
 		o.DrainTimeout = DefaultDrainTimeout
 	}
+	if o.Retention == 0 {
+		o.Retention = DefaultRetention
+	}
+	if o.RetentionEvery <= 0 {
+		o.RetentionEvery = time.Minute
+	}
+	if o.RetentionBatch <= 0 {
+		o.RetentionBatch = 500
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
 }
 
 // Service is the webhook outbox: it dispatches queued deliveries (Start,
-// Close) and lets an operator re-queue them (Resend, ResendFailed). Events
-// are queued with Enqueue inside the business transaction.
+// Close), purges old ones, and lets an operator re-queue, cancel and test
+// them. Events are queued with Enqueue inside the business transaction.
 type Service struct {
-	client  *ent.Client
-	dialect string
-	sealer  *secret.Sealer
-	http    *outbound.Client
-	log     *slog.Logger
-	opt     Options
+	db     *store.DB
+	client *ent.Client
+	sealer *secret.Sealer
+	log    *slog.Logger
+	opt    Options
+	// http sends every attempt, through the SSRF-guarded dialer; loopHTTP
+	// sends those of LoopbackApps (nil when there are none).
+	http     *outbound.Client
+	loopHTTP *outbound.Client
+	loopback map[string]bool
+	apps     *appCache
+	sql      *statements
 
 	// wake holds at most one pending wake-up of the dispatch loop.
 	wake chan struct{}
@@ -100,31 +162,24 @@ type Service struct {
 	mu      sync.Mutex
 	started bool
 	d       *dispatcher
+	out     *outcomeWriter
+	bg      context.CancelFunc // stops LISTEN and retention
+	bgDone  sync.WaitGroup
 }
 
 // NewService returns a Service over db; masterKey unseals the apps'
-// webhook secrets. It registers a hook on db's client so that every
-// delivery created through it wakes the dispatcher as soon as its
-// transaction commits.
+// webhook secrets. It registers hooks on db's client so that every
+// delivery created through it wakes the dispatchers (this process at
+// once, every replica on Postgres) as soon as its transaction commits.
 func NewService(db *store.DB, masterKey []byte, log *slog.Logger, opt Options) (*Service, error) {
 	opt.defaults()
 	if opt.Lease <= opt.AttemptTimeout {
 		return nil, fmt.Errorf("webhook: lease (%s) must exceed the attempt timeout (%s)", opt.Lease, opt.AttemptTimeout)
 	}
+	if opt.PerApp > opt.Workers {
+		opt.PerApp = opt.Workers
+	}
 	sealer, err := secret.NewSealer(masterKey)
-	if err != nil {
-		return nil, fmt.Errorf("webhook: %w", err)
-	}
-	ocfg := outbound.DefaultConfig()
-	if opt.Outbound != nil {
-		ocfg = *opt.Outbound
-	}
-	// Webhooks are POSTs with their own retry schedule: the client never
-	// repeats them (it would not anyway, POST is not idempotent), and
-	// attempts bypass the host's circuit breaker (see attempt).
-	ocfg.RetryAttempts, ocfg.RetryWaits = 1, nil
-	ocfg.Dialer = GuardedDialer(opt.AllowPrivate, &net.Dialer{KeepAlive: 30 * time.Second}).DialContext
-	hc, err := outbound.New(ocfg)
 	if err != nil {
 		return nil, fmt.Errorf("webhook: %w", err)
 	}
@@ -132,16 +187,77 @@ func NewService(db *store.DB, masterKey []byte, log *slog.Logger, opt Options) (
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Service{
-		client:  db.Client,
-		dialect: db.Dialect,
-		sealer:  sealer,
-		http:    hc,
-		log:     log,
-		opt:     opt,
-		wake:    make(chan struct{}, 1),
+		db:       db,
+		client:   db.Client,
+		sealer:   sealer,
+		log:      log,
+		opt:      opt,
+		loopback: make(map[string]bool),
+		wake:     make(chan struct{}, 1),
 	}
-	wakeOnCreate(db.Client, s.Notify)
+	if s.http, err = s.newClient(GuardedDialer(opt.AllowPrivate, dialer())); err != nil {
+		return nil, err
+	}
+	for _, k := range opt.LoopbackApps {
+		s.loopback[k] = true
+	}
+	if len(s.loopback) > 0 && !opt.AllowPrivate {
+		if s.loopHTTP, err = s.newClient(LoopbackDialer(dialer())); err != nil {
+			return nil, err
+		}
+	}
+	s.apps = newAppCache(s.loadApp)
+	s.sql = newStatements(db.SQL)
+	s.watch()
+	registerBreakers(s)
 	return s, nil
+}
+
+func dialer() *net.Dialer { return &net.Dialer{KeepAlive: 30 * time.Second} }
+
+// newClient builds an HTTP client for attempts: the outbound limits and
+// a breaker per callback endpoint, dialing through d (an SSRF guard).
+func (s *Service) newClient(d *net.Dialer) (*outbound.Client, error) {
+	cfg := outbound.DefaultConfig()
+	if s.opt.Outbound != nil {
+		cfg = *s.opt.Outbound
+	}
+	// Webhooks are POSTs with their own retry schedule: the client never
+	// repeats them (it would not anyway, POST is not idempotent).
+	cfg.RetryAttempts, cfg.RetryWaits = 1, nil
+	// The breaker judges a full window of 10 attempts (as for every
+	// outbound call): a single delivery (6 attempts at most) never opens
+	// its endpoint's breaker by itself, so its schedule stays 1, 2, 4, 8,
+	// 16 × base.
+	cfg.Dialer = d.DialContext
+	var hc *outbound.Client
+	hc, err := outbound.New(cfg, outbound.WithClock(s.opt.Now), outbound.WithStateListener(func(key, from, to string) {
+		s.breakerChanged(hc, key, from, to) // never before New returned: no call has been made
+	}))
+	if err != nil {
+		return nil, fmt.Errorf("webhook: %w", err)
+	}
+	return hc, nil
+}
+
+// CheckCallbackURL is the check a callback URL of app appKey must pass
+// when it is registered: ValidateCallbackURL, with loopback allowed for
+// LoopbackApps.
+func (s *Service) CheckCallbackURL(appKey, u string) error {
+	if s.loopback[appKey] && !s.opt.AllowPrivate {
+		return ValidateLoopbackCallbackURL(u)
+	}
+	return ValidateCallbackURL(u, s.opt.AllowPrivate)
+}
+
+// now is the service's clock, in the form stored in the database.
+func (s *Service) now() time.Time { return dbTime(s.opt.Now()) }
+
+// writer is the outcome writer while the dispatcher runs.
+func (s *Service) writer() *outcomeWriter {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.out
 }
 
 // Notify wakes the dispatcher: new work may be due. It never blocks.
@@ -152,8 +268,10 @@ func (s *Service) Notify() {
 	}
 }
 
-// Start launches the dispatcher. It runs until Close; ctx is not used to
-// stop it, so that shutdown can let attempts finish in order.
+// Start launches the dispatcher, the retention job and, on Postgres, the
+// LISTEN connection that wakes the dispatcher when any replica queues
+// work. They run until Close; ctx is not used to stop them, so that
+// shutdown can let attempts finish in order.
 func (s *Service) Start() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -161,8 +279,20 @@ func (s *Service) Start() {
 		return
 	}
 	s.started = true
+	s.out = newOutcomeWriter(s)
 	s.d = newDispatcher(s)
 	go s.d.run()
+	ctx, cancel := context.WithCancel(context.Background())
+	s.bg = cancel
+	s.bgDone.Add(2)
+	go func() {
+		defer s.bgDone.Done()
+		s.db.Listen(ctx, NotifyChannel, s.Notify, s.log)
+	}()
+	go func() {
+		defer s.bgDone.Done()
+		s.retain(ctx)
+	}()
 }
 
 // Close stops claiming work, lets in-flight attempts finish for at most
@@ -171,13 +301,29 @@ func (s *Service) Start() {
 // next start) takes them over at once.
 func (s *Service) Close(ctx context.Context) error {
 	s.mu.Lock()
-	d := s.d
-	s.d = nil
+	d, bg := s.d, s.bg
+	s.d, s.bg = nil, nil
 	s.mu.Unlock()
+	if bg != nil {
+		bg()
+		s.bgDone.Wait()
+	}
 	var err error
 	if d != nil {
-		err = d.shutdown(ctx)
+		err = d.shutdown(ctx) // every worker has stored its outcome
+	}
+	s.mu.Lock()
+	out := s.out
+	s.out = nil
+	s.mu.Unlock()
+	if out != nil {
+		out.close()
 	}
 	s.http.Close()
+	if s.loopHTTP != nil {
+		s.loopHTTP.Close()
+	}
+	unregisterBreakers(s)
+	s.sql.close()
 	return err
 }

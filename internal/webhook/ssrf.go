@@ -90,12 +90,30 @@ func forbidden(a netip.Addr) bool {
 // Use it without an HTTP proxy: through a proxy the dialer would only see
 // the proxy's address.
 func GuardedDialer(allowPrivate bool, base *net.Dialer) *net.Dialer {
+	if allowPrivate {
+		d := &net.Dialer{}
+		if base != nil {
+			*d = *base
+		}
+		return d
+	}
+	return guard(base, forbidden)
+}
+
+// LoopbackDialer is GuardedDialer that also lets loopback addresses
+// through (and nothing else that is forbidden): for the demo app of
+// `serve --demo`, whose receiver runs on the same machine.
+func LoopbackDialer(base *net.Dialer) *net.Dialer { return guard(base, forbiddenButLoopback) }
+
+func forbiddenButLoopback(a netip.Addr) bool {
+	return forbidden(a) && !a.WithZone("").Unmap().IsLoopback()
+}
+
+// guard returns a copy of base that refuses to connect where refuse says.
+func guard(base *net.Dialer, refuse func(netip.Addr) bool) *net.Dialer {
 	d := &net.Dialer{}
 	if base != nil {
 		*d = *base
-	}
-	if allowPrivate {
-		return d
 	}
 	next, nextPlain := d.ControlContext, d.Control
 	d.Control = nil
@@ -105,7 +123,7 @@ func GuardedDialer(allowPrivate bool, base *net.Dialer) *net.Dialer {
 			// Fail closed: Control always sees a numeric address.
 			return fmt.Errorf("%w: cannot parse %q: %w", ErrForbiddenAddress, address, err)
 		}
-		if forbidden(ap.Addr()) {
+		if refuse(ap.Addr()) {
 			return fmt.Errorf("%w: %s", ErrForbiddenAddress, ap.Addr())
 		}
 		switch {
@@ -130,6 +148,21 @@ func GuardedDialer(allowPrivate bool, base *net.Dialer) *net.Dialer {
 // They additionally wrap ErrForbiddenAddress when they denote a forbidden
 // address.
 func ValidateCallbackURL(raw string, allowPrivate bool) error {
+	refuse := forbidden
+	if allowPrivate {
+		refuse = func(netip.Addr) bool { return false }
+	}
+	return validateCallbackURL(raw, refuse)
+}
+
+// ValidateLoopbackCallbackURL is ValidateCallbackURL for the demo app:
+// loopback addresses and localhost names are accepted, other private ones
+// are not.
+func ValidateLoopbackCallbackURL(raw string) error {
+	return validateCallbackURL(raw, forbiddenButLoopback)
+}
+
+func validateCallbackURL(raw string, refuse func(netip.Addr) bool) error {
 	if len(raw) > MaxURLLength {
 		return fmt.Errorf("%w: longer than %d bytes", ErrInvalidURL, MaxURLLength)
 	}
@@ -158,7 +191,7 @@ func ValidateCallbackURL(raw string, allowPrivate bool) error {
 		if a.Zone() != "" {
 			return fmt.Errorf("%w: IPv6 zones are not allowed", ErrInvalidURL)
 		}
-		if !allowPrivate && forbidden(a) {
+		if refuse(a) {
 			return fmt.Errorf("%w: %s", ErrForbiddenAddress, a)
 		}
 		return nil
@@ -170,7 +203,7 @@ func ValidateCallbackURL(raw string, allowPrivate bool) error {
 		}
 		return fmt.Errorf("%w: write IPv4 addresses in dotted-decimal form, not %q", ErrInvalidURL, host)
 	}
-	if lower := strings.ToLower(host); !allowPrivate && (lower == "localhost" || strings.HasSuffix(lower, ".localhost")) {
+	if lower := strings.ToLower(host); refuse(netip.IPv6Loopback()) && (lower == "localhost" || strings.HasSuffix(lower, ".localhost")) {
 		// RFC 6761: these names always resolve to loopback.
 		return fmt.Errorf("%w: %s", ErrForbiddenAddress, host)
 	}
@@ -178,7 +211,7 @@ func ValidateCallbackURL(raw string, allowPrivate bool) error {
 }
 
 // numericHost reports whether host's last label is a number, which no DNS
-// name has (RFC 3696 §2): such a host is meant as an IPv4 address.
+// name has (RFC 3696 section 2): such a host is meant as an IPv4 address.
 func numericHost(host string) bool {
 	last := host[strings.LastIndexByte(host, '.')+1:]
 	if len(last) > 2 && (last[:2] == "0x" || last[:2] == "0X") {

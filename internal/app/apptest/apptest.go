@@ -169,3 +169,33 @@ func (s *SyncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.buf.String()
 }
+
+// WebhookSecrets returns the plaintext webhook secrets app id signs with
+// now, read from the database with the env's master key: the current one,
+// then the previous one while its overlap lasts.
+func WebhookSecrets(t testing.TB, e *Env, id int) []string {
+	t.Helper()
+	row, err := e.App.DB.Client.PartnerApp.Get(context.Background(), id)
+	if err != nil {
+		t.Fatalf("webhook secrets of app %d: %v", id, err)
+	}
+	sealer, err := secret.NewSealer(e.App.Cfg.MasterKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	open := func(sealed []byte) {
+		p, err := sealer.Open(sealed)
+		if err != nil {
+			t.Fatalf("webhook secret of app %d: %v", id, err)
+		}
+		out = append(out, string(p))
+	}
+	if row.WebhookSecret != nil {
+		open(*row.WebhookSecret)
+	}
+	if row.PreviousWebhookSecret != nil && row.PreviousWebhookSecretExpiresAt != nil && time.Now().Before(*row.PreviousWebhookSecretExpiresAt) {
+		open(*row.PreviousWebhookSecret)
+	}
+	return out
+}

@@ -1,0 +1,228 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// floorBatch is how many rows a worker of the minimal outbox loop claims
+// at once.
+const floorBatch = 8
+
+// runFloor runs one floor of the webhook drain to the harness's sink and
+// exits when every message was sent (`gatehouse-bench floor …`):
+//
+//	post:           a bare Go client POSTing n messages, workers at once;
+//	outbox-sqlite,
+//	outbox-pg:      the minimal outbox loop: n rows queued in a table of its
+//	                own (before the clock), then workers that each claim
+//	                floorBatch rows with one UPDATE … RETURNING (SKIP LOCKED
+//	                on Postgres), POST them, and mark each sent with one
+//	                UPDATE. No signing, no attempt log, no schedule: what
+//	                any transactional outbox must at least do.
+func runFloor(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("floor", flag.ContinueOnError)
+	mode := fs.String("mode", "post", "post, outbox-sqlite or outbox-pg")
+	target := fs.String("sink", "", "URL to POST to")
+	n := fs.Int("n", 5000, "messages")
+	workers := fs.Int("workers", 16, "concurrent POSTs")
+	sqlitePath := fs.String("sqlite", "", "outbox-sqlite: database file")
+	pgURL := fs.String("postgres", "", "outbox-pg: database URL")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *workers, MaxIdleConns: *workers}, Timeout: 10 * time.Second}
+	body := floorMessage(*target)
+	post := func(url, body string) error {
+		resp, err := client.Post(url, "application/json", strings.NewReader(body))
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			return fmt.Errorf("sink answered %d", resp.StatusCode)
+		}
+		return nil
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, *workers)
+	switch *mode {
+	case "post":
+		var left atomic.Int64
+		left.Store(int64(*n))
+		for range *workers {
+			wg.Go(func() {
+				for left.Add(-1) >= 0 {
+					if err := post(*target, body); err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+	case "outbox-sqlite", "outbox-pg":
+		db, err := openFloorOutbox(ctx, *mode, *sqlitePath, *pgURL, *n, *target, body)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		claim := `UPDATE bench_outbox SET lease_until = $1 WHERE id IN (SELECT id FROM bench_outbox WHERE status = 0 AND lease_until IS NULL ORDER BY id LIMIT $2) RETURNING id, url, body`
+		if *mode == "outbox-pg" {
+			claim = strings.Replace(claim, "LIMIT $2)", "LIMIT $2 FOR UPDATE SKIP LOCKED)", 1)
+		}
+		for range *workers {
+			wg.Go(func() {
+				for {
+					rows, err := db.QueryContext(ctx, claim, time.Now().Add(30*time.Second).UTC(), floorBatch)
+					if err != nil {
+						errs <- err
+						return
+					}
+					type msg struct {
+						id        int64
+						url, body string
+					}
+					var batch []msg
+					for rows.Next() {
+						var m msg
+						if err := rows.Scan(&m.id, &m.url, &m.body); err != nil {
+							errs <- err
+						}
+						batch = append(batch, m)
+					}
+					rows.Close()
+					if len(batch) == 0 {
+						return
+					}
+					for _, m := range batch {
+						if err := post(m.url, m.body); err != nil {
+							errs <- err
+							return
+						}
+						if _, err := db.ExecContext(ctx, `UPDATE bench_outbox SET status = 1, lease_until = NULL WHERE id = $1`, m.id); err != nil {
+							errs <- err
+							return
+						}
+					}
+				}
+			})
+		}
+	default:
+		return fmt.Errorf("unknown floor mode %q", *mode)
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// floorMessage is a webhook message of the usual size.
+func floorMessage(target string) string {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `{"eventType":"bench.event","bizData":"{\"order_no\":\"SO1001\",\"amount\":99.90,\"status\":\"PAID\",\"create_time\":\"2026-11-22T10:43:47.120Z\",\"pay_time\":\"2026-11-22T10:43:58.278Z\"}","callbackUrl":%q,"retryCount":0,"maxRetry":5,"createTime":%d}`,
+		target, time.Now().UnixMilli())
+	return b.String()
+}
+
+// openFloorOutbox creates the floor's table (gatehouse's SQLite settings,
+// or the Postgres pool size) and queues n messages to target.
+func openFloorOutbox(ctx context.Context, mode, sqlitePath, pgURL string, n int, target, body string) (*sql.DB, error) {
+	var (
+		db  *sql.DB
+		err error
+		ddl = `CREATE TABLE bench_outbox (id BIGSERIAL PRIMARY KEY, url TEXT NOT NULL, body TEXT NOT NULL, status INTEGER NOT NULL DEFAULT 0, lease_until TIMESTAMPTZ)`
+	)
+	if mode == "outbox-sqlite" {
+		db, err = sql.Open("sqlite", "file:"+sqlitePath+"?_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate&_time_format=sqlite")
+		if err == nil {
+			db.SetMaxOpenConns(8)
+		}
+		ddl = `CREATE TABLE bench_outbox (id INTEGER PRIMARY KEY, url TEXT NOT NULL, body TEXT NOT NULL, status INTEGER NOT NULL DEFAULT 0, lease_until DATETIME)`
+	} else {
+		db, err = sql.Open("pgx", pgURL)
+		if err == nil {
+			db.SetMaxOpenConns(40)
+			db.SetMaxIdleConns(20)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if _, err := db.ExecContext(ctx, `DROP TABLE IF EXISTS bench_outbox`); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if _, err := db.ExecContext(ctx, ddl); err != nil {
+		db.Close()
+		return nil, err
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	for i := 0; i < n; i += 500 {
+		var q strings.Builder
+		q.WriteString(`INSERT INTO bench_outbox (url, body) VALUES `)
+		var args []any
+		for j := i; j < min(i+500, n); j++ {
+			if j > i {
+				q.WriteString(", ")
+			}
+			fmt.Fprintf(&q, "($%d, $%d)", len(args)+1, len(args)+2)
+			args = append(args, target, body)
+		}
+		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+			_ = tx.Rollback()
+			db.Close()
+			return nil, err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// floorProc is a floor running as a child process of the harness.
+type floorProc struct {
+	name    string
+	cmd     *exec.Cmd
+	logPath string
+}
+
+// startFloor runs `self args…` with its output in logDir.
+func startFloor(ctx context.Context, name, self string, args []string, logDir string) (*floorProc, error) {
+	logPath := logDir + "/" + strings.ReplaceAll(name, " ", "-") + ".log"
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	cmd := exec.CommandContext(ctx, self, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	return &floorProc{name: name, cmd: cmd, logPath: logPath}, nil
+}
+
+// wait waits for the floor to finish.
+func (p *floorProc) wait() error {
+	if err := p.cmd.Wait(); err != nil {
+		return fmt.Errorf("%s: %w; log: %s", p.name, err, tail(p.logPath))
+	}
+	return nil
+}

@@ -1,0 +1,253 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/base64"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Sizes of the webhook phases.
+const (
+	drainDeliveries = 5000 // queued at once, spread over drainApps apps
+	drainApps       = 8    // enough that the per-app cap (4) is not the bound
+	drainWorkers    = 16   // gatehouse's dispatcher workers: the floors use as many
+	drainRounds     = 3    // drain and floors alternate this many times
+	hangingQueued   = 100  // deliveries queued for the app whose endpoint hangs
+)
+
+// webhookBench is the state of the webhook phases of one gatehouse
+// process: its database (the harness queues deliveries straight into the
+// outbox table, as a business transaction would) and the sink.
+type webhookBench struct {
+	g       *gatehouse
+	sink    *sink
+	dialect string // "sqlite" or "postgres"
+	db      *sql.DB
+	label   string  // "SQLite" or "Postgres"
+	apps    []int64 // the drain's apps
+}
+
+// webhookPhases measures, on g (started with private callbacks allowed):
+// draining drainDeliveries queued deliveries against the two floors (a bare
+// Go client POSTing to the same sink, the minimal outbox loop on the same
+// kind of database), and the first-attempt delay of another app's events
+// while one app's endpoint hangs, against the same without the hang.
+// floorArgs selects the outbox floor's database.
+func webhookPhases(ctx context.Context, rep *report, g *gatehouse, dbURL, label, self, tmp string, probes int, floorArgs []string) error {
+	s, err := startSink()
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	w := &webhookBench{g: g, sink: s, label: label}
+	if w.db, w.dialect, err = openOutbox(dbURL); err != nil {
+		return err
+	}
+	defer w.db.Close()
+
+	floor := func(name string, args ...string) (float64, error) {
+		s.reset()
+		p, err := startFloor(ctx, name, self, append([]string{"floor", "-sink", s.base + "/ok", "-n", fmt.Sprint(drainDeliveries), "-workers", fmt.Sprint(drainWorkers)}, args...), tmp)
+		if err != nil {
+			return 0, err
+		}
+		rate, err := s.waitArrivals(ctx, drainDeliveries, 2*time.Minute)
+		if werr := p.wait(); err == nil {
+			err = werr
+		}
+		return rate, err
+	}
+	// The three alternate, three times, and each figure is the median of
+	// its three: the machine's load changes from second to second, and a
+	// ratio of figures taken minutes apart would measure that.
+	var drains, outboxes, bares []float64
+	for range drainRounds {
+		drain, err := w.drain(ctx)
+		if err != nil {
+			return fmt.Errorf("webhook drain: %w", err)
+		}
+		outbox, err := floor("floor outbox "+label, floorArgs...)
+		if err != nil {
+			return fmt.Errorf("outbox floor: %w", err)
+		}
+		bare, err := floor("floor post", "-mode", "post")
+		if err != nil {
+			return fmt.Errorf("bare POST floor: %w", err)
+		}
+		drains, outboxes, bares = append(drains, drain), append(outboxes, outbox), append(bares, bare)
+	}
+	drain, outbox, bare := median(drains), median(outboxes), median(bares)
+	fmt.Printf("  (%s rounds, deliveries/s: gatehouse %.0f, outbox floor %.0f, bare POST %.0f)\n", label, drains, outboxes, bares)
+	outboxName := "minimal outbox loop (claim SKIP LOCKED, POST, one UPDATE), " + label
+	bareName := "bare Go client POSTing to the same sink"
+	rep.Baselines[outboxName] = loadResult{Requests: drainDeliveries, RPS: outbox}
+	rep.Baselines[bareName+", "+label] = loadResult{Requests: drainDeliveries, RPS: bare}
+	name := fmt.Sprintf("webhook drain, %d queued over %d apps, %s", drainDeliveries, drainApps, label)
+	rep.add(name, loadResult{Requests: drainDeliveries, RPS: drain}, outboxName, loadResult{RPS: outbox})
+	rep.add(name+" (vs bare POST)", loadResult{Requests: drainDeliveries, RPS: drain}, bareName, loadResult{RPS: bare})
+
+	calm, hung, err := w.isolation(ctx, probes)
+	if err != nil {
+		return fmt.Errorf("webhook isolation: %w", err)
+	}
+	rep.scalar(fmt.Sprintf("another app's event → first attempt p99, no backlog, %s", label), percentile(calm, 0.99), "ms", "", 0)
+	rep.scalar(fmt.Sprintf("same while one app hangs with %d queued, %s", hangingQueued, label), percentile(hung, 0.99), "ms",
+		"no backlog", percentile(calm, 0.99))
+	fmt.Printf("  (p50 %.1f ms → %.1f ms, max %.1f ms; %d events each)\n", percentile(calm, 0.5), percentile(hung, 0.5), percentile(hung, 1), len(hung))
+	return nil
+}
+
+// median of a few figures.
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// drain queues drainDeliveries deliveries in one transaction and returns
+// the rate at which they reach the sink (first to last arrival).
+func (w *webhookBench) drain(ctx context.Context) (float64, error) {
+	for i := len(w.apps); i < drainApps; i++ {
+		id, err := w.g.app(ctx, fmt.Sprintf("drain %d", i), w.sink.base+"/ok")
+		if err != nil {
+			return 0, err
+		}
+		w.apps = append(w.apps, id)
+	}
+	apps := w.apps
+	w.sink.reset()
+	if err := w.queue(ctx, apps, drainDeliveries, w.sink.base+"/ok"); err != nil {
+		return 0, err
+	}
+	return w.sink.waitArrivals(ctx, drainDeliveries, 2*time.Minute)
+}
+
+// isolation measures events of a fresh app one at a time (payOrder, then
+// its first attempt at the sink): probes without backlog, then as many
+// while another app's endpoint hangs with hangingQueued deliveries queued.
+func (w *webhookBench) isolation(ctx context.Context, probes int) (calm, hung []time.Duration, err error) {
+	probe, err := w.g.app(ctx, "probe", w.sink.base+"/probe")
+	if err != nil {
+		return nil, nil, err
+	}
+	run := func(tag string) ([]time.Duration, error) {
+		w.sink.reset()
+		start := w.sink.probes.Load()
+		for i := range probes {
+			no := fmt.Sprintf("P-%s-%d-%s", tag, i, randomHex(3))
+			if err := w.g.graphql(ctx, fmt.Sprintf(`mutation { createOrder(input: {appID: "%d", orderNo: "%s", amount: "1.00"}) { id } }`, probe, no), nil); err != nil {
+				return nil, err
+			}
+			if err := w.g.graphql(ctx, fmt.Sprintf(`mutation { payOrder(orderNo: "%s") { status } }`, no), nil); err != nil {
+				return nil, err
+			}
+			if err := waitFor(ctx, 2*time.Minute, func() bool { return w.sink.probes.Load() >= start+int64(i+1) }); err != nil {
+				return nil, fmt.Errorf("event %d of the probe app never arrived", i+1)
+			}
+		}
+		return w.sink.probeDelays(), nil
+	}
+	if calm, err = run("calm"); err != nil {
+		return nil, nil, err
+	}
+	hangApp, err := w.g.app(ctx, "hanging", w.sink.base+"/hang")
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := w.queue(ctx, []int64{hangApp}, hangingQueued, w.sink.base+"/hang"); err != nil {
+		return nil, nil, err
+	}
+	defer w.sink.release()
+	if err := waitFor(ctx, 30*time.Second, func() bool { return w.sink.hanging.Load() >= 1 }); err != nil {
+		return nil, nil, fmt.Errorf("the hanging app's attempts did not start")
+	}
+	hung, err = run("hung")
+	return calm, hung, err
+}
+
+// app creates a partner app calling back url and returns its id.
+func (g *gatehouse) app(ctx context.Context, name, url string) (int64, error) {
+	var out struct {
+		CreatePartnerApp struct{ App struct{ ID string } }
+	}
+	if err := g.graphql(ctx, fmt.Sprintf(`mutation { createPartnerApp(input: {appName: "%s", callbackURL: "%s", rateLimit: 1000000}) { app { id } } }`, name, url), &out); err != nil {
+		return 0, err
+	}
+	var id int64
+	_, err := fmt.Sscan(out.CreatePartnerApp.App.ID, &id)
+	return id, err
+}
+
+// queue writes n PENDING deliveries, round robin over apps, in one
+// transaction of multi-row INSERTs, with the columns every release of the
+// schema has; on Postgres it then announces the work (NOTIFY) as gatehouse
+// does when it queues events itself.
+func (w *webhookBench) queue(ctx context.Context, apps []int64, n int, url string) error {
+	tx, err := w.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit it is a no-op
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	biz := `{"order_no":"SO1001","amount":99.90,"status":"PAID","create_time":"2026-11-22T10:43:47.120Z","pay_time":"2026-11-22T10:43:58.278Z"}`
+	for i := 0; i < n; i += 200 {
+		var q strings.Builder
+		q.WriteString(`INSERT INTO webhook_deliveries (app_id, event_id, event_type, biz_data, callback_url, status, retry_count, max_retry, next_attempt_at, create_time, update_time) VALUES `)
+		var args []any
+		for j := i; j < min(i+200, n); j++ {
+			if j > i {
+				q.WriteString(", ")
+			}
+			k := len(args)
+			fmt.Fprintf(&q, "($%d, $%d, 'bench.event', $%d, $%d, 'PENDING', 0, 5, $%d, $%d, $%d)", k+1, k+2, k+3, k+4, k+5, k+6, k+7)
+			args = append(args, apps[j%len(apps)], eventID(), biz, url, now, now, now)
+		}
+		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+			return err
+		}
+	}
+	if w.dialect == "postgres" {
+		if _, err := tx.ExecContext(ctx, `SELECT pg_notify('gatehouse_webhook_work', '')`); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+func eventID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return "msg_" + base64.RawURLEncoding.EncodeToString(b)
+}
+
+// openOutbox opens gatehouse's database as the harness's second writer.
+func openOutbox(url string) (*sql.DB, string, error) {
+	if path, ok := strings.CutPrefix(url, "sqlite:"); ok {
+		db, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate&_time_format=sqlite")
+		return db, "sqlite", err
+	}
+	db, err := sql.Open("pgx", url)
+	return db, "postgres", err
+}
+
+// beforePhases measures the webhook figures of an earlier gatehouse binary
+// (-before) on the embedded store, in the same run: the drain against the
+// same floors, and a few isolation probes (before per-app isolation each
+// probe could wait for every hanging attempt ahead of it).
+func beforePhases(ctx context.Context, o options, rep *report, self, tmp string) error {
+	ob := o
+	ob.binary = o.before
+	dataDir := tmp + "/data-before"
+	g, err := startGatehouse(ctx, ob, "gatehouse before", tmp, []string{"GATEHOUSE_DATA_DIR=" + dataDir})
+	if err != nil {
+		return err
+	}
+	defer g.proc.stop() //nolint:errcheck // measured already
+	return webhookPhases(ctx, rep, g, "sqlite:"+dataDir+"/gatehouse.db", "SQLite, -before binary", self, tmp, 3,
+		[]string{"-mode", "outbox-sqlite", "-sqlite", tmp + "/floor-outbox-before.db"})
+}

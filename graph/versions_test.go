@@ -1,0 +1,63 @@
+package graph_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"gatehouse/internal/config"
+	"gatehouse/internal/testenv"
+	"gatehouse/rest"
+)
+
+// TestAPIVersions: every version of the partner API with its deprecation,
+// sunset, retirement and calls of the last 30 UTC days (today included).
+func TestAPIVersions(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		today := time.Now().UTC().Truncate(24 * time.Hour)
+		deprecated, sunset := today.AddDate(0, 0, -120), today.AddDate(0, 0, -1)
+		a := startAdmin(t, b, func(c *config.Config) {
+			c.APIDeprecated = "v1=" + deprecated.Format(time.DateOnly)
+			c.APISunset = "v1=" + sunset.Format(time.DateOnly)
+		})
+		ctx := context.Background()
+		db := a.App.DB
+		app1 := db.PartnerApp.Create().SetAppName("a").SetAppKey("a").SetSecret([]byte{1}).SaveX(ctx)
+		app2 := db.PartnerApp.Create().SetAppName("b").SetAppKey("b").SetSecret([]byte{1}).SaveX(ctx)
+		day := func(ago int) string { return today.AddDate(0, 0, -ago).Format(time.DateOnly) }
+		for _, u := range []struct {
+			app     int
+			version string
+			ago     int
+			count   int64
+		}{
+			{app1.ID, "v1", 0, 3}, {app2.ID, "v1", 0, 4}, {app1.ID, "v1", 29, 2}, {app1.ID, "v1", 30, 100},
+			{app2.ID, "v2", 1, 5},
+		} {
+			db.APIUsage.Create().SetAppID(u.app).SetVersion(u.version).SetDay(day(u.ago)).SetCount(u.count).ExecX(ctx)
+		}
+		res := a.gql(t, `{ apiVersions { name deprecation sunset retired callsLast30Days } }`, nil)
+		if len(res.Errors) > 0 {
+			t.Fatalf("%s", res.Body)
+		}
+		got, _ := res.Data["apiVersions"].([]any)
+		if len(got) != len(rest.PartnerAPI) {
+			t.Fatalf("%d versions, want %d: %s", len(got), len(rest.PartnerAPI), res.Body)
+		}
+		want := map[string]map[string]any{
+			"v1": {"deprecation": deprecated.Format(time.RFC3339), "sunset": sunset.Format(time.RFC3339), "retired": true, "callsLast30Days": float64(9)},
+			"v2": {"deprecation": nil, "sunset": nil, "retired": false, "callsLast30Days": float64(5)},
+		}
+		for i, v := range rest.PartnerAPI {
+			row := got[i].(map[string]any)
+			if row["name"] != v.Name {
+				t.Fatalf("version %d is %v, want %s", i, row["name"], v.Name)
+			}
+			for k, w := range want[v.Name] {
+				if row[k] != w {
+					t.Errorf("%s.%s = %v, want %v", v.Name, k, row[k], w)
+				}
+			}
+		}
+	})
+}

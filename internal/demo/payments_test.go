@@ -1,0 +1,62 @@
+package demo_test
+
+import (
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"gatehouse/internal/config"
+	"gatehouse/internal/demo"
+	"gatehouse/internal/testenv"
+)
+
+// TestDemoRefund: with the sandbox `serve --demo` starts, the refund
+// command the banner prints works as printed (and again, without a second
+// call), and so do the provider query and the cancel command.
+func TestDemoRefund(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		_, _, text := seedAndServe(t, b, func(c *config.Config) {
+			sb, err := demo.StartPaymentSandbox(c, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if err != nil || sb == nil {
+				t.Fatalf("sandbox: %v", err)
+			}
+			t.Cleanup(func() { sb.Close() })
+		})
+		start := strings.Index(text, "# Refunds")
+		end := strings.Index(text, "# Webhooks")
+		if start < 0 || end < start {
+			t.Fatalf("no refunds section:\n%s", text)
+		}
+		section := text[start:end]
+		if !strings.Contains(section, "SANDBOX at http://127.0.0.1:") || !strings.Contains(section, "moves NO money") {
+			t.Errorf("the sandbox is not labelled as such:\n%s", section)
+		}
+		calls := curlRE.FindAllStringSubmatch(section, -1)
+		if len(calls) != 3 {
+			t.Fatalf("want 3 GraphQL calls in the refunds section:\n%s", section)
+		}
+		for range 2 {
+			if r := post(t, calls[0]); !strings.Contains(r, `"orderNo":"`+demo.DemoRefundOrderNo+`","status":"REFUNDED"`) {
+				t.Fatalf("refund: %s", r)
+			}
+		}
+		if r := post(t, calls[1]); !strings.Contains(r, `{"configured":true,"breaker":"CLOSED"}`) {
+			t.Fatalf("paymentProvider: %s", r)
+		}
+		if r := post(t, calls[2]); !strings.Contains(r, `"status":"CANCELLED"`) {
+			t.Fatalf("cancel: %s", r)
+		}
+	})
+}
+
+// TestPaymentSandboxOnlyWithoutAProvider: a configured provider is kept,
+// and no sandbox is started.
+func TestPaymentSandboxOnlyWithoutAProvider(t *testing.T) {
+	c := config.Defaults()
+	c.PaymentURL, c.PaymentAPIKey, c.PaymentSecret = "https://pay.example.com", "k", "s"
+	sb, err := demo.StartPaymentSandbox(&c, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil || sb != nil || c.PaymentURL != "https://pay.example.com" || c.PaymentSandbox {
+		t.Fatalf("sandbox %v, err %v, url %q, sandbox flag %v", sb, err, c.PaymentURL, c.PaymentSandbox)
+	}
+}

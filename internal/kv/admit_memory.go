@@ -1,0 +1,95 @@
+package kv
+
+import (
+	"context"
+	"time"
+)
+
+// appState is everything Admit keeps for one app, under its shard's lock,
+// which is what makes check-and-record atomic.
+type appState struct {
+	nonces map[string]int64 // nonce → expiry tick
+	window int64            // the window last used, so the sweep can prune idle apps
+	times  ring             // tick of every counted admission still in the window, oldest first
+}
+
+func (s *memoryStore) Admit(ctx context.Context, r AdmitRequest) (Admission, error) {
+	if err := r.validate(); err != nil {
+		return Admission{}, err
+	}
+	if err := s.check(ctx); err != nil {
+		return Admission{}, err
+	}
+	a := Admission{Limit: r.Limit}
+	sh := s.shard(r.App)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	// The tick is read under the lock so each app's ring stays in time order.
+	now := s.tick()
+	st := sh.apps[r.App]
+	if st != nil {
+		if exp, ok := st.nonces[r.Nonce]; ok && now < exp {
+			a.DuplicateNonce = true
+			return a, nil
+		}
+	}
+	if !r.Verified {
+		return a, nil
+	}
+	if st == nil {
+		st = &appState{nonces: make(map[string]int64)}
+		sh.apps[r.App] = st
+	}
+	st.nonces[r.Nonce] = now + int64(r.NonceTTL)
+	window := int64(r.Window)
+	st.window = window
+	st.times.dropUpTo(now - window)
+	if n := st.times.len(); n >= r.Limit {
+		// Normally n == Limit and this is the oldest entry; after the limit
+		// was lowered it is the one whose departure brings n below Limit.
+		a.Limited = true
+		a.RetryAfter = time.Duration(st.times.at(n-r.Limit) + window - now)
+		return a, nil
+	}
+	st.times.push(now, r.Limit)
+	a.Remaining = r.Limit - st.times.len()
+	return a, nil
+}
+
+// ring is a FIFO of ticks in time order. It grows on demand up to the
+// app's limit and never beyond, because a full window refuses (and does not
+// record) further requests.
+type ring struct {
+	buf  []int64
+	head int
+	n    int
+}
+
+func (r *ring) len() int { return r.n }
+
+func (r *ring) at(i int) int64 { return r.buf[(r.head+i)%len(r.buf)] }
+
+// dropUpTo removes the entries at or before cutoff: they left the window.
+func (r *ring) dropUpTo(cutoff int64) {
+	for r.n > 0 && r.buf[r.head] <= cutoff {
+		r.head = (r.head + 1) % len(r.buf)
+		r.n--
+	}
+	if r.n == 0 {
+		r.head = 0
+	}
+}
+
+// push appends v; the caller guarantees r.len() < limit.
+func (r *ring) push(v int64, limit int) {
+	if r.n == len(r.buf) {
+		size := min(max(2*len(r.buf), 8), limit)
+		buf := make([]int64, size)
+		for i := range r.n {
+			buf[i] = r.at(i)
+		}
+		r.buf, r.head = buf, 0
+	}
+	r.buf[(r.head+r.n)%len(r.buf)] = v
+	r.n++
+}

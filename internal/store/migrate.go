@@ -1,0 +1,145 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"entgo.io/ent/dialect"
+	"entgo.io/ent/dialect/sql/schema"
+
+	atlas "ariga.io/atlas/sql/schema"
+
+	entmigrate "gatehouse/ent/migrate"
+)
+
+// Report says what Migrate did, for the log and `gatehouse migrate`.
+type Report struct {
+	Dialect string
+	// Applied are the migration files applied now (Postgres), oldest first.
+	Applied []string
+	// Adopted is the baseline file at which a database made by auto-migrate
+	// (before versioned migrations) was taken over; empty otherwise.
+	Adopted string
+	// Repaired lists what was added to an adopted database to match the
+	// baseline (it came from an older release).
+	Repaired []string
+	// Version is the version of the newest migration file (Postgres).
+	Version string
+	// AutoChanges lists what auto-migrate created or changed (SQLite).
+	AutoChanges []string
+}
+
+// Changed reports whether Migrate changed the schema.
+func (r Report) Changed() bool {
+	return len(r.Applied) > 0 || r.Adopted != "" || len(r.AutoChanges) > 0
+}
+
+// String is one line for people: what was applied, or that nothing was.
+func (r Report) String() string {
+	var parts []string
+	if r.Adopted != "" {
+		s := "adopted the existing database (made before versioned migrations) at " + r.Adopted
+		if len(r.Repaired) > 0 {
+			s += " after adding what it lacked: " + strings.Join(r.Repaired, ", ")
+		}
+		parts = append(parts, s)
+	}
+	if len(r.Applied) > 0 {
+		parts = append(parts, fmt.Sprintf("applied %d migration(s): %s", len(r.Applied), strings.Join(r.Applied, ", ")))
+	}
+	if len(r.AutoChanges) > 0 {
+		parts = append(parts, "auto-migrate: "+strings.Join(r.AutoChanges, ", "))
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "schema is up to date, nothing applied")
+	}
+	if r.Version != "" {
+		parts = append(parts, "schema version "+r.Version)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// migrationLock is the Postgres advisory lock key that serialises
+// migrations of replicas starting together.
+const migrationLock = 0x6761746568 // "gateh"
+
+// Migrate brings the schema up to date (see MigrateReport).
+func (d *DB) Migrate(ctx context.Context) error {
+	_, err := d.MigrateReport(ctx)
+	return err
+}
+
+// MigrateReport brings the schema up to date and says what it did. On
+// Postgres it applies the pending versioned migration files while holding
+// an advisory lock, so that replicas starting at once migrate one after
+// another; the embedded SQLite database keeps Ent's auto-migrate.
+func (d *DB) MigrateReport(ctx context.Context) (Report, error) {
+	if d.Dialect != dialect.Postgres {
+		changes, err := d.autoMigrate(ctx)
+		if err != nil {
+			return Report{Dialect: d.Dialect}, fmt.Errorf("migrate: %w", err)
+		}
+		return Report{Dialect: d.Dialect, AutoChanges: changes}, nil
+	}
+	conn, err := d.SQL.Conn(ctx)
+	if err != nil {
+		return Report{}, fmt.Errorf("migrate: %w", err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock($1)", migrationLock); err != nil {
+		return Report{}, fmt.Errorf("migrate: lock: %w", err)
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", migrationLock) //nolint:errcheck // the lock dies with the session anyway
+	rep, err := migratePostgres(ctx, conn)
+	if err != nil {
+		return rep, fmt.Errorf("migrate: %w", err)
+	}
+	return rep, nil
+}
+
+// autoMigrate runs Ent's auto-migrate and lists what it changed.
+func (d *DB) autoMigrate(ctx context.Context) ([]string, error) {
+	var changes []string
+	hook := func(next schema.Differ) schema.Differ {
+		return schema.DiffFunc(func(current, desired *atlas.Schema) ([]atlas.Change, error) {
+			cs, err := next.Diff(current, desired)
+			for _, c := range cs {
+				changes = append(changes, describeChange(c)...)
+			}
+			return cs, err
+		})
+	}
+	if err := d.schema().Create(ctx, schema.WithDiffHook(hook)); err != nil {
+		return nil, err
+	}
+	return changes, nil
+}
+
+// describeChange names a schema change for people.
+func describeChange(c atlas.Change) []string {
+	switch c := c.(type) {
+	case *atlas.AddTable:
+		return []string{"create table " + c.T.Name}
+	case *atlas.ModifyTable:
+		var out []string
+		for _, tc := range c.Changes {
+			d, _ := describeTableChange(tc)
+			out = append(out, c.T.Name+": "+d)
+		}
+		return out
+	default:
+		d, _ := additive(c)
+		return d
+	}
+}
+
+// schema is Ent's migrator over the driver without error classification
+// (Atlas reads its results as *sql.Rows), or the client's when there is
+// no such driver (a DB built by hand in a test).
+func (d *DB) schema() *entmigrate.Schema {
+	if d.raw != nil {
+		return entmigrate.NewSchema(d.raw)
+	}
+	return d.Schema
+}

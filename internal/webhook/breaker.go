@@ -1,0 +1,183 @@
+package webhook
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"gatehouse/internal/outbound"
+)
+
+// halfOpenRecheck is how long a delivery waits when its endpoint's breaker
+// is half open and all its trial calls are in flight.
+const halfOpenRecheck = time.Second
+
+// endpoint is the client and the circuit breaker an app's callback URL is
+// called through. Each (app, callback URL) has its own breaker in the
+// outbound client (window 10 calls, 50 % failures, 30 s open, 5 trials),
+// so one partner's failing endpoint never opens another's.
+type endpoint struct {
+	client *outbound.Client
+	key    string
+}
+
+// remaining is how long the endpoint's breaker still refuses attempts.
+func (e endpoint) remaining() time.Duration { return e.client.BreakerRemaining(e.key) }
+
+const endpointPrefix = "webhook app "
+
+// endpointKey names the breaker of app appID's callback URL u.
+func endpointKey(appID int, u string) string {
+	return endpointPrefix + strconv.Itoa(appID) + " " + u
+}
+
+// parseEndpointKey returns the app id and URL of a breaker key.
+func parseEndpointKey(key string) (int, string, bool) {
+	rest, ok := strings.CutPrefix(key, endpointPrefix)
+	if !ok {
+		return 0, "", false
+	}
+	id, u, ok := strings.Cut(rest, " ")
+	n, err := strconv.Atoi(id)
+	return n, u, ok && err == nil
+}
+
+func (s *Service) endpoint(appKey string, appID int, u string) endpoint {
+	c := s.http
+	if s.loopHTTP != nil && s.loopback[appKey] {
+		c = s.loopHTTP
+	}
+	return endpoint{client: c, key: endpointKey(appID, u)}
+}
+
+// BreakerState returns the state of the circuit breaker of app appID's
+// callback URL on this replica: outbound.StateClosed, StateOpen or
+// StateHalfOpen (an app without a callback URL is closed).
+func (s *Service) BreakerState(appID int, appKey, callbackURL string) string {
+	if callbackURL == "" {
+		return outbound.StateClosed
+	}
+	ep := s.endpoint(appKey, appID, callbackURL)
+	return ep.client.BreakerState(ep.key)
+}
+
+// postpone gives back the lease of j, whose endpoint's breaker refused the
+// attempt, with no attempt used: the delivery is due again when the
+// breaker lets trial calls through.
+func (s *Service) postpone(j job, ep endpoint) {
+	wait := ep.remaining()
+	if wait <= 0 {
+		wait = halfOpenRecheck // half open, every trial call in flight
+	}
+	ctx, cancel := storeCtx()
+	defer cancel()
+	now := s.now()
+	if _, err := s.sql.exec(ctx, nil, postponeSQL, j.ID, j.Lease, dbTime(now.Add(wait)), now); err != nil {
+		s.log.Error("webhook: postponing a delivery failed; its lease runs out by itself", "delivery_id", j.ID, "err", err)
+	}
+}
+
+// deferSQL moves every waiting delivery of an endpoint to the time its
+// breaker lets trial calls through.
+const deferSQL = `UPDATE webhook_deliveries SET next_attempt_at = $3, update_time = $4
+WHERE app_id = $1 AND callback_url = $2 AND status IN ('PENDING', 'RETRYING') AND next_attempt_at < $3
+  AND (lease_until IS NULL OR lease_until < $4)`
+
+// breakerChanged is the outbound client's listener (it runs with the
+// breaker locked, so the database work goes to a goroutine). When a
+// breaker opens, the endpoint's waiting deliveries move to its half-open
+// time, so the operator sees when they will be tried and no replica
+// claims them meanwhile.
+func (s *Service) breakerChanged(client *outbound.Client, key, from, to string) {
+	appID, u, ok := parseEndpointKey(key)
+	if !ok {
+		return
+	}
+	log := s.log.With("app_id", appID, "callback_host", hostOf(u), "from", from, "to", to)
+	if to != outbound.StateOpen {
+		log.Info("webhook endpoint circuit breaker changed state")
+		return
+	}
+	go func() {
+		wait := client.BreakerRemaining(key) // not before: the breaker is locked now
+		log.Warn("webhook endpoint circuit breaker opened: no attempts until it lets trial calls through", "open_for", wait.String())
+		if wait <= 0 {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		now := s.now()
+		if _, err := s.sql.exec(ctx, nil, deferSQL, appID, u, dbTime(now.Add(wait)), now); err != nil {
+			s.log.Error("webhook: moving deliveries to the breaker's half-open time failed; they are postponed one by one", "app_id", appID, "err", err)
+		}
+	}()
+}
+
+// breakerStateDesc is gatehouse_webhook_breaker_state{app}: per app (its
+// id), the state of its endpoint's breaker on this replica, computed at
+// scrape time: 0 closed, 1 half open, 2 open (the worst of the app's
+// endpoints when its deliveries go to more than one URL).
+var breakerStateDesc = prometheus.NewDesc("gatehouse_webhook_breaker_state",
+	"Circuit breaker of each app's webhook endpoint on this replica: 0 closed, 1 half open (trial calls), 2 open (no attempts).",
+	[]string{"app"}, nil)
+
+// breakers collects the breaker states of every running Service.
+var breakers = &breakerCollector{services: map[*Service]bool{}}
+
+func init() { prometheus.MustRegister(breakers) }
+
+type breakerCollector struct {
+	mu       sync.Mutex
+	services map[*Service]bool
+}
+
+func registerBreakers(s *Service) {
+	breakers.mu.Lock()
+	defer breakers.mu.Unlock()
+	breakers.services[s] = true
+}
+
+func unregisterBreakers(s *Service) {
+	breakers.mu.Lock()
+	defer breakers.mu.Unlock()
+	delete(breakers.services, s)
+}
+
+func (c *breakerCollector) Describe(ch chan<- *prometheus.Desc) { ch <- breakerStateDesc }
+
+func (c *breakerCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	var clients []*outbound.Client
+	for s := range c.services {
+		clients = append(clients, s.http)
+		if s.loopHTTP != nil {
+			clients = append(clients, s.loopHTTP)
+		}
+	}
+	c.mu.Unlock()
+	worst := map[int]float64{}
+	for _, cl := range clients {
+		for key, st := range cl.BreakerStates() {
+			if id, _, ok := parseEndpointKey(key); ok {
+				worst[id] = max(worst[id], stateValue(st))
+			}
+		}
+	}
+	for id, v := range worst {
+		ch <- prometheus.MustNewConstMetric(breakerStateDesc, prometheus.GaugeValue, v, strconv.Itoa(id))
+	}
+}
+
+func stateValue(st string) float64 {
+	switch st {
+	case outbound.StateOpen:
+		return 2
+	case outbound.StateHalfOpen:
+		return 1
+	}
+	return 0
+}

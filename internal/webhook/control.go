@@ -1,0 +1,103 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"gatehouse/ent"
+	"gatehouse/ent/webhookdelivery"
+	"gatehouse/internal/errs"
+)
+
+// TestEvent is the bizData of a webhook.test event.
+type TestEvent struct {
+	AppKey  string `json:"app_key"`
+	Message string `json:"message"`
+	SentAt  string `json:"sent_at"`
+}
+
+// MaxWaitingTests is how many webhook.test deliveries of one app may wait
+// (PENDING or RETRYING) at once. A test checks a receiver; a script that
+// loops over sendTestWebhook would otherwise queue thousands of them ahead
+// of the app's real events (an app's deliveries go out oldest first, at
+// most GATEHOUSE_WEBHOOK_PER_APP at a time) and flood the partner.
+const MaxWaitingTests = 5
+
+// SendTest queues a webhook.test event for app appID: the operator's way
+// to check a partner's receiver end to end (address, signature, reply).
+// It goes through the dispatcher like any event (same signing, breaker,
+// retries). An unknown app is ErrAppNotFound; an app without a callback URL,
+// or one that is disabled or expired (its deliveries are held), is
+// ErrInvalidState; an app with MaxWaitingTests tests still waiting is a
+// Conflict (requests racing each other may each pass the count).
+func (s *Service) SendTest(ctx context.Context, appID int) (*ent.WebhookDelivery, error) {
+	app, err := s.client.PartnerApp.Get(ctx, appID)
+	if ent.IsNotFound(err) {
+		return nil, ErrAppNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("send test webhook: %w", err)
+	}
+	now := s.opt.Now()
+	switch why := heldBecause(app, now); {
+	case app.CallbackURL == "":
+		return nil, invalidState("app %s has no callback URL (set callbackURL with updatePartnerApp first)", app.AppKey)
+	case why != "":
+		return nil, invalidState("app %s %s, so its webhooks are held (enable it or move its expire date first)", app.AppKey, why)
+	}
+	waiting, err := s.client.WebhookDelivery.Query().Where(webhookdelivery.AppID(appID),
+		webhookdelivery.EventType(EventTest), webhookdelivery.StatusIn(StatusPending, StatusRetrying)).Count(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("send test webhook: %w", err)
+	}
+	if waiting >= MaxWaitingTests {
+		return nil, &errs.Error{Kind: errs.Conflict, Msg: fmt.Sprintf(
+			"app %s already has %d test webhooks waiting to be delivered; wait for them (or cancel them with cancelWebhookDelivery) before sending another",
+			app.AppKey, waiting)}
+	}
+	biz, err := json.Marshal(TestEvent{
+		AppKey:  app.AppKey,
+		Message: "Test webhook from gatehouse: if you can read this, your endpoint receives and can verify our deliveries.",
+		SentAt:  now.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	d, err := Enqueue(ctx, s.client, appID, EventTest, biz)
+	if err != nil {
+		return nil, fmt.Errorf("send test webhook: %w", err)
+	}
+	if d == nil { // the callback URL was cleared meanwhile
+		return nil, invalidState("app %s has no callback URL", app.AppKey)
+	}
+	return d, nil
+}
+
+// Cancel makes a PENDING or RETRYING delivery CANCELLED: it is never
+// attempted again (unless an operator resends it). Its lease is cleared,
+// so an attempt already in flight is still recorded when it ends but no
+// longer moves the delivery. Any other status is ErrInvalidState; an
+// unknown id ErrNotFound.
+func (s *Service) Cancel(ctx context.Context, id int) (*ent.WebhookDelivery, error) {
+	now := dbTime(s.opt.Now())
+	n, err := s.client.WebhookDelivery.Update().
+		Where(webhookdelivery.ID(id), webhookdelivery.StatusIn(StatusPending, StatusRetrying)).
+		SetStatus(StatusCancelled).
+		ClearLeaseUntil().
+		SetUpdateTime(now).
+		Save(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cancel webhook delivery %d: %w", id, err)
+	}
+	d, err := s.client.WebhookDelivery.Get(ctx, id)
+	switch {
+	case ent.IsNotFound(err):
+		return nil, ErrNotFound
+	case err != nil:
+		return nil, fmt.Errorf("cancel webhook delivery %d: %w", id, err)
+	case n == 0:
+		return nil, invalidState("delivery %d is %s; only PENDING or RETRYING deliveries can be cancelled", id, d.Status)
+	}
+	return d, nil
+}

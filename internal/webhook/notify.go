@@ -1,0 +1,125 @@
+package webhook
+
+import (
+	"context"
+	"sync"
+
+	"gatehouse/ent"
+	"gatehouse/ent/hook"
+	"gatehouse/internal/store"
+)
+
+// NotifyChannel is the Postgres channel on which replicas announce new
+// webhook work (a delivery queued or re-queued, an app enabled again).
+const NotifyChannel = "gatehouse_webhook_work"
+
+// watch registers the hooks that wake dispatchers when work appears
+// through this process's Ent client: a delivery created, or an app
+// changed (enabled again, its expire date moved, a secret rotated: the
+// cached secrets are dropped too).
+//
+// In a transaction the wake-up waits for the commit (a dispatcher must not
+// look before the row is visible): the NOTIFY is sent inside the
+// transaction just before it commits — Postgres delivers it to every
+// listening replica at the commit, once per transaction however many rows
+// it queued — and this process is woken right after the commit.
+func (s *Service) watch() {
+	pending := &txSet{m: make(map[*ent.Tx]bool)}
+	after := func(ctx context.Context, m interface {
+		Tx() (*ent.Tx, error)
+		Client() *ent.Client
+	}, appID int) {
+		if appID != 0 {
+			s.apps.forget(appID)
+		}
+		tx, err := m.Tx()
+		if err != nil {
+			// Outside a transaction the row is committed already.
+			if err := store.Notify(ctx, m.Client(), s.db.Dialect, NotifyChannel); err != nil {
+				s.log.Warn("webhook: NOTIFY failed; other replicas find the work by polling", "err", err)
+			}
+			s.Notify()
+			return
+		}
+		if !pending.add(tx) {
+			return // this transaction already announces its work
+		}
+		tx.OnCommit(func(next ent.Committer) ent.Committer {
+			return ent.CommitFunc(func(ctx context.Context, tx *ent.Tx) error {
+				defer pending.remove(tx)
+				if err := store.Notify(ctx, tx, s.db.Dialect, NotifyChannel); err != nil {
+					return err
+				}
+				if err := next.Commit(ctx, tx); err != nil {
+					return err
+				}
+				if appID != 0 {
+					s.apps.forget(appID) // a load that raced the commit
+				}
+				s.Notify()
+				return nil
+			})
+		})
+		tx.OnRollback(func(next ent.Rollbacker) ent.Rollbacker {
+			return ent.RollbackFunc(func(ctx context.Context, tx *ent.Tx) error {
+				pending.remove(tx)
+				return next.Rollback(ctx, tx)
+			})
+		})
+	}
+	s.client.WebhookDelivery.Use(func(next ent.Mutator) ent.Mutator {
+		return hook.WebhookDeliveryFunc(func(ctx context.Context, m *ent.WebhookDeliveryMutation) (ent.Value, error) {
+			v, err := next.Mutate(ctx, m)
+			if err == nil && m.Op().Is(ent.OpCreate) {
+				after(ctx, m, 0)
+			}
+			return v, err
+		})
+	})
+	s.client.PartnerApp.Use(func(next ent.Mutator) ent.Mutator {
+		return hook.PartnerAppFunc(func(ctx context.Context, m *ent.PartnerAppMutation) (ent.Value, error) {
+			v, err := next.Mutate(ctx, m)
+			if err != nil || !m.Op().Is(ent.OpUpdateOne|ent.OpUpdate) {
+				return v, err
+			}
+			if id, ok := m.ID(); ok {
+				after(ctx, m, id)
+			} else {
+				s.apps.forgetAll()
+				after(ctx, m, 0)
+			}
+			return v, err
+		})
+	})
+}
+
+// kick announces re-queued work (resend): to this process at once, and on
+// Postgres to every replica. Call it after the change committed.
+func (s *Service) kick(ctx context.Context) {
+	if err := store.Notify(ctx, s.client, s.db.Dialect, NotifyChannel); err != nil {
+		s.log.Warn("webhook: NOTIFY failed; other replicas find the work by polling", "err", err)
+	}
+	s.Notify()
+}
+
+// txSet remembers the transactions that already announce their work.
+type txSet struct {
+	mu sync.Mutex
+	m  map[*ent.Tx]bool
+}
+
+func (t *txSet) add(tx *ent.Tx) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m[tx] {
+		return false
+	}
+	t.m[tx] = true
+	return true
+}
+
+func (t *txSet) remove(tx *ent.Tx) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.m, tx)
+}

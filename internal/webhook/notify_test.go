@@ -1,0 +1,127 @@
+package webhook_test
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"gatehouse/internal/order"
+	"gatehouse/internal/partner"
+	"gatehouse/internal/store"
+	"gatehouse/internal/store/storetest"
+	"gatehouse/internal/testenv"
+	"gatehouse/internal/webhook"
+)
+
+// TestWakeUpWithoutPolling: with a poll interval of an hour, only wake-ups
+// can make work go out quickly. On SQLite the process that queues the
+// work wakes its own dispatcher. On Postgres two replicas share the
+// database: work queued, re-sent or released (an app enabled again) on
+// replica A — whose dispatcher does not run — is delivered by replica B,
+// woken by LISTEN/NOTIFY; and B's listener survives its connection being
+// killed.
+func TestWakeUpWithoutPolling(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		opt := webhook.Options{AllowPrivate: true, PollInterval: time.Hour}
+		e := newEnv(t, b, opt)
+		rcv := newReceiver(t, always(200))
+		appID, _ := e.newApp(t, rcv.URL)
+		if b.Embedded() {
+			d := e.pay(t, appID)
+			e.waitStatus(t, d.ID, webhook.StatusSuccess, 10*time.Second)
+			t.Logf("in-process wake-up: first attempt %s after the event", rcv.requests()[0].at.Sub(d.CreateTime))
+			return
+		}
+		// e.svc is replica B. Replica A queues through its own client; its
+		// webhook service exists (the hooks that announce work) but its
+		// dispatcher is not started.
+		dbA := storetest.OpenURL(t, e.url)
+		svcA, err := webhook.NewService(dbA, e.masterKey, slog.New(slog.DiscardHandler), opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ordersA := order.NewService(dbA.Client)
+		partnersA, err := partner.NewService(dbA.Client, e.masterKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		payOn := func(orders *order.Service) int {
+			t.Helper()
+			no := "SO-" + testenv.RandomSuffix()
+			if _, err := orders.Create(ctx, order.CreateInput{AppID: appID, OrderNo: no, Amount: "1.00"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := orders.Pay(ctx, no); err != nil {
+				t.Fatal(err)
+			}
+			return rcv.count()
+		}
+		waitReceived := func(n int, what string) {
+			t.Helper()
+			waitFor(t, 10*time.Second, func() bool { return rcv.count() == n }, func() string { return what + ": not delivered by replica B" })
+		}
+
+		before := payOn(ordersA)
+		waitReceived(before+1, "an event queued on replica A")
+		r := rcv.requests()[before]
+		t.Logf("replica A's event → replica B's first attempt: %s", r.at.Sub(time.UnixMilli(message(t, r.body).CreateTime)))
+
+		// A delivery resent on A (its dispatcher is not running).
+		first := e.db.WebhookDelivery.Query().FirstIDX(ctx)
+		if _, err := svcA.Resend(ctx, first); err != nil {
+			t.Fatal(err)
+		}
+		waitReceived(before+2, "a resend on replica A")
+
+		// Held while disabled on A, released when A enables the app again.
+		disabled, enabled := partner.Disabled, partner.Enabled
+		if _, err := partnersA.Update(ctx, appID, partner.UpdateInput{Status: &disabled}); err != nil {
+			t.Fatal(err)
+		}
+		payOn(ordersA)
+		if _, err := partnersA.Update(ctx, appID, partner.UpdateInput{Status: &enabled}); err != nil {
+			t.Fatal(err)
+		}
+		waitReceived(before+3, "a held delivery released on replica A")
+
+		// B's LISTEN connection is killed: it reconnects and hears again.
+		killListeners(t, e.db)
+		payOn(ordersA)
+		waitReceived(before+4, "an event after B's listener reconnected")
+	})
+}
+
+// killListeners terminates the sessions of this test's database that
+// wait in LISTEN (the test's own database: other tests are untouched).
+func killListeners(t *testing.T, db *store.DB) {
+	t.Helper()
+	var n int
+	err := db.SQL.QueryRowContext(context.Background(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE 'LISTEN%'`).Scan(&n)
+	if err != nil || n == 0 {
+		t.Fatalf("killed %d LISTEN sessions (%v)", n, err)
+	}
+}
+
+// TestRetryTimerWithoutPolling: with a poll interval of an hour, a retry
+// still goes out when it is due: the loop sleeps until the next due time
+// (read from the database), not until the next poll.
+func TestRetryTimerWithoutPolling(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		e := newEnv(t, b, webhook.Options{AllowPrivate: true, PollInterval: time.Hour, RetryBase: 50 * time.Millisecond})
+		rcv := newReceiver(t, func(n int) int {
+			if n < 3 {
+				return 503
+			}
+			return 200
+		})
+		appID, _ := e.newApp(t, rcv.URL)
+		d := e.pay(t, appID)
+		e.waitStatus(t, d.ID, webhook.StatusSuccess, 10*time.Second)
+		if n := rcv.count(); n != 3 {
+			t.Fatalf("%d attempts, want 3", n)
+		}
+	})
+}

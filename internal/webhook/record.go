@@ -1,0 +1,203 @@
+package webhook
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync"
+	"time"
+
+	"entgo.io/ent/dialect"
+)
+
+// attemptRow is one DeliveryAttempt as stored.
+type attemptRow struct {
+	reqHeaders  string
+	reqBody     string
+	status      sql.NullInt64
+	respHeaders sql.NullString
+	respBody    sql.NullString
+	err         sql.NullString
+	durationMs  int64
+	startedAt   time.Time
+}
+
+// The outcome of an attempt is one statement on Postgres (the attempt row
+// inserted and the delivery moved on together) and one short transaction
+// of two on SQLite. The delivery moves only while the worker still holds
+// its lease (lease_until = the claim's value); the attempt is stored
+// either way, since it happened.
+const (
+	insertAttempt = `INSERT INTO delivery_attempts (delivery_id, attempt_no, request_headers, request_body, response_status,
+  response_headers, response_body, error, duration_ms, started_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
+	moveDelivery = `UPDATE webhook_deliveries SET status = $3, retry_count = $4, next_attempt_at = COALESCE($5, next_attempt_at),
+  last_error = $6, attempt_count = $2, lease_until = NULL, update_time = $7 WHERE id = $1 AND lease_until = $8`
+	// recordPostgres is both in one statement: the insert's parameters
+	// ($1-$10), then the update's ($1, $2 and $11-$16 for its $3-$8).
+	recordPostgres = `WITH a AS (` + insertAttempt + `) UPDATE webhook_deliveries SET status = $11, retry_count = $12,
+  next_attempt_at = COALESCE($13, next_attempt_at), last_error = $14, attempt_count = $2, lease_until = NULL, update_time = $15
+  WHERE id = $1 AND lease_until = $16`
+	// lastAttemptNo numbers an attempt when the fast path collided: a
+	// worker that took the delivery over recorded the same number, or
+	// the row predates attempt_count.
+	lastAttemptNo = `SELECT COALESCE(MAX(attempt_no), 0) FROM delivery_attempts WHERE delivery_id = $1`
+)
+
+// record stores attempt a of job j and moves the delivery as v says. It
+// returns whether the delivery moved (the lease was still this worker's)
+// and the attempt's number.
+func (s *Service) record(ctx context.Context, j job, a attemptRow, v verdict) (owned bool, no int, err error) {
+	var next any
+	if v.Status == StatusRetrying {
+		next = v.NextAttemptAt
+	}
+	lastError := sql.NullString{String: v.LastError, Valid: v.LastError != ""}
+	args := func(no int) []any {
+		return []any{j.ID, no, a.reqHeaders, a.reqBody, a.status, a.respHeaders, a.respBody, a.err, a.durationMs, a.startedAt,
+			string(v.Status), v.RetryCount, next, lastError, s.now(), j.Lease}
+	}
+	no = j.AttemptCount + 1
+	if w := s.writer(); w != nil {
+		owned, err = w.store(args(no))
+	} else {
+		owned, err = s.recordAs(ctx, args(no))
+	}
+	if err == nil {
+		return owned, no, nil
+	}
+	// Number it after the last stored attempt, in a transaction that reads
+	// and writes under one lock (Postgres: the delivery row's).
+	for range 3 {
+		var n int
+		n, owned, err = s.recordNumbered(ctx, j.ID, args)
+		if err == nil {
+			return owned, n, nil
+		}
+	}
+	return false, 0, err
+}
+
+// moveArgs picks moveDelivery's parameters from recordPostgres's.
+func moveArgs(a []any) []any { return append([]any{a[0], a[1]}, a[10:]...) }
+
+// recordAs runs the statements with args (numbered already).
+func (s *Service) recordAs(ctx context.Context, args []any) (bool, error) {
+	if s.db.Dialect == dialect.Postgres {
+		res, err := s.sql.exec(ctx, nil, recordPostgres, args...)
+		if err != nil {
+			return false, err
+		}
+		n, err := res.RowsAffected()
+		return n == 1, err
+	}
+	var owned bool
+	err := s.sql.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := s.sql.exec(ctx, tx, insertAttempt, args[:10]...); err != nil {
+			return err
+		}
+		res, err := s.sql.exec(ctx, tx, moveDelivery, moveArgs(args)...)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		owned = n == 1
+		return err
+	})
+	return owned, err
+}
+
+func (s *Service) recordNumbered(ctx context.Context, id int, args func(no int) []any) (no int, owned bool, err error) {
+	err = s.sql.inTx(ctx, func(tx *sql.Tx) error {
+		lock := `SELECT id FROM webhook_deliveries WHERE id = $1`
+		if s.db.Dialect == dialect.Postgres {
+			lock += ` FOR UPDATE`
+		}
+		var x int
+		if err := tx.QueryRowContext(ctx, lock, id).Scan(&x); err != nil {
+			return err
+		}
+		if err := tx.QueryRowContext(ctx, lastAttemptNo, id).Scan(&no); err != nil {
+			return err
+		}
+		no++
+		a := args(no)
+		if _, err := tx.ExecContext(ctx, insertAttempt, a[:10]...); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, moveDelivery, moveArgs(a)...)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		owned = n == 1
+		return err
+	})
+	return no, owned, err
+}
+
+// statements runs the dispatcher's hot statements prepared once per
+// process (database/sql re-prepares them per connection as needed):
+// SQLite would otherwise parse every statement on every call.
+type statements struct {
+	db *sql.DB
+	mu sync.Mutex
+	m  map[string]*sql.Stmt
+}
+
+func newStatements(db *sql.DB) *statements { return &statements{db: db, m: map[string]*sql.Stmt{}} }
+
+func (p *statements) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if st, ok := p.m[q]; ok {
+		return st, nil
+	}
+	st, err := p.db.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	p.m[q] = st
+	return st, nil
+}
+
+// exec runs q, in tx when it is not nil.
+func (p *statements) exec(ctx context.Context, tx *sql.Tx, q string, args ...any) (sql.Result, error) {
+	st, err := p.stmt(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if tx != nil {
+		st = tx.StmtContext(ctx, st)
+	}
+	return st.ExecContext(ctx, args...)
+}
+
+// query runs q in tx (prepared once, like exec).
+func (p *statements) query(ctx context.Context, tx *sql.Tx, q string, args ...any) (*sql.Rows, error) {
+	st, err := p.stmt(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+}
+
+func (p *statements) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := p.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+func (p *statements) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for q, st := range p.m {
+		_ = st.Close()
+		delete(p.m, q)
+	}
+}

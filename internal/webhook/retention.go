@@ -1,0 +1,132 @@
+package webhook
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"entgo.io/ent/dialect"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"gatehouse/internal/periodic"
+)
+
+// purgedTotal counts the rows the retention job deleted, per table.
+var purgedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "gatehouse_webhook_retention_purged_total",
+	Help: "Rows deleted by the webhook retention job: final deliveries older than GATEHOUSE_WEBHOOK_RETENTION and their attempts.",
+}, []string{"table"})
+
+func init() { prometheus.MustRegister(purgedTotal) }
+
+// Purged is what one run of the retention job deleted.
+type Purged struct {
+	Deliveries, Attempts int
+}
+
+// The retention job's statements. A batch is the oldest RetentionBatch
+// final deliveries (SUCCESS, FAILED, CANCELLED) whose last change is
+// older than the cut-off; their attempts go with them. On Postgres the
+// batch is locked SKIP LOCKED, so replicas purging at once take disjoint
+// batches, and a resend racing the purge either waits for it (the row is
+// gone, NOT_FOUND) or wins (the row is no longer final and is kept).
+const (
+	finalCond = `status IN ('SUCCESS', 'FAILED', 'CANCELLED') AND update_time < $1`
+
+	purgePostgres = `WITH doomed AS (
+  SELECT id FROM webhook_deliveries WHERE ` + finalCond + ` ORDER BY update_time, id LIMIT $2 FOR UPDATE SKIP LOCKED
+), attempts AS (
+  DELETE FROM delivery_attempts WHERE delivery_id IN (SELECT id FROM doomed) RETURNING 1
+), deliveries AS (
+  DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM doomed) RETURNING 1
+)
+SELECT (SELECT count(*) FROM deliveries), (SELECT count(*) FROM attempts)`
+
+	doomedSQLite = `SELECT id FROM webhook_deliveries WHERE ` + finalCond + ` ORDER BY update_time, id LIMIT $2`
+)
+
+// retain runs the retention job until ctx ends: at start and then every
+// RetentionEvery, Purge with the cut-off now − Retention.
+func (s *Service) retain(ctx context.Context) {
+	if s.opt.Retention < 0 {
+		return
+	}
+	periodic.Run(ctx, s.opt.RetentionEvery, func(ctx context.Context) {
+		p, err := s.Purge(ctx, s.opt.Now().Add(-s.opt.Retention))
+		switch {
+		case err != nil && ctx.Err() == nil:
+			s.log.Error("webhook: retention job failed; it runs again later", "err", err, "deleted_deliveries", p.Deliveries)
+		case p.Deliveries > 0:
+			s.log.Info("webhook retention: deleted old final deliveries and their attempts",
+				"deliveries", p.Deliveries, "attempts", p.Attempts, "retention", s.opt.Retention.String())
+		}
+	})
+}
+
+// Purge deletes every delivery in a final state last changed before
+// cutoff, with its attempts, in batches of RetentionBatch deliveries (one
+// short transaction each, so other writers never wait long), until none
+// is left or ctx ends.
+func (s *Service) Purge(ctx context.Context, cutoff time.Time) (Purged, error) {
+	var total Purged
+	cutoff = dbTime(cutoff)
+	for ctx.Err() == nil {
+		p, err := s.purgeBatch(ctx, cutoff)
+		total.Deliveries += p.Deliveries
+		total.Attempts += p.Attempts
+		purgedTotal.WithLabelValues("webhook_deliveries").Add(float64(p.Deliveries))
+		purgedTotal.WithLabelValues("delivery_attempts").Add(float64(p.Attempts))
+		if err != nil {
+			return total, fmt.Errorf("webhook retention: %w", err)
+		}
+		if p.Deliveries < s.opt.RetentionBatch {
+			break
+		}
+	}
+	return total, ctx.Err()
+}
+
+func (s *Service) purgeBatch(ctx context.Context, cutoff time.Time) (Purged, error) {
+	var p Purged
+	if s.db.Dialect == dialect.Postgres {
+		err := s.db.SQL.QueryRowContext(ctx, purgePostgres, cutoff, s.opt.RetentionBatch).Scan(&p.Deliveries, &p.Attempts)
+		return p, err
+	}
+	err := s.sql.inTx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, doomedSQLite, cutoff, s.opt.RetentionBatch)
+		if err != nil {
+			return err
+		}
+		var ids []any
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, id)
+		}
+		if err := rows.Err(); err != nil || len(ids) == 0 {
+			return err
+		}
+		in := renumber(strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", "), 1)
+		res, err := tx.ExecContext(ctx, `DELETE FROM delivery_attempts WHERE delivery_id IN (`+in+`)`, ids...)
+		if err != nil {
+			return err
+		}
+		n, _ := res.RowsAffected()
+		p.Attempts = int(n)
+		if res, err = tx.ExecContext(ctx, `DELETE FROM webhook_deliveries WHERE id IN (`+in+`)`, ids...); err != nil {
+			return err
+		}
+		n, _ = res.RowsAffected()
+		p.Deliveries = int(n)
+		return nil
+	})
+	if err != nil {
+		return Purged{}, err
+	}
+	return p, nil
+}

@@ -1,0 +1,29 @@
+package rest
+
+import (
+	"net/http"
+
+	"gatehouse/internal/order"
+	"gatehouse/internal/partner"
+)
+
+// orderQuery is GET /api/v{n}/orders/query, replying with the version's
+// presenter: the query and its rules are the same in every version.
+func orderQuery[T any](present func(order.Order) T) func(Partner) http.Handler {
+	return func(h Partner) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			adm, _ := partner.AdmittedFromContext(r.Context())
+			q, err := order.ParseQuery(adm.Query.Get)
+			if err != nil {
+				WritePartnerError(w, r, h.Log, err)
+				return
+			}
+			o, err := h.Orders.QueryForApp(r.Context(), adm.App.ID, q.OrderNo)
+			if err != nil {
+				WritePartnerError(w, r, h.Log, err)
+				return
+			}
+			WriteEnvelope(w, r, present(o))
+		})
+	}
+}
