@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -55,7 +56,7 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		// WAL lets readers run beside the one writer; _txlock=immediate takes
 		// the write lock at BEGIN so two read-then-write transactions wait
 		// for each other (busy_timeout) instead of failing with SQLITE_BUSY.
-		dsn := "file:" + path + "?_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate&_time_format=sqlite"
+		dsn := "file:" + path + "?_pragma=foreign_keys(1)&_pragma=busy_timeout(" + strconv.Itoa(int(sqliteBusyTimeout.Milliseconds())) + ")&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate&_time_format=sqlite"
 		db, err = sql.Open("sqlite", dsn)
 		if err != nil {
 			return nil, fmt.Errorf("open sqlite: %w", err)
@@ -81,8 +82,15 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		return nil, fmt.Errorf("connect to database: %w", err)
 	}
 	raw := entsql.OpenDB(dialectName, db)
-	return &DB{Client: ent.NewClient(ent.Driver(classifyingDriver{raw})), SQL: db, Dialect: dialectName, raw: raw, url: url}, nil
+	drv := classifyingDriver{Driver: raw}
+	if dialectName == dialect.SQLite {
+		drv.writers = make(chan struct{}, 1)
+	}
+	return &DB{Client: ent.NewClient(ent.Driver(drv)), SQL: db, Dialect: dialectName, raw: raw, url: url}, nil
 }
+
+// sqliteBusyTimeout is how long an SQLite writer waits for the write lock.
+const sqliteBusyTimeout = 10 * time.Second
 
 // Ping checks that the database answers.
 func (d *DB) Ping(ctx context.Context) error { return d.SQL.PingContext(ctx) }

@@ -9,6 +9,8 @@ import (
 	"io"
 	"net"
 	"strings"
+	"sync"
+	"time"
 
 	"entgo.io/ent/dialect"
 	entsql "entgo.io/ent/dialect/sql"
@@ -106,15 +108,58 @@ func Classify(err error) error { return classify(err) }
 // whose request got no answer would then exist after all. Inside a
 // transaction the COMMIT is never sent for such a request, and the server
 // rolls the work back when it finds the connection closed.
-type classifyingDriver struct{ dialect.Driver }
+//
+// On SQLite every transaction takes the database's single write lock at
+// BEGIN (BEGIN IMMEDIATE), and a writer that finds it taken polls for it
+// (busy_timeout) with sleeps of up to 100 ms. Under contention a newcomer
+// that asks the moment the lock is free beats the sleepers, and a sleeper
+// can lose for seconds: 20 concurrent status changes of one ticket on a
+// busy machine saw five of them wait 10 s and fail. writers, a queue of
+// one, makes the process's writers wait their turn in Go instead, first
+// come first served and for no longer than their request's deadline;
+// SQLite's own polling remains only for another process on the same file.
+type classifyingDriver struct {
+	dialect.Driver
+	writers chan struct{} // nil on Postgres, where row locks do this job
+}
+
+// begin opens a transaction, first waiting for the write turn on SQLite.
+func (d classifyingDriver) begin(ctx context.Context, open func() (dialect.Tx, error)) (dialect.Tx, error) {
+	release := func() {}
+	if d.writers != nil {
+		// Work without a deadline (background jobs) waits as long as
+		// SQLite's busy_timeout would have.
+		var expire <-chan time.Time
+		if _, ok := ctx.Deadline(); !ok {
+			t := time.NewTimer(sqliteBusyTimeout)
+			defer t.Stop()
+			expire = t.C
+		}
+		select {
+		case d.writers <- struct{}{}:
+		case <-ctx.Done():
+			return nil, classify(ctx.Err())
+		case <-expire:
+			return nil, fmt.Errorf("%w: waited %s for the SQLite write lock", errs.Unavailable, sqliteBusyTimeout)
+		}
+		var once sync.Once
+		release = func() { once.Do(func() { <-d.writers }) }
+	}
+	tx, err := open()
+	if err != nil {
+		release()
+		return nil, classify(err)
+	}
+	return classifyingTx{Tx: tx, release: release}, nil
+}
 
 func (d classifyingDriver) Exec(ctx context.Context, query string, args, v any) error {
 	if !isWrite(query) {
 		return classify(d.Driver.Exec(ctx, query, args, v))
 	}
-	tx, err := d.Driver.Tx(ctx)
+	tx, err := d.Tx(ctx)
 	if err != nil {
-		return classify(err)
+		return err
 	}
 	if err := tx.Exec(ctx, query, args, v); err != nil {
 		_ = tx.Rollback()
@@ -128,9 +173,9 @@ func (d classifyingDriver) Query(ctx context.Context, query string, args, v any)
 	if !ok || !isWrite(query) {
 		return classify(d.Driver.Query(ctx, query, args, v))
 	}
-	tx, err := d.Driver.Tx(ctx)
+	tx, err := d.Tx(ctx)
 	if err != nil {
-		return classify(err)
+		return err
 	}
 	if err := tx.Query(ctx, query, args, v); err != nil {
 		_ = tx.Rollback()
@@ -206,11 +251,7 @@ func (r *committingRows) Close() error {
 }
 
 func (d classifyingDriver) Tx(ctx context.Context) (dialect.Tx, error) {
-	tx, err := d.Driver.Tx(ctx)
-	if err != nil {
-		return nil, classify(err)
-	}
-	return classifyingTx{tx}, nil
+	return d.begin(ctx, func() (dialect.Tx, error) { return d.Driver.Tx(ctx) })
 }
 
 // BeginTx keeps Ent's Client.BeginTx working through the wrapper.
@@ -221,14 +262,15 @@ func (d classifyingDriver) BeginTx(ctx context.Context, opts *sql.TxOptions) (di
 	if !ok {
 		return nil, errors.New("store: driver does not support BeginTx")
 	}
-	tx, err := b.BeginTx(ctx, opts)
-	if err != nil {
-		return nil, classify(err)
-	}
-	return classifyingTx{tx}, nil
+	return d.begin(ctx, func() (dialect.Tx, error) { return b.BeginTx(ctx, opts) })
 }
 
-type classifyingTx struct{ dialect.Tx }
+// classifyingTx classifies a transaction's errors and gives up the write
+// turn (SQLite) when it ends.
+type classifyingTx struct {
+	dialect.Tx
+	release func()
+}
 
 func (t classifyingTx) Exec(ctx context.Context, query string, args, v any) error {
 	return classify(t.Tx.Exec(ctx, query, args, v))
@@ -253,5 +295,12 @@ func (d classifyingDriver) ExecContext(ctx context.Context, query string, args .
 	return r, err
 }
 
-func (t classifyingTx) Commit() error   { return classify(t.Tx.Commit()) }
-func (t classifyingTx) Rollback() error { return classify(t.Tx.Rollback()) }
+func (t classifyingTx) Commit() error {
+	defer t.release()
+	return classify(t.Tx.Commit())
+}
+
+func (t classifyingTx) Rollback() error {
+	defer t.release()
+	return classify(t.Tx.Rollback())
+}
