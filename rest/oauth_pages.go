@@ -283,7 +283,7 @@ func (h OAuth) confirm(w http.ResponseWriter, r *http.Request) {
 		redirectWith(w, p.RedirectURI, params)
 		return
 	}
-	code, err := h.Svc.IssueCode(ctx, p, u.ID)
+	code, err := h.Svc.IssueCode(ctx, p, u.ID, h.signedInAt(r))
 	var oe *oauth.Error
 	if errors.As(err, &oe) {
 		writeAuthError(w, http.StatusBadRequest, oe.Code, oe.Description)
@@ -353,14 +353,18 @@ func readDecision(w http.ResponseWriter, r *http.Request) (approved bool, id str
 // sessionUser returns the signed-in user, or nil. A user disabled, or
 // given a new password, since signing in is signed out. A browser without
 // a session cookie reads nothing from the session store.
+// signedInAt is when the session's user signed in.
+func (h OAuth) signedInAt(r *http.Request) time.Time {
+	return time.UnixMilli(h.Sessions.GetInt64(r.Context(), sessionSignedInAt))
+}
+
 func (h OAuth) sessionUser(r *http.Request) (*ent.User, error) {
 	ctx := r.Context()
 	id := h.Sessions.GetInt(ctx, sessionUserID)
 	if id == 0 {
 		return nil, nil
 	}
-	signedIn := time.UnixMilli(h.Sessions.GetInt64(ctx, sessionSignedInAt))
-	u, err := h.Users.ActiveSince(ctx, id, signedIn)
+	u, err := h.Users.ActiveSince(ctx, id, h.signedInAt(r))
 	if errors.Is(err, identity.ErrInactive) {
 		h.Sessions.Remove(ctx, sessionUserID)
 		return nil, nil

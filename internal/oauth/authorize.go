@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
+	"gatehouse/ent"
 	"gatehouse/internal/secret"
+	"gatehouse/internal/store"
 )
 
 // PKCE method: only S256 (RFC 7636 section 4.2); "plain" protects nothing a
@@ -100,9 +103,13 @@ func grantScope(requested string, allowed []string) (string, error) {
 }
 
 // IssueCode issues an authorization code for an approved request on
-// behalf of user userID. The client must still be usable and the redirect
-// URI still registered. Only the code's hash is stored.
-func (s *Service) IssueCode(ctx context.Context, p Pending, userID int) (string, error) {
+// behalf of user userID, who signed in at signedIn. The client must still
+// be usable and the redirect URI still registered; the user must still be
+// enabled with no revocation (password reset, disabling) since signedIn —
+// checked under the user's row lock, so a code cannot slip past a
+// revocation running at the same moment (see activeUser). Only the code's
+// hash is stored.
+func (s *Service) IssueCode(ctx context.Context, p Pending, userID int, signedIn time.Time) (string, error) {
 	c, err := s.Client(ctx, p.ClientID)
 	if err != nil {
 		return "", err
@@ -112,19 +119,28 @@ func (s *Service) IssueCode(ctx context.Context, p Pending, userID int) (string,
 	}
 	code := secret.RandomToken(codePrefix, tokenBytes)
 	now := s.now()
-	cr := s.client.AuthCode.Create().
-		SetCodeHash(secret.HashToken(code)).
-		SetAppID(p.AppID).
-		SetUserID(userID).
-		SetScope(p.Scope).
-		SetRedirectURI(p.RedirectURI).
-		SetExpiresAt(now.Add(CodeTTL)).
-		SetCreateTime(now)
-	if p.CodeChallenge != "" {
-		cr.SetCodeChallenge(p.CodeChallenge).SetCodeChallengeMethod(MethodS256)
-	}
-	if _, err := cr.Save(ctx); err != nil {
-		return "", fmt.Errorf("oauth: store code: %w", err)
+	err = store.WithTx(ctx, s.client, func(tx *ent.Tx) error {
+		if err := activeUser(ctx, tx, userID, signedIn); err != nil {
+			return err
+		}
+		cr := tx.AuthCode.Create().
+			SetCodeHash(secret.HashToken(code)).
+			SetAppID(p.AppID).
+			SetUserID(userID).
+			SetScope(p.Scope).
+			SetRedirectURI(p.RedirectURI).
+			SetExpiresAt(now.Add(CodeTTL)).
+			SetCreateTime(now)
+		if p.CodeChallenge != "" {
+			cr.SetCodeChallenge(p.CodeChallenge).SetCodeChallengeMethod(MethodS256)
+		}
+		if _, err := cr.Save(ctx); err != nil {
+			return fmt.Errorf("oauth: store code: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
 	}
 	return code, nil
 }

@@ -106,7 +106,7 @@ func (f *fixture) code(t *testing.T, req oauth.AuthorizeRequest) string {
 	if err != nil {
 		t.Fatalf("authorize: %v", err)
 	}
-	code, err := f.svc.IssueCode(ctx, p, f.user.ID)
+	code, err := f.svc.IssueCode(ctx, p, f.user.ID, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

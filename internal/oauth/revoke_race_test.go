@@ -93,3 +93,80 @@ func TestPasswordResetRacingRefresh(t *testing.T) {
 		}
 	})
 }
+
+// TestPasswordResetRacingApprove: someone holding the user's browser
+// session keeps clicking Approve while an operator sets the user's
+// password. Once setUserPassword has returned, no authorization code
+// issued for that session may be exchanged: a code inserted while the
+// reset was spending codes must not survive it, and one issued after it
+// must be refused (the sign-in predates the reset).
+func TestPasswordResetRacingApprove(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		f := setup(t, b)
+		ctx := context.Background()
+		store, err := kv.Open(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { store.Close() })
+		ts, err := identity.NewTokenService(secret.RandomBytes(32), time.Hour, store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		users := identity.NewUsers(f.db.Client, identity.WithTokens(ts))
+		c := f.client(t)
+		rounds := 20
+		if b.Embedded() {
+			rounds = 5
+		}
+		for round := range rounds {
+			signedIn := time.Now()
+			time.Sleep(2 * time.Millisecond) // the reset's instant is strictly later
+			p, err := f.svc.Authorize(ctx, oauth.AuthorizeRequest{ClientID: f.app.AppKey, RedirectURI: redirect})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var (
+				wg    sync.WaitGroup
+				mu    sync.Mutex
+				codes []string
+				reset = make(chan struct{})
+			)
+			wg.Add(1)
+			go func() { // the holder of the session, approving until the reset is done
+				defer wg.Done()
+				for range 200 {
+					select {
+					case <-reset:
+						return
+					default:
+					}
+					code, err := f.svc.IssueCode(ctx, p, f.user.ID, signedIn)
+					if err != nil {
+						if !oauth.IsCode(err, oauth.CodeInvalidGrant) {
+							t.Errorf("approve: %v", err)
+						}
+						return
+					}
+					mu.Lock()
+					codes = append(codes, code)
+					mu.Unlock()
+				}
+			}()
+			time.Sleep(time.Duration(round%5) * time.Millisecond) // vary where the reset lands
+			if _, err := users.SetPassword(ctx, f.user.ID, "a-new-password-1"); err != nil {
+				t.Fatal(err)
+			}
+			close(reset)
+			wg.Wait()
+			if _, err := f.svc.IssueCode(ctx, p, f.user.ID, signedIn); !oauth.IsCode(err, oauth.CodeInvalidGrant) {
+				t.Fatalf("round %d: a session from before the reset still gets a code (%v)", round, err)
+			}
+			for i, code := range codes {
+				if _, err := f.svc.ExchangeCode(ctx, c, code, redirect, ""); !oauth.IsCode(err, oauth.CodeInvalidGrant) {
+					t.Fatalf("round %d: code %d of %d issued around the reset still exchanges (%v)", round, i+1, len(codes), err)
+				}
+			}
+		}
+	})
+}

@@ -82,7 +82,7 @@ func (s *Service) ExchangeCode(ctx context.Context, c Client, code, redirectURI,
 			return oauthErr(CodeInvalidGrant, "code_verifier given, but the authorization request had no code_challenge")
 		}
 		// The user's row first (see activeUser), then the code.
-		if err := activeUser(ctx, tx, row.UserID); err != nil {
+		if err := activeUser(ctx, tx, row.UserID, time.Time{}); err != nil {
 			return err
 		}
 		n, err := tx.AuthCode.Update().Where(authcode.ID(row.ID), authcode.UsedAtIsNil()).SetUsedAt(now).Save(ctx)
@@ -154,7 +154,7 @@ func (s *Service) Refresh(ctx context.Context, c Client, refresh, scope string) 
 			newScope = strings.Join(out, " ")
 		}
 		// The user's row first (see activeUser), then the token.
-		if err := activeUser(ctx, tx, row.UserID); err != nil {
+		if err := activeUser(ctx, tx, row.UserID, time.Time{}); err != nil {
 			return err
 		}
 		n, err := tx.OAuthToken.Update().Where(oauthtoken.ID(row.ID), oauthtoken.RevokedAtIsNil()).SetRevokedAt(now).Save(ctx)
@@ -177,28 +177,36 @@ func (s *Service) Refresh(ctx context.Context, c Client, refresh, scope string) 
 	return resp, nil
 }
 
-// activeUser checks that user id is enabled and, on Postgres, holds a
-// shared lock on the user's row until tx ends. Disabling the user or
-// setting their password updates that row before revoking the user's
+// activeUser checks that user id is enabled (and, unless signedIn is
+// zero, that nothing was revoked since that sign-in) and, on Postgres,
+// holds a shared lock on the user's row until tx ends. Disabling the user
+// or setting their password updates that row before revoking the user's
 // tokens and codes in the same transaction, so the two serialize: a token
-// issued here either commits before the revocation starts (and is revoked
-// by it) or waits for it and then finds its code spent or its refresh
-// token revoked. Without the lock, a token inserted while the revocation
-// ran would be invisible to it and outlive a password reset. (SQLite runs
-// one writing transaction at a time.) Callers lock the user before the
-// code or token row, in the revocation's order, so the two cannot deadlock.
-func activeUser(ctx context.Context, tx *ent.Tx, id int) error {
-	st, err := tx.User.Query().Where(user.ID(id)).Select(user.FieldStatus).
+// or code issued here either commits before the revocation starts (and is
+// revoked by it) or waits for it and then finds the user disabled, the
+// sign-in revoked, its code spent or its refresh token revoked. Without
+// the lock, a row inserted while the revocation ran would be invisible to
+// it and outlive a password reset. (SQLite runs one writing transaction at
+// a time.) Callers lock the user before the code or token row, in the
+// revocation's order, so the two cannot deadlock.
+func activeUser(ctx context.Context, tx *ent.Tx, id int, signedIn time.Time) error {
+	u, err := tx.User.Query().Where(user.ID(id)).Select(user.FieldStatus, user.FieldTokensRevokedAt).
 		Modify(func(s *entsql.Selector) {
 			if s.Dialect() == dialect.Postgres {
 				s.ForShare()
 			}
-		}).Ints(ctx)
+		}).Only(ctx)
+	if ent.IsNotFound(err) {
+		return oauthErr(CodeInvalidGrant, "the user is no longer active")
+	}
 	if err != nil {
 		return fmt.Errorf("oauth: load user: %w", err)
 	}
-	if len(st) != 1 || st[0] != identity.UserEnabled {
+	if u.Status != identity.UserEnabled {
 		return oauthErr(CodeInvalidGrant, "the user is no longer active")
+	}
+	if !signedIn.IsZero() && u.TokensRevokedAt != nil && !signedIn.After(*u.TokensRevokedAt) {
+		return oauthErr(CodeInvalidGrant, "the sign-in ended (the password was changed or the account disabled); sign in again")
 	}
 	return nil
 }
