@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -65,7 +66,7 @@ func TestQueryLimits(t *testing.T) {
 		t.Run("aliased totalCounts are each priced and refused before running", func(t *testing.T) {
 			var q strings.Builder
 			q.WriteString("{")
-			for i := range 800 {
+			for i := range 400 { // 800 fields: within MaxFields, far over the budget
 				fmt.Fprintf(&q, " c%d: tickets { totalCount }", i)
 			}
 			q.WriteString(" }")
@@ -274,3 +275,70 @@ func TestEverydayAdminQueryPasses(t *testing.T) {
 		}
 	})
 }
+
+// A document is bounded before it is validated: validation compares
+// same-named fields pairwise, so thousands of them (64 KiB of __typename)
+// kept a core busy for seconds. Over MaxFields fields, fragments counted
+// each time they are spread, or over MaxTokens tokens, the answer is an
+// immediate error; the largest everyday document (GraphiQL's introspection)
+// still passes.
+func TestDocumentBounds(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		a := startAdmin(t, b)
+		t.Run("many fields", func(t *testing.T) {
+			r := a.gql(t, "{"+strings.Repeat(" __typename", 5900)+" }", nil)
+			e := r.fails(t, "QUERY_TOO_COMPLEX")
+			if r.Status != http.StatusUnprocessableEntity || num(e.Extensions, "limit") != graph.MaxFields {
+				t.Fatalf("HTTP %d: %.300s", r.Status, r.Body)
+			}
+			// The same through GET.
+			g := a.Do(t, "GET", a.AdminURL+"/graphql?query="+url.QueryEscape("{"+strings.Repeat(" __typename", 1001)+" }"), "", "X-API-Key", a.Key)
+			if g.Status != http.StatusUnprocessableEntity || !strings.Contains(string(g.Body), "QUERY_TOO_COMPLEX") {
+				t.Fatalf("GET: HTTP %d: %.300s", g.Status, g.Body)
+			}
+		})
+		t.Run("fragments doubling", func(t *testing.T) {
+			// F0 has 2 fields; each Fi spreads F(i-1) twice: F30 expands to 2^31.
+			var q strings.Builder
+			q.WriteString("{ ...F30 }\nfragment F0 on Query { __typename __typename }\n")
+			for i := 1; i <= 30; i++ {
+				fmt.Fprintf(&q, "fragment F%d on Query { ...F%d ...F%d }\n", i, i-1, i-1)
+			}
+			a.gql(t, q.String(), nil).fails(t, "QUERY_TOO_COMPLEX")
+		})
+		t.Run("many tokens", func(t *testing.T) {
+			// 22 500 tokens but few fields: the parser stops at MaxTokens.
+			r := a.gql(t, "{ tickets("+strings.Repeat("first:1 ", 7500)+") { totalCount } }", nil)
+			if r.Status == 200 || len(r.Errors) == 0 || !strings.Contains(r.Body, "token limit") {
+				t.Fatalf("HTTP %d: %.300s", r.Status, r.Body)
+			}
+		})
+		t.Run("introspection and 1 000 fields pass", func(t *testing.T) {
+			a.gql(t, graphiqlIntrospection, nil).ok(t, "__schema")
+			a.gql(t, "{"+strings.Repeat(" __typename", graph.MaxFields)+" }", nil).ok(t, "__typename")
+		})
+	})
+}
+
+// graphiqlIntrospection is GraphiQL's schema query (with descriptions).
+const graphiqlIntrospection = `query IntrospectionQuery {
+  __schema {
+    queryType { name } mutationType { name } subscriptionType { name }
+    types { ...FullType }
+    directives { name description locations args { ...InputValue } }
+  }
+}
+fragment FullType on __Type {
+  kind name description
+  fields(includeDeprecated: true) { name description args { ...InputValue } type { ...TypeRef } isDeprecated deprecationReason }
+  inputFields { ...InputValue }
+  interfaces { ...TypeRef }
+  enumValues(includeDeprecated: true) { name description isDeprecated deprecationReason }
+  possibleTypes { ...TypeRef }
+}
+fragment InputValue on __InputValue { name description type { ...TypeRef } defaultValue }
+fragment TypeRef on __Type {
+  kind name
+  ofType { kind name ofType { kind name ofType { kind name ofType { kind name
+    ofType { kind name ofType { kind name ofType { kind name ofType { kind name } } } } } } } }
+}`

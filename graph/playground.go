@@ -76,6 +76,12 @@ func PlaygroundPage(title, endpoint string) http.Handler {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-cache")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
+		// Never inside another site's frame: a page that framed the
+		// Playground (the key is in its local storage) could lure an
+		// operator into clicking a mutation's Run button.
+		w.Header().Set("X-Frame-Options", "DENY")
+		w.Header().Set("Content-Security-Policy", "frame-ancestors 'none'")
+		w.Header().Set("Referrer-Policy", "no-referrer")
 		_, _ = w.Write(page)
 	})
 }

@@ -3,6 +3,7 @@ package graph_test
 import (
 	"context"
 	"encoding/json"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"gatehouse/graph"
 
 	"gatehouse/internal/partner"
 	"gatehouse/internal/testenv"
@@ -204,4 +207,20 @@ func dump(t *testing.T, bctx context.Context, key string) {
 func jsString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// The Playground page refuses to be framed by another site (clickjacking:
+// the API key sits in its local storage).
+func TestPlaygroundRefusesFraming(t *testing.T) {
+	rec := httptest.NewRecorder()
+	graph.PlaygroundPage("gatehouse admin", "/graphql").ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	if rec.Code != 200 {
+		t.Fatalf("status %d", rec.Code)
+	}
+	if got := rec.Header().Get("X-Frame-Options"); got != "DENY" {
+		t.Fatalf("X-Frame-Options %q, want DENY", got)
+	}
+	if got := rec.Header().Get("Content-Security-Policy"); !strings.Contains(got, "frame-ancestors 'none'") {
+		t.Fatalf("Content-Security-Policy %q, want frame-ancestors 'none'", got)
+	}
 }

@@ -42,8 +42,18 @@ func NewHandler(resolver *Resolver, log *slog.Logger) http.Handler {
 		log.ErrorContext(ctx, "graphql panic", "panic", v, "request_id", httpx.GetRequestID(ctx))
 		return &gqlerror.Error{Message: "internal error", Extensions: map[string]any{"code": CodeInternal}}
 	})
-	return readBody(unavailableStatus(srv))
+	srv.SetParserTokenLimit(MaxTokens)
+	return readBody(boundDocument(unavailableStatus(srv)))
 }
+
+// bodyBytes is a request body read up front: boundDocument reads the
+// document from data, gqlgen from the reader.
+type bodyBytes struct {
+	*bytes.Reader
+	data []byte
+}
+
+func (*bodyBytes) Close() error { return nil }
 
 // readBody reads a POST body up front so that one over httpx.MaxBodyBytes
 // (sent without Content-Length, so LimitBody could not refuse it early) is
@@ -64,7 +74,7 @@ func readBody(next http.Handler) http.Handler {
 			httpx.WriteError(w, http.StatusBadRequest, "invalid_request", "could not read the request body")
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(b))
+		r.Body = &bodyBytes{Reader: bytes.NewReader(b), data: b}
 		next.ServeHTTP(w, r)
 	})
 }
