@@ -25,6 +25,7 @@ import (
 	"gatehouse/ent/idempotencyrecord"
 	"gatehouse/internal/app/apptest"
 	"gatehouse/internal/inventory"
+	"gatehouse/internal/inventory/inventorytest"
 	"gatehouse/internal/partner"
 	"gatehouse/internal/store"
 	"gatehouse/internal/testenv"
@@ -396,47 +397,43 @@ func TestDeductConcurrentSameBizNoOverHTTP(t *testing.T) {
 func TestDeductFaultInjection(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		f := startInventory(t, b, 10)
-		boom := errors.New("injected fault 7c1e")
-		for _, c := range []struct {
-			name   string
-			faults inventory.Faults
-		}{
-			{"between decrement and commit", inventory.Faults{AfterDecrement: func(string) error { return boom }}},
-		} {
-			t.Run(c.name, func(t *testing.T) {
-				biz := "FAULT-" + strings.ReplaceAll(c.name, " ", "-")
-				f.e.App.Inventory.SetFaults(c.faults)
-				r := f.deduct(t, deductParams(biz, f.skuID, 4))
-				f.e.App.Inventory.SetFaults(inventory.Faults{})
-				expectReply(t, r, 500, 6000, "system busy")
-				if strings.Contains(r.Message, "7c1e") {
-					t.Fatalf("internal error text reached the caller: %q", r.Message)
-				}
-				if f.stock(t) != 10 {
-					t.Fatalf("stock %d after the fault, want 10", f.stock(t))
-				}
-				if got := f.recordStatus(t, biz); got != 2 {
-					t.Fatalf("record status %d, want 2", got)
-				}
-				if !strings.Contains(f.e.Logs.String(), "7c1e") || !strings.Contains(f.e.Logs.String(), r.RequestID) {
-					t.Fatal("the failure is not logged with its request id")
-				}
-				expectReply(t, f.deduct(t, deductParams(biz, f.skuID, 4)), 409, 5001, "business failed")
-			})
+		// An unexpected error raised inside the deduction after the
+		// decrement: 500, stock unchanged, the biz_no failed.
+		biz := "FAULT-after-decrement"
+		remove := inventorytest.FailDecrement(t, f.e.App.DB, f.skuID, "injected fault 7c1e")
+		r := f.deduct(t, deductParams(biz, f.skuID, 4))
+		remove()
+		expectReply(t, r, 500, 6000, "system busy")
+		if strings.Contains(r.Message, "7c1e") {
+			t.Fatalf("internal error text reached the caller: %q", r.Message)
 		}
-		r := f.deduct(t, deductParams("AFTER-FAULTS", f.skuID, 4))
+		if f.stock(t) != 10 {
+			t.Fatalf("stock %d after the fault, want 10", f.stock(t))
+		}
+		if got := f.recordStatus(t, biz); got != 2 {
+			t.Fatalf("record status %d, want 2", got)
+		}
+		if !strings.Contains(f.e.Logs.String(), "7c1e") || !strings.Contains(f.e.Logs.String(), r.RequestID) {
+			t.Fatal("the failure is not logged with its request id")
+		}
+		expectReply(t, f.deduct(t, deductParams(biz, f.skuID, 4)), 409, 5001, "business failed")
+
+		r = f.deduct(t, deductParams("AFTER-FAULTS", f.skuID, 4))
 		expectReply(t, r, 200, 200, "success")
 		if f.stock(t) != 6 {
 			t.Fatalf("stock %d, want 6", f.stock(t))
 		}
+		if b.Embedded() {
+			return
+		}
 
 		// A failed commit is a dependency failure: 503/6000, nothing
 		// recorded, and the same biz_no succeeds when retried.
-		f.e.App.Inventory.SetFaults(inventory.Faults{BeforeCommit: func(string) error { return boom }})
+		remove = inventorytest.FailCommit(t, f.e.App.DB, "COMMIT-")
 		r = f.deduct(t, deductParams("COMMIT-LOST", f.skuID, 2))
-		f.e.App.Inventory.SetFaults(inventory.Faults{})
+		remove()
 		expectReply(t, r, 503, 6000, "system busy")
-		if r.Header.Get("Retry-After") == "" || strings.Contains(r.Message, "7c1e") {
+		if r.Header.Get("Retry-After") == "" || strings.Contains(r.Message, "injected") {
 			t.Fatalf("503: Retry-After %q, message %q", r.Header.Get("Retry-After"), r.Message)
 		}
 		if got := f.recordStatus(t, "COMMIT-LOST"); got != -1 {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"gatehouse/internal/errs"
@@ -36,6 +37,26 @@ type Result struct {
 	Replayed bool
 }
 
+// deduction is the success data of in leaving remaining in stock.
+func (in DeductInput) deduction(remaining int64) Deduction {
+	return Deduction{BizNo: in.BizNo, SkuID: in.SkuID, Quantity: in.Quantity, RemainingStock: remaining}
+}
+
+// resultPrefix is the stored result of in without the remaining stock and
+// the closing brace, for the database to complete: byte for byte what
+// json.Marshal(in.deduction(n)) gives (remaining_stock is the last field).
+func (in DeductInput) resultPrefix() (string, error) {
+	b, err := json.Marshal(in.deduction(0))
+	if err != nil {
+		return "", fmt.Errorf("deduct: encode result: %w", err)
+	}
+	prefix, ok := strings.CutSuffix(string(b), `"remaining_stock":0}`)
+	if !ok {
+		return "", fmt.Errorf("deduct: unexpected result encoding %s", b)
+	}
+	return prefix + `"remaining_stock":`, nil
+}
+
 // record is what a repeat is judged by.
 type record struct {
 	appKey string
@@ -52,19 +73,20 @@ var errVanished = errors.New("idempotency record vanished")
 // app appKey (the authenticated caller). in normally comes from
 // ParseDeduct; it is validated again (a validation error, nothing recorded).
 //
-// A new biz_no: the record (0) is inserted, the stock decremented only if
-// enough remains, and the record marked 1 with the result stored, all in
-// one transaction. Business failures commit the record as 2 and return
-// ErrInsufficientStock or an unknown-SKU error (errors.Is ErrNotFound). An
-// unexpected error raised by the business logic itself rolls the stock
-// change back and commits the record as failed (2).
+// A new biz_no: the record and the outcome commit together, the stock
+// decremented only if enough remains, the record stored as 1 with the
+// result, or as 2 on a business failure (ErrInsufficientStock, or an
+// unknown-SKU error for which errors.Is ErrNotFound holds). On Postgres
+// this is one statement (the function gatehouse_deduct), on SQLite one
+// transaction of two prepared statements; see docs/inventory.md.
 //
 // A dependency failure before the outcome is committed (the database does
 // not answer, the request's deadline passes, the client hangs up, a lock
-// wait times out, the commit fails) rolls the whole transaction back: no
-// record, no deduction. It wraps errs.Unavailable (503), and the same
-// biz_no retried later runs anew. A record in status 0 therefore never
-// outlives the request that wrote it.
+// wait times out, the commit fails) leaves nothing: no record, no
+// deduction. It wraps errs.Unavailable (503), and the same biz_no retried
+// later runs anew. Any other database error rolls the deduction back and
+// records the biz_no as failed (2), unless another request decided it
+// meanwhile; it is returned as an unexpected error (500).
 //
 // A biz_no seen before (including by a concurrent request, which waits for
 // the first to commit): ErrForbidden if another app used it,
@@ -79,8 +101,12 @@ func (s *Service) Deduct(ctx context.Context, appKey string, in DeductInput) (Re
 	}
 	work, cancel := context.WithTimeout(ctx, s.workTimeout)
 	defer cancel()
+	attempt := s.attemptSQLite
+	if s.postgres {
+		attempt = s.attemptPostgres
+	}
 	for tries := 1; ; tries++ {
-		res, existing, err := s.attempt(work, appKey, in)
+		res, existing, err := attempt(work, appKey, in)
 		if err == nil && existing != nil {
 			res, err = s.repeat(ctx, appKey, in, existing)
 		}
@@ -97,133 +123,180 @@ func (s *Service) Deduct(ctx context.Context, appKey string, in DeductInput) (Re
 	}
 }
 
-// attempt runs the transaction of a new biz_no. When the biz_no exists
-// (committed by another request, which a concurrent request waits for) it
-// returns that record instead and changes nothing.
-func (s *Service) attempt(ctx context.Context, appKey string, in DeductInput) (Result, *record, error) {
+// attemptPostgres runs the deduction of a new biz_no as one statement, or
+// returns the record when the biz_no exists (committed by another request,
+// which the statement waits for if it is still running) and changes
+// nothing.
+//
+// The statement carries the request's deadline: if the server runs it
+// later (it received it but did not answer in time, or waited for a lock
+// past the deadline), it raises query_canceled instead of committing, so
+// that a caller told "nothing happened" is right.
+func (s *Service) attemptPostgres(ctx context.Context, appKey string, in DeductInput) (Result, *record, error) {
+	now := s.now()
+	notAfter, ok := ctx.Deadline()
+	if !ok {
+		notAfter = time.Now().Add(s.workTimeout)
+	}
+	prefix, err := in.resultPrefix()
+	if err != nil {
+		return Result{}, nil, err
+	}
+	var (
+		fresh     bool
+		rec       record
+		appK      sql.NullString
+		params    sql.NullString
+		remaining sql.NullInt64
+		skuExists sql.NullBool
+	)
+	err = s.db.SQL.QueryRowContext(ctx, s.q.deduct, in.BizNo, appKey, in.apiPath(), in.snapshot(),
+		in.SkuID, in.Quantity, now, prefix, notAfter).
+		Scan(&fresh, &appK, &params, &rec.result, &rec.status, &remaining, &skuExists)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		// The biz_no's record was there and disappeared before it could be
+		// read (its writer rolled back): start over.
+		return Result{}, nil, errVanished
+	case err != nil:
+		return Result{}, nil, s.failed(ctx, appKey, in, now, fmt.Errorf("deduct: %w", err))
+	case !fresh:
+		rec.appKey, rec.params = appK.String, params.String
+		return Result{}, &rec, nil
+	case rec.status == StatusSucceeded && remaining.Valid:
+		return Result{Deduction: in.deduction(remaining.Int64)}, nil, nil
+	case skuExists.Valid && !skuExists.Bool:
+		return Result{}, nil, errUnknownSKU
+	default:
+		return Result{}, nil, ErrInsufficientStock
+	}
+}
+
+// attemptSQLite runs the deduction of a new biz_no as one transaction,
+// holding this process's write turn (the database has one writer): the
+// conditional decrement, then the record of its outcome. When the biz_no
+// exists it returns the record instead and changes nothing.
+func (s *Service) attemptSQLite(ctx context.Context, appKey string, in DeductInput) (Result, *record, error) {
+	release, err := s.db.WriteTurn(ctx)
+	if err != nil {
+		return Result{}, nil, err
+	}
+	defer release()
+	st, err := s.sqliteStatements(ctx)
+	if err != nil {
+		return Result{}, nil, err
+	}
 	now := s.now()
 	tx, err := s.db.SQL.BeginTx(ctx, nil)
 	if err != nil {
 		// Nothing was recorded or changed: a retry starts afresh.
 		return Result{}, nil, fmt.Errorf("deduct: begin: %w", err)
 	}
-	var id int64
-	err = tx.QueryRowContext(ctx, s.q.insertRecord, in.BizNo, appKey, in.apiPath(), in.snapshot(), now, now).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) { // the biz_no exists
+	// fail ends the transaction without a trace of this request and, for
+	// an unexpected error, records the failure (still holding the turn, so
+	// no request of this process runs in between).
+	fail := func(err error) (Result, *record, error) {
+		_ = tx.Rollback()
+		return Result{}, nil, s.failed(ctx, appKey, in, now, err)
+	}
+	var remaining int64
+	err = tx.StmtContext(ctx, st.decrement).QueryRowContext(ctx, in.Quantity, now, in.SkuID, in.Quantity, in.BizNo).Scan(&remaining)
+	switch {
+	case err == nil:
+		d := in.deduction(remaining)
+		result, err := json.Marshal(d)
+		if err != nil {
+			return fail(fmt.Errorf("deduct: encode result: %w", err))
+		}
+		if _, err := tx.StmtContext(ctx, st.insertSucceeded).ExecContext(ctx, in.BizNo, appKey, in.apiPath(), in.snapshot(), string(result), now, now); err != nil {
+			return fail(fmt.Errorf("deduct: record success: %w", err))
+		}
+		if err := commit(tx); err != nil {
+			return Result{}, nil, err
+		}
+		return Result{Deduction: d}, nil, nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return fail(fmt.Errorf("deduct: decrement stock: %w", err))
+	}
+	// Nothing deducted: the biz_no has a record, or the stock or the SKU
+	// is missing.
+	var skus int
+	err = tx.StmtContext(ctx, st.insertFailed).QueryRowContext(ctx, in.BizNo, appKey, in.apiPath(), in.snapshot(), now, now, in.SkuID).Scan(&skus)
+	if errors.Is(err, sql.ErrNoRows) {
 		rec, err := readRecord(ctx, tx, s.q.selectRecord, in.BizNo)
 		_ = tx.Rollback() // nothing was written
 		if err == nil && rec == nil {
-			err = errVanished // deleted since the insert met it
+			err = errVanished
 		}
 		return Result{}, rec, err
 	}
 	if err != nil {
-		_ = tx.Rollback()
-		return Result{}, nil, fmt.Errorf("deduct: insert record: %w", err)
+		return fail(fmt.Errorf("deduct: record failure: %w", err))
 	}
-
-	// The record exists in this transaction: it commits as 1 or 2 with
-	// the outcome, or not at all.
-	d, bizErr, workErr := s.work(ctx, tx, id, in, now)
-	if workErr != nil {
-		if dependencyFailure(ctx, workErr) {
-			// Nothing was decided: nothing of this request remains, and a
-			// retry with the same biz_no runs anew.
-			_ = tx.Rollback()
-			return Result{}, nil, unavailable(workErr)
-		}
-		// The business logic itself failed: undo the work (back to the
-		// savepoint), keep the record, fail it, and commit that, so that
-		// requests waiting for this biz_no see the failure.
-		if err := s.failInTx(ctx, tx, id, now); err != nil {
-			_ = tx.Rollback()
-			return Result{}, nil, unavailable(fmt.Errorf("%w; recording the failure: %w", workErr, err))
-		}
-		if err := s.commit(tx, in.BizNo); err != nil {
-			_ = tx.Rollback()
-			return Result{}, nil, fmt.Errorf("%w (after %w)", err, workErr)
-		}
-		return Result{}, nil, workErr
-	}
-	if err := s.commit(tx, in.BizNo); err != nil {
-		// Rolled back, or (if the commit did happen after all) the record
-		// says 1 and a retry gets the stored result: either way, retrying
-		// the same biz_no is safe.
-		_ = tx.Rollback()
+	if err := commit(tx); err != nil {
 		return Result{}, nil, err
 	}
-	if bizErr != nil {
-		return Result{}, nil, bizErr
+	if skus == 0 {
+		return Result{}, nil, errUnknownSKU
 	}
-	return Result{Deduction: d}, nil, nil
+	return Result{}, nil, ErrInsufficientStock
 }
 
-// work is the business logic, behind a savepoint: the conditional
-// decrement and the record's outcome. bizErr is a business failure
-// (recorded as 2, nothing deducted); err an unexpected failure.
-func (s *Service) work(ctx context.Context, tx *sql.Tx, id int64, in DeductInput, now time.Time) (d Deduction, bizErr, err error) {
-	if _, err := tx.ExecContext(ctx, savepoint); err != nil {
-		return d, nil, fmt.Errorf("deduct: savepoint: %w", err)
+// failed handles an error of a deduction's statement or transaction, which
+// has rolled back. A dependency failure leaves nothing: the same biz_no
+// retried later runs anew. Any other error is unexpected: the biz_no is
+// recorded as failed (2) unless another request decided it meanwhile, and
+// the error is returned (500).
+func (s *Service) failed(ctx context.Context, appKey string, in DeductInput, now time.Time, err error) error {
+	if dependencyFailure(ctx, err) {
+		return unavailable(classify(err))
 	}
-	var remaining int64
-	err = tx.QueryRowContext(ctx, s.q.decrement, in.Quantity, now, in.SkuID, in.Quantity).Scan(&remaining)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		var one int
-		switch err := tx.QueryRowContext(ctx, s.q.skuExists, in.SkuID).Scan(&one); {
-		case errors.Is(err, sql.ErrNoRows):
-			bizErr = errUnknownSKU
-		case err != nil:
-			return d, nil, fmt.Errorf("deduct: look up sku: %w", err)
-		default:
-			bizErr = ErrInsufficientStock
-		}
-		if err := s.finish(ctx, tx, id, StatusFailed, nil, now); err != nil {
-			return d, nil, err
-		}
-		return d, bizErr, nil
-	case err != nil:
-		return d, nil, fmt.Errorf("deduct: decrement stock: %w", err)
+	if _, rerr := s.db.SQL.ExecContext(ctx, s.q.recordFailure, in.BizNo, appKey, in.apiPath(), in.snapshot(), now, now); rerr != nil {
+		return unavailable(fmt.Errorf("%w; recording the failure: %w", err, rerr))
 	}
-	if err := s.fault(func(f *Faults) func(string) error { return f.AfterDecrement }, in.BizNo); err != nil {
-		return d, nil, err
-	}
-	d = Deduction{BizNo: in.BizNo, SkuID: in.SkuID, Quantity: in.Quantity, RemainingStock: remaining}
-	result, err := json.Marshal(d)
-	if err != nil {
-		return Deduction{}, nil, fmt.Errorf("deduct: encode result: %w", err)
-	}
-	res := string(result)
-	if err := s.finish(ctx, tx, id, StatusSucceeded, &res, now); err != nil {
-		return Deduction{}, nil, err
-	}
-	return d, nil, nil
+	return err
 }
 
-func (s *Service) finish(ctx context.Context, tx *sql.Tx, id int64, status int, result *string, now time.Time) error {
-	if _, err := tx.ExecContext(ctx, s.q.finishRecord, status, result, now, id); err != nil {
-		return fmt.Errorf("deduct: mark record %d: %w", status, err)
-	}
-	return nil
-}
-
-// failInTx undoes the business work and marks the record failed.
-func (s *Service) failInTx(ctx context.Context, tx *sql.Tx, id int64, now time.Time) error {
-	if _, err := tx.ExecContext(ctx, rollbackSavepoint); err != nil {
-		return fmt.Errorf("rollback to savepoint: %w", err)
-	}
-	return s.finish(ctx, tx, id, StatusFailed, nil, now)
-}
-
-func (s *Service) commit(tx *sql.Tx, bizNo string) error {
-	err := s.fault(func(f *Faults) func(string) error { return f.BeforeCommit }, bizNo)
-	if err == nil {
-		err = tx.Commit()
-	}
-	if err != nil {
+func commit(tx *sql.Tx) error {
+	if err := tx.Commit(); err != nil {
+		// Rolled back, or (if the commit did happen after all) the record
+		// is there and a retry gets its outcome: either way, retrying the
+		// same biz_no is safe.
 		return fmt.Errorf("%w: deduct: commit: %w", errs.Unavailable, err)
 	}
 	return nil
+}
+
+// sqliteStatements are the SQLite statements of a deduction, prepared once
+// (database/sql keeps each prepared on every connection that ran it).
+type sqliteStatements struct {
+	decrement, insertSucceeded, insertFailed *sql.Stmt
+}
+
+func (s *Service) sqliteStatements(ctx context.Context) (*sqliteStatements, error) {
+	s.prepMu.Lock()
+	defer s.prepMu.Unlock()
+	if s.prepared != nil {
+		return s.prepared, nil
+	}
+	var st sqliteStatements
+	for _, p := range []struct {
+		stmt  **sql.Stmt
+		query string
+	}{{&st.decrement, s.q.decrement}, {&st.insertSucceeded, s.q.insertSucceeded}, {&st.insertFailed, s.q.insertFailed}} {
+		stmt, err := s.db.SQL.PrepareContext(ctx, p.query)
+		if err != nil {
+			for _, done := range []*sql.Stmt{st.decrement, st.insertSucceeded, st.insertFailed} {
+				if done != nil {
+					_ = done.Close()
+				}
+			}
+			return nil, fmt.Errorf("deduct: prepare: %w", err)
+		}
+		*p.stmt = stmt
+	}
+	s.prepared = &st
+	return s.prepared, nil
 }
 
 // dependencyFailure tells a failure of the database (or of the request

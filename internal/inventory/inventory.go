@@ -11,7 +11,7 @@
 package inventory
 
 import (
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"entgo.io/ent/dialect"
@@ -66,7 +66,10 @@ type Service struct {
 	inFlightWait time.Duration
 	workTimeout  time.Duration
 
-	faults atomic.Pointer[Faults]
+	postgres bool
+
+	prepMu   sync.Mutex
+	prepared *sqliteStatements // SQLite, prepared on first use
 	// onInFlight, when set (tests), is called each time a record is seen in
 	// status 0 while waiting for it to settle.
 	onInFlight func(bizNo string)
@@ -88,6 +91,7 @@ func NewService(db *store.DB, opts ...Option) *Service {
 	s := &Service{
 		db:           db,
 		q:            newQueries(db.Dialect == dialect.Postgres),
+		postgres:     db.Dialect == dialect.Postgres,
 		now:          time.Now,
 		inFlightWait: DefaultInFlightWait,
 		workTimeout:  DefaultWorkTimeout,
@@ -96,34 +100,4 @@ func NewService(db *store.DB, opts ...Option) *Service {
 		o(s)
 	}
 	return s
-}
-
-// Faults are failures injected by tests into a deduction, to prove the
-// rollback rules; nil functions inject nothing. Production code never sets
-// them.
-type Faults struct {
-	// AfterDecrement runs after the stock was decremented and before the
-	// result is stored. An error of kind errs.Unavailable stands for a
-	// dependency failure (all rolled back, nothing recorded); any other is
-	// an unexpected failure of the business logic: the decrement is rolled
-	// back and the record is failed (2).
-	AfterDecrement func(bizNo string) error
-	// BeforeCommit runs just before the commit; an error stands for a
-	// failed commit: the whole transaction is rolled back, nothing is
-	// recorded, and the caller is told to retry (503).
-	BeforeCommit func(bizNo string) error
-}
-
-// SetFaults installs fault injection (tests only). Safe while requests run.
-func (s *Service) SetFaults(f Faults) { s.faults.Store(&f) }
-
-func (s *Service) fault(pick func(*Faults) func(string) error, bizNo string) error {
-	f := s.faults.Load()
-	if f == nil {
-		return nil
-	}
-	if fn := pick(f); fn != nil {
-		return fn(bizNo)
-	}
-	return nil
 }

@@ -9,49 +9,62 @@ import (
 )
 
 // queries are the statements of a deduction. They are hand-written rather
-// than built with Ent because the deduction needs what Ent's builders do
-// not offer together in one transaction: a conditional UPDATE … RETURNING,
-// INSERT … ON CONFLICT DO NOTHING RETURNING, and a savepoint. Both SQLite
-// (3.35+) and Postgres accept every statement; only the placeholders differ.
+// than built with Ent because a deduction needs what Ent's builders do not
+// offer: a conditional UPDATE … RETURNING guarded by a subquery, INSERT …
+// ON CONFLICT DO NOTHING RETURNING, and on Postgres a call of the function
+// gatehouse_deduct (created by the migration
+// internal/store/migrations/postgres/20261124220000_deduct_function.sql).
 type queries struct {
-	// insertRecord adds the record in status 0, or nothing when the biz_no
-	// exists. On Postgres an INSERT that meets an uncommitted row with the
-	// same biz_no waits for that transaction to end; on SQLite the
-	// transaction itself waits (BEGIN IMMEDIATE). Either way a concurrent
-	// request sees the first one's committed outcome.
-	insertRecord string
-	selectRecord string
-	finishRecord string
-	// decrement is the only statement that lowers stock: the condition
-	// keeps it non-negative, and on Postgres a concurrent update of the row
-	// is waited for and the condition re-checked against its result.
+	// deduct (Postgres) is the whole deduction in one statement: the
+	// record, the conditional decrement and the outcome, or the record of
+	// an earlier request with the biz_no.
+	deduct string
+
+	// decrement (SQLite) lowers the stock only if enough remains and the
+	// biz_no has no record yet; it is the only statement that lowers stock
+	// on SQLite, and runs while this process holds the write turn and the
+	// transaction holds the database's write lock.
 	decrement string
-	skuExists string
+	// insertSucceeded (SQLite) records the success with its result, after
+	// decrement returned a row, in the same transaction.
+	insertSucceeded string
+	// insertFailed (SQLite) records a business failure when decrement
+	// returned no row; no row back means the biz_no has a record. It
+	// returns whether the SKU exists (unknown SKU or insufficient stock).
+	insertFailed string
+
+	// recordFailure records an unexpected failure (2) after the
+	// deduction's own statement or transaction rolled back, unless the
+	// biz_no was decided meanwhile.
+	recordFailure string
+	selectRecord  string
 }
 
 func newQueries(postgres bool) queries {
-	rec, r := idempotencyrecord.Table, idempotencyrecord.FieldBizNo
+	rec := idempotencyrecord.Table
 	cols := strings.Join([]string{
 		idempotencyrecord.FieldBizNo, idempotencyrecord.FieldAppKey, idempotencyrecord.FieldAPIPath,
-		idempotencyrecord.FieldRequestParams, idempotencyrecord.FieldStatus,
+		idempotencyrecord.FieldRequestParams, idempotencyrecord.FieldStatus, idempotencyrecord.FieldResponseResult,
 		idempotencyrecord.FieldCreateTime, idempotencyrecord.FieldUpdateTime,
 	}, ", ")
+	onConflict := " ON CONFLICT (" + idempotencyrecord.FieldBizNo + ") DO NOTHING"
 	q := queries{
-		insertRecord: "INSERT INTO " + rec + " (" + cols + ") VALUES (?, ?, ?, ?, " + strconv.Itoa(StatusProcessing) + ", ?, ?) " +
-			"ON CONFLICT (" + r + ") DO NOTHING RETURNING " + idempotencyrecord.FieldID,
+		deduct: "SELECT fresh, app_key, request_params, response_result, status, remaining_stock, sku_exists " +
+			"FROM gatehouse_deduct($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+		decrement: "UPDATE " + sku.Table + " SET " + sku.FieldStock + " = " + sku.FieldStock + " - ?, " +
+			sku.FieldUpdateTime + " = ? WHERE " + sku.FieldID + " = ? AND " + sku.FieldStock + " >= ? AND NOT EXISTS (SELECT 1 FROM " +
+			rec + " WHERE " + idempotencyrecord.FieldBizNo + " = ?) RETURNING " + sku.FieldStock,
+		insertSucceeded: "INSERT INTO " + rec + " (" + cols + ") VALUES (?, ?, ?, ?, " + strconv.Itoa(StatusSucceeded) + ", ?, ?, ?)",
+		insertFailed: "INSERT INTO " + rec + " (" + cols + ") VALUES (?, ?, ?, ?, " + strconv.Itoa(StatusFailed) + ", NULL, ?, ?)" +
+			onConflict + " RETURNING (SELECT count(*) FROM " + sku.Table + " WHERE " + sku.FieldID + " = ?)",
+		recordFailure: "INSERT INTO " + rec + " (" + cols + ") VALUES (?, ?, ?, ?, " + strconv.Itoa(StatusFailed) + ", NULL, ?, ?)" + onConflict,
 		selectRecord: "SELECT " + strings.Join([]string{
 			idempotencyrecord.FieldAppKey, idempotencyrecord.FieldRequestParams,
 			idempotencyrecord.FieldResponseResult, idempotencyrecord.FieldStatus,
-		}, ", ") + " FROM " + rec + " WHERE " + r + " = ?",
-		finishRecord: "UPDATE " + rec + " SET " + idempotencyrecord.FieldStatus + " = ?, " +
-			idempotencyrecord.FieldResponseResult + " = ?, " + idempotencyrecord.FieldUpdateTime + " = ? WHERE " +
-			idempotencyrecord.FieldID + " = ?",
-		decrement: "UPDATE " + sku.Table + " SET " + sku.FieldStock + " = " + sku.FieldStock + " - ?, " +
-			sku.FieldUpdateTime + " = ? WHERE " + sku.FieldID + " = ? AND " + sku.FieldStock + " >= ? RETURNING " + sku.FieldStock,
-		skuExists: "SELECT 1 FROM " + sku.Table + " WHERE " + sku.FieldID + " = ?",
+		}, ", ") + " FROM " + rec + " WHERE " + idempotencyrecord.FieldBizNo + " = ?",
 	}
 	if postgres {
-		for _, p := range []*string{&q.insertRecord, &q.selectRecord, &q.finishRecord, &q.decrement, &q.skuExists} {
+		for _, p := range []*string{&q.recordFailure, &q.selectRecord} {
 			*p = dollarPlaceholders(*p)
 		}
 	}
@@ -73,9 +86,3 @@ func dollarPlaceholders(s string) string {
 	}
 	return b.String()
 }
-
-// Savepoint statements around the business work of a deduction.
-const (
-	savepoint         = "SAVEPOINT deduct"
-	rollbackSavepoint = "ROLLBACK TO SAVEPOINT deduct"
-)

@@ -33,6 +33,20 @@ type DB struct {
 	// migration reads its results as *sql.Rows.
 	raw dialect.Driver
 	url string // for the dedicated connections of Listen
+	// writers is the SQLite write turn shared with the Ent driver (nil on
+	// Postgres); see WriteTurn.
+	writers chan struct{}
+}
+
+// WriteTurn is for code that writes through the pool (DB.SQL) rather than
+// through Ent. On SQLite it waits, first come first served and for no
+// longer than ctx allows, for the turn every transaction of this process
+// takes before BEGIN (the same turn Ent's transactions take), and returns
+// the function that gives it back; hold it until the transaction has
+// committed or rolled back. On Postgres it returns at once (row locks do
+// that job). A turn not granted in time is errs.Unavailable.
+func (d *DB) WriteTurn(ctx context.Context) (release func(), err error) {
+	return writeTurn(ctx, d.writers)
 }
 
 // Open connects to url ("sqlite:PATH" or "postgres://…") without migrating.
@@ -86,7 +100,7 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	if dialectName == dialect.SQLite {
 		drv.writers = make(chan struct{}, 1)
 	}
-	return &DB{Client: ent.NewClient(ent.Driver(drv)), SQL: db, Dialect: dialectName, raw: raw, url: url}, nil
+	return &DB{Client: ent.NewClient(ent.Driver(drv)), SQL: db, Dialect: dialectName, raw: raw, url: url, writers: drv.writers}, nil
 }
 
 // sqliteBusyTimeout is how long an SQLite writer waits for the write lock.

@@ -125,25 +125,9 @@ type classifyingDriver struct {
 
 // begin opens a transaction, first waiting for the write turn on SQLite.
 func (d classifyingDriver) begin(ctx context.Context, open func() (dialect.Tx, error)) (dialect.Tx, error) {
-	release := func() {}
-	if d.writers != nil {
-		// Work without a deadline (background jobs) waits as long as
-		// SQLite's busy_timeout would have.
-		var expire <-chan time.Time
-		if _, ok := ctx.Deadline(); !ok {
-			t := time.NewTimer(sqliteBusyTimeout)
-			defer t.Stop()
-			expire = t.C
-		}
-		select {
-		case d.writers <- struct{}{}:
-		case <-ctx.Done():
-			return nil, classify(ctx.Err())
-		case <-expire:
-			return nil, fmt.Errorf("%w: waited %s for the SQLite write lock", errs.Unavailable, sqliteBusyTimeout)
-		}
-		var once sync.Once
-		release = func() { once.Do(func() { <-d.writers }) }
+	release, err := writeTurn(ctx, d.writers)
+	if err != nil {
+		return nil, err
 	}
 	tx, err := open()
 	if err != nil {
@@ -151,6 +135,31 @@ func (d classifyingDriver) begin(ctx context.Context, open func() (dialect.Tx, e
 		return nil, classify(err)
 	}
 	return classifyingTx{Tx: tx, release: release}, nil
+}
+
+// writeTurn waits for the write turn in writers (nil: no turns, Postgres)
+// and returns the function that gives it back (safe to call twice). Work
+// without a deadline (background jobs) waits as long as SQLite's
+// busy_timeout would have.
+func writeTurn(ctx context.Context, writers chan struct{}) (release func(), err error) {
+	if writers == nil {
+		return func() {}, nil
+	}
+	var expire <-chan time.Time
+	if _, ok := ctx.Deadline(); !ok {
+		t := time.NewTimer(sqliteBusyTimeout)
+		defer t.Stop()
+		expire = t.C
+	}
+	select {
+	case writers <- struct{}{}:
+	case <-ctx.Done():
+		return nil, classify(ctx.Err())
+	case <-expire:
+		return nil, fmt.Errorf("%w: waited %s for the SQLite write lock", errs.Unavailable, sqliteBusyTimeout)
+	}
+	var once sync.Once
+	return func() { once.Do(func() { <-writers }) }, nil
 }
 
 func (d classifyingDriver) Exec(ctx context.Context, query string, args, v any) error {
