@@ -400,8 +400,26 @@ func deductPhases(ctx context.Context, o options, rep *report, g *gatehouse, c *
 			}
 			list[i] = u
 		}
-		l := measure(ctx, o, c, urlsWith(http.MethodPost, list))
-		rep.add("signed deduction, "+ph.name+", "+label, l, baseName+ph.suffix, ph.base)
+		phaseSkus := skus[:ph.spread]
+		before, err := g.skuStocks(ctx, phaseSkus)
+		if err != nil {
+			return err
+		}
+		// Warm-up and measured phase apart (as measure does), to count
+		// every success for the stock check.
+		src := urlsWith(http.MethodPost, list)
+		var warm loadResult
+		if o.warmup > 0 {
+			warm = drive(ctx, c, o.workers, o.warmup, src)
+		}
+		l := drive(ctx, c, o.workers, o.phase, src)
+		name := "signed deduction, " + ph.name + ", " + label
+		rep.add(name, l, baseName+ph.suffix, ph.base)
+		msg, err := g.checkDeductions(ctx, c, phaseSkus, before, warm.Requests+l.Requests, warm.Errors+l.Errors, run, 50)
+		if err != nil {
+			return fmt.Errorf("%s: correctness check failed: %w", name, err)
+		}
+		rep.check(name, msg)
 	}
 	return nil
 }

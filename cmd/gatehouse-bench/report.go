@@ -32,11 +32,12 @@ type report struct {
 	Figures   []figure              `json:"figures"`
 	Baselines map[string]loadResult `json:"baselines"`
 	Skipped   map[string]string     `json:"skipped,omitempty"`
+	Checks    map[string]string     `json:"checks,omitempty"`
 	Elapsed   string                `json:"elapsed"`
 }
 
 func newReport() *report {
-	r := &report{Time: time.Now().UTC(), Baselines: map[string]loadResult{}, Skipped: map[string]string{}}
+	r := &report{Time: time.Now().UTC(), Baselines: map[string]loadResult{}, Skipped: map[string]string{}, Checks: map[string]string{}}
 	r.Machine = map[string]any{"goos": runtime.GOOS, "goarch": runtime.GOARCH, "cpus": runtime.NumCPU(), "go": runtime.Version(), "cpu_model": cpuModel()}
 	fmt.Printf("# gatehouse-bench %s, %d CPUs (%s), %s; every ratio is to a baseline measured in this run\n",
 		runtime.Version(), runtime.NumCPU(), cpuModel(), r.Time.Format(time.RFC3339))
@@ -99,4 +100,10 @@ func cpuModel() string {
 		}
 	}
 	return "unknown"
+}
+
+// check records a passed correctness check of a figure.
+func (r *report) check(what, result string) {
+	r.Checks[what] = result
+	fmt.Printf("  check: %s\n", result)
 }
