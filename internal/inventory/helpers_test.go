@@ -4,7 +4,6 @@ import (
 	"context"
 	"gatehouse/internal/store/storetest"
 	"testing"
-	"time"
 
 	"gatehouse/ent"
 	"gatehouse/ent/idempotencyrecord"
@@ -57,16 +56,4 @@ func recordCount(t testing.TB, db *store.DB) int {
 		t.Fatal(err)
 	}
 	return n
-}
-
-// eventually polls cond until it holds or within passes.
-func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", within, what)
-		}
-		time.Sleep(5 * time.Millisecond) // polling interval, not a wait for work
-	}
 }
