@@ -22,7 +22,9 @@ import (
 //	bare:     a JSON reply shaped like the order query's, nothing else;
 //	redis-pg: per request, one Redis SET NX (the nonce) and one Postgres
 //	          SELECT of the order (the same table and key gatehouse reads),
-//	          then the same JSON reply.
+//	          then the same JSON reply;
+//	update-sqlite, update-pg: one conditional single-row UPDATE;
+//	insert-sqlite, insert-pg: one INSERT of a ticket row (tickets.go).
 func runBaseline(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("baseline", flag.ContinueOnError)
 	mode := fs.String("mode", "bare", "bare or redis-pg")
@@ -30,7 +32,7 @@ func runBaseline(ctx context.Context, args []string) error {
 	pgURL := fs.String("postgres", "", "redis-pg: database URL")
 	redisURL := fs.String("redis", "", "redis-pg: Redis URL")
 	prefix := fs.String("prefix", "bench-baseline:", "redis-pg: key prefix")
-	sqlitePath := fs.String("sqlite", "", "update-sqlite: database file")
+	sqlitePath := fs.String("sqlite", "", "update-sqlite, insert-sqlite: database file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -92,6 +94,12 @@ func runBaseline(ctx context.Context, args []string) error {
 			}
 			writeJSON(w, map[string]any{"code": 200, "message": "success"})
 		})
+	case "insert-sqlite", "insert-pg":
+		closeDB, err := serveTicketFloor(ctx, mux, *mode, *sqlitePath, *pgURL)
+		if err != nil {
+			return err
+		}
+		defer closeDB()
 	default:
 		return fmt.Errorf("unknown baseline mode %q", *mode)
 	}

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -69,9 +68,11 @@ func benchmark(ctx context.Context, o options, rep *report) error {
 		return err
 	}
 	rep.add("signed v1 order query, SQLite + memory", embLoad, "bare net/http JSON handler", bareLoad)
-	create, list := emb.ticketLoad(ctx, o, client)
-	rep.add("ticket create (POST /api/tickets), SQLite", create, "bare net/http JSON handler", bareLoad)
-	rep.add("ticket list (GET /api/tickets?limit=20), SQLite", list, "bare net/http JSON handler", bareLoad)
+	if err := ticketPhases(ctx, o, rep, emb, client, self, tmp, "SQLite", []string{"-mode", "insert-sqlite", "-sqlite", tmp + "/baseline-insert.db"},
+		"bare net/http JSON handler", bareLoad); err != nil {
+		_ = emb.proc.stop()
+		return err
+	}
 	if err := deductPhases(ctx, o, rep, emb, client, bareLoad, self, tmp, "SQLite", []string{"-mode", "update-sqlite", "-sqlite", tmp + "/baseline-update.db"}); err != nil {
 		_ = emb.proc.stop()
 		return err
@@ -224,17 +225,6 @@ func (g *gatehouse) signedLoad(ctx context.Context, o options, c *http.Client, b
 	return measure(ctx, o, c, urls(list)), nil
 }
 
-// ticketLoad measures ticket creation, then listing the newest 20.
-func (g *gatehouse) ticketLoad(ctx context.Context, o options, c *http.Client) (create, list loadResult) {
-	create = measure(ctx, o, c, source{want: http.StatusCreated, next: func() (*http.Request, bool) {
-		req, _ := http.NewRequest(http.MethodPost, g.proc.base+"/api/tickets", strings.NewReader(`{"title":"bench ticket"}`))
-		req.Header.Set("Content-Type", "application/json")
-		return req, true
-	}})
-	list = measure(ctx, o, c, repeatURL(g.proc.base+"/api/tickets?limit=20"))
-	return create, list
-}
-
 // externalPhases measures gatehouse on Postgres + Redis against the
 // minimal one-Redis-one-Postgres handler, on a database of its own.
 func externalPhases(ctx context.Context, o options, rep *report, self, tmp string, client *http.Client, bare loadResult) error {
@@ -313,9 +303,10 @@ func externalPhases(ctx context.Context, o options, rep *report, self, tmp strin
 		return err
 	}
 	rep.add("signed v1 order query, Postgres + Redis", signed, "minimal handler: one Redis SET NX + one Postgres SELECT", baseLoad)
-	create, lst := g.ticketLoad(ctx, o, client)
-	rep.add("ticket create (POST /api/tickets), Postgres", create, "minimal handler: one Redis SET NX + one Postgres SELECT", baseLoad)
-	rep.add("ticket list (GET /api/tickets?limit=20), Postgres", lst, "minimal handler: one Redis SET NX + one Postgres SELECT", baseLoad)
+	if err := ticketPhases(ctx, o, rep, g, client, self, tmp, "Postgres", []string{"-mode", "insert-pg", "-postgres", dbURL},
+		"minimal handler: one Redis SET NX + one Postgres SELECT", baseLoad); err != nil {
+		return err
+	}
 	if err := deductPhases(ctx, o, rep, g, client, bare, self, tmp, "Postgres", []string{"-mode", "update-pg", "-postgres", dbURL}); err != nil {
 		return err
 	}
