@@ -36,6 +36,8 @@ type DB struct {
 	// writers is the SQLite write turn shared with the Ent driver (nil on
 	// Postgres); see WriteTurn.
 	writers chan struct{}
+	// writes holds SQLite's prepared single writes (nil on Postgres).
+	writes *sqliteWrites
 }
 
 // WriteTurn is for code that writes through the pool (DB.SQL) rather than
@@ -75,15 +77,22 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open sqlite: %w", err)
 		}
+		// Every connection is kept (database/sql keeps 2 idle by default):
+		// reopening one runs the pragmas again and loses its prepared
+		// statements.
 		db.SetMaxOpenConns(8)
+		db.SetMaxIdleConns(8)
 		dialectName = dialect.SQLite
 	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
 		db, err = sql.Open("pgx", url)
 		if err != nil {
 			return nil, fmt.Errorf("open postgres: %w", err)
 		}
+		// Idle = open: with fewer idle than open slots, more concurrent
+		// requests than idle slots close and reopen connections all the
+		// time (a new server process each, and pgx's statement cache lost).
 		db.SetMaxOpenConns(40)
-		db.SetMaxIdleConns(20)
+		db.SetMaxIdleConns(40)
 		db.SetConnMaxIdleTime(5 * time.Minute)
 		dialectName = dialect.Postgres
 	default:
@@ -99,8 +108,9 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	drv := classifyingDriver{Driver: raw}
 	if dialectName == dialect.SQLite {
 		drv.writers = make(chan struct{}, 1)
+		drv.sqlite = &sqliteWrites{db: db, stmts: map[string]*sql.Stmt{}}
 	}
-	return &DB{Client: ent.NewClient(ent.Driver(drv)), SQL: db, Dialect: dialectName, raw: raw, url: url, writers: drv.writers}, nil
+	return &DB{Client: ent.NewClient(ent.Driver(drv)), SQL: db, Dialect: dialectName, raw: raw, url: url, writers: drv.writers, writes: drv.sqlite}, nil
 }
 
 // sqliteBusyTimeout is how long an SQLite writer waits for the write lock.
@@ -110,7 +120,12 @@ const sqliteBusyTimeout = 10 * time.Second
 func (d *DB) Ping(ctx context.Context) error { return d.SQL.PingContext(ctx) }
 
 // Close closes the client and the pool.
-func (d *DB) Close() error { return d.Client.Close() }
+func (d *DB) Close() error {
+	if d.writes != nil {
+		d.writes.close()
+	}
+	return d.Client.Close()
+}
 
 // WithTx runs fn in a transaction, rolling back on error or panic.
 func WithTx(ctx context.Context, client *ent.Client, fn func(tx *ent.Tx) error) (err error) {

@@ -100,14 +100,15 @@ func Classify(err error) error { return classify(err) }
 // every domain service's database failure reaches the front doors as
 // errs.Unavailable without each service translating it.
 //
-// It also runs every write that Ent would send outside a transaction
-// (single-row inserts, bulk updates and deletes) inside one, committed
-// only while the caller's context is alive. A statement sent in autocommit
+// On Postgres it also runs every write that Ent would send outside a
+// transaction (single-row inserts, bulk updates and deletes) inside one,
+// committed only while the caller's context is alive. A statement sent in autocommit
 // mode to a database that has stopped answering would still be executed
 // once it resumes, after the client was told 503 (or gave up): a write
 // whose request got no answer would then exist after all. Inside a
 // transaction the COMMIT is never sent for such a request, and the server
-// rolls the work back when it finds the connection closed.
+// rolls the work back when it finds the connection closed. (On SQLite,
+// in this process, nothing can run later: see sqliteWrites.)
 //
 // On SQLite every transaction takes the database's single write lock at
 // BEGIN (BEGIN IMMEDIATE), and a writer that finds it taken polls for it
@@ -121,6 +122,9 @@ func Classify(err error) error { return classify(err) }
 type classifyingDriver struct {
 	dialect.Driver
 	writers chan struct{} // nil on Postgres, where row locks do this job
+	// sqlite runs single writes without a transaction on SQLite (see
+	// sqliteWrites); nil on Postgres.
+	sqlite *sqliteWrites
 }
 
 // begin opens a transaction, first waiting for the write turn on SQLite.
@@ -166,6 +170,9 @@ func (d classifyingDriver) Exec(ctx context.Context, query string, args, v any) 
 	if !isWrite(query) {
 		return classify(d.Driver.Exec(ctx, query, args, v))
 	}
+	if d.sqlite != nil {
+		return d.sqlite.exec(ctx, d.writers, query, args, v)
+	}
 	tx, err := d.Tx(ctx)
 	if err != nil {
 		return err
@@ -181,6 +188,9 @@ func (d classifyingDriver) Query(ctx context.Context, query string, args, v any)
 	rows, ok := v.(*entsql.Rows)
 	if !ok || !isWrite(query) {
 		return classify(d.Driver.Query(ctx, query, args, v))
+	}
+	if d.sqlite != nil {
+		return d.sqlite.query(ctx, d.writers, query, args, rows)
 	}
 	tx, err := d.Tx(ctx)
 	if err != nil {
