@@ -3,10 +3,16 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
+	"errors"
 	"fmt"
 	"sync"
 
 	entsql "entgo.io/ent/dialect/sql"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/stdlib"
 )
 
 // sqliteWrites runs the writes Ent sends outside a transaction on SQLite
@@ -153,3 +159,165 @@ func (r *turnRows) Close() error {
 
 func (r *turnRows) Err() error             { return classify(r.Rows.Err()) }
 func (r *turnRows) Scan(dest ...any) error { return classify(r.Rows.Scan(dest...)) }
+
+// pgWrites runs the writes Ent sends outside a transaction on Postgres in
+// a transaction of their own, as the classifying driver requires (see
+// classifyingDriver), in two round trips instead of three: BEGIN and the
+// statement go together in one pgx batch (Batch.BeginTx), and COMMIT is
+// sent only if the caller's context is still alive once the statement's
+// results are in. Otherwise the connection is closed unused, and the
+// server rolls the work back.
+type pgWrites struct {
+	db *sql.DB
+}
+
+// run runs query with args in its own transaction; with results, their
+// rows are read into memory (a write's RETURNING clause: a few values).
+func (w pgWrites) run(ctx context.Context, query string, args any, results bool) (tag pgconn.CommandTag, rows *pgRows, err error) {
+	argv, ok := args.([]any)
+	if !ok && args != nil {
+		return tag, nil, fmt.Errorf("store: invalid type %T for args; expected []any", args)
+	}
+	conn, err := w.db.Conn(ctx)
+	if err != nil {
+		return tag, nil, classify(err)
+	}
+	defer conn.Close()
+	rawErr := conn.Raw(func(dc any) error {
+		c := dc.(*stdlib.Conn).Conn()
+		b := &pgx.Batch{}
+		b.BeginTx(pgx.TxOptions{})
+		b.Queue(query, argv...)
+		br := c.SendBatch(ctx, b)
+		if _, err = br.Exec(); err == nil { // BEGIN
+			if results {
+				rows, err = readRows(br, c.TypeMap())
+			} else {
+				tag, err = br.Exec()
+			}
+		}
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		tx := br.Tx()
+		switch {
+		case err != nil:
+			if ctx.Err() == nil {
+				_ = tx.Rollback(ctx)
+			}
+		case ctx.Err() != nil:
+			// The caller gave up: no COMMIT; the connection goes (below).
+			err = ctx.Err()
+		default:
+			err = tx.Commit(ctx)
+		}
+		if c.IsClosed() || c.PgConn().TxStatus() != 'I' {
+			return driver.ErrBadConn // closed, not pooled: the server rolls back
+		}
+		return nil
+	})
+	if err == nil && rawErr != nil {
+		err = rawErr
+	}
+	if err != nil {
+		return tag, nil, classify(err)
+	}
+	return tag, rows, nil
+}
+
+// exec is run for a write without results (Ent's Exec).
+func (w pgWrites) exec(ctx context.Context, query string, args, v any) error {
+	tag, _, err := w.run(ctx, query, args, false)
+	if err != nil {
+		return err
+	}
+	switch v := v.(type) {
+	case nil:
+	case *sql.Result:
+		*v = driver.RowsAffected(tag.RowsAffected())
+	default:
+		return fmt.Errorf("store: invalid type %T for Exec; expected *sql.Result", v)
+	}
+	return nil
+}
+
+// query is run for a write with results (Ent's Query: INSERT … RETURNING).
+func (w pgWrites) query(ctx context.Context, query string, args any, rows *entsql.Rows) error {
+	_, r, err := w.run(ctx, query, args, true)
+	if err != nil {
+		return err
+	}
+	rows.ColumnScanner = r
+	return nil
+}
+
+// readRows reads the next result of br into memory.
+func readRows(br pgx.BatchResults, tm *pgtype.Map) (*pgRows, error) {
+	r, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	out := &pgRows{tm: tm, fields: append([]pgconn.FieldDescription(nil), r.FieldDescriptions()...), next: -1}
+	for r.Next() {
+		raw := r.RawValues()
+		row := make([][]byte, len(raw))
+		for i, v := range raw {
+			if v != nil {
+				row[i] = append([]byte{}, v...)
+			}
+		}
+		out.rows = append(out.rows, row)
+	}
+	return out, r.Err()
+}
+
+// pgRows are a write's results, read before its transaction committed,
+// decoded as pgx decodes any result.
+type pgRows struct {
+	tm     *pgtype.Map
+	fields []pgconn.FieldDescription
+	rows   [][][]byte
+	next   int
+}
+
+func (r *pgRows) Next() bool {
+	if r.next+1 >= len(r.rows) {
+		r.next = len(r.rows)
+		return false
+	}
+	r.next++
+	return true
+}
+
+func (r *pgRows) Scan(dest ...any) error {
+	if r.next < 0 || r.next >= len(r.rows) {
+		return errors.New("store: Scan called without a current row")
+	}
+	if len(dest) != len(r.fields) {
+		return fmt.Errorf("store: %d destinations for %d columns", len(dest), len(r.fields))
+	}
+	for i, d := range dest {
+		f := r.fields[i]
+		if err := r.tm.Scan(f.DataTypeOID, f.Format, r.rows[r.next][i], d); err != nil {
+			return fmt.Errorf("store: scan column %s: %w", f.Name, err)
+		}
+	}
+	return nil
+}
+
+func (r *pgRows) Columns() ([]string, error) {
+	names := make([]string, len(r.fields))
+	for i, f := range r.fields {
+		names[i] = f.Name
+	}
+	return names, nil
+}
+
+func (r *pgRows) ColumnTypes() ([]*sql.ColumnType, error) {
+	return nil, errors.New("store: column types of a write's results are not available")
+}
+
+func (r *pgRows) Err() error          { return nil }
+func (r *pgRows) NextResultSet() bool { return false }
+func (r *pgRows) Close() error        { return nil }

@@ -109,6 +109,8 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	if dialectName == dialect.SQLite {
 		drv.writers = make(chan struct{}, 1)
 		drv.sqlite = &sqliteWrites{db: db, stmts: map[string]*sql.Stmt{}}
+	} else {
+		drv.pg = &pgWrites{db: db}
 	}
 	return &DB{Client: ent.NewClient(ent.Driver(drv)), SQL: db, Dialect: dialectName, raw: raw, url: url, writers: drv.writers, writes: drv.sqlite}, nil
 }

@@ -125,6 +125,9 @@ type classifyingDriver struct {
 	// sqlite runs single writes without a transaction on SQLite (see
 	// sqliteWrites); nil on Postgres.
 	sqlite *sqliteWrites
+	// pg runs them in a transaction of two round trips on Postgres (see
+	// pgWrites); nil on SQLite.
+	pg *pgWrites
 }
 
 // begin opens a transaction, first waiting for the write turn on SQLite.
@@ -173,6 +176,9 @@ func (d classifyingDriver) Exec(ctx context.Context, query string, args, v any) 
 	if d.sqlite != nil {
 		return d.sqlite.exec(ctx, d.writers, query, args, v)
 	}
+	if d.pg != nil {
+		return d.pg.exec(ctx, query, args, v)
+	}
 	tx, err := d.Tx(ctx)
 	if err != nil {
 		return err
@@ -191,6 +197,9 @@ func (d classifyingDriver) Query(ctx context.Context, query string, args, v any)
 	}
 	if d.sqlite != nil {
 		return d.sqlite.query(ctx, d.writers, query, args, rows)
+	}
+	if d.pg != nil {
+		return d.pg.query(ctx, query, args, rows)
 	}
 	tx, err := d.Tx(ctx)
 	if err != nil {
