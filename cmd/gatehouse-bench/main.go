@@ -7,8 +7,9 @@
 // load from this process with requests signed before the clock starts
 // (one unique nonce each). Baselines run as child processes of this binary
 // (`gatehouse-bench baseline …`): a bare net/http JSON handler, a minimal
-// handler doing one Redis and one Postgres round trip, and a handler doing
-// one conditional single-row UPDATE (SQLite or Postgres). Webhook
+// handler doing one Redis and one Postgres round trip, a handler doing
+// one conditional single-row UPDATE and one doing one INSERT of a ticket
+// row (SQLite or Postgres). Webhook
 // deliveries are measured against two floors run as child processes
 // (`gatehouse-bench floor …`): a bare client POSTing to the same sink and
 // a minimal outbox loop on the same kind of database. Every figure
