@@ -19,6 +19,8 @@ const (
 	dialTimeout = time.Second
 	ioTimeout   = 500 * time.Millisecond
 	poolTimeout = time.Second
+	// poolSize is the connection pool's size unless the URL sets pool_size.
+	poolSize = 40
 	// callBudget caps one call end to end (pool wait, dial, write, read),
 	// whatever the caller's context says.
 	callBudget = time.Second
@@ -79,6 +81,12 @@ func openRedis(_ context.Context, rawURL string, o options) (*redisStore, error)
 	}
 	if opt.WriteTimeout == 0 {
 		opt.WriteTimeout = ioTimeout
+	}
+	if opt.PoolSize == 0 {
+		// go-redis sizes the pool 10 per CPU (20 on two cores); more
+		// concurrent requests than that queue for a connection. Sized like
+		// the Postgres pool, every request in flight has one.
+		opt.PoolSize = poolSize
 	}
 	if opt.PoolTimeout == 0 {
 		opt.PoolTimeout = poolTimeout
