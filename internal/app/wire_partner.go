@@ -41,7 +41,7 @@ func (a *App) wirePartner(ctx context.Context) error {
 	}
 	a.Partners = svc
 	a.PartnerGate = partner.NewGate(svc, a.KV)
-	a.Orders = order.NewService(a.DB.Client)
+	a.Orders = order.NewService(a.DB)
 	a.Usage = partner.NewUsage(a.DB.Client, a.Log, partner.DefaultUsageFlushInterval)
 	a.Usage.Start()
 	a.stops = append(a.stops, a.Usage.Close)

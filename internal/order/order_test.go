@@ -88,7 +88,7 @@ func TestCreateAndQuery(t *testing.T) {
 			return db.PartnerApp.Create().SetAppName(key).SetAppKey(key).SetSecret([]byte{1}).SaveX(ctx).ID
 		}
 		a1, a2 := mk("a1"), mk("a2")
-		s := NewService(db.Client)
+		s := NewService(db)
 		now := time.Date(2026, 11, 22, 10, 0, 0, 123456789, time.UTC)
 		s.SetClock(func() time.Time { return now })
 		o, err := s.Create(ctx, CreateInput{AppID: a1, OrderNo: "SO1", Amount: "99.9", CustomerName: " Ann ", CustomerPhone: "+86 138-0000-0000", CustomerEmail: "ann@example.com"})

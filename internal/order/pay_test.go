@@ -45,7 +45,7 @@ func newPayEnv(t *testing.T, b testenv.Backend) *payEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &payEnv{db: db, orders: order.NewService(db.Client), partners: ps}
+	return &payEnv{db: db, orders: order.NewService(db), partners: ps}
 }
 
 func (e *payEnv) order(t *testing.T, callback string, st order.Status) order.Order {

@@ -44,7 +44,7 @@ func TestProcessKilledBetweenYesAndCommit(t *testing.T) {
 		}
 		db := storetest.OpenURL(t, dbURL)
 		app := db.PartnerApp.Create().SetAppName("shop").SetAppKey("shop").SetSecret([]byte{1}).SaveX(ctx)
-		o, err := order.NewService(db.Client).Create(ctx, order.CreateInput{AppID: app.ID, OrderNo: "KILL-1", Amount: "12.34", Status: order.Paid})
+		o, err := order.NewService(db).Create(ctx, order.CreateInput{AppID: app.ID, OrderNo: "KILL-1", Amount: "12.34", Status: order.Paid})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,7 +147,7 @@ func lockOrderRow(t *testing.T, db *store.DB, orderNo string, embedded bool) (un
 
 func orderStatus(t *testing.T, db *store.DB, orderNo string) order.Status {
 	t.Helper()
-	o, err := order.NewService(db.Client).Get(context.Background(), orderNo)
+	o, err := order.NewService(db).Get(context.Background(), orderNo)
 	if err != nil {
 		t.Fatal(err)
 	}

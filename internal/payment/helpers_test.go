@@ -42,7 +42,7 @@ func newEnv(t *testing.T, b testenv.Backend) *env {
 	app := db.PartnerApp.Create().SetAppName("shop").SetAppKey("shop-" + testenv.RandomSuffix()).
 		SetSecret([]byte{1}).SetCallbackURL("https://partner.example.com/hooks").SaveX(ctx)
 	return &env{
-		db: db, kv: store, orders: order.NewService(db.Client), provider: paymenttest.New(t), appID: app.ID,
+		db: db, kv: store, orders: order.NewService(db), provider: paymenttest.New(t), appID: app.ID,
 		clock: testenv.NewClock(time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)),
 	}
 }

@@ -60,7 +60,7 @@ func newEnv(t testing.TB, b testenv.Backend, opt webhook.Options) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.orders = order.NewService(e.db.Client)
+	e.orders = order.NewService(e.db)
 	e.svc = e.startService(t, e.db)
 	return e
 }

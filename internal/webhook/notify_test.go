@@ -41,7 +41,7 @@ func TestWakeUpWithoutPolling(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ordersA := order.NewService(dbA.Client)
+		ordersA := order.NewService(dbA)
 		partnersA, err := partner.NewService(dbA.Client, e.masterKey)
 		if err != nil {
 			t.Fatal(err)
