@@ -85,12 +85,19 @@ func message(meaning, detail string) string {
 	return meaning + ": " + detail
 }
 
+// Constant header values of every envelope (canonical keys).
+var (
+	headerJSON    = []string{"application/json; charset=utf-8"}
+	headerNoStore = []string{"no-store"}
+)
+
 func writeEnvelope(w http.ResponseWriter, r *http.Request, status int, e Envelope) {
 	e.Timestamp = time.Now().UnixMilli()
 	e.RequestID = httpx.GetRequestID(r.Context())
 	h := w.Header()
-	h.Set("Content-Type", "application/json; charset=utf-8")
-	h.Set("Cache-Control", "no-store")
+	// Shared, never modified value slices: Set would allocate one each.
+	h["Content-Type"] = headerJSON
+	h["Cache-Control"] = headerNoStore
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	// The 4002 message shows "<secret>" literally; partners read it raw.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"gatehouse/ent"
@@ -31,6 +32,15 @@ type Usage struct {
 	log    *slog.Logger
 	now    func() time.Time
 	b      *batch.Batcher[usageKey, int64]
+	// today caches the current UTC day's text, so that counting a call
+	// formats no date.
+	today atomic.Pointer[usageDay]
+}
+
+// usageDay is a UTC day: its number since the epoch and its text.
+type usageDay struct {
+	n    int64
+	text string
 }
 
 // NewUsage returns a counter writing through client. Call Start to flush
@@ -46,7 +56,21 @@ func NewUsage(client *ent.Client, log *slog.Logger, interval time.Duration) *Usa
 
 // Add counts one call of app appID on version ("v1").
 func (u *Usage) Add(appID int, version string) {
-	u.b.Add(usageKey{appID: appID, version: version, day: u.now().UTC().Format(time.DateOnly)}, 1)
+	u.b.Add(usageKey{appID: appID, version: version, day: u.day(u.now())}, 1)
+}
+
+// day returns the UTC day of t as 2006-01-02.
+func (u *Usage) day(t time.Time) string {
+	n := t.Unix() / 86400
+	if t.Unix() < 0 && t.Unix()%86400 != 0 {
+		n-- // floor, for times before 1970
+	}
+	if d := u.today.Load(); d != nil && d.n == n {
+		return d.text
+	}
+	d := &usageDay{n: n, text: t.UTC().Format(time.DateOnly)}
+	u.today.Store(d)
+	return d.text
 }
 
 // Start flushes every interval until Close.
