@@ -35,7 +35,8 @@ func serveCommand() *cli.Command {
 				cfg.WebhookLoopbackApps = append(cfg.WebhookLoopbackApps, demo.DemoAppKey)
 				cfg.DemoReceiver = cmd.String("demo-receiver")
 			}
-			log := cfg.NewLogger(os.Stderr)
+			log, flushLog := cfg.NewLogger(os.Stderr)
+			defer flushLog()
 			for _, k := range cfg.GeneratedKeys {
 				log.Warn("generated a development key; set GATEHOUSE_MASTER_KEY and GATEHOUSE_JWT_SECRET in production", "file", k, "data_dir", cfg.DataDir)
 			}

@@ -332,14 +332,17 @@ func ParseLevel(s string) (slog.Level, error) {
 	return 0, fmt.Errorf("GATEHOUSE_LOG_LEVEL: %q is not debug, info, warn or error", s)
 }
 
-// NewLogger builds the process logger.
-func (c *Config) NewLogger(w *os.File) *slog.Logger {
+// NewLogger builds the process logger, writing to w in batches (see
+// logWriter), and the function that writes out what is still held: call
+// it before the process exits.
+func (c *Config) NewLogger(w *os.File) (*slog.Logger, func()) {
 	lvl, _ := ParseLevel(c.LogLevel)
 	opts := &slog.HandlerOptions{Level: lvl}
+	lw := newLogWriter(w)
 	if c.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		return slog.New(slog.NewJSONHandler(lw, opts)), lw.Close
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(slog.NewTextHandler(lw, opts)), lw.Close
 }
 
 // ParseTrustedProxies reads a comma-separated list of CIDRs or single
