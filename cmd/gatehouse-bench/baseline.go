@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver, as gatehouse uses
@@ -24,7 +25,10 @@ import (
 //	          SELECT of the order (the same table and key gatehouse reads),
 //	          then the same JSON reply;
 //	update-sqlite, update-pg: one conditional single-row UPDATE;
-//	insert-sqlite, insert-pg: one INSERT of a ticket row (tickets.go).
+//	insert-sqlite, insert-pg: one INSERT of a ticket row (tickets.go);
+//	sqlite-select: per request, the nonce set in an in-memory map and one
+//	          prepared SELECT of the order row on SQLite (gatehouse's
+//	          settings and columns), then the same JSON reply.
 func runBaseline(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("baseline", flag.ContinueOnError)
 	mode := fs.String("mode", "bare", "bare or redis-pg")
@@ -32,7 +36,7 @@ func runBaseline(ctx context.Context, args []string) error {
 	pgURL := fs.String("postgres", "", "redis-pg: database URL")
 	redisURL := fs.String("redis", "", "redis-pg: Redis URL")
 	prefix := fs.String("prefix", "bench-baseline:", "redis-pg: key prefix")
-	sqlitePath := fs.String("sqlite", "", "update-sqlite, insert-sqlite: database file")
+	sqlitePath := fs.String("sqlite", "", "update-sqlite, insert-sqlite, sqlite-select: database file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -75,6 +79,49 @@ func runBaseline(ctx context.Context, args []string) error {
 				return
 			}
 			writeJSON(w, orderReply(no, amount, status))
+		})
+	case "sqlite-select":
+		// The embedded signed query's floor: the nonce remembered in
+		// memory (set if absent, as gatehouse's in-process store does) and
+		// one prepared SELECT of the order row on SQLite with gatehouse's
+		// settings.
+		db, err := openSelectBaseline(ctx, *sqlitePath)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		stmt, err := db.PrepareContext(ctx, `SELECT id, app_id, amount, status, customer_name, customer_phone, customer_email, create_time, pay_time FROM orders WHERE order_no = ?`)
+		if err != nil {
+			return fmt.Errorf("prepare: %w", err)
+		}
+		var (
+			mu     sync.Mutex
+			nonces = map[string]time.Time{}
+		)
+		mux.HandleFunc("GET /q", func(w http.ResponseWriter, r *http.Request) {
+			q := r.URL.Query()
+			now := time.Now()
+			mu.Lock()
+			_, seen := nonces[q.Get("nonce")]
+			if !seen {
+				nonces[q.Get("nonce")] = now.Add(5 * time.Minute)
+			}
+			mu.Unlock()
+			if seen {
+				http.Error(w, "nonce", http.StatusUnauthorized)
+				return
+			}
+			var (
+				id, appID, amount   int64
+				status              string
+				name, phone, email  sql.NullString
+				createTime, payTime sql.NullTime
+			)
+			if err := stmt.QueryRowContext(r.Context(), q.Get("order_no")).Scan(&id, &appID, &amount, &status, &name, &phone, &email, &createTime, &payTime); err != nil {
+				http.Error(w, "order", http.StatusNotFound)
+				return
+			}
+			writeJSON(w, orderReply(q.Get("order_no"), amount, status))
 		})
 	case "update-sqlite", "update-pg":
 		db, err := openUpdateBaseline(ctx, *mode, *sqlitePath, *pgURL)
@@ -131,6 +178,41 @@ func orderReply(orderNo string, minor int64, status string) map[string]any {
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// sqliteDSN opens path with gatehouse's SQLite settings.
+func sqliteDSN(path string) string {
+	return "file:" + path + "?_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate&_time_format=sqlite"
+}
+
+// openSelectBaseline creates an orders table shaped like gatehouse's (the
+// same columns and unique index) holding the order every query asks for,
+// with gatehouse's pool settings.
+func openSelectBaseline(ctx context.Context, path string) (*sql.DB, error) {
+	db, err := sql.Open("sqlite", sqliteDSN(path))
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(8)
+	db.SetMaxIdleConns(8)
+	for _, q := range []string{
+		`CREATE TABLE IF NOT EXISTS orders (id integer PRIMARY KEY AUTOINCREMENT, order_no text NOT NULL, app_id integer NOT NULL, amount integer NOT NULL,
+			status text NOT NULL, customer_name text NULL, customer_phone text NULL, customer_email text NULL, create_time datetime NOT NULL, pay_time datetime NULL)`,
+		`CREATE UNIQUE INDEX IF NOT EXISTS orders_order_no_key ON orders (order_no)`,
+		`CREATE INDEX IF NOT EXISTS order_app_id ON orders (app_id)`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
+	now := time.Now().UTC()
+	if _, err := db.ExecContext(ctx, `INSERT INTO orders (order_no, app_id, amount, status, customer_name, customer_phone, customer_email, create_time, pay_time)
+		VALUES (?, 1, 9990, 'PAID', 'Bench Customer', '13800138000', 'bench@example.com', ?, ?) ON CONFLICT (order_no) DO NOTHING`, orderNo, now, now); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
 }
 
 // benchSKUs is how many rows the update baselines hold (ids 1..benchSKUs).

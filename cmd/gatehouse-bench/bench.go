@@ -8,10 +8,13 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -55,6 +58,14 @@ func benchmark(ctx context.Context, o options, rep *report) error {
 	}
 	rep.Baselines["bare net/http JSON handler"] = bareLoad
 
+	// Baseline 2: the embedded signed query's floor (nonce in memory, one
+	// SQLite SELECT of the order row).
+	selectLoad, err := sqliteSelectBaseline(ctx, o, client, self, tmp, bareLoad.RPS)
+	if err != nil {
+		return err
+	}
+	rep.Baselines[sqliteSelectFloor] = selectLoad
+
 	// gatehouse, embedded.
 	dataDir := tmp + "/data"
 	emb, err := startGatehouse(ctx, o, "gatehouse embedded", tmp, []string{"GATEHOUSE_DATA_DIR=" + dataDir})
@@ -67,7 +78,7 @@ func benchmark(ctx context.Context, o options, rep *report) error {
 		_ = emb.proc.stop()
 		return err
 	}
-	rep.add("signed v1 order query, SQLite + memory", embLoad, "bare net/http JSON handler", bareLoad)
+	rep.add("signed v1 order query, SQLite + memory", embLoad, sqliteSelectFloor, selectLoad)
 	if err := ticketPhases(ctx, o, rep, emb, client, self, tmp, "SQLite", []string{"-mode", "insert-sqlite", "-sqlite", tmp + "/baseline-insert.db"},
 		"bare net/http JSON handler", bareLoad); err != nil {
 		_ = emb.proc.stop()
@@ -107,6 +118,28 @@ func benchmark(ctx context.Context, o options, rep *report) error {
 	return nil
 }
 
+// sqliteSelectFloor names the embedded signed query's floor.
+const sqliteSelectFloor = "minimal handler: nonce in memory + one SQLite SELECT"
+
+// sqliteSelectBaseline measures the sqlite-select baseline: GETs of the
+// order, each with a new nonce.
+func sqliteSelectBaseline(ctx context.Context, o options, client *http.Client, self, tmp string, bareRPS float64) (loadResult, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return loadResult{}, err
+	}
+	p, err := startProc(ctx, "baseline sqlite-select", self, []string{"baseline", "-mode", "sqlite-select", "-addr", addr, "-sqlite", tmp + "/baseline-select.db"}, nil, addr, tmp)
+	if err != nil {
+		return loadResult{}, err
+	}
+	list := make([]string, int(bareRPS*(o.phase+o.warmup).Seconds())+1000)
+	for i := range list {
+		list[i] = p.base + "/q?order_no=" + orderNo + "&nonce=" + randomHex(16)
+	}
+	l := measure(ctx, o, client, urls(list))
+	return l, p.stop()
+}
+
 // repeatURL is a source that sends the same GET forever.
 func repeatURL(u string) source {
 	return source{want: http.StatusOK, next: func() (*http.Request, bool) {
@@ -121,6 +154,10 @@ type gatehouse struct {
 	admin          string
 	apiKey         string
 	appKey, secret string
+	// env is what the process was started with but its addresses: a
+	// replica started with it shares the database, the key-value store
+	// and the keys.
+	env []string
 }
 
 func startGatehouse(ctx context.Context, o options, name, tmp string, env []string) (*gatehouse, error) {
@@ -134,7 +171,6 @@ func startGatehouse(ctx context.Context, o options, name, tmp string, env []stri
 	}
 	apiKey := "bench-" + randomHex(16)
 	env = append(env,
-		"GATEHOUSE_ADDR="+pub, "GATEHOUSE_ADMIN_ADDR="+adm,
 		"GATEHOUSE_MASTER_KEY="+base64.StdEncoding.EncodeToString(randomBytes(32)),
 		"GATEHOUSE_JWT_SECRET="+base64.StdEncoding.EncodeToString(randomBytes(32)),
 		"GATEHOUSE_BOOTSTRAP_API_KEY="+apiKey,
@@ -146,16 +182,55 @@ func startGatehouse(ctx context.Context, o options, name, tmp string, env []stri
 	if o.binary != "" {
 		bin = o.binary
 	}
-	p, err := startProc(ctx, name, bin, []string{"serve"}, env, pub, tmp)
+	p, err := startProc(ctx, name, bin, []string{"serve"}, append(env, "GATEHOUSE_ADDR="+pub, "GATEHOUSE_ADMIN_ADDR="+adm), pub, tmp)
 	if err != nil {
 		return nil, err
 	}
-	g := &gatehouse{proc: p, admin: "http://" + adm, apiKey: apiKey}
+	g := &gatehouse{proc: p, admin: "http://" + adm, apiKey: apiKey, env: env}
 	if err := g.seed(ctx); err != nil {
 		_ = p.stop()
 		return nil, err
 	}
 	return g, nil
+}
+
+// replica starts another gatehouse process on g's database, key-value
+// store and keys (no seeding: it serves g's app and order).
+func (g *gatehouse) replica(ctx context.Context, o options, name, tmp string) (*gatehouse, error) {
+	pub, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	adm, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	// A data dir of its own (the last of a repeated variable wins).
+	env := append(slices.Clip(g.env), "GATEHOUSE_ADDR="+pub, "GATEHOUSE_ADMIN_ADDR="+adm, "GATEHOUSE_DATA_DIR="+tmp+"/data-"+strings.ReplaceAll(name, " ", "-"))
+	p, err := startProc(ctx, name, o.gatehouse, []string{"serve"}, env, pub, tmp)
+	if err != nil {
+		return nil, err
+	}
+	r := *g
+	r.proc, r.admin = p, "http://"+adm
+	return &r, nil
+}
+
+// scaleOut measures signed v1 order queries spread evenly over replicas
+// (the same app, one nonce each, every replica on the same Postgres and
+// Redis).
+func scaleOut(ctx context.Context, o options, c *http.Client, bareRPS float64, replicas ...*gatehouse) (loadResult, error) {
+	n := int(bareRPS*(o.phase+o.warmup).Seconds()) + 1000
+	s := partnerclient.Signer{AppKey: replicas[0].appKey, AppSecret: replicas[0].secret}
+	list := make([]string, n)
+	for i := range list {
+		u, err := s.SignURL(replicas[i%len(replicas)].proc.base + "/api/v1/orders/query?order_no=" + orderNo)
+		if err != nil {
+			return loadResult{}, err
+		}
+		list[i] = u
+	}
+	return measure(ctx, o, c, urls(list)), nil
 }
 
 // seed creates a partner app without a practical rate limit and its order,
@@ -298,11 +373,23 @@ func externalPhases(ctx context.Context, o options, rep *report, self, tmp strin
 	}
 	rep.Baselines["minimal handler: one Redis SET NX + one Postgres SELECT"] = baseLoad
 
-	signed, err := g.signedLoad(ctx, o, client, bare.RPS)
+	// The second replica starts (and idles) before the one-replica figure,
+	// so that the pair is measured right after it.
+	g2, err := g.replica(ctx, o, "gatehouse postgres replica 2", tmp)
 	if err != nil {
 		return err
 	}
+	signed, err := g.signedLoad(ctx, o, client, bare.RPS)
+	if err != nil {
+		_ = g2.proc.stop()
+		return err
+	}
 	rep.add("signed v1 order query, Postgres + Redis", signed, "minimal handler: one Redis SET NX + one Postgres SELECT", baseLoad)
+	pair, err := scaleOut(ctx, o, client, bare.RPS, g, g2)
+	if err := errors.Join(err, g2.proc.stop()); err != nil {
+		return err
+	}
+	rep.add("signed v1 order query, 2 replicas, Postgres + Redis", pair, "one replica (the line above)", signed)
 	if err := ticketPhases(ctx, o, rep, g, client, self, tmp, "Postgres", []string{"-mode", "insert-pg", "-postgres", dbURL},
 		"minimal handler: one Redis SET NX + one Postgres SELECT", baseLoad); err != nil {
 		return err
