@@ -321,7 +321,7 @@ func TestDocumentBounds(t *testing.T) {
 			}
 		})
 		t.Run("introspection, aliases and 300 same-named fields pass", func(t *testing.T) {
-			a.gql(t, graphiqlIntrospection, nil).ok(t, "__schema")
+			a.gql(t, graphiQLIntrospection, nil).ok(t, "__schema")
 			a.gql(t, "{"+strings.Repeat(" __typename", 300)+" }", nil).ok(t, "__typename")
 			var q strings.Builder
 			q.WriteString("{")
@@ -335,26 +335,3 @@ func TestDocumentBounds(t *testing.T) {
 		})
 	})
 }
-
-// graphiqlIntrospection is GraphiQL's schema query (with descriptions).
-const graphiqlIntrospection = `query IntrospectionQuery {
-  __schema {
-    queryType { name } mutationType { name } subscriptionType { name }
-    types { ...FullType }
-    directives { name description locations args { ...InputValue } }
-  }
-}
-fragment FullType on __Type {
-  kind name description
-  fields(includeDeprecated: true) { name description args { ...InputValue } type { ...TypeRef } isDeprecated deprecationReason }
-  inputFields { ...InputValue }
-  interfaces { ...TypeRef }
-  enumValues(includeDeprecated: true) { name description isDeprecated deprecationReason }
-  possibleTypes { ...TypeRef }
-}
-fragment InputValue on __InputValue { name description type { ...TypeRef } defaultValue }
-fragment TypeRef on __Type {
-  kind name
-  ofType { kind name ofType { kind name ofType { kind name ofType { kind name
-    ofType { kind name ofType { kind name ofType { kind name ofType { kind name } } } } } } } }
-}`

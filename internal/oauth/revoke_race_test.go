@@ -22,19 +22,8 @@ import (
 // to the reset's UPDATE unless the two serialize on the user's row).
 func TestPasswordResetRacingRefresh(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		f := setup(t, b)
+		f, users, c := resetSetup(t, b)
 		ctx := context.Background()
-		store, err := kv.Open(ctx, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { store.Close() })
-		ts, err := identity.NewTokenService(secret.RandomBytes(32), time.Hour, store)
-		if err != nil {
-			t.Fatal(err)
-		}
-		users := identity.NewUsers(f.db.Client, identity.WithTokens(ts))
-		c := f.client(t)
 		// SQLite runs one writer at a time (the race cannot happen there,
 		// and each round waits for the lock): fewer rounds.
 		rounds := 25
@@ -102,19 +91,8 @@ func TestPasswordResetRacingRefresh(t *testing.T) {
 // must be refused (the sign-in predates the reset).
 func TestPasswordResetRacingApprove(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		f := setup(t, b)
+		f, users, c := resetSetup(t, b)
 		ctx := context.Background()
-		store, err := kv.Open(ctx, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { store.Close() })
-		ts, err := identity.NewTokenService(secret.RandomBytes(32), time.Hour, store)
-		if err != nil {
-			t.Fatal(err)
-		}
-		users := identity.NewUsers(f.db.Client, identity.WithTokens(ts))
-		c := f.client(t)
 		rounds := 20
 		if b.Embedded() {
 			rounds = 5
@@ -169,4 +147,21 @@ func TestPasswordResetRacingApprove(t *testing.T) {
 			}
 		}
 	})
+}
+
+// resetSetup is the fixture of the password-reset races: the OAuth
+// fixture, users able to revoke tokens, and a client.
+func resetSetup(t *testing.T, b testenv.Backend) (*fixture, *identity.Users, oauth.Client) {
+	t.Helper()
+	f := setup(t, b)
+	store, err := kv.Open(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	ts, err := identity.NewTokenService(secret.RandomBytes(32), time.Hour, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, identity.NewUsers(f.db.Client, identity.WithTokens(ts)), f.client(t)
 }
