@@ -142,7 +142,10 @@ func TestEndSecretOverlap(t *testing.T) {
 			t.Fatalf("the current secret after endSecretOverlap: %v", err)
 		}
 
-		// The next delivery is signed with the new webhook secret alone.
+		// The next delivery is signed with the new webhook secret alone,
+		// on whichever replica claims it: the other replica's copy of the
+		// app's webhook secrets may be up to webhook.AppTTL old.
+		time.Sleep(time.Until(ended.Add(webhook.AppTTL + 50*time.Millisecond)))
 		a.gql(t, `mutation($app: ID!) { createOrder(input: {appID: $app, orderNo: "EO-2", amount: "1"}) { id } }`, map[string]any{"app": id}).ok(t, "createOrder")
 		a.gql(t, `mutation { payOrder(orderNo: "EO-2") { id } }`, nil).ok(t, "payOrder")
 		req, body := sink.waitFor(t, "EO-2")

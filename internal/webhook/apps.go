@@ -11,11 +11,13 @@ import (
 	"gatehouse/ent/partnerapp"
 )
 
-// appTTL bounds how stale a replica's copy of an app's webhook secrets
+// AppTTL bounds how stale a replica's copy of an app's webhook secrets
 // can be: a rotation (or its end, endSecretOverlap) signs on every replica
 // at most this long after its commit, and at once on the replica that
 // made it (the PartnerApp hook drops the entry).
-const appTTL = 500 * time.Millisecond
+const AppTTL = 500 * time.Millisecond
+
+const appTTL = AppTTL
 
 // appInfo is what attempts need of an app, secrets unsealed: kept only in
 // memory, never logged.
