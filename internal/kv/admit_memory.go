@@ -2,6 +2,7 @@ package kv
 
 import (
 	"context"
+	"strings"
 	"time"
 )
 
@@ -40,7 +41,10 @@ func (s *memoryStore) Admit(ctx context.Context, r AdmitRequest) (Admission, err
 		st = &appState{nonces: make(map[string]int64)}
 		sh.apps[r.App] = st
 	}
-	st.nonces[r.Nonce] = now + int64(r.NonceTTL)
+	// A copy: the nonce usually points into the request line it was parsed
+	// from, and keeping it as a map key would keep that whole line (about
+	// 200 bytes) alive for the nonce TTL.
+	st.nonces[strings.Clone(r.Nonce)] = now + int64(r.NonceTTL)
 	window := int64(r.Window)
 	st.window = window
 	st.times.dropUpTo(now - window)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // TestMemorySweepBoundsMemory checks that expired state is actually
@@ -107,5 +109,30 @@ func TestMemoryValuesAreCopies(t *testing.T) {
 	out[1] = 'Y'
 	if again, _, _ := s.Get(ctx, "k"); string(again) != "abc" {
 		t.Fatalf("stored value changed to %q", again)
+	}
+}
+
+// TestMemoryNonceOwnsItsBytes checks that a remembered nonce is a copy. A
+// nonce parsed from a request points into the request line; keeping that
+// string as the map key kept the whole line alive for the nonce TTL, which
+// under load was most of the embedded process's live heap.
+func TestMemoryNonceOwnsItsBytes(t *testing.T) {
+	t.Parallel()
+	s := newMemory(options{now: time.Now})
+	t.Cleanup(func() { _ = s.Close() })
+	line := "GET /api/v1/orders?app_key=k&nonce=n0nce-1234&sign=0123456789abcdef HTTP/1.1"
+	start := strings.Index(line, "n0nce")
+	nonce := line[start : start+len("n0nce-1234")]
+	if _, err := s.Admit(context.Background(), AdmitRequest{App: "app", Nonce: nonce, NonceTTL: time.Minute, Verified: true, Limit: 5, Window: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	lineStart := uintptr(unsafe.Pointer(unsafe.StringData(line)))
+	sh := s.shard("app")
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	for k := range sh.apps["app"].nonces {
+		if p := uintptr(unsafe.Pointer(unsafe.StringData(k))); p >= lineStart && p < lineStart+uintptr(len(line)) {
+			t.Fatalf("the remembered nonce %q shares the request line's bytes", k)
+		}
 	}
 }
