@@ -44,6 +44,14 @@ type Partner struct {
 // HeaderAPIVersion names the version that answered.
 const HeaderAPIVersion = "API-Version"
 
+// The canonical forms of the header names set on every partner reply,
+// computed once (Header.Set would canonicalise, and so allocate, per call).
+var (
+	keyAPIVersion         = http.CanonicalHeaderKey(HeaderAPIVersion)
+	keyRateLimitLimit     = http.CanonicalHeaderKey("X-RateLimit-Limit")
+	keyRateLimitRemaining = http.CanonicalHeaderKey("X-RateLimit-Remaining")
+)
+
 // Routes returns the partner API router, to be mounted at
 // PartnerMountPattern: one sub-router per version of PartnerAPI.
 func (h Partner) Routes() chi.Router {
@@ -98,9 +106,10 @@ func routePath(r *http.Request) string {
 // travel in the query string, a body is never read.
 func (h Partner) versionHeaders(version string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
+		versionValue := []string{version} // shared by every reply: never appended to in place (cap 1)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			hd := w.Header()
-			hd.Set(HeaderAPIVersion, version)
+			hd[keyAPIVersion] = versionValue
 			v, _ := h.Versions.Get(version)
 			if !v.Deprecated.IsZero() {
 				hd.Set("Deprecation", "@"+strconv.FormatInt(v.Deprecated.Unix(), 10))
@@ -147,8 +156,8 @@ func (h Partner) signed(version string, next http.Handler) http.Handler {
 			return
 		}
 		hd := w.Header()
-		hd.Set("X-RateLimit-Limit", strconv.Itoa(adm.Limit))
-		hd.Set("X-RateLimit-Remaining", strconv.Itoa(adm.Remaining))
+		hd[keyRateLimitLimit] = []string{strconv.Itoa(adm.Limit)}
+		hd[keyRateLimitRemaining] = []string{strconv.Itoa(adm.Remaining)}
 		if h.Usage != nil {
 			h.Usage.Add(adm.App.ID, version)
 		}

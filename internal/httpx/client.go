@@ -13,8 +13,6 @@ import (
 // HTTPS never falls back to plain HTTP.
 const HSTS = "max-age=31536000"
 
-type clientKey struct{}
-
 // clientInfo is who is calling and how, as far as the service can trust it.
 type clientInfo struct {
 	addr  string
@@ -37,7 +35,13 @@ func Client(trusted []netip.Prefix) func(http.Handler) http.Handler {
 				w.Header().Set("Strict-Transport-Security", HSTS)
 				w = &secureCookieWriter{ResponseWriter: w}
 			}
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), clientKey{}, ci)))
+			if ri := infoFrom(r.Context()); ri != nil {
+				// After RequestID: its context value holds the caller too.
+				ri.client, ri.clientSet = ci, true
+				next.ServeHTTP(w, r)
+				return
+			}
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, &requestInfo{client: ci, clientSet: true})))
 		})
 	}
 }
@@ -46,8 +50,8 @@ func Client(trusted []netip.Prefix) func(http.Handler) http.Handler {
 // peer's, or the one a trusted proxy forwarded), without the port. Without
 // the middleware it is the direct peer's.
 func ClientAddr(r *http.Request) string {
-	if ci, ok := r.Context().Value(clientKey{}).(clientInfo); ok {
-		return ci.addr
+	if ri := infoFrom(r.Context()); ri != nil && ri.clientSet {
+		return ri.client.addr
 	}
 	return peerAddr(r).String()
 }

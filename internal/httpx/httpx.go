@@ -38,15 +38,36 @@ func RequestID(next http.Handler) http.Handler {
 		if !validRequestID.MatchString(id) {
 			id = secret.RandomToken("", 12)
 		}
-		w.Header().Set(HeaderRequestID, id)
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
+		// HeaderRequestID is in canonical form: no canonicalising copy of the key.
+		w.Header()[HeaderRequestID] = []string{id}
+		ri := &requestInfo{id: id}
+		if prev := infoFrom(r.Context()); prev != nil {
+			ri.client, ri.clientSet = prev.client, prev.clientSet // Client ran first
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, ri)))
 	})
+}
+
+// requestInfo is what the first middlewares learn about a request, kept
+// in one context value so that the request is copied once for all of it
+// (RequestID sets it; Client fills in the caller, when it runs after).
+type requestInfo struct {
+	id        string
+	client    clientInfo
+	clientSet bool
+}
+
+func infoFrom(ctx context.Context) *requestInfo {
+	ri, _ := ctx.Value(requestIDKey).(*requestInfo)
+	return ri
 }
 
 // GetRequestID returns the request id set by RequestID.
 func GetRequestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey).(string)
-	return id
+	if ri := infoFrom(ctx); ri != nil {
+		return ri.id
+	}
+	return ""
 }
 
 // statusRecorder remembers the status and size written.
