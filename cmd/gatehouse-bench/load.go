@@ -20,6 +20,12 @@ type loadResult struct {
 	P50Ms      float64 `json:"p50_ms"`
 	P99Ms      float64 `json:"p99_ms"`
 	FirstError string  `json:"first_error,omitempty"`
+	// ServerCPUus is the CPU time the loaded server process(es) used in
+	// the measured phase per successful request, in microseconds: what
+	// each request costs the server itself, which other work on a shared
+	// machine disturbs far less than throughput. Databases, Redis and
+	// the load generator are not in it. 0 when it could not be read.
+	ServerCPUus float64 `json:"server_cpu_us_per_request,omitempty"`
 }
 
 // source hands out the requests of a phase: next returns false when it
@@ -89,17 +95,21 @@ func drive(ctx context.Context, c *http.Client, workers int, d time.Duration, sr
 		firstErr string
 		wg       sync.WaitGroup
 	)
+	hosts := map[string]bool{} // the servers this phase loaded
+	cpu0 := cpuSnapshot()
 	start := time.Now()
 	for range workers {
 		wg.Go(func() {
 			var lat []time.Duration
 			var bad int
 			var first string
+			seen := map[string]bool{}
 			for ctx.Err() == nil {
 				req, ok := src.next()
 				if !ok {
 					break
 				}
+				seen[req.URL.Host] = true
 				t0 := time.Now()
 				resp, err := c.Do(req.WithContext(context.WithoutCancel(ctx)))
 				if err != nil {
@@ -121,6 +131,9 @@ func drive(ctx context.Context, c *http.Client, workers int, d time.Duration, sr
 				lat = append(lat, time.Since(t0))
 			}
 			mu.Lock()
+			for h := range seen {
+				hosts[h] = true
+			}
 			all = append(all, lat...)
 			errs += bad
 			if firstErr == "" {
@@ -131,12 +144,24 @@ func drive(ctx context.Context, c *http.Client, workers int, d time.Duration, sr
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu1 := cpuSnapshot()
 	slices.Sort(all)
 	r := loadResult{Requests: len(all), Errors: errs, FirstError: firstErr}
 	if len(all) > 0 {
 		r.RPS = float64(len(all)) / elapsed.Seconds()
 		r.P50Ms = ms(all[len(all)*50/100])
 		r.P99Ms = ms(all[min(len(all)-1, len(all)*99/100)])
+		var used time.Duration
+		complete := len(hosts) > 0
+		for h := range hosts {
+			t0, ok0 := cpu0[h]
+			t1, ok1 := cpu1[h]
+			complete = complete && ok0 && ok1
+			used += t1 - t0
+		}
+		if complete {
+			r.ServerCPUus = float64(used.Microseconds()) / float64(len(all))
+		}
 	}
 	return r
 }

@@ -11,9 +11,14 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
+
+// serving maps the host:port of every running child to its process, so
+// that a load phase can charge the CPU time of the processes it loaded.
+var serving sync.Map // host:port → *proc
 
 // proc is a child process serving HTTP on loopback.
 type proc struct {
@@ -65,6 +70,7 @@ func startProc(ctx context.Context, name, bin string, args, env []string, addr, 
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				p.startup = time.Since(t0)
+				serving.Store(addr, p)
 				return p, nil
 			}
 		}
@@ -93,8 +99,42 @@ func (p *proc) peakRSS() (int64, error) {
 	return 0, errors.New("no VmHWM in /proc status")
 }
 
+// cpuTime is the CPU time (user + system) the process has used so far,
+// from /proc/<pid>/stat, in clock ticks of 10 ms (USER_HZ 100 on Linux).
+func (p *proc) cpuTime() (time.Duration, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(p.cmd.Process.Pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces; the fields after it don't.
+	_, rest, ok := strings.Cut(string(b), ") ")
+	f := strings.Fields(rest)
+	if !ok || len(f) < 13 {
+		return 0, errors.New("unexpected /proc stat format")
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
+}
+
+// cpuSnapshot is the CPU time of every serving child at one moment.
+func cpuSnapshot() map[string]time.Duration {
+	m := map[string]time.Duration{}
+	serving.Range(func(k, v any) bool {
+		if t, err := v.(*proc).cpuTime(); err == nil {
+			m[k.(string)] = t
+		}
+		return true
+	})
+	return m
+}
+
 // stop sends SIGTERM and waits (at most 25 s, then kills).
 func (p *proc) stop() error {
+	serving.Delete(strings.TrimPrefix(p.base, "http://"))
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-p.done:

@@ -23,6 +23,9 @@ type figure struct {
 	// baseline's requests per second; for time and memory, how many times
 	// the baseline's.
 	Ratio float64 `json:"ratio,omitempty"`
+	// CPURatio is the baseline's server CPU per request divided by
+	// gatehouse's (throughput figures whose both sides could be read).
+	CPURatio float64 `json:"cpu_ratio,omitempty"`
 }
 
 // report is everything one run measured.
@@ -50,9 +53,15 @@ func (r *report) add(name string, l loadResult, baseline string, b loadResult) {
 	if b.RPS > 0 {
 		f.Ratio = l.RPS / b.RPS
 	}
-	r.Figures = append(r.Figures, f)
 	line := fmt.Sprintf("%-58s %9.0f req/s  p50 %6.2f ms  p99 %7.2f ms   ratio %.2f of %q (%.0f req/s)",
 		name, l.RPS, l.P50Ms, l.P99Ms, f.Ratio, baseline, b.RPS)
+	if l.ServerCPUus > 0 && b.ServerCPUus > 0 {
+		// The same comparison in server CPU per request: the baseline's
+		// cost as a fraction of gatehouse's (1 = no dearer than the floor).
+		f.CPURatio = b.ServerCPUus / l.ServerCPUus
+		line += fmt.Sprintf("; server CPU %.0f µs/req, floor %.0f µs/req: cpu ratio %.2f", l.ServerCPUus, b.ServerCPUus, f.CPURatio)
+	}
+	r.Figures = append(r.Figures, f)
 	if l.Errors > 0 {
 		line += fmt.Sprintf("  [%d errors, first: %s]", l.Errors, l.FirstError)
 	}
