@@ -368,9 +368,9 @@ var (
 				},
 			},
 			{
-				Name:    "webhookdelivery_status_update_time",
+				Name:    "webhookdelivery_update_time_status",
 				Unique:  false,
-				Columns: []*schema.Column{WebhookDeliveriesColumns[5], WebhookDeliveriesColumns[13]},
+				Columns: []*schema.Column{WebhookDeliveriesColumns[13], WebhookDeliveriesColumns[5]},
 			},
 		},
 	}

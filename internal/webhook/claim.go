@@ -90,15 +90,23 @@ var (
 	// in-flight counts are exact): at most $3 in flight per app, taken in
 	// rounds — every app's oldest, then every app's second oldest — so no
 	// app takes the batch alone.
-	claimPostgres = `UPDATE webhook_deliveries w SET lease_until = $2 FROM (
+	//
+	// The chosen ids are gathered first (ARRAY(…), computed once) and the
+	// rows leased through the primary key (id = ANY); the re-check of the
+	// status is written so that no index can serve it (… IS TRUE). The
+	// generic plan is made once per connection, perhaps while the outbox
+	// was empty or nearly all final; written as a join, or with a status
+	// test an index could serve, it read every waiting row on every claim
+	// once a burst arrived (TestClaimPlanAfterQuietStatistics).
+	claimPostgres = `UPDATE webhook_deliveries w SET lease_until = $2 WHERE w.id = ANY(ARRAY(
   SELECT p.id FROM unnest(string_to_array(NULLIF(current_setting('gatehouse.claim_apps', true), ''), ',')::bigint[]) AS a(id)
   CROSS JOIN LATERAL (
     SELECT x.id, x.next_attempt_at, row_number() OVER (ORDER BY x.next_attempt_at, x.id) AS rn FROM (` + waitingOf("a.id", dueCond, "$3") + `) AS x
   ) p
   WHERE p.rn <= $3 - ` + busyOf + `
   ORDER BY p.rn, p.next_attempt_at, p.id LIMIT $4
-) c
-WHERE w.id = c.id AND w.status IN ('PENDING', 'RETRYING') AND (w.lease_until IS NULL OR w.lease_until < $1)
+))
+AND (w.status IN ('PENDING', 'RETRYING')) IS TRUE AND (w.lease_until IS NULL OR w.lease_until < $1)
 RETURNING w.id, w.app_id, w.event_id, w.event_type, w.biz_data, w.callback_url, w.retry_count, w.max_retry, w.attempt_count, w.create_time`
 
 	// appDueSQLite lists one app's due deliveries, oldest first (SQLite
