@@ -81,7 +81,13 @@ func (c *appCache) get(ctx context.Context, key string) (*credentials, error) {
 	ch := c.group.DoChan(key, func() (any, error) {
 		c.mu.RLock()
 		gen := c.gen
+		e, ok := c.entries[key]
 		c.mu.RUnlock()
+		if ok && c.now().Sub(e.loaded) < c.ttl {
+			// A read that finished between this caller's miss and now
+			// filled it: no second read.
+			return e.cred, nil
+		}
 		start := c.now()
 		// The read is shared by every waiter: it must not die with the
 		// first caller's request.

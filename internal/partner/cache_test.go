@@ -71,6 +71,11 @@ func TestAppCacheSharedLoad(t *testing.T) {
 		}
 		return &credentials{}, nil
 	})
+	// An entry that outlives the test: a goroutine the scheduler runs only
+	// after the shared read has finished must find it cached, however late.
+	// (A miss just before the read stored its entry, whose own read started
+	// just after, used to read again.)
+	c.ttl = time.Hour
 	var wg sync.WaitGroup
 	for range 20 {
 		wg.Add(1)
