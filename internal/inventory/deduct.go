@@ -101,12 +101,17 @@ func (s *Service) Deduct(ctx context.Context, appKey string, in DeductInput) (Re
 	}
 	work, cancel := context.WithTimeout(ctx, s.workTimeout)
 	defer cancel()
-	attempt := s.attemptSQLite
-	if s.postgres {
-		attempt = s.attemptPostgres
-	}
 	for tries := 1; ; tries++ {
-		res, existing, err := attempt(work, appKey, in)
+		c := &call{ctx: work, appKey: appKey, in: in}
+		if err := work.Err(); err != nil {
+			c.err = unavailable(err)
+		} else {
+			s.combinerFor(in.SkuID).do(c)
+		}
+		if errors.Is(c.err, errRunAlone) {
+			c.res, c.rec, c.err = s.attempt(work, appKey, in)
+		}
+		res, existing, err := c.res, c.rec, c.err
 		if err == nil && existing != nil {
 			res, err = s.repeat(ctx, appKey, in, existing)
 		}
@@ -172,6 +177,15 @@ func (s *Service) attemptPostgres(ctx context.Context, appKey string, in DeductI
 	}
 }
 
+// attempt runs the deduction of a new biz_no on its own (see attemptPostgres
+// and attemptSQLite).
+func (s *Service) attempt(ctx context.Context, appKey string, in DeductInput) (Result, *record, error) {
+	if s.postgres {
+		return s.attemptPostgres(ctx, appKey, in)
+	}
+	return s.attemptSQLite(ctx, appKey, in)
+}
+
 // attemptSQLite runs the deduction of a new biz_no as one transaction,
 // holding this process's write turn (the database has one writer): the
 // conditional decrement, then the record of its outcome. When the biz_no
@@ -192,13 +206,30 @@ func (s *Service) attemptSQLite(ctx context.Context, appKey string, in DeductInp
 		// Nothing was recorded or changed: a retry starts afresh.
 		return Result{}, nil, fmt.Errorf("deduct: begin: %w", err)
 	}
-	// fail ends the transaction without a trace of this request and, for
-	// an unexpected error, records the failure (still holding the turn, so
-	// no request of this process runs in between).
-	fail := func(err error) (Result, *record, error) {
+	res, rec, outcome, err := s.stepSQLite(ctx, tx, st, appKey, in, now)
+	switch {
+	case err != nil:
+		// The transaction ends without a trace of this request and, for an
+		// unexpected error, the failure is recorded (still holding the
+		// turn, so no request of this process runs in between).
 		_ = tx.Rollback()
 		return Result{}, nil, s.failed(ctx, appKey, in, now, err)
+	case rec != nil || errors.Is(outcome, errVanished):
+		_ = tx.Rollback() // nothing was written
+		return Result{}, rec, outcome
 	}
+	if err := commit(tx); err != nil {
+		return Result{}, nil, err
+	}
+	return res, nil, outcome
+}
+
+// stepSQLite runs the deduction of in inside tx: the decrement and the
+// record of a success, the record of a business failure (outcome
+// ErrInsufficientStock or errUnknownSKU), or, when the biz_no has a record
+// already, that record and nothing written (errVanished if it disappeared
+// meanwhile). err is a failed statement: tx must be rolled back.
+func (s *Service) stepSQLite(ctx context.Context, tx *sql.Tx, st *sqliteStatements, appKey string, in DeductInput, now time.Time) (res Result, rec *record, outcome, err error) {
 	var remaining int64
 	err = tx.StmtContext(ctx, st.decrement).QueryRowContext(ctx, in.Quantity, now, in.SkuID, in.Quantity, in.BizNo).Scan(&remaining)
 	switch {
@@ -206,40 +237,35 @@ func (s *Service) attemptSQLite(ctx context.Context, appKey string, in DeductInp
 		d := in.deduction(remaining)
 		result, err := json.Marshal(d)
 		if err != nil {
-			return fail(fmt.Errorf("deduct: encode result: %w", err))
+			return Result{}, nil, nil, fmt.Errorf("deduct: encode result: %w", err)
 		}
 		if _, err := tx.StmtContext(ctx, st.insertSucceeded).ExecContext(ctx, in.BizNo, appKey, in.apiPath(), in.snapshot(), string(result), now, now); err != nil {
-			return fail(fmt.Errorf("deduct: record success: %w", err))
+			return Result{}, nil, nil, fmt.Errorf("deduct: record success: %w", err)
 		}
-		if err := commit(tx); err != nil {
-			return Result{}, nil, err
-		}
-		return Result{Deduction: d}, nil, nil
+		return Result{Deduction: d}, nil, nil, nil
 	case !errors.Is(err, sql.ErrNoRows):
-		return fail(fmt.Errorf("deduct: decrement stock: %w", err))
+		return Result{}, nil, nil, fmt.Errorf("deduct: decrement stock: %w", err)
 	}
 	// Nothing deducted: the biz_no has a record, or the stock or the SKU
 	// is missing.
 	var skus int
 	err = tx.StmtContext(ctx, st.insertFailed).QueryRowContext(ctx, in.BizNo, appKey, in.apiPath(), in.snapshot(), now, now, in.SkuID).Scan(&skus)
-	if errors.Is(err, sql.ErrNoRows) {
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
 		rec, err := readRecord(ctx, tx, s.q.selectRecord, in.BizNo)
-		_ = tx.Rollback() // nothing was written
-		if err == nil && rec == nil {
-			err = errVanished
+		if err != nil {
+			return Result{}, nil, nil, err
 		}
-		return Result{}, rec, err
+		if rec == nil {
+			return Result{}, nil, errVanished, nil
+		}
+		return Result{}, rec, nil, nil
+	case err != nil:
+		return Result{}, nil, nil, fmt.Errorf("deduct: record failure: %w", err)
+	case skus == 0:
+		return Result{}, nil, errUnknownSKU, nil
 	}
-	if err != nil {
-		return fail(fmt.Errorf("deduct: record failure: %w", err))
-	}
-	if err := commit(tx); err != nil {
-		return Result{}, nil, err
-	}
-	if skus == 0 {
-		return Result{}, nil, errUnknownSKU
-	}
-	return Result{}, nil, ErrInsufficientStock
+	return Result{}, nil, ErrInsufficientStock, nil
 }
 
 // failed handles an error of a deduction's statement or transaction, which

@@ -402,11 +402,19 @@ func TestDeductConcurrentDistinct(t *testing.T) {
 	})
 }
 
+// Requests with one biz_no at once, each from its own replica (a Service
+// of its own on the same database): one deducts, the others wait for it
+// in the database and replay it. Then the same from one replica, where
+// they meet in its batches first.
 func TestDeductConcurrentSameBizNo(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		svc, db := newService(t, b)
 		s := mustSku(t, svc, 100)
 		const n = 20
+		replicas := make([]*inventory.Service, n)
+		for i := range replicas {
+			replicas[i] = inventory.NewService(db)
+		}
 		var release func()
 		if !b.Embedded() {
 			// Hold the first deduction inside its statement, after its
@@ -416,8 +424,8 @@ func TestDeductConcurrentSameBizNo(t *testing.T) {
 		}
 		outs := make(chan []outcome, 1)
 		go func() {
-			outs <- concurrently(n, func(int) outcome {
-				r, err := svc.Deduct(context.Background(), appA, in("SAME", s.ID, 7))
+			outs <- concurrently(n, func(i int) outcome {
+				r, err := replicas[i].Deduct(context.Background(), appA, in("SAME", s.ID, 7))
 				return outcome{r, err}
 			})
 		}()
@@ -443,6 +451,23 @@ func TestDeductConcurrentSameBizNo(t *testing.T) {
 		}
 		if all[0].res.RemainingStock != 93 || stockOf(t, db, s.ID) != 93 {
 			t.Fatalf("stock %d (answered %d), want 93: one deduction", stockOf(t, db, s.ID), all[0].res.RemainingStock)
+		}
+
+		all = concurrently(n, func(int) outcome {
+			r, err := svc.Deduct(context.Background(), appA, in("SAME-2", s.ID, 3))
+			return outcome{r, err}
+		})
+		fresh = 0
+		for i, o := range all {
+			if o.err != nil || o.res.Deduction != all[0].res.Deduction {
+				t.Fatalf("one replica, request %d: %+v, %v; request 0 %+v", i, o.res, o.err, all[0].res)
+			}
+			if !o.res.Replayed {
+				fresh++
+			}
+		}
+		if fresh != 1 || all[0].res.RemainingStock != 90 || stockOf(t, db, s.ID) != 90 {
+			t.Fatalf("one replica: %d fresh answers, stock %d; want 1 and 90", fresh, stockOf(t, db, s.ID))
 		}
 	})
 }

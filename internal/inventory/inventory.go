@@ -68,11 +68,17 @@ type Service struct {
 
 	postgres bool
 
+	// combiners gather concurrent deductions into batches (combine.go).
+	combiners []*combiner
+
 	prepMu   sync.Mutex
 	prepared *sqliteStatements // SQLite, prepared on first use
 	// onInFlight, when set (tests), is called each time a record is seen in
 	// status 0 while waiting for it to settle.
 	onInFlight func(bizNo string)
+	// onBatch, when set (tests), is called with the size of each batch
+	// before it runs.
+	onBatch func(size int)
 }
 
 // Option configures a Service.
@@ -98,6 +104,13 @@ func NewService(db *store.DB, opts ...Option) *Service {
 	}
 	for _, o := range opts {
 		o(s)
+	}
+	n := 1
+	if s.postgres {
+		n = postgresCombiners
+	}
+	for range n {
+		s.combiners = append(s.combiners, &combiner{run: s.runBatch})
 	}
 	return s
 }

@@ -19,6 +19,11 @@ type queries struct {
 	// record, the conditional decrement and the outcome, or the record of
 	// an earlier request with the biz_no.
 	deduct string
+	// deductBatch (Postgres) is several deductions in one statement and
+	// one transaction (the function gatehouse_deduct_batch, created by
+	// …_deduct_batch_function.sql): one row per deduction, ord its
+	// position in the arrays.
+	deductBatch string
 
 	// decrement (SQLite) lowers the stock only if enough remains and the
 	// biz_no has no record yet; it is the only statement that lowers stock
@@ -51,6 +56,8 @@ func newQueries(postgres bool) queries {
 	q := queries{
 		deduct: "SELECT fresh, app_key, request_params, response_result, status, remaining_stock, sku_exists " +
 			"FROM gatehouse_deduct($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+		deductBatch: "SELECT ord, fresh, app_key, request_params, response_result, status, remaining_stock, sku_exists " +
+			"FROM gatehouse_deduct_batch($1, $2, $3, $4, $5, $6, $7, $8, $9)",
 		decrement: "UPDATE " + sku.Table + " SET " + sku.FieldStock + " = " + sku.FieldStock + " - ?, " +
 			sku.FieldUpdateTime + " = ? WHERE " + sku.FieldID + " = ? AND " + sku.FieldStock + " >= ? AND NOT EXISTS (SELECT 1 FROM " +
 			rec + " WHERE " + idempotencyrecord.FieldBizNo + " = ?) RETURNING " + sku.FieldStock,

@@ -1,0 +1,331 @@
+package inventory_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gatehouse/ent"
+	"gatehouse/internal/errs"
+	"gatehouse/internal/inventory"
+	"gatehouse/internal/inventory/inventorytest"
+	"gatehouse/internal/store"
+	"gatehouse/internal/testenv"
+)
+
+// batchSizes records the size of every batch svc runs.
+type batchSizes struct {
+	mu    sync.Mutex
+	sizes []int
+}
+
+func watchBatches(svc *inventory.Service) *batchSizes {
+	b := &batchSizes{}
+	inventory.SetOnBatch(svc, func(n int) {
+		b.mu.Lock()
+		b.sizes = append(b.sizes, n)
+		b.mu.Unlock()
+	})
+	return b
+}
+
+func (b *batchSizes) get() []int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.sizes)
+}
+
+// waitFor polls cond (up to 20 s).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond) // polling interval, not a wait for work
+	}
+}
+
+// skuBeside creates a SKU whose deductions share batches with those of
+// SKU near.
+func skuBeside(t *testing.T, svc *inventory.Service, near int, stock int64) *ent.Sku {
+	t.Helper()
+	for range 64 {
+		s := mustSku(t, svc, stock)
+		if inventory.SameCombiner(svc, near, s.ID) {
+			return s
+		}
+	}
+	t.Fatal("no SKU beside", near)
+	return nil
+}
+
+// lockSku holds SKU id's row (Postgres) or the process's write turn
+// (SQLite: one writer; the deductions of this process wait for the turn
+// before they reach the database) until the returned function is called.
+func lockSku(t *testing.T, b testenv.Backend, db *store.DB, id int) (unlock func()) {
+	t.Helper()
+	var once sync.Once
+	if b.Embedded() {
+		release, err := db.WriteTurn(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		unlock = func() { once.Do(release) }
+		t.Cleanup(unlock)
+		return unlock
+	}
+	locker, err := db.SQL.BeginTx(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stock int64
+	if err := locker.QueryRowContext(context.Background(), "SELECT stock FROM skus WHERE id = $1 FOR UPDATE", id).Scan(&stock); err != nil {
+		t.Fatal(err)
+	}
+	unlock = func() { once.Do(func() { _ = locker.Rollback() }) }
+	t.Cleanup(unlock)
+	return unlock
+}
+
+// Deductions that arrive while one is held in the database queue and then
+// run as one batch, each with the answer it would get alone: successes
+// until the stock runs out (never below zero), insufficient stock after,
+// an unknown SKU, another SKU's deduction, and repeats of an earlier
+// biz_no (replay, other app, other parameters) — a biz_no appears once
+// per batch, so its repeats run in the batches after.
+func TestDeductBatches(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		svc, db := newService(t, b)
+		sizes := watchBatches(svc)
+		ctx := context.Background()
+		a := mustSku(t, svc, 10)
+		other := skuBeside(t, svc, a.ID, 100)
+		unknown := a.ID
+		for unknown == a.ID || unknown == other.ID || !inventory.SameCombiner(svc, a.ID, unknown) {
+			unknown += 1000
+		}
+		if r, err := svc.Deduct(ctx, appA, in("BT-old", a.ID, 1)); err != nil || r.RemainingStock != 9 {
+			t.Fatalf("first deduction: %+v, %v", r, err)
+		}
+		before := len(sizes.get())
+
+		unlock := lockSku(t, b, db, a.ID)
+		first := make(chan outcome, 1)
+		go func() {
+			r, err := svc.Deduct(ctx, appA, in("BT-first", a.ID, 1))
+			first <- outcome{r, err}
+		}()
+		waitFor(t, "the first deduction to start", func() bool { return len(sizes.get()) > before })
+
+		type req struct {
+			app string
+			in  inventory.DeductInput
+		}
+		var reqs []req
+		for i := range 12 {
+			reqs = append(reqs, req{appA, in(fmt.Sprintf("BT-a-%02d", i), a.ID, 1)})
+		}
+		reqs = append(reqs,
+			req{appA, in("BT-other", other.ID, 5)},
+			req{appA, in("BT-unknown", unknown, 1)},
+			req{appA, in("BT-old", a.ID, 1)},
+			req{appB, in("BT-old", a.ID, 1)},
+			req{appA, in("BT-old", a.ID, 2)},
+		)
+		outs := make(chan []outcome, 1)
+		go func() {
+			outs <- concurrently(len(reqs), func(i int) outcome {
+				r, err := svc.Deduct(ctx, reqs[i].app, reqs[i].in)
+				return outcome{r, err}
+			})
+		}()
+		waitFor(t, "every deduction to queue", func() bool { return inventory.Queued(svc) == len(reqs) })
+		unlock()
+
+		if f := <-first; f.err != nil || f.res.RemainingStock != 8 {
+			t.Fatalf("held deduction: %+v, %v", f.res, f.err)
+		}
+		all := <-outs
+		remaining := map[int64]bool{}
+		short := 0
+		for i, o := range all[:12] {
+			switch {
+			case o.err == nil && !o.res.Replayed && o.res.Quantity == 1:
+				if remaining[o.res.RemainingStock] || o.res.RemainingStock < 0 {
+					t.Fatalf("BT-a-%02d left %d, answered twice or below zero", i, o.res.RemainingStock)
+				}
+				remaining[o.res.RemainingStock] = true
+			case errors.Is(o.err, inventory.ErrInsufficientStock):
+				short++
+			default:
+				t.Fatalf("BT-a-%02d: %+v, %v", i, o.res, o.err)
+			}
+		}
+		if len(remaining) != 8 || short != 4 || stockOf(t, db, a.ID) != 0 {
+			t.Fatalf("%d successes, %d short, stock %d; want 8, 4, 0", len(remaining), short, stockOf(t, db, a.ID))
+		}
+		if o := all[12]; o.err != nil || o.res.RemainingStock != 95 || stockOf(t, db, other.ID) != 95 {
+			t.Fatalf("other SKU: %+v, %v", o.res, o.err)
+		}
+		if o := all[13]; !errors.Is(o.err, inventory.ErrNotFound) {
+			t.Fatalf("unknown SKU: %+v, %v", o.res, o.err)
+		}
+		if o := all[14]; o.err != nil || !o.res.Replayed || o.res.RemainingStock != 9 {
+			t.Fatalf("replay: %+v, %v", o.res, o.err)
+		}
+		if o := all[15]; !errors.Is(o.err, inventory.ErrForbidden) {
+			t.Fatalf("other app's repeat: %+v, %v", o.res, o.err)
+		}
+		if o := all[16]; !errors.Is(o.err, inventory.ErrParamsMismatch) {
+			t.Fatalf("repeat with another quantity: %+v, %v", o.res, o.err)
+		}
+		if got := sizes.get()[before+1:]; slices.Max(got) < 10 {
+			t.Fatalf("batch sizes after the held deduction: %v, want one of at least 10", got)
+		}
+
+		// Every outcome was recorded as it was answered, and replays.
+		for i, o := range all[:12] {
+			biz := fmt.Sprintf("BT-a-%02d", i)
+			rec := recordOf(t, db, biz)
+			again, err := svc.Deduct(ctx, appA, in(biz, a.ID, 1))
+			if o.err != nil {
+				if rec == nil || rec.Status != inventory.StatusFailed || !errors.Is(err, inventory.ErrBusinessFailed) {
+					t.Fatalf("%s: record %+v, repeat %v", biz, rec, err)
+				}
+				continue
+			}
+			if rec == nil || rec.Status != inventory.StatusSucceeded || err != nil || !again.Replayed || again.Deduction != o.res.Deduction {
+				t.Fatalf("%s: record %+v, repeat %+v, %v; want %+v", biz, rec, again, err, o.res)
+			}
+		}
+		if rec := recordOf(t, db, "BT-unknown"); rec == nil || rec.Status != inventory.StatusFailed {
+			t.Fatalf("unknown SKU's record: %+v", rec)
+		}
+	})
+}
+
+// A deduction whose statement fails unexpectedly inside a batch (the
+// fault is on its SKU's row) does not take the batch with it: the batch
+// rolls back whole and each deduction runs again alone, where the faulty
+// one is answered with its error and recorded failed, the others succeed.
+func TestDeductBatchFaultRunsAlone(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		svc, db := newService(t, b)
+		sizes := watchBatches(svc)
+		ctx := context.Background()
+		good := mustSku(t, svc, 10)
+		bad := skuBeside(t, svc, good.ID, 10)
+		inventorytest.FailDecrement(t, db, bad.ID, "injected fault 77c1")
+
+		unlock := lockSku(t, b, db, good.ID)
+		first := make(chan outcome, 1)
+		go func() {
+			r, err := svc.Deduct(ctx, appA, in("FB-first", good.ID, 1))
+			first <- outcome{r, err}
+		}()
+		waitFor(t, "the first deduction to start", func() bool { return len(sizes.get()) == 1 })
+		bizs := []string{"FB-1", "FB-bad", "FB-2", "FB-3"}
+		outs := make(chan []outcome, 1)
+		go func() {
+			outs <- concurrently(len(bizs), func(i int) outcome {
+				sku := good.ID
+				if bizs[i] == "FB-bad" {
+					sku = bad.ID
+				}
+				r, err := svc.Deduct(ctx, appA, in(bizs[i], sku, 1))
+				return outcome{r, err}
+			})
+		}()
+		waitFor(t, "every deduction to queue", func() bool { return inventory.Queued(svc) == len(bizs) })
+		unlock()
+		if f := <-first; f.err != nil {
+			t.Fatal(f.err)
+		}
+		all := <-outs
+		if got := sizes.get(); len(got) < 2 || got[1] != len(bizs) {
+			t.Fatalf("batch sizes %v, want the held one then one of %d", got, len(bizs))
+		}
+		for i, o := range all {
+			if bizs[i] == "FB-bad" {
+				if o.err == nil || !strings.Contains(o.err.Error(), "injected fault 77c1") || errors.Is(o.err, errs.Unavailable) {
+					t.Fatalf("faulty deduction: %+v, %v", o.res, o.err)
+				}
+				if rec := recordOf(t, db, "FB-bad"); rec == nil || rec.Status != inventory.StatusFailed {
+					t.Fatalf("faulty deduction's record: %+v", rec)
+				}
+				continue
+			}
+			if o.err != nil || recordOf(t, db, bizs[i]).Status != inventory.StatusSucceeded {
+				t.Fatalf("%s: %+v, %v", bizs[i], o.res, o.err)
+			}
+		}
+		if stockOf(t, db, good.ID) != 6 || stockOf(t, db, bad.ID) != 10 {
+			t.Fatalf("stock %d and %d, want 6 and 10", stockOf(t, db, good.ID), stockOf(t, db, bad.ID))
+		}
+	})
+}
+
+// Deadlines in a batch: a deduction whose caller gives up while it waits
+// for a batch leaves the queue (503, nothing recorded); a batch that
+// cannot finish by the earliest deadline of its deductions (the row stays
+// locked) answers 503 to all of them and leaves nothing, not even once
+// the lock is gone; the same biz_nos then succeed.
+func TestDeductBatchDeadline(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		svc, db := newService(t, b)
+		sizes := watchBatches(svc)
+		s := mustSku(t, svc, 10)
+		unlock := lockSku(t, b, db, s.ID)
+
+		deduct := func(biz string, d time.Duration) outcome {
+			ctx, cancel := context.WithTimeout(context.Background(), d)
+			defer cancel()
+			r, err := svc.Deduct(ctx, appA, in(biz, s.ID, 1))
+			return outcome{r, err}
+		}
+		first := make(chan outcome, 1)
+		go func() { first <- deduct("DL-first", 600*time.Millisecond) }()
+		waitFor(t, "the first deduction to start", func() bool { return len(sizes.get()) == 1 })
+		quitter := make(chan outcome, 1)
+		go func() { quitter <- deduct("DL-quit", 100*time.Millisecond) }()
+		batch := make(chan []outcome, 1)
+		go func() {
+			batch <- concurrently(2, func(i int) outcome {
+				return deduct(fmt.Sprintf("DL-%d", i), []time.Duration{time.Second, 30 * time.Second}[i])
+			})
+		}()
+		for _, o := range append([]outcome{<-quitter, <-first}, <-batch...) {
+			if !errors.Is(o.err, errs.Unavailable) {
+				t.Fatalf("deduction past its deadline: %+v, %v; want a dependency failure", o.res, o.err)
+			}
+		}
+		if got := sizes.get(); !slices.Equal(got, []int{1, 2}) {
+			t.Fatalf("batch sizes %v, want [1 2]: the quitter never ran", got)
+		}
+		unlock()
+		if !b.Embedded() {
+			inventorytest.WaitForIdle(t, db)
+		}
+		for _, biz := range []string{"DL-first", "DL-quit", "DL-0", "DL-1"} {
+			if rec := recordOf(t, db, biz); rec != nil {
+				t.Fatalf("%s: record %+v after a dependency failure", biz, rec)
+			}
+		}
+		if got := stockOf(t, db, s.ID); got != 10 {
+			t.Fatalf("stock %d, want 10", got)
+		}
+		for i, biz := range []string{"DL-first", "DL-quit", "DL-0", "DL-1"} {
+			if o := deduct(biz, 5*time.Second); o.err != nil || o.res.RemainingStock != int64(9-i) {
+				t.Fatalf("%s retried: %+v, %v", biz, o.res, o.err)
+			}
+		}
+	})
+}
+
