@@ -328,4 +328,3 @@ func TestDeductBatchDeadline(t *testing.T) {
 		}
 	})
 }
-
