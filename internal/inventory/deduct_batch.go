@@ -15,7 +15,7 @@ import (
 // recorded) for the one request it belongs to.
 var errRunAlone = errors.New("deduct: run alone")
 
-// Batch sizes per store: on Postgres, calls are spread over several
+// Combiners per store: on Postgres, calls are spread over several
 // combiners by SKU (deductions of different SKUs run in parallel; those of
 // one SKU always meet in one combiner); SQLite has one writer, so one.
 const postgresCombiners = 8
