@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"entgo.io/ent/dialect"
+
 	"gatehouse/ent"
 	"gatehouse/internal/errs"
 	"gatehouse/internal/inventory"
@@ -24,12 +26,17 @@ type batchSizes struct {
 	sizes []int
 }
 
-func watchBatches(svc *inventory.Service) *batchSizes {
+// watchBatches records the batches of svc; each of also is called with
+// the size of every batch before it runs.
+func watchBatches(svc *inventory.Service, also ...func(size int)) *batchSizes {
 	b := &batchSizes{}
 	inventory.SetOnBatch(svc, func(n int) {
 		b.mu.Lock()
 		b.sizes = append(b.sizes, n)
 		b.mu.Unlock()
+		for _, fn := range also {
+			fn(n)
+		}
 	})
 	return b
 }
@@ -53,12 +60,27 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // skuBeside creates a SKU whose deductions share batches with those of
-// SKU near.
-func skuBeside(t *testing.T, svc *inventory.Service, near int, stock int64) *ent.Sku {
+// SKU near: any SKU on SQLite (one combiner); on Postgres one with an id
+// in near's combiner, inserted with that id.
+func skuBeside(t *testing.T, svc *inventory.Service, db *store.DB, near int, stock int64) *ent.Sku {
 	t.Helper()
-	for range 64 {
-		s := mustSku(t, svc, stock)
-		if inventory.SameCombiner(svc, near, s.ID) {
+	if db.Dialect != dialect.Postgres {
+		return mustSku(t, svc, stock)
+	}
+	for id := near + 1; id < near+1<<20; id++ {
+		if !inventory.SameCombiner(svc, near, id) {
+			continue
+		}
+		res, err := db.SQL.ExecContext(context.Background(),
+			`INSERT INTO skus (id, name, stock, update_time) VALUES ($1, 'beside', $2, now()) ON CONFLICT (id) DO NOTHING`, id, stock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			s, err := svc.Sku(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
 			return s
 		}
 	}
@@ -94,6 +116,26 @@ func lockSku(t *testing.T, b testenv.Backend, db *store.DB, id int) (unlock func
 	return unlock
 }
 
+// holdFirst starts a deduction of biz_no biz on SKU sku (app A) and holds
+// it in the database (lockSku) once it has started, so that the next
+// deductions of its combiner queue; release lets it finish and returns
+// its outcome.
+func holdFirst(t *testing.T, b testenv.Backend, db *store.DB, svc *inventory.Service, sizes *batchSizes, sku int, biz string) (release func() outcome) {
+	t.Helper()
+	before := len(sizes.get())
+	unlock := lockSku(t, b, db, sku)
+	first := make(chan outcome, 1)
+	go func() {
+		r, err := svc.Deduct(context.Background(), appA, in(biz, sku, 1))
+		first <- outcome{r, err}
+	}()
+	waitFor(t, "the first deduction to start", func() bool { return len(sizes.get()) > before })
+	return func() outcome {
+		unlock()
+		return <-first
+	}
+}
+
 // Deductions that arrive while one is held in the database queue and then
 // run as one batch, each with the answer it would get alone: successes
 // until the stock runs out (never below zero), insufficient stock after,
@@ -106,23 +148,16 @@ func TestDeductBatches(t *testing.T) {
 		sizes := watchBatches(svc)
 		ctx := context.Background()
 		a := mustSku(t, svc, 10)
-		other := skuBeside(t, svc, a.ID, 100)
+		other := skuBeside(t, svc, db, a.ID, 100)
 		unknown := a.ID
 		for unknown == a.ID || unknown == other.ID || !inventory.SameCombiner(svc, a.ID, unknown) {
-			unknown += 1000
+			unknown++
 		}
 		if r, err := svc.Deduct(ctx, appA, in("BT-old", a.ID, 1)); err != nil || r.RemainingStock != 9 {
 			t.Fatalf("first deduction: %+v, %v", r, err)
 		}
 		before := len(sizes.get())
-
-		unlock := lockSku(t, b, db, a.ID)
-		first := make(chan outcome, 1)
-		go func() {
-			r, err := svc.Deduct(ctx, appA, in("BT-first", a.ID, 1))
-			first <- outcome{r, err}
-		}()
-		waitFor(t, "the first deduction to start", func() bool { return len(sizes.get()) > before })
+		release := holdFirst(t, b, db, svc, sizes, a.ID, "BT-first")
 
 		type req struct {
 			app string
@@ -147,9 +182,7 @@ func TestDeductBatches(t *testing.T) {
 			})
 		}()
 		waitFor(t, "every deduction to queue", func() bool { return inventory.Queued(svc) == len(reqs) })
-		unlock()
-
-		if f := <-first; f.err != nil || f.res.RemainingStock != 8 {
+		if f := release(); f.err != nil || f.res.RemainingStock != 8 {
 			t.Fatalf("held deduction: %+v, %v", f.res, f.err)
 		}
 		all := <-outs
@@ -221,16 +254,10 @@ func TestDeductBatchFaultRunsAlone(t *testing.T) {
 		sizes := watchBatches(svc)
 		ctx := context.Background()
 		good := mustSku(t, svc, 10)
-		bad := skuBeside(t, svc, good.ID, 10)
+		bad := skuBeside(t, svc, db, good.ID, 10)
 		inventorytest.FailDecrement(t, db, bad.ID, "injected fault 77c1")
 
-		unlock := lockSku(t, b, db, good.ID)
-		first := make(chan outcome, 1)
-		go func() {
-			r, err := svc.Deduct(ctx, appA, in("FB-first", good.ID, 1))
-			first <- outcome{r, err}
-		}()
-		waitFor(t, "the first deduction to start", func() bool { return len(sizes.get()) == 1 })
+		release := holdFirst(t, b, db, svc, sizes, good.ID, "FB-first")
 		bizs := []string{"FB-1", "FB-bad", "FB-2", "FB-3"}
 		outs := make(chan []outcome, 1)
 		go func() {
@@ -244,8 +271,7 @@ func TestDeductBatchFaultRunsAlone(t *testing.T) {
 			})
 		}()
 		waitFor(t, "every deduction to queue", func() bool { return inventory.Queued(svc) == len(bizs) })
-		unlock()
-		if f := <-first; f.err != nil {
+		if f := release(); f.err != nil {
 			t.Fatal(f.err)
 		}
 		all := <-outs
@@ -325,6 +351,65 @@ func TestDeductBatchDeadline(t *testing.T) {
 			if o := deduct(biz, 5*time.Second); o.err != nil || o.res.RemainingStock != int64(9-i) {
 				t.Fatalf("%s retried: %+v, %v", biz, o.res, o.err)
 			}
+		}
+	})
+}
+
+// A caller that hangs up after its deduction joined a batch does not undo
+// it, nor the others': the batch runs to its end (its context ignores the
+// cancellation), the deduction is committed and recorded, and the same
+// biz_no sent again replays it.
+func TestDeductBatchHangUpAfterJoining(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		svc, db := newService(t, b)
+		quitCtx, hangUp := context.WithCancel(context.Background())
+		defer hangUp()
+		sizes := watchBatches(svc, func(n int) {
+			if n > 1 {
+				hangUp() // after the batch was formed, before it runs
+			}
+		})
+		s := mustSku(t, svc, 10)
+		release := holdFirst(t, b, db, svc, sizes, s.ID, "HU-first")
+
+		bizs := []string{"HU-1", "HU-quit", "HU-2"}
+		outs := make(chan []outcome, 1)
+		go func() {
+			outs <- concurrently(len(bizs), func(i int) outcome {
+				ctx := context.Background()
+				if bizs[i] == "HU-quit" {
+					ctx = quitCtx
+				}
+				r, err := svc.Deduct(ctx, appA, in(bizs[i], s.ID, 1))
+				return outcome{r, err}
+			})
+		}()
+		waitFor(t, "every deduction to queue", func() bool { return inventory.Queued(svc) == len(bizs) })
+		if f := release(); f.err != nil {
+			t.Fatal(f.err)
+		}
+		all := <-outs
+		if got := sizes.get(); !slices.Equal(got, []int{1, len(bizs)}) {
+			t.Fatalf("batch sizes %v, want [1 %d]", got, len(bizs))
+		}
+		if quitCtx.Err() == nil {
+			t.Fatal("the caller never hung up")
+		}
+		for i, o := range all {
+			if o.err != nil {
+				t.Fatalf("%s: %v; a hang-up inside a batch must not fail it", bizs[i], o.err)
+			}
+			if rec := recordOf(t, db, bizs[i]); rec == nil || rec.Status != inventory.StatusSucceeded {
+				t.Fatalf("%s: record %+v", bizs[i], rec)
+			}
+		}
+		if got := stockOf(t, db, s.ID); got != 6 {
+			t.Fatalf("stock %d, want 6", got)
+		}
+		quit := all[slices.Index(bizs, "HU-quit")]
+		again, err := svc.Deduct(context.Background(), appA, in("HU-quit", s.ID, 1))
+		if err != nil || !again.Replayed || again.Deduction != quit.res.Deduction {
+			t.Fatalf("HU-quit sent again: %+v, %v; want a replay of %+v", again, err, quit.res)
 		}
 	})
 }

@@ -78,7 +78,11 @@ var errVanished = errors.New("idempotency record vanished")
 // result, or as 2 on a business failure (ErrInsufficientStock, or an
 // unknown-SKU error for which errors.Is ErrNotFound holds). On Postgres
 // this is one statement (the function gatehouse_deduct), on SQLite one
-// transaction of two prepared statements; see docs/inventory.md.
+// transaction of two prepared statements. A deduction that arrives while
+// others of its combiner are being committed waits and joins the next
+// batch: one statement (gatehouse_deduct_batch) or one transaction for
+// all of them, each with the outcome it would have had alone (see
+// combiner and runBatch; docs/inventory.md, "Batches").
 //
 // A dependency failure before the outcome is committed (the database does
 // not answer, the request's deadline passes, the client hangs up, a lock
@@ -132,6 +136,9 @@ func (s *Service) Deduct(ctx context.Context, appKey string, in DeductInput) (Re
 // returns the record when the biz_no exists (committed by another request,
 // which the statement waits for if it is still running) and changes
 // nothing.
+//
+// It is the path of a batch of one, and of a deduction whose batch failed
+// with an unexpected error (errRunAlone).
 //
 // The statement carries the request's deadline: if the server runs it
 // later (it received it but did not answer in time, or waited for a lock

@@ -15,10 +15,12 @@ import (
 // recorded) for the one request it belongs to.
 var errRunAlone = errors.New("deduct: run alone")
 
-// Combiners per store: on Postgres, calls are spread over several
-// combiners by SKU (deductions of different SKUs run in parallel; those of
-// one SKU always meet in one combiner); SQLite has one writer, so one.
-const postgresCombiners = 8
+// Combiners per store: on Postgres, calls are spread over many combiners
+// by SKU id, so that deductions of different SKUs run in parallel as they
+// would without batching (only ids equal modulo postgresCombiners share
+// one), while those of one SKU, which would queue on its row lock anyway,
+// always meet in one combiner. SQLite has one writer, so one combiner.
+const postgresCombiners = 1024
 
 func (s *Service) combinerFor(skuID int) *combiner {
 	return s.combiners[uint(skuID)%uint(len(s.combiners))]
