@@ -46,13 +46,26 @@ type combiner struct {
 // with the context's error; once in a batch it waits for the batch, which
 // ends by the earliest deadline of its calls.
 func (cb *combiner) do(c *call) {
-	c.done = make(chan struct{})
 	cb.mu.Lock()
-	cb.queue = append(cb.queue, c)
 	if !cb.running {
+		// Nothing running: c runs at once, alone, in the caller's
+		// goroutine; the calls that queue meanwhile are run by a loop
+		// started after it (only then is there a goroutine to start).
 		cb.running = true
-		go cb.loop()
+		c.taken = true
+		cb.mu.Unlock()
+		cb.run([]*call{c})
+		cb.mu.Lock()
+		if len(cb.queue) > 0 {
+			go cb.loop()
+		} else {
+			cb.running = false
+		}
+		cb.mu.Unlock()
+		return
 	}
+	c.done = make(chan struct{})
+	cb.queue = append(cb.queue, c)
 	cb.mu.Unlock()
 	select {
 	case <-c.done:

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	entsql "entgo.io/ent/dialect/sql"
 	"github.com/jackc/pgx/v5"
@@ -162,11 +163,23 @@ func (r *turnRows) Scan(dest ...any) error { return classify(r.Rows.Scan(dest...
 
 // pgWrites runs the writes Ent sends outside a transaction on Postgres in
 // a transaction of their own, as the classifying driver requires (see
-// classifyingDriver), in two round trips instead of three: BEGIN and the
-// statement go together in one pgx batch (Batch.BeginTx), and COMMIT is
-// sent only if the caller's context is still alive once the statement's
-// results are in. Otherwise the connection is closed unused, and the
-// server rolls the work back.
+// classifyingDriver).
+//
+// With a deadline on the caller's context (every request has one) it is
+// one round trip: one pgx batch of the statement and a call of
+// gatehouse_not_after(deadline), one implicit transaction that the server
+// commits at the batch's end only if the check passed. A write the server
+// runs after its caller gave up (a frozen server resuming, a long lock
+// wait) raises query_canceled there and is rolled back, so a caller told
+// 503 is right. The window left is the commit itself: if the server
+// committed just before the deadline and the reply came too late, the
+// write is there although the caller was told it failed (as for a
+// deduction; see docs/decisions.md).
+//
+// Without a deadline it is two round trips: BEGIN and the statement in one
+// batch (Batch.BeginTx), then COMMIT, sent only if the caller's context is
+// still alive once the statement's results are in; otherwise the
+// connection is closed unused, and the server rolls the work back.
 type pgWrites struct {
 	db *sql.DB
 }
@@ -183,8 +196,16 @@ func (w pgWrites) run(ctx context.Context, query string, args any, results bool)
 		return tag, nil, classify(err)
 	}
 	defer conn.Close()
+	notAfter, guarded := ctx.Deadline()
 	rawErr := conn.Raw(func(dc any) error {
 		c := dc.(*stdlib.Conn).Conn()
+		if guarded {
+			tag, rows, err = runBefore(ctx, c, notAfter, query, argv, results)
+			if c.IsClosed() || c.PgConn().TxStatus() != 'I' {
+				return driver.ErrBadConn
+			}
+			return nil
+		}
 		b := &pgx.Batch{}
 		b.BeginTx(pgx.TxOptions{})
 		b.Queue(query, argv...)
@@ -224,6 +245,32 @@ func (w pgWrites) run(ctx context.Context, query string, args any, results bool)
 	}
 	return tag, rows, nil
 }
+
+// runBefore runs query with args and the deadline check in one batch:
+// one round trip, one implicit transaction, committed by the server only
+// if the check passed.
+func runBefore(ctx context.Context, c *pgx.Conn, notAfter time.Time, query string, argv []any, results bool) (tag pgconn.CommandTag, rows *pgRows, err error) {
+	b := &pgx.Batch{}
+	b.Queue(query, argv...)
+	b.Queue(notAfterCheck, notAfter)
+	br := c.SendBatch(ctx, b)
+	if results {
+		rows, err = readRows(br, c.TypeMap())
+	} else {
+		tag, err = br.Exec()
+	}
+	if err == nil {
+		_, err = br.Exec() // the check
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return tag, rows, err
+}
+
+// notAfterCheck raises query_canceled past its argument (migration
+// …_not_after_function.sql).
+const notAfterCheck = `SELECT gatehouse_not_after($1)`
 
 // exec is run for a write without results (Ent's Exec).
 func (w pgWrites) exec(ctx context.Context, query string, args, v any) error {
