@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -410,6 +411,104 @@ func TestDeductBatchHangUpAfterJoining(t *testing.T) {
 		again, err := svc.Deduct(context.Background(), appA, in("HU-quit", s.ID, 1))
 		if err != nil || !again.Replayed || again.Deduction != quit.res.Deduction {
 			t.Fatalf("HU-quit sent again: %+v, %v; want a replay of %+v", again, err, quit.res)
+		}
+	})
+}
+
+// Replicas (services on one database) deduct at once from two SKUs that
+// share a batch group. First distinct biz_nos arriving in no particular
+// order, so that concurrent batches of different replicas hold the two
+// SKUs in every order (they lock them in SKU id order: none waits for
+// another in a cycle, which would surface as a 503); then biz_nos that
+// two replicas receive at once (a partner retrying on another replica).
+// Every request is answered, each biz_no deducts once and replays to its
+// repeat, and each SKU's stock falls by exactly its successes.
+func TestDeductBatchesAcrossReplicas(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		svc, db := newService(t, b)
+		replicas := []*inventory.Service{svc, inventory.NewService(db), inventory.NewService(db)}
+		var mu sync.Mutex
+		largest := 0
+		for _, r := range replicas {
+			watchBatches(r, func(n int) {
+				mu.Lock()
+				largest = max(largest, n)
+				mu.Unlock()
+			})
+		}
+		const stock, distinct, twice = 1000, 180, 60
+		a := mustSku(t, svc, stock)
+		c := skuBeside(t, svc, db, a.ID, stock)
+		type req struct {
+			replica int
+			in      inventory.DeductInput
+		}
+		var first, second []req
+		for i := range distinct + twice {
+			sku := a.ID
+			if i%2 == 1 {
+				sku = c.ID
+			}
+			d := in(fmt.Sprintf("XR-%03d", i), sku, int64(1+i%3))
+			if i < distinct {
+				first = append(first, req{i % 3, d})
+				continue
+			}
+			second = append(second, req{i % 3, d}, req{(i + 1) % 3, d})
+		}
+		rand.Shuffle(len(first), func(i, j int) { first[i], first[j] = first[j], first[i] })
+		var reqs []req
+		var outs []outcome
+		for _, round := range [][]req{first, second} {
+			reqs = append(reqs, round...)
+			outs = append(outs, concurrently(len(round), func(i int) outcome {
+				r, err := replicas[round[i].replica].Deduct(context.Background(), appA, round[i].in)
+				return outcome{r, err}
+			})...)
+		}
+
+		answers := map[string][]inventory.Result{}
+		spent := map[int]int64{}
+		left := map[int]map[int64]bool{a.ID: {}, c.ID: {}}
+		for i, o := range outs {
+			d := reqs[i].in
+			if o.err != nil {
+				t.Fatalf("%s on replica %d: %v", d.BizNo, reqs[i].replica, o.err)
+			}
+			answers[d.BizNo] = append(answers[d.BizNo], o.res)
+			if !o.res.Replayed {
+				spent[d.SkuID] += d.Quantity
+				if left[d.SkuID][o.res.RemainingStock] {
+					t.Fatalf("%s: remaining stock %d answered twice", d.BizNo, o.res.RemainingStock)
+				}
+				left[d.SkuID][o.res.RemainingStock] = true
+			}
+		}
+		for biz, rs := range answers {
+			fresh := 0
+			for _, r := range rs {
+				if !r.Replayed {
+					fresh++
+				}
+				if r.Deduction != rs[0].Deduction {
+					t.Fatalf("%s answered %+v and %+v", biz, rs[0].Deduction, r.Deduction)
+				}
+			}
+			if fresh != 1 {
+				t.Fatalf("%s deducted %d times", biz, fresh)
+			}
+		}
+		for _, s := range []int{a.ID, c.ID} {
+			if got := stockOf(t, db, s); got != stock-spent[s] {
+				t.Fatalf("SKU %d: stock %d, want %d", s, got, stock-spent[s])
+			}
+		}
+		if n := recordCount(t, db); n != distinct+twice {
+			t.Fatalf("%d records, want %d", n, distinct+twice)
+		}
+		t.Logf("largest batch %d", largest)
+		if largest < 2 {
+			t.Fatal("no batch of several deductions formed: the test did not exercise batches")
 		}
 	})
 }
