@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -53,6 +54,10 @@ type App struct {
 	draining atomic.Bool
 }
 
+// maxClockOffset is how far the database's clock may be from this host's
+// before New logs an error (the deadline checks on Postgres use it).
+const maxClockOffset = time.Second
+
 // New opens storage, migrates, and builds every service and both handlers.
 // cfg must have been resolved (config.Resolve).
 func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error) {
@@ -75,6 +80,12 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		log.Info("database schema migrated", "result", rep.String())
 	} else {
 		log.Info("database schema is up to date", "version", rep.Version)
+	}
+	if off, err := db.ClockOffset(ctx); err == nil && (off > maxClockOffset || off < -maxClockOffset) {
+		log.Error("the database server's clock differs from this host's; synchronise both (NTP)",
+			"database_ahead_by", off.String(),
+			"effect", "single writes and deductions are checked against their request's deadline on the database's clock: "+
+				"a database clock ahead by more than the request timeout makes them fail with 503")
 	}
 	var kvOpts []kv.Option
 	if cfg.RedisKeyPrefix != "" {

@@ -71,3 +71,27 @@ func TestPostgresWriteAfterDeadline(t *testing.T) {
 		t.Fatalf("%d renamed rows, want 1", n)
 	}
 }
+
+// ClockOffset reads the database server's clock against this process's:
+// zero on SQLite (one clock), and on the test's Postgres (same host) well
+// under the second from which gatehouse warns at start.
+func TestClockOffset(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		db := storetest.Open(t, b)
+		off, err := db.ClockOffset(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Embedded() && off != 0 {
+			t.Fatalf("SQLite offset %v, want 0", off)
+		}
+		if off > 200*time.Millisecond || off < -200*time.Millisecond {
+			t.Fatalf("offset %v from a database on this host", off)
+		}
+		done, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, err := db.ClockOffset(done); !b.Embedded() && errs.KindOf(err) != errs.Unavailable {
+			t.Fatalf("cancelled: %v, want unavailable", err)
+		}
+	})
+}

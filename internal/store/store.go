@@ -152,3 +152,21 @@ func WithTx(ctx context.Context, client *ent.Client, fn func(tx *ent.Tx) error) 
 	}
 	return nil
 }
+
+// ClockOffset estimates how far the database server's clock is ahead of
+// this process's (negative: behind) from one round trip, to within half
+// of it; zero on SQLite, which uses this process's clock. Single writes
+// and deductions on Postgres compare their request's deadline with the
+// server's clock (see autocommit.go), so the two must agree.
+func (db *DB) ClockOffset(ctx context.Context) (time.Duration, error) {
+	if db.Dialect != dialect.Postgres {
+		return 0, nil
+	}
+	before := time.Now()
+	var server time.Time
+	if err := db.SQL.QueryRowContext(ctx, `SELECT clock_timestamp()`).Scan(&server); err != nil {
+		return 0, classify(err)
+	}
+	after := time.Now()
+	return server.Sub(before.Add(after.Sub(before) / 2)), nil
+}
