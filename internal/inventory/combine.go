@@ -129,13 +129,6 @@ func (cb *combiner) take() []*call {
 	return batch
 }
 
-// queued is the number of calls waiting for a batch (tests).
-func (cb *combiner) queued() int {
-	cb.mu.Lock()
-	defer cb.mu.Unlock()
-	return len(cb.queue)
-}
-
 // batchContext is the context of a batch's database work: it ends at the
 // earliest deadline of the calls, and not when one of them is cancelled
 // (a caller that hangs up does not undo the others' deductions).

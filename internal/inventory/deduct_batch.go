@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 )
 
 // errRunAlone: the batch a deduction was in failed with an error of the
@@ -82,7 +83,10 @@ func (s *Service) batchPostgres(ctx context.Context, batch []*call) {
 		bizNos[i], appKeys[i], paths[i], params[i], prefixes[i] = c.in.BizNo, c.appKey, c.in.apiPath(), c.in.snapshot(), prefix
 		skuIDs[i], quantities[i] = int64(c.in.SkuID), c.in.Quantity
 	}
-	notAfter, _ := ctx.Deadline() // the calls' work contexts all have one
+	notAfter, ok := ctx.Deadline() // the calls' work contexts all have one
+	if !ok {
+		notAfter = time.Now().Add(s.workTimeout) // as attemptPostgres does
+	}
 	rows, err := s.db.SQL.QueryContext(ctx, s.q.deductBatch, bizNos, appKeys, paths, params, skuIDs, quantities, prefixes, s.now(), notAfter)
 	if err != nil {
 		batchFailed(ctx, batch, fmt.Errorf("deduct: %w", err))

@@ -12,7 +12,9 @@ func SetOnBatch(s *Service, fn func(size int)) { s.onBatch = fn }
 func Queued(s *Service) int {
 	n := 0
 	for _, c := range s.combiners {
-		n += c.queued()
+		c.mu.Lock()
+		n += len(c.queue)
+		c.mu.Unlock()
 	}
 	return n
 }
