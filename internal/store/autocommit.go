@@ -174,7 +174,9 @@ func (r *turnRows) Scan(dest ...any) error { return classify(r.Rows.Scan(dest...
 // 503 is right. The window left is the commit itself: if the server
 // committed just before the deadline and the reply came too late, the
 // write is there although the caller was told it failed (as for a
-// deduction; see docs/decisions.md).
+// deduction). A caller that hangs up before the deadline cannot stop a
+// write already sent: the server commits it if it runs it in time (see
+// docs/decisions.md).
 //
 // Without a deadline it is two round trips: BEGIN and the statement in one
 // batch (Batch.BeginTx), then COMMIT, sent only if the caller's context is
