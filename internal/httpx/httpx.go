@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"regexp"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -98,13 +99,56 @@ func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter 
 
 var requestDuration = promauto.NewHistogramVec(prometheus.HistogramOpts{
 	Name:    "gatehouse_http_request_duration_seconds",
-	Help:    "HTTP request latency by listener, method and status.",
+	Help:    "HTTP request latency by listener, method (OTHER for any but the standard ones) and status.",
 	Buckets: prometheus.DefBuckets,
 }, []string{"listener", "method", "status"})
+
+// durationCache keeps the latency histogram of each method and status a
+// listener has answered, so that a request does not hash its labels.
+type durationCache struct {
+	listener string
+	seen     sync.Map // durationKey → prometheus.Observer
+}
+
+type durationKey struct {
+	method string
+	status int
+}
+
+func newDurationCache(listener string) *durationCache {
+	return &durationCache{listener: listener}
+}
+
+func (c *durationCache) observer(method string, status int) prometheus.Observer {
+	if !isStandardMethod(method) {
+		// The client chooses the method: one series per made-up method
+		// would let anyone grow the metrics (and this cache) without bound.
+		method = "OTHER"
+	}
+	k := durationKey{method, status}
+	if o, ok := c.seen.Load(k); ok {
+		return o.(prometheus.Observer)
+	}
+	o := requestDuration.WithLabelValues(c.listener, method, http.StatusText(status))
+	c.seen.Store(k, o)
+	return o
+}
+
+func isStandardMethod(m string) bool {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	return false
+}
 
 // Logger writes one line per request. It logs the path without the query
 // string: signed requests carry signatures and nonces there.
 func Logger(log *slog.Logger, listener string) func(http.Handler) http.Handler {
+	// Formatted once by the handler, not on every line.
+	log = log.With(slog.String("listener", listener))
+	durations := newDurationCache(listener)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := time.Now()
@@ -114,13 +158,12 @@ func Logger(log *slog.Logger, listener string) func(http.Handler) http.Handler {
 				rec.status = http.StatusOK
 			}
 			d := time.Since(start)
-			requestDuration.WithLabelValues(listener, r.Method, http.StatusText(rec.status)).Observe(d.Seconds())
+			durations.observer(r.Method, rec.status).Observe(d.Seconds())
 			lvl := slog.LevelInfo
 			if rec.status >= 500 {
 				lvl = slog.LevelError
 			}
 			log.LogAttrs(r.Context(), lvl, "request",
-				slog.String("listener", listener),
 				slog.String("method", r.Method),
 				slog.String("path", r.URL.Path),
 				slog.Int("status", rec.status),

@@ -1,10 +1,15 @@
 package httpx
 
 import (
+	"fmt"
+	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // TestRequestIDAndClientShareOneValue checks that the request id and the
@@ -43,5 +48,45 @@ func TestRequestIDAndClientShareOneValue(t *testing.T) {
 		if wantID != "" && rec.Header().Get(HeaderRequestID) != wantID {
 			t.Errorf("%s: echoed request id %q, want %q", name, rec.Header().Get(HeaderRequestID), wantID)
 		}
+	}
+}
+
+// TestRequestMetricsBoundMethods checks that made-up request methods (the
+// client chooses them) share one OTHER series of the latency histogram,
+// so that nobody can grow the metrics without bound, while the standard
+// methods keep their own.
+func TestRequestMetricsBoundMethods(t *testing.T) {
+	const listener = "test-methods"
+	h := Logger(slog.New(slog.DiscardHandler), listener)(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusTeapot)
+	}))
+	for i := range 50 {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(fmt.Sprintf("MADEUP%d", i), "/", nil))
+	}
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPatch, "/", nil))
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPatch, "/", nil))
+
+	mfs, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]uint64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "gatehouse_http_request_duration_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["listener"] == listener {
+				counts[labels["method"]+" "+labels["status"]] += m.GetHistogram().GetSampleCount()
+			}
+		}
+	}
+	want := map[string]uint64{"OTHER I'm a teapot": 50, "PATCH I'm a teapot": 2}
+	if !maps.Equal(counts, want) {
+		t.Fatalf("series of listener %q: %v, want %v", listener, counts, want)
 	}
 }
