@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // lockedBuffer is a bytes.Buffer safe for the flusher and the test.
@@ -61,5 +63,52 @@ func TestLogWriterKeepsEveryLineInOrder(t *testing.T) {
 			t.Fatalf("writer %d: line %d came before line %d", w, i, next[w])
 		}
 		next[w]++
+	}
+}
+
+// countingWriter counts the writes it gets.
+type countingWriter struct {
+	lockedBuffer
+	writes atomic.Int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.lockedBuffer.Write(p)
+}
+
+// Lines written while a batch gathers leave together: none is written out
+// before the batch's delay (an hour here, so never before Close), and
+// Close writes them in one write. A line does leave by itself once its
+// batch's delay has passed.
+func TestLogWriterGathersBatches(t *testing.T) {
+	var out countingWriter
+	lw := gatheringWriter(&out, time.Hour)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 50 {
+				fmt.Fprintf(lw, "w%d %d\n", w, i)
+			}
+		})
+	}
+	wg.Wait()
+	time.Sleep(50 * time.Millisecond) // the flusher had every chance to write early
+	if n := out.writes.Load(); n != 0 {
+		t.Fatalf("%d writes while the batch gathered, want 0", n)
+	}
+	lw.Close()
+	if n, lines := out.writes.Load(), strings.Count(out.String(), "\n"); n != 1 || lines != 200 {
+		t.Fatalf("Close wrote %d lines in %d writes, want 200 in 1", lines, n)
+	}
+
+	var quick countingWriter
+	lw = gatheringWriter(&quick, time.Millisecond)
+	defer lw.Close()
+	fmt.Fprintf(lw, "alone\n")
+	for deadline := time.Now().Add(10 * time.Second); quick.String() != "alone\n"; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a lone line was not written out after its batch's delay")
+		}
 	}
 }
