@@ -99,6 +99,10 @@ func writeEnvelope(w http.ResponseWriter, r *http.Request, status int, e Envelop
 	h["Content-Type"] = headerJSON
 	h["Cache-Control"] = headerNoStore
 	w.WriteHeader(status)
+	if _, ok := e.Data.(jsonAppender); ok || e.Data == nil {
+		_, _ = w.Write(appendEnvelope(make([]byte, 0, 512), &e))
+		return
+	}
 	enc := json.NewEncoder(w)
 	// The 4002 message shows "<secret>" literally; partners read it raw.
 	enc.SetEscapeHTML(false)

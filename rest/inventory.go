@@ -51,7 +51,7 @@ func (h Inventory) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if res.Replayed {
 		w.Header().Set(HeaderReplayed, "true")
 	}
-	WriteEnvelope(w, r, res.Deduction)
+	WriteEnvelope(w, r, deductionReply(res.Deduction))
 }
 
 // deductionReplies are the deduction outcomes whose replies the partner
