@@ -8,8 +8,9 @@ import (
 )
 
 // orderQuery is GET /api/v{n}/orders/query, replying with the version's
-// presenter: the query and its rules are the same in every version.
-func orderQuery[T any](present func(order.Order) T) func(Partner) http.Handler {
+// presenter: the query and its rules are the same in every version. shows
+// is what the presenter uses of an order (only that is read).
+func orderQuery[T any](present func(order.Order) T, shows order.Fields) func(Partner) http.Handler {
 	return func(h Partner) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			adm, _ := partner.AdmittedFromContext(r.Context())
@@ -18,7 +19,7 @@ func orderQuery[T any](present func(order.Order) T) func(Partner) http.Handler {
 				WritePartnerError(w, r, h.Log, err)
 				return
 			}
-			o, err := h.Orders.QueryForApp(r.Context(), adm.App.ID, q.OrderNo)
+			o, err := h.Orders.QueryForApp(r.Context(), adm.App.ID, q.OrderNo, shows)
 			if err != nil {
 				WritePartnerError(w, r, h.Log, err)
 				return

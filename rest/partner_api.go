@@ -1,6 +1,10 @@
 package rest
 
-import "net/http"
+import (
+	"net/http"
+
+	"gatehouse/internal/order"
+)
 
 // PartnerAPI is the signed partner API: every version, oldest first, and
 // per version each endpoint. It is the one place where a version or an
@@ -8,13 +12,13 @@ import "net/http"
 // (present_v{n}.go). docs/versioning.md walks through adding a version.
 var PartnerAPI = []PartnerVersion{
 	{Name: "v1", Endpoints: []PartnerEndpoint{
-		{http.MethodGet, "/orders/query", orderQuery(presentOrderV1)},
+		{http.MethodGet, "/orders/query", orderQuery(presentOrderV1, order.Summary)},
 		{http.MethodPost, "/inventory/deduct", stockDeduction},
 	}},
 	// v2 only adds fields to the order; the deduction is v1's (same rules,
 	// same idempotency records: a biz_no used on v1 replays on v2).
 	{Name: "v2", Endpoints: []PartnerEndpoint{
-		{http.MethodGet, "/orders/query", orderQuery(presentOrderV2)},
+		{http.MethodGet, "/orders/query", orderQuery(presentOrderV2, order.AllFields)},
 		{http.MethodPost, "/inventory/deduct", stockDeduction},
 	}},
 }

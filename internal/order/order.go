@@ -87,26 +87,46 @@ func fromEnt(r *ent.Order) Order {
 type Service struct {
 	client *ent.Client
 	now    func() time.Time
-	// get is the order read of every signed order query, prepared.
-	get *store.Stmt
+	// get and getSummary are the order reads of the signed order
+	// queries, prepared.
+	get, getSummary *store.Stmt
 }
 
 // getSQL reads an order by number: every column Order holds.
 const getSQL = `SELECT id, app_id, amount, status, customer_name, customer_phone, customer_email, create_time, pay_time FROM orders WHERE order_no = ?`
 
+// getSummarySQL reads what a Summary holds.
+const getSummarySQL = `SELECT id, app_id, amount, status FROM orders WHERE order_no = ?`
+
 // NewService returns a Service over db.
 func NewService(db *store.DB) *Service {
-	return &Service{client: db.Client, now: time.Now, get: store.NewStmt(db, getSQL)}
+	return &Service{client: db.Client, now: time.Now, get: store.NewStmt(db, getSQL), getSummary: store.NewStmt(db, getSummarySQL)}
 }
+
+// Fields says what an order read returns.
+type Fields int
+
+const (
+	// AllFields is every field of Order.
+	AllFields Fields = iota
+	// Summary is the ID, number, owner, amount and status; the customer
+	// and the times are left zero (not read: a reply that does not show
+	// them saves the columns' transfer and time parsing).
+	Summary
+)
 
 // SetClock replaces the clock used for create and pay times (tests).
 func (s *Service) SetClock(now func() time.Time) { s.now = now }
 
-// QueryForApp returns order orderNo when it belongs to app appID:
-// ErrNotFound when no order has that number, ErrForbidden when another app
-// owns it.
-func (s *Service) QueryForApp(ctx context.Context, appID int, orderNo string) (Order, error) {
-	o, err := s.Get(ctx, orderNo)
+// QueryForApp returns the fields f of order orderNo when it belongs to app
+// appID: ErrNotFound when no order has that number, ErrForbidden when
+// another app owns it.
+func (s *Service) QueryForApp(ctx context.Context, appID int, orderNo string, f Fields) (Order, error) {
+	get := s.Get
+	if f == Summary {
+		get = s.summary
+	}
+	o, err := get(ctx, orderNo)
 	if err != nil {
 		return Order{}, err
 	}
@@ -146,6 +166,21 @@ func (s *Service) Get(ctx context.Context, orderNo string) (Order, error) {
 		t := r.payTime.Time.UTC()
 		o.PayTime = &t
 	}
+	return o, nil
+}
+
+// summary is Get of the Summary fields.
+func (s *Service) summary(ctx context.Context, orderNo string) (Order, error) {
+	o := Order{OrderNo: orderNo}
+	var status string
+	err := s.getSummary.QueryRow(ctx, []any{orderNo}, &o.ID, &o.AppID, &o.Amount, &status)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Order{}, ErrNotFound
+	}
+	if err != nil {
+		return Order{}, fmt.Errorf("get order: %w", err)
+	}
+	o.Status = Status(status)
 	return o, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -120,14 +121,23 @@ func TestCreateAndQuery(t *testing.T) {
 				t.Errorf("%s: %v, want a validation error", name, err)
 			}
 		}
-		if got, err := s.QueryForApp(ctx, a1, "SO1"); err != nil || got.ID != o.ID || got.CustomerPhone != "+86 138-0000-0000" {
-			t.Fatalf("own order: %+v %v", got, err)
+		full, err := s.QueryForApp(ctx, a1, "SO1", AllFields)
+		if err != nil || full.ID != o.ID || full.CustomerPhone != "+86 138-0000-0000" || full.CreateTime.IsZero() {
+			t.Fatalf("own order: %+v %v", full, err)
 		}
-		if _, err := s.QueryForApp(ctx, a2, "SO1"); !errors.Is(err, ErrForbidden) {
-			t.Fatalf("another app's order: %v", err)
+		// A summary is the full read with the customer and times left zero.
+		summary, err := s.QueryForApp(ctx, a1, "SO1", Summary)
+		want := Order{ID: full.ID, OrderNo: full.OrderNo, AppID: full.AppID, Amount: full.Amount, Status: full.Status}
+		if err != nil || !reflect.DeepEqual(summary, want) {
+			t.Fatalf("own order, summary: %+v %v, want %+v", summary, err, want)
 		}
-		if _, err := s.QueryForApp(ctx, a1, "NOPE"); !errors.Is(err, ErrNotFound) {
-			t.Fatalf("unknown order: %v", err)
+		for _, f := range []Fields{AllFields, Summary} {
+			if _, err := s.QueryForApp(ctx, a2, "SO1", f); !errors.Is(err, ErrForbidden) {
+				t.Fatalf("another app's order (fields %d): %v", f, err)
+			}
+			if _, err := s.QueryForApp(ctx, a1, "NOPE", f); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("unknown order (fields %d): %v", f, err)
+			}
 		}
 		// The times as partners read them (rest's presenters format them so).
 		if pt, ct := paid.PayTime.UTC().Format(TimeFormat), paid.CreateTime.UTC().Format(TimeFormat); pt != "2026-11-22T10:00:00.123Z" || ct != "2026-11-22T10:00:00.123Z" {
