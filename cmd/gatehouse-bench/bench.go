@@ -79,6 +79,15 @@ func benchmark(ctx context.Context, o options, rep *report) error {
 		return err
 	}
 	rep.add("signed v1 order query, SQLite + memory", embLoad, sqliteSelectFloor, selectLoad)
+	if o.signedOnly {
+		if err := emb.proc.stop(); err != nil {
+			return err
+		}
+		if err := externalPhases(ctx, o, rep, self, tmp, client, bareLoad); err != nil {
+			rep.skip("Postgres + Redis figures", err.Error())
+		}
+		return nil
+	}
 	if err := ticketPhases(ctx, o, rep, emb, client, self, tmp, "SQLite", []string{"-mode", "insert-sqlite", "-sqlite", tmp + "/baseline-insert.db"},
 		"bare net/http JSON handler", bareLoad); err != nil {
 		_ = emb.proc.stop()
@@ -385,6 +394,9 @@ func externalPhases(ctx context.Context, o options, rep *report, self, tmp strin
 		return err
 	}
 	rep.add("signed v1 order query, Postgres + Redis", signed, "minimal handler: one Redis SET NX + one Postgres SELECT", baseLoad)
+	if o.signedOnly {
+		return g2.proc.stop()
+	}
 	pair, err := scaleOut(ctx, o, client, bare.RPS, g, g2)
 	if err := errors.Join(err, g2.proc.stop()); err != nil {
 		return err
