@@ -58,26 +58,31 @@ func benchmark(ctx context.Context, o options, rep *report) error {
 	}
 	rep.Baselines["bare net/http JSON handler"] = bareLoad
 
-	// Baseline 2: the embedded signed query's floor (nonce in memory, one
-	// SQLite SELECT of the order row).
-	selectLoad, err := sqliteSelectBaseline(ctx, o, client, self, tmp, bareLoad.RPS)
+	// gatehouse, embedded, measured in turns with the embedded signed
+	// query's floor (nonce in memory, one SQLite SELECT of the order row).
+	selectFloor, selectSrc, err := startSQLiteSelectFloor(ctx, o, self, tmp, bareLoad.RPS)
 	if err != nil {
 		return err
 	}
-	rep.Baselines[sqliteSelectFloor] = selectLoad
-
-	// gatehouse, embedded.
 	dataDir := tmp + "/data"
 	emb, err := startGatehouse(ctx, o, "gatehouse embedded", tmp, []string{"GATEHOUSE_DATA_DIR=" + dataDir})
 	if err != nil {
+		_ = selectFloor.stop()
 		return err
 	}
 	embStart := emb.proc.startup
-	embLoad, err := emb.signedLoad(ctx, o, client, bareLoad.RPS)
+	signedList, err := emb.presign(int(bareLoad.RPS*(o.phase+o.warmup).Seconds()) + 1000)
 	if err != nil {
+		_ = selectFloor.stop()
 		_ = emb.proc.stop()
 		return err
 	}
+	selectLoad, embLoad := measurePair(ctx, o, client, selectSrc, urls(signedList))
+	if err := selectFloor.stop(); err != nil {
+		_ = emb.proc.stop()
+		return err
+	}
+	rep.Baselines[sqliteSelectFloor] = selectLoad
 	rep.add("signed v1 order query, SQLite + memory", embLoad, sqliteSelectFloor, selectLoad)
 	if o.signedOnly {
 		if err := emb.proc.stop(); err != nil {
@@ -130,23 +135,22 @@ func benchmark(ctx context.Context, o options, rep *report) error {
 // sqliteSelectFloor names the embedded signed query's floor.
 const sqliteSelectFloor = "minimal handler: nonce in memory + one SQLite SELECT"
 
-// sqliteSelectBaseline measures the sqlite-select baseline: GETs of the
-// order, each with a new nonce.
-func sqliteSelectBaseline(ctx context.Context, o options, client *http.Client, self, tmp string, bareRPS float64) (loadResult, error) {
+// startSQLiteSelectFloor starts the sqlite-select baseline and returns its
+// requests (one unique nonce each, enough for a phase at bareRPS).
+func startSQLiteSelectFloor(ctx context.Context, o options, self, tmp string, bareRPS float64) (*proc, source, error) {
 	addr, err := freeAddr()
 	if err != nil {
-		return loadResult{}, err
+		return nil, source{}, err
 	}
 	p, err := startProc(ctx, "baseline sqlite-select", self, []string{"baseline", "-mode", "sqlite-select", "-addr", addr, "-sqlite", tmp + "/baseline-select.db"}, nil, addr, tmp)
 	if err != nil {
-		return loadResult{}, err
+		return nil, source{}, err
 	}
 	list := make([]string, int(bareRPS*(o.phase+o.warmup).Seconds())+1000)
 	for i := range list {
 		list[i] = p.base + "/q?order_no=" + orderNo + "&nonce=" + randomHex(16)
 	}
-	l := measure(ctx, o, client, urls(list))
-	return l, p.stop()
+	return p, urls(list), nil
 }
 
 // repeatURL is a source that sends the same GET forever.
@@ -298,17 +302,6 @@ func (g *gatehouse) presign(n int) ([]string, error) {
 	return out, nil
 }
 
-// signedLoad measures signed v1 order queries. Enough URLs are signed for
-// the whole phase at the bare baseline's rate (an upper bound).
-func (g *gatehouse) signedLoad(ctx context.Context, o options, c *http.Client, bareRPS float64) (loadResult, error) {
-	n := int(bareRPS*(o.phase+o.warmup).Seconds()) + 1000
-	list, err := g.presign(n)
-	if err != nil {
-		return loadResult{}, err
-	}
-	return measure(ctx, o, c, urls(list)), nil
-}
-
 // externalPhases measures gatehouse on Postgres + Redis against the
 // minimal one-Redis-one-Postgres handler, on a database of its own.
 func externalPhases(ctx context.Context, o options, rep *report, self, tmp string, client *http.Client, bare loadResult) error {
@@ -376,23 +369,26 @@ func externalPhases(ctx context.Context, o options, rep *report, self, tmp strin
 	for i := range list {
 		list[i] = base.base + "/q?order_no=" + orderNo + "&nonce=" + randomHex(16)
 	}
-	baseLoad := measure(ctx, o, client, urls(list))
-	if err := base.stop(); err != nil {
-		return err
-	}
-	rep.Baselines["minimal handler: one Redis SET NX + one Postgres SELECT"] = baseLoad
-
 	// The second replica starts (and idles) before the one-replica figure,
 	// so that the pair is measured right after it.
 	g2, err := g.replica(ctx, o, "gatehouse postgres replica 2", tmp)
 	if err != nil {
+		_ = base.stop()
 		return err
 	}
-	signed, err := g.signedLoad(ctx, o, client, bare.RPS)
+	signedList, err := g.presign(n)
 	if err != nil {
+		_ = base.stop()
 		_ = g2.proc.stop()
 		return err
 	}
+	// The floor and gatehouse in turns (measurePair).
+	baseLoad, signed := measurePair(ctx, o, client, urls(list), urls(signedList))
+	if err := base.stop(); err != nil {
+		_ = g2.proc.stop()
+		return err
+	}
+	rep.Baselines["minimal handler: one Redis SET NX + one Postgres SELECT"] = baseLoad
 	rep.add("signed v1 order query, Postgres + Redis", signed, "minimal handler: one Redis SET NX + one Postgres SELECT", baseLoad)
 	if o.signedOnly {
 		return g2.proc.stop()

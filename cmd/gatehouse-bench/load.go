@@ -86,6 +86,77 @@ func measure(ctx context.Context, o options, c *http.Client, src source) loadRes
 // drive sends requests from src with workers goroutines for d (or until
 // src runs dry) and summarises them.
 func drive(ctx context.Context, c *http.Client, workers int, d time.Duration, src source) loadResult {
+	return driveRaw(ctx, c, workers, d, src).summary()
+}
+
+// measurePair measures two servers doing the same work, a (the floor)
+// and b, both running: after a warm-up of each, the measured time of each
+// is cut into slices run in turn (a b, b a, a b, …), so that a change in
+// the machine's speed during the phase weighs on both alike. On this kind
+// of shared VM the speed moves by tens of percent within a minute; two
+// phases measured one after the other can differ by that much for the
+// same server.
+func measurePair(ctx context.Context, o options, c *http.Client, a, b source) (loadResult, loadResult) {
+	if o.warmup > 0 {
+		drive(ctx, c, o.workers, o.warmup, a)
+		drive(ctx, c, o.workers, o.warmup, b)
+	}
+	slices := max(2, int(o.phase/(500*time.Millisecond)))
+	slice := o.phase / time.Duration(slices)
+	var ra, rb rawLoad
+	for i := range slices {
+		first, second := &ra, &rb
+		srcFirst, srcSecond := a, b
+		if i%2 == 1 {
+			first, second, srcFirst, srcSecond = second, first, srcSecond, srcFirst
+		}
+		first.add(driveRaw(ctx, c, o.workers, slice, srcFirst))
+		second.add(driveRaw(ctx, c, o.workers, slice, srcSecond))
+	}
+	return ra.summary(), rb.summary()
+}
+
+// rawLoad is what drive gathers, before it is summarised; the loads of
+// several slices add up.
+type rawLoad struct {
+	lat      []time.Duration
+	errs     int
+	firstErr string
+	elapsed  time.Duration
+	cpu      time.Duration // server CPU used, when cpuKnown
+	cpuKnown bool
+	slices   int
+}
+
+func (r *rawLoad) add(o rawLoad) {
+	r.lat = append(r.lat, o.lat...)
+	r.errs += o.errs
+	if r.firstErr == "" {
+		r.firstErr = o.firstErr
+	}
+	r.elapsed += o.elapsed
+	r.cpu += o.cpu
+	r.cpuKnown = (r.slices == 0 || r.cpuKnown) && o.cpuKnown
+	r.slices++
+}
+
+func (r rawLoad) summary() loadResult {
+	all := slices.Clone(r.lat)
+	slices.Sort(all)
+	l := loadResult{Requests: len(all), Errors: r.errs, FirstError: r.firstErr}
+	if len(all) > 0 {
+		l.RPS = float64(len(all)) / r.elapsed.Seconds()
+		l.P50Ms = ms(all[len(all)*50/100])
+		l.P99Ms = ms(all[min(len(all)-1, len(all)*99/100)])
+		if r.cpuKnown {
+			l.ServerCPUus = float64(r.cpu.Microseconds()) / float64(len(all))
+		}
+	}
+	return l
+}
+
+// driveRaw is drive without the summary.
+func driveRaw(ctx context.Context, c *http.Client, workers int, d time.Duration, src source) rawLoad {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var (
@@ -143,25 +214,14 @@ func drive(ctx context.Context, c *http.Client, workers int, d time.Duration, sr
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
+	r := rawLoad{lat: all, errs: errs, firstErr: firstErr, elapsed: time.Since(start)}
 	cpu1 := cpuSnapshot()
-	slices.Sort(all)
-	r := loadResult{Requests: len(all), Errors: errs, FirstError: firstErr}
-	if len(all) > 0 {
-		r.RPS = float64(len(all)) / elapsed.Seconds()
-		r.P50Ms = ms(all[len(all)*50/100])
-		r.P99Ms = ms(all[min(len(all)-1, len(all)*99/100)])
-		var used time.Duration
-		complete := len(hosts) > 0
-		for h := range hosts {
-			t0, ok0 := cpu0[h]
-			t1, ok1 := cpu1[h]
-			complete = complete && ok0 && ok1
-			used += t1 - t0
-		}
-		if complete {
-			r.ServerCPUus = float64(used.Microseconds()) / float64(len(all))
-		}
+	r.cpuKnown = len(hosts) > 0
+	for h := range hosts {
+		t0, ok0 := cpu0[h]
+		t1, ok1 := cpu1[h]
+		r.cpuKnown = r.cpuKnown && ok0 && ok1
+		r.cpu += t1 - t0
 	}
 	return r
 }
