@@ -460,23 +460,18 @@ func deductPhases(ctx context.Context, o options, rep *report, g *gatehouse, c *
 	if err != nil {
 		return err
 	}
-	hotBase := measure(ctx, o, c, cycle(base.base+"/d?sku_id=%d", 1))
-	spreadBase := measure(ctx, o, c, cycle(base.base+"/d?sku_id=%d", benchSKUs))
-	if err := base.stop(); err != nil {
-		return err
-	}
+	// The floor runs through both phases: each is measured in turns with
+	// gatehouse (measurePair).
+	defer base.stop()
 	baseName := "plain conditional UPDATE per request, " + label
-	rep.Baselines[baseName+", one row"] = hotBase
-	rep.Baselines[baseName+", 100 rows"] = spreadBase
 
 	n := int(bare.RPS*(o.phase+o.warmup).Seconds()/2) + 1000
 	s := partnerclient.Signer{AppKey: g.appKey, AppSecret: g.secret}
 	for _, ph := range []struct {
 		name   string
 		spread int
-		base   loadResult
 		suffix string
-	}{{"one hot SKU", 1, hotBase, ", one row"}, {"100 SKUs", benchSKUs, spreadBase, ", 100 rows"}} {
+	}{{"one hot SKU", 1, ", one row"}, {"100 SKUs", benchSKUs, ", 100 rows"}} {
 		list := make([]string, n)
 		run := randomHex(4)
 		for i := range list {
@@ -491,16 +486,11 @@ func deductPhases(ctx context.Context, o options, rep *report, g *gatehouse, c *
 		if err != nil {
 			return err
 		}
-		// Warm-up and measured phase apart (as measure does), to count
-		// every success for the stock check.
-		src := urlsWith(http.MethodPost, list)
-		var warm loadResult
-		if o.warmup > 0 {
-			warm = drive(ctx, c, o.workers, o.warmup, src)
-		}
-		l := drive(ctx, c, o.workers, o.phase, src)
+		// The warm-up's requests are counted too, for the stock check.
+		floor, l, warm := measurePairWarm(ctx, o, c, cycle(base.base+"/d?sku_id=%d", ph.spread), urlsWith(http.MethodPost, list))
+		rep.Baselines[baseName+ph.suffix] = floor
 		name := "signed deduction, " + ph.name + ", " + label
-		rep.add(name, l, baseName+ph.suffix, ph.base)
+		rep.add(name, l, baseName+ph.suffix, floor)
 		msg, err := g.checkDeductions(ctx, c, phaseSkus, before, warm.Requests+l.Requests, warm.Errors+l.Errors, run, 50)
 		if err != nil {
 			return fmt.Errorf("%s: correctness check failed: %w", name, err)

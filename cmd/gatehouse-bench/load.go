@@ -97,9 +97,17 @@ func drive(ctx context.Context, c *http.Client, workers int, d time.Duration, sr
 // phases measured one after the other can differ by that much for the
 // same server.
 func measurePair(ctx context.Context, o options, c *http.Client, a, b source) (loadResult, loadResult) {
+	la, lb, _ := measurePairWarm(ctx, o, c, a, b)
+	return la, lb
+}
+
+// measurePairWarm is measurePair that also returns b's warm-up (whose
+// requests count too where the harness checks their effects).
+func measurePairWarm(ctx context.Context, o options, c *http.Client, a, b source) (loadResult, loadResult, loadResult) {
+	var warmB loadResult
 	if o.warmup > 0 {
 		drive(ctx, c, o.workers, o.warmup, a)
-		drive(ctx, c, o.workers, o.warmup, b)
+		warmB = drive(ctx, c, o.workers, o.warmup, b)
 	}
 	slices := max(2, int(o.phase/(500*time.Millisecond)))
 	slice := o.phase / time.Duration(slices)
@@ -113,7 +121,7 @@ func measurePair(ctx context.Context, o options, c *http.Client, a, b source) (l
 		first.add(driveRaw(ctx, c, o.workers, slice, srcFirst))
 		second.add(driveRaw(ctx, c, o.workers, slice, srcSecond))
 	}
-	return ra.summary(), rb.summary()
+	return ra.summary(), rb.summary(), warmB
 }
 
 // rawLoad is what drive gathers, before it is summarised; the loads of
