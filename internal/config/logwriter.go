@@ -17,12 +17,12 @@ const flushDelay = 10 * time.Millisecond
 // logWriter gathers log lines and writes them out in batches from one
 // goroutine: under load one write(2) carries many request lines instead
 // of each request paying its own (that write was about 6 % of the signed
-// order query's CPU). A line waits at most flushDelay (written out at
-// once, a batch held about two lines under load, and the write and the
-// flusher's wake-ups still cost about 5 µs per request), and never more
-// than maxBuffered bytes wait: beyond that the writer writes them itself,
-// as an unbuffered logger would. Lines keep their order. Close writes out
-// what is left.
+// order query's CPU). A batch gathers for flushDelay, the most a line
+// waits: when lines were written out as soon as they came, a batch held
+// about two lines under load, and the write and the flusher's wake-ups
+// still cost about 5 µs per request. Never more than maxBuffered bytes
+// wait: beyond that the writer writes them itself, as an unbuffered logger
+// would. Lines keep their order. Close writes out what is left.
 type logWriter struct {
 	w     io.Writer
 	delay time.Duration // how long a batch gathers: flushDelay
