@@ -113,16 +113,17 @@ RETURNING w.id, w.app_id, w.event_id, w.event_type, w.biz_data, w.callback_url, 
 	// has no LATERAL: the rounds are made in Go).
 	appDueSQLite = `SELECT x.id FROM (` + waitingOf("$2", dueCond, "$3") + `) AS x ORDER BY x.next_attempt_at, x.id LIMIT $3`
 
-	// nextDueSQL is the earliest future due time of a delivery this process
-	// could claim then (of an app that may receive). Rows due now but not
-	// claimed are blocked (their app is at its cap, or another replica is
-	// claiming it): a finishing attempt wakes the loop for those.
+	// nextDueSQL is the earliest due time after $1 (the clock of the last
+	// claim) of a delivery this process could claim then (of an app that
+	// may receive). Rows due at $1 but not claimed are blocked (their app
+	// is at its cap, or another replica is claiming it): a finishing
+	// attempt wakes the loop for those.
 	nextDueSQL = `SELECT min(n) FROM (SELECT (SELECT min(w.next_attempt_at) FROM (` +
 		waitingOf("a.id", `d.next_attempt_at > $1 AND (d.lease_until IS NULL OR d.lease_until < $1)`, "1") + `) AS w) AS n
 FROM partner_apps a WHERE ` + receiving + `) x`
 )
 
-// claim leases up to n due deliveries to this process, at most PerApp in
+// claim leases up to n deliveries due at now to this process, at most PerApp in
 // flight per app and fair across apps (see appsSQL). The lease value of
 // the claim is the fencing token of the attempts.
 //
@@ -132,9 +133,8 @@ FROM partner_apps a WHERE ` + receiving + `) x`
 // round trip (a pgx batch: one implicit transaction). On SQLite the
 // transaction holds the database's write lock from its start (the store
 // opens it IMMEDIATE), so nothing changes under it.
-func (d *dispatcher) claim(ctx context.Context, n int) ([]job, error) {
+func (d *dispatcher) claim(ctx context.Context, now time.Time, n int) ([]job, error) {
 	s := d.s
-	now := s.now()
 	lease := dbTime(now.Add(s.opt.Lease))
 	dayAgo := now.Add(-24 * time.Hour) // an expire date is valid through its whole UTC day
 	var (

@@ -86,6 +86,7 @@ func (d *dispatcher) run() {
 // dispatchDue hands due deliveries to idle workers and returns how long
 // the loop may sleep.
 func (d *dispatcher) dispatchDue() time.Duration {
+	var claimedAt time.Time // the clock of the last claim
 	for {
 		select {
 		case <-d.stop:
@@ -109,7 +110,8 @@ func (d *dispatcher) dispatchDue() time.Duration {
 		}
 		d.short = time.Time{}
 		ctx, cancel := context.WithTimeout(d.abortCtx, 10*time.Second)
-		jobs, err := d.claim(ctx, free)
+		claimedAt = d.s.now()
+		jobs, err := d.claim(ctx, claimedAt, free)
 		cancel()
 		if err != nil {
 			if d.abortCtx.Err() == nil {
@@ -129,7 +131,7 @@ func (d *dispatcher) dispatchDue() time.Duration {
 	}
 	// The floor keeps the loop from spinning on rows that look due but
 	// another replica is claiming at this very moment.
-	return max(d.untilNextDue(), minWait)
+	return max(d.untilNextDue(claimedAt), minWait)
 }
 
 // minWait is the shortest sleep of the loop between two claims.
@@ -140,13 +142,17 @@ const minWait = 2 * time.Millisecond
 const batchWait = 5 * time.Millisecond
 
 // untilNextDue returns the time until the next delivery becomes due (see
-// nextDueSQL), at most the poll interval.
-func (d *dispatcher) untilNextDue() time.Duration {
+// nextDueSQL), at most the poll interval: the earliest due time after
+// claimedAt, the clock of the claim just made. A delivery that became due
+// between that claim and now was not seen by the claim; counting from
+// the claim's clock (not from now) finds it, and the loop claims it at
+// once rather than after the poll interval.
+func (d *dispatcher) untilNextDue(claimedAt time.Time) time.Duration {
 	ctx, cancel := context.WithTimeout(d.abortCtx, 5*time.Second)
 	defer cancel()
 	now := d.s.now()
 	var raw any
-	err := d.s.db.SQL.QueryRowContext(ctx, nextDueSQL, now, now.Add(-24*time.Hour)).Scan(&raw)
+	err := d.s.db.SQL.QueryRowContext(ctx, nextDueSQL, claimedAt, claimedAt.Add(-24*time.Hour)).Scan(&raw)
 	var next time.Time
 	if err == nil && raw != nil {
 		next, err = dbTimeValue(raw)

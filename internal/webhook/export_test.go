@@ -1,6 +1,10 @@
 package webhook
 
-import dto "github.com/prometheus/client_model/go"
+import (
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+)
 
 // Test-only access to the alert counter.
 
@@ -9,4 +13,10 @@ func FailedTotal(eventType string) float64 {
 	var m dto.Metric
 	_ = failedTotal.WithLabelValues(eventType).Write(&m)
 	return m.GetCounter().GetValue()
+}
+
+// UntilNextDue is how long s's dispatch loop would sleep after a claim
+// made at claimedAt (the dispatcher is built, not run).
+func UntilNextDue(s *Service, claimedAt time.Time) time.Duration {
+	return newDispatcher(s).untilNextDue(claimedAt)
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"gatehouse/ent/webhookdelivery"
 	"gatehouse/internal/order"
 	"gatehouse/internal/partner"
 	"gatehouse/internal/store"
@@ -122,6 +123,41 @@ func TestRetryTimerWithoutPolling(t *testing.T) {
 		e.waitStatus(t, d.ID, webhook.StatusSuccess, 10*time.Second)
 		if n := rcv.count(); n != 3 {
 			t.Fatalf("%d attempts, want 3", n)
+		}
+	})
+}
+
+// TestNextDueCountsFromTheClaim: a delivery that becomes due after the
+// dispatch loop's claim looked, but before the loop asks when the next one
+// is due, must still be found (wait 0), not slept past until the poll
+// interval. The loop asks with its claim's clock; asked with the later
+// clock instead, the delivery falls between the two and the answer is the
+// poll interval (what a busy machine showed in TestRetryTimerWithoutPolling).
+func TestNextDueCountsFromTheClaim(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		// The running dispatcher lives an hour in the past: it never finds
+		// the delivery due, so the row stays as this test sets it.
+		past := time.Now().Add(-time.Hour)
+		e := newEnv(t, b, webhook.Options{AllowPrivate: true, PollInterval: time.Hour, Now: func() time.Time { return past }})
+		appID, _ := e.newApp(t, "http://127.0.0.1:9/hook")
+		d := e.pay(t, appID)
+		claimedAt := time.Now().UTC().Truncate(time.Millisecond)
+		due := claimedAt.Add(50 * time.Millisecond)
+		if err := e.db.WebhookDelivery.UpdateOneID(d.ID).SetStatus(webhookdelivery.StatusRETRYING).SetRetryCount(1).
+			SetNextAttemptAt(due).ClearLeaseUntil().Exec(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		later := claimedAt.Add(100 * time.Millisecond)
+		log := slog.New(slog.DiscardHandler)
+		s, err := webhook.NewService(e.db, e.masterKey, log, webhook.Options{AllowPrivate: true, PollInterval: time.Hour, Now: func() time.Time { return later }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := webhook.UntilNextDue(s, claimedAt); got != 0 {
+			t.Fatalf("after a claim at %s, with the delivery due at %s and the clock at %s: wait %s, want 0", claimedAt, due, later, got)
+		}
+		if got := webhook.UntilNextDue(s, later); got != time.Hour {
+			t.Fatalf("counting from now, past the due time: wait %s, want the poll interval (the gap this rule closes)", got)
 		}
 	})
 }
