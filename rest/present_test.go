@@ -31,3 +31,18 @@ func TestPresenters(t *testing.T) {
 		}
 	}
 }
+
+// TestV1PresenterNeedsOnlySummary: the v1 order query reads only the
+// order.Summary fields (partner_api.go), so the v1 presenter must show
+// nothing else: its reply from a summary equals its reply from the whole
+// order. A v1 field taken from the customer or the times fails here
+// instead of answering empty values.
+func TestV1PresenterNeedsOnlySummary(t *testing.T) {
+	at := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	full := order.Order{ID: 7, OrderNo: "SO1", AppID: 3, Amount: 9990, Status: order.Paid, CreateTime: at, PayTime: &at,
+		CustomerName: "Ann", CustomerPhone: "13800000000", CustomerEmail: "ann@example.com"}
+	summary := order.Order{ID: full.ID, OrderNo: full.OrderNo, AppID: full.AppID, Amount: full.Amount, Status: full.Status}
+	if got, want := presentOrderV1(summary), presentOrderV1(full); got != want {
+		t.Fatalf("v1 from a summary %+v, from the whole order %+v", got, want)
+	}
+}
