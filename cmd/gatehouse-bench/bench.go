@@ -443,7 +443,7 @@ func randomHex(n int) string { return hex.EncodeToString(randomBytes(n)) }
 // each) on one hot SKU and spread over benchSKUs SKUs, against a baseline
 // process doing the plain conditional single-row UPDATE per request
 // (baselineArgs) on its own table in the same kind of database.
-func deductPhases(ctx context.Context, o options, rep *report, g *gatehouse, c *http.Client, bare loadResult, self, tmp, label string, baselineArgs []string) error {
+func deductPhases(ctx context.Context, o options, rep *report, g *gatehouse, c *http.Client, bare loadResult, self, tmp, label string, baselineArgs []string) (err error) {
 	var skus []string
 	for i := range benchSKUs {
 		var out struct{ CreateSku struct{ ID string } }
@@ -461,8 +461,9 @@ func deductPhases(ctx context.Context, o options, rep *report, g *gatehouse, c *
 		return err
 	}
 	// The floor runs through both phases: each is measured in turns with
-	// gatehouse (measurePair).
-	defer base.stop()
+	// gatehouse (measurePair). A floor that does not stop cleanly is
+	// reported, as before.
+	defer func() { err = errors.Join(err, base.stop()) }()
 	baseName := "plain conditional UPDATE per request, " + label
 
 	n := int(bare.RPS*(o.phase+o.warmup).Seconds()/2) + 1000
