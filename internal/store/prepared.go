@@ -22,7 +22,7 @@ import (
 // connection as well; Stmt makes that explicit and skips the building.
 //
 // Writes keep going through Ent (and its transactions); Stmt is for
-// single-statement reads.
+// single-statement reads, and runs them on the read pool (see Open).
 type Stmt struct {
 	db    *sql.DB
 	query string
@@ -37,7 +37,7 @@ func NewStmt(db *DB, query string) *Stmt {
 	if db.Dialect == dialect.Postgres {
 		query = dollarPlaceholders(query)
 	}
-	return &Stmt{db: db.SQL, query: query}
+	return &Stmt{db: db.reads, query: query}
 }
 
 // prepared prepares the statement the first time; a failed attempt (the

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -27,7 +28,10 @@ import (
 // DB is an open database: the Ent client and the pool under it.
 type DB struct {
 	*ent.Client
-	SQL     *sql.DB
+	SQL *sql.DB
+	// reads is the pool of the hot single-statement reads (Stmt): on
+	// Postgres a pool of its own, sized by CPU; on SQLite SQL itself.
+	reads   *sql.DB
 	Dialect string // dialect.SQLite or dialect.Postgres
 	// raw is Ent's driver without error classification: the schema
 	// migration reads its results as *sql.Rows.
@@ -54,7 +58,7 @@ func (d *DB) WriteTurn(ctx context.Context) (release func(), err error) {
 // Open connects to url ("sqlite:PATH" or "postgres://…") without migrating.
 func Open(ctx context.Context, url string) (*DB, error) {
 	var (
-		db          *sql.DB
+		db, reads   *sql.DB
 		dialectName string
 		err         error
 	)
@@ -91,17 +95,31 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		// Idle = open: with fewer idle than open slots, more concurrent
 		// requests than idle slots close and reopen connections all the
 		// time (a new server process each, and pgx's statement cache lost).
-		db.SetMaxOpenConns(40)
-		db.SetMaxIdleConns(40)
+		db.SetMaxOpenConns(writePoolSize)
+		db.SetMaxIdleConns(writePoolSize)
 		db.SetConnMaxIdleTime(5 * time.Minute)
+		if reads, err = sql.Open("pgx", url); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("open postgres: %w", err)
+		}
+		n := readPoolSize()
+		reads.SetMaxOpenConns(n)
+		reads.SetMaxIdleConns(n)
+		reads.SetConnMaxIdleTime(5 * time.Minute)
 		dialectName = dialect.Postgres
 	default:
 		return nil, errors.New("database URL must start with sqlite:, postgres:// or postgresql://")
+	}
+	if reads == nil {
+		reads = db // SQLite: one pool (its own limits on writers apply)
 	}
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := db.PingContext(pingCtx); err != nil {
 		db.Close()
+		if reads != db {
+			reads.Close()
+		}
 		return nil, fmt.Errorf("connect to database: %w", err)
 	}
 	raw := entsql.OpenDB(dialectName, db)
@@ -112,8 +130,21 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	} else {
 		drv.pg = &pgWrites{db: db}
 	}
-	return &DB{Client: ent.NewClient(ent.Driver(drv)), SQL: db, Dialect: dialectName, raw: raw, url: url, writers: drv.writers, writes: drv.sqlite}, nil
+	return &DB{Client: ent.NewClient(ent.Driver(drv)), SQL: db, reads: reads, Dialect: dialectName, raw: raw, url: url, writers: drv.writers, writes: drv.sqlite}, nil
 }
+
+// Postgres pool sizes. Transactions and writes share the write pool: a
+// commit waits for the WAL to reach the disk, and the more commits wait
+// together, the more each flush carries (on 2 cores, ticket creation held
+// 0.84 of its plain-INSERT floor with 40 connections, 0.64 with 8). The hot
+// single-statement reads (Stmt) have a pool of their own, sized by CPU: a
+// read is CPU work only, and every connection is a server process competing
+// for the same cores (on 2 cores, the signed order query used ~10 % less
+// machine CPU per request through 8 connections than through 40).
+// docs/performance.md has the measurements.
+const writePoolSize = 40
+
+func readPoolSize() int { return min(max(4*runtime.GOMAXPROCS(0), 8), 32) }
 
 // sqliteBusyTimeout is how long an SQLite writer waits for the write lock.
 const sqliteBusyTimeout = 10 * time.Second
@@ -126,7 +157,11 @@ func (d *DB) Close() error {
 	if d.writes != nil {
 		d.writes.close()
 	}
-	return d.Client.Close()
+	err := d.Client.Close()
+	if d.reads != d.SQL {
+		err = errors.Join(err, d.reads.Close())
+	}
+	return err
 }
 
 // WithTx runs fn in a transaction, rolling back on error or panic.

@@ -1,0 +1,49 @@
+package store
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"gatehouse/internal/testenv"
+)
+
+// TestHotReadsHaveTheirOwnPool: on Postgres the prepared hot reads (Stmt)
+// run on a pool of their own, sized by CPU, and the write pool keeps its
+// size; on SQLite there is one pool.
+func TestHotReadsHaveTheirOwnPool(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		ctx := context.Background()
+		url := b.DatabaseURL
+		if b.Embedded() {
+			url = "sqlite:" + filepath.Join(t.TempDir(), "g.db")
+		}
+		db, err := Open(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		var one int
+		if err := NewStmt(db, "SELECT 1").QueryRow(ctx, nil, &one); err != nil || one != 1 {
+			t.Fatalf("hot read: %d, %v", one, err)
+		}
+		if b.Embedded() {
+			if db.reads != db.SQL {
+				t.Fatal("SQLite: the hot reads have a pool of their own, want the one pool")
+			}
+			return
+		}
+		if db.reads == db.SQL {
+			t.Fatal("Postgres: the hot reads share the write pool")
+		}
+		if got, want := db.reads.Stats().MaxOpenConnections, readPoolSize(); got != want {
+			t.Errorf("read pool: %d connections, want %d", got, want)
+		}
+		if got := db.SQL.Stats().MaxOpenConnections; got != writePoolSize {
+			t.Errorf("write pool: %d connections, want %d", got, writePoolSize)
+		}
+		if db.reads.Stats().OpenConnections == 0 {
+			t.Error("the hot read did not run on the read pool")
+		}
+	})
+}
