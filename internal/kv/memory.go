@@ -30,11 +30,13 @@ const never = math.MaxInt64
 // ticks since the store was opened: 8 bytes per window entry, and, with the
 // real clock, monotonic, so a wall-clock step cannot stretch a rate window.
 type memoryStore struct {
-	now    func() time.Time
-	epoch  time.Time
-	seed   maphash.Seed
-	shards [shardCount]memShard
-	closed atomic.Bool
+	now   func() time.Time
+	epoch time.Time
+	seed  maphash.Seed
+	// nonceSeeds key the nonce hashes (admit_memory.go).
+	nonceSeeds [2]maphash.Seed
+	shards     [shardCount]memShard
+	closed     atomic.Bool
 
 	closeOnce sync.Once
 	stop      chan struct{}
@@ -54,10 +56,11 @@ type memItem struct {
 
 func newMemory(o options) *memoryStore {
 	s := &memoryStore{
-		now:  o.now,
-		seed: maphash.MakeSeed(),
-		stop: make(chan struct{}),
-		done: make(chan struct{}),
+		now:        o.now,
+		seed:       maphash.MakeSeed(),
+		nonceSeeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
+		stop:       make(chan struct{}),
+		done:       make(chan struct{}),
 	}
 	s.epoch = s.now()
 	for i := range s.shards {
