@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -135,6 +136,30 @@ func holdFirst(t *testing.T, b testenv.Backend, db *store.DB, svc *inventory.Ser
 		unlock()
 		return <-first
 	}
+}
+
+// On Postgres deductions of different SKUs share batches: SKUs are spread
+// by id over two groups per CPU (with a group per SKU, concurrent
+// deductions of different SKUs never shared a commit), and ids that far
+// apart meet in one group while closer ones run in parallel. SQLite has
+// one group.
+func TestDeductGroupsSpanSkus(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		svc, _ := newService(t, b)
+		groups := 2 * runtime.GOMAXPROCS(0)
+		if b.Embedded() {
+			groups = 1
+		}
+		id := mustSku(t, svc, 1).ID
+		for k := 1; k < groups; k++ {
+			if inventory.SameCombiner(svc, id, id+k) {
+				t.Fatalf("SKUs %d and %d share a group, want %d groups", id, id+k, groups)
+			}
+		}
+		if !inventory.SameCombiner(svc, id, id+groups) {
+			t.Fatalf("SKUs %d and %d are in different groups, want %d groups", id, id+groups, groups)
+		}
+	})
 }
 
 // Deductions that arrive while one is held in the database queue and then

@@ -107,7 +107,7 @@ func NewService(db *store.DB, opts ...Option) *Service {
 	}
 	n := 1
 	if s.postgres {
-		n = postgresCombiners
+		n = postgresCombiners()
 	}
 	for range n {
 		s.combiners = append(s.combiners, &combiner{run: s.runBatch})
