@@ -57,6 +57,12 @@ func benchmark(ctx context.Context, o options, rep *report) error {
 		return err
 	}
 	rep.Baselines["bare net/http JSON handler"] = bareLoad
+	if o.deductOnly {
+		if err := externalPhases(ctx, o, rep, self, tmp, client, bareLoad); err != nil {
+			rep.skip("Postgres + Redis figures", err.Error())
+		}
+		return nil
+	}
 
 	// gatehouse, embedded, measured in turns with the embedded signed
 	// query's floor (nonce in memory, one SQLite SELECT of the order row).
@@ -354,6 +360,9 @@ func externalPhases(ctx context.Context, o options, rep *report, self, tmp strin
 		return err
 	}
 	defer g.proc.stop()
+	if o.deductOnly {
+		return deductPhases(ctx, o, rep, g, client, bare, self, tmp, "Postgres", []string{"-mode", "update-pg", "-postgres", dbURL})
+	}
 
 	addr, err := freeAddr()
 	if err != nil {

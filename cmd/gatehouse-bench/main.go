@@ -61,6 +61,8 @@ type options struct {
 	before string
 	// signedOnly measures the signed order query and its floors only.
 	signedOnly bool
+	// deductOnly measures the Postgres deduction phases and their floor only.
+	deductOnly bool
 	// binary overrides gatehouse for one startGatehouse (the -before runs).
 	binary string
 }
@@ -76,6 +78,7 @@ func run(ctx context.Context, args []string) error {
 	fs.StringVar(&o.postgresURL, "postgres", envOr("GATEHOUSE_BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"), "Postgres server (a database is created and dropped); empty: skip")
 	fs.StringVar(&o.redisURL, "redis", envOr("GATEHOUSE_BENCH_REDIS_URL", "redis://127.0.0.1:6379/0"), "Redis server (a private key prefix is used); empty: skip")
 	fs.StringVar(&o.before, "before", "", "an earlier gatehouse binary: its webhook drain and isolation are measured too (embedded; adds minutes)")
+	fs.BoolVar(&o.deductOnly, "deduct-only", false, "measure only the signed deductions on Postgres + Redis and their floor (for A/B runs of that path)")
 	fs.BoolVar(&o.signedOnly, "signed-only", false, "measure only the signed order query and its floors (for A/B runs of that path)")
 	if err := fs.Parse(args); err != nil {
 		return err
