@@ -26,6 +26,11 @@ type loadResult struct {
 	// machine disturbs far less than throughput. Databases, Redis and
 	// the load generator are not in it. 0 when it could not be read.
 	ServerCPUus float64 `json:"server_cpu_us_per_request,omitempty"`
+	// MachineCPUus is the whole machine's busy CPU time (every process:
+	// the server, Postgres, Redis, the load generator; /proc/stat) in the
+	// measured phase per successful request, in microseconds. On a machine
+	// whose cores are all in use, throughput follows it. 0 when unknown.
+	MachineCPUus float64 `json:"machine_cpu_us_per_request,omitempty"`
 }
 
 // source hands out the requests of a phase: next returns false when it
@@ -133,6 +138,7 @@ type rawLoad struct {
 	elapsed  time.Duration
 	cpu      time.Duration // server CPU used, when cpuKnown
 	cpuKnown bool
+	machine  time.Duration // the machine's busy CPU time (0: unknown)
 	slices   int
 }
 
@@ -145,6 +151,7 @@ func (r *rawLoad) add(o rawLoad) {
 	r.elapsed += o.elapsed
 	r.cpu += o.cpu
 	r.cpuKnown = (r.slices == 0 || r.cpuKnown) && o.cpuKnown
+	r.machine += o.machine
 	r.slices++
 }
 
@@ -159,6 +166,7 @@ func (r rawLoad) summary() loadResult {
 		if r.cpuKnown {
 			l.ServerCPUus = float64(r.cpu.Microseconds()) / float64(len(all))
 		}
+		l.MachineCPUus = float64(r.machine.Microseconds()) / float64(len(all))
 	}
 	return l
 }
@@ -176,6 +184,7 @@ func driveRaw(ctx context.Context, c *http.Client, workers int, d time.Duration,
 	)
 	hosts := map[string]bool{} // the servers this phase loaded
 	cpu0 := cpuSnapshot()
+	busy0, busyErr := machineBusy()
 	start := time.Now()
 	for range workers {
 		wg.Go(func() {
@@ -224,6 +233,9 @@ func driveRaw(ctx context.Context, c *http.Client, workers int, d time.Duration,
 	wg.Wait()
 	r := rawLoad{lat: all, errs: errs, firstErr: firstErr, elapsed: time.Since(start)}
 	cpu1 := cpuSnapshot()
+	if busy1, err := machineBusy(); err == nil && busyErr == nil {
+		r.machine = busy1 - busy0
+	}
 	r.cpuKnown = len(hosts) > 0
 	for h := range hosts {
 		t0, ok0 := cpu0[h]

@@ -26,6 +26,9 @@ type figure struct {
 	// CPURatio is the baseline's server CPU per request divided by
 	// gatehouse's (throughput figures whose both sides could be read).
 	CPURatio float64 `json:"cpu_ratio,omitempty"`
+	// MachineCPURatio is the same with the whole machine's CPU per
+	// request (Postgres, Redis and the load generator included).
+	MachineCPURatio float64 `json:"machine_cpu_ratio,omitempty"`
 }
 
 // report is everything one run measured.
@@ -60,6 +63,10 @@ func (r *report) add(name string, l loadResult, baseline string, b loadResult) {
 		// cost as a fraction of gatehouse's (1 = no dearer than the floor).
 		f.CPURatio = b.ServerCPUus / l.ServerCPUus
 		line += fmt.Sprintf("; server CPU %.0f µs/req, floor %.0f µs/req: cpu ratio %.2f", l.ServerCPUus, b.ServerCPUus, f.CPURatio)
+	}
+	if l.MachineCPUus > 0 && b.MachineCPUus > 0 {
+		f.MachineCPURatio = b.MachineCPUus / l.MachineCPUus
+		line += fmt.Sprintf("; machine CPU %.0f vs %.0f µs/req: %.2f", l.MachineCPUus, b.MachineCPUus, f.MachineCPURatio)
 	}
 	r.Figures = append(r.Figures, f)
 	if l.Errors > 0 {
