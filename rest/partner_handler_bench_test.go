@@ -87,60 +87,70 @@ func BenchmarkSignedHandler(b *testing.B) {
 		}
 		// net/http gives every request a cancellable context (the SQLite
 		// driver then watches it during the query), as gatehouse's are.
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, "GET", urls[i], nil))
-			if rec.Code != 200 {
-				b.Fatal(rec.Code)
-			}
-		}
+		serveEach(b, h, urls)
 	})
 	b.Run("gatehouse", func(b *testing.B) {
-		cfg := apptest.Config(b, testenv.Backend{Name: "sqlite"})
-		if err := cfg.Resolve(); err != nil {
-			b.Fatal(err)
-		}
-		f, err := os.Create(filepath.Join(b.TempDir(), "log"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer f.Close()
-		cfg.LogFormat = "json"
-		cfg.LogLevel = "info"
-		log, flush := cfg.NewLogger(f)
-		defer flush()
-		a, err := app.New(context.Background(), cfg, log)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer a.Close(context.Background())
-		lim := partner.MaxRateLimit
-		pa, sec, err := a.Partners.Create(context.Background(), partner.CreateInput{AppName: "bench", RateLimit: &lim})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := a.Orders.Create(context.Background(), order.CreateInput{AppID: pa.ID, OrderNo: "SO1001", Amount: "99.90", Status: order.Paid}); err != nil {
-			b.Fatal(err)
-		}
-		s := partnerclient.Signer{AppKey: pa.AppKey, AppSecret: sec.AppSecret}
+		a, s := benchApp(b, testenv.Backend{Name: "sqlite"})
 		urls := make([]string, b.N)
 		for i := range urls {
 			urls[i], _ = s.SignURL("http://x/api/v1/orders/query?order_no=SO1001")
 		}
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			rec := httptest.NewRecorder()
-			req := httptest.NewRequest("GET", urls[i], nil)
-			req.RemoteAddr = "127.0.0.1:1234"
-			a.Public.ServeHTTP(rec, req)
-			if rec.Code != 200 {
-				b.Fatal(rec.Code, rec.Body.String())
-			}
-		}
+		serveEach(b, a.Public, urls)
 	})
+}
+
+// benchApp starts gatehouse on backend be as the benchmarks measure it
+// (JSON request logs at info to a file through the production log writer)
+// with one partner app at the highest rate limit and its order SO1001, and
+// returns it with the app's signer. Everything is closed when b ends.
+func benchApp(b *testing.B, be testenv.Backend) (*app.App, partnerclient.Signer) {
+	b.Helper()
+	cfg := apptest.Config(b, be)
+	if err := cfg.Resolve(); err != nil {
+		b.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(b.TempDir(), "log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { f.Close() })
+	cfg.LogFormat = "json"
+	cfg.LogLevel = "info"
+	log, flush := cfg.NewLogger(f)
+	b.Cleanup(flush)
+	a, err := app.New(context.Background(), cfg, log)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { a.Close(context.Background()) })
+	lim := partner.MaxRateLimit
+	pa, sec, err := a.Partners.Create(context.Background(), partner.CreateInput{AppName: "bench", RateLimit: &lim})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := a.Orders.Create(context.Background(), order.CreateInput{AppID: pa.ID, OrderNo: "SO1001", Amount: "99.90", Status: order.Paid}); err != nil {
+		b.Fatal(err)
+	}
+	return a, partnerclient.Signer{AppKey: pa.AppKey, AppSecret: sec.AppSecret}
+}
+
+// serveEach times h serving a GET of each of urls (at least b.N of them),
+// one at a time, each expected to answer 200. Every request has a
+// cancellable context, as net/http gives them (database drivers then
+// watch it during a query).
+func serveEach(b *testing.B, h http.Handler, urls []string) {
+	b.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequestWithContext(ctx, "GET", urls[i], nil)
+		req.RemoteAddr = "127.0.0.1:1234"
+		h.ServeHTTP(rec, req)
+		if rec.Code != 200 {
+			b.Fatal(rec.Code, rec.Body.String())
+		}
+	}
 }

@@ -1,25 +1,16 @@
 package rest_test
 
 import (
-	"context"
 	"database/sql"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"gatehouse/internal/app"
-	"gatehouse/internal/app/apptest"
-	"gatehouse/internal/order"
-	"gatehouse/internal/partner"
 	"gatehouse/internal/testenv"
-	"gatehouse/rest/partnerclient"
 )
 
 // BenchmarkSignedHandlerPostgres is BenchmarkSignedHandler on Postgres +
@@ -33,32 +24,7 @@ import (
 func BenchmarkSignedHandlerPostgres(b *testing.B) {
 	be := testenv.Backend{Name: "postgres", RedisURL: testenv.RedisURL(b), KeyPrefix: testenv.KeyPrefix(b)}
 	be.DatabaseURL = testenv.PostgresURL(b)
-	cfg := apptest.Config(b, be)
-	if err := cfg.Resolve(); err != nil {
-		b.Fatal(err)
-	}
-	f, err := os.Create(filepath.Join(b.TempDir(), "log"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	cfg.LogFormat = "json"
-	cfg.LogLevel = "info"
-	log, flush := cfg.NewLogger(f)
-	defer flush()
-	a, err := app.New(context.Background(), cfg, log)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer a.Close(context.Background())
-	lim := partner.MaxRateLimit
-	pa, sec, err := a.Partners.Create(context.Background(), partner.CreateInput{AppName: "bench", RateLimit: &lim})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := a.Orders.Create(context.Background(), order.CreateInput{AppID: pa.ID, OrderNo: "SO1001", Amount: "99.90", Status: order.Paid}); err != nil {
-		b.Fatal(err)
-	}
+	a, signer := benchApp(b, be)
 
 	b.Run("floor", func(b *testing.B) {
 		db, err := sql.Open("pgx", be.DatabaseURL)
@@ -96,36 +62,13 @@ func BenchmarkSignedHandlerPostgres(b *testing.B) {
 		for i := range urls {
 			urls[i] = "/q?order_no=SO1001&nonce=n" + strconv.Itoa(i) + "-" + testenv.RandomSuffix()
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, "GET", urls[i], nil))
-			if rec.Code != 200 {
-				b.Fatal(rec.Code)
-			}
-		}
+		serveEach(b, h, urls)
 	})
 	b.Run("gatehouse", func(b *testing.B) {
-		s := partnerclient.Signer{AppKey: pa.AppKey, AppSecret: sec.AppSecret}
 		urls := make([]string, b.N)
 		for i := range urls {
-			urls[i], _ = s.SignURL("http://x/api/v1/orders/query?order_no=SO1001")
+			urls[i], _ = signer.SignURL("http://x/api/v1/orders/query?order_no=SO1001")
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			rec := httptest.NewRecorder()
-			req := httptest.NewRequestWithContext(ctx, "GET", urls[i], nil)
-			req.RemoteAddr = "127.0.0.1:1234"
-			a.Public.ServeHTTP(rec, req)
-			if rec.Code != 200 {
-				b.Fatal(rec.Code, rec.Body.String())
-			}
-		}
+		serveEach(b, a.Public, urls)
 	})
 }
