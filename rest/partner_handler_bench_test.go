@@ -2,19 +2,16 @@ package rest_test
 
 import (
 	"context"
-	"database/sql"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"testing"
-	"time"
 
 	"gatehouse/internal/app"
 	"gatehouse/internal/app/apptest"
+	"gatehouse/internal/benchfloor"
 	"gatehouse/internal/order"
 	"gatehouse/internal/partner"
 	"gatehouse/internal/testenv"
@@ -32,55 +29,15 @@ import (
 //	go test -run '^$' -bench SignedHandler -cpu 1 ./rest/
 func BenchmarkSignedHandler(b *testing.B) {
 	b.Run("floor", func(b *testing.B) {
-		dir := b.TempDir()
-		db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "f.db")+"?_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate&_time_format=sqlite")
+		db, err := benchfloor.OpenSQLiteOrders(context.Background(), filepath.Join(b.TempDir(), "f.db"))
 		if err != nil {
 			b.Fatal(err)
 		}
-		db.SetMaxOpenConns(8)
-		db.SetMaxIdleConns(8)
-		for _, q := range []string{
-			`CREATE TABLE IF NOT EXISTS orders (id integer PRIMARY KEY AUTOINCREMENT, order_no text NOT NULL, app_id integer NOT NULL, amount integer NOT NULL,
-			status text NOT NULL, customer_name text NULL, customer_phone text NULL, customer_email text NULL, create_time datetime NOT NULL, pay_time datetime NULL)`,
-			`CREATE UNIQUE INDEX IF NOT EXISTS orders_order_no_key ON orders (order_no)`,
-		} {
-			if _, err := db.Exec(q); err != nil {
-				b.Fatal(err)
-			}
-		}
-		now := time.Now().UTC()
-		if _, err := db.Exec(`INSERT INTO orders (order_no, app_id, amount, status, customer_name, customer_phone, customer_email, create_time, pay_time)
-		VALUES (?, 1, 9990, 'PAID', 'Bench Customer', '13800138000', 'bench@example.com', ?, ?)`, "SO1001", now, now); err != nil {
-			b.Fatal(err)
-		}
-		stmt, err := db.Prepare(`SELECT id, app_id, amount, status, customer_name, customer_phone, customer_email, create_time, pay_time FROM orders WHERE order_no = ?`)
+		defer db.Close()
+		h, err := benchfloor.SQLiteOrderQuery(context.Background(), db)
 		if err != nil {
 			b.Fatal(err)
 		}
-		var mu sync.Mutex
-		nonces := map[string]time.Time{}
-		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			q := r.URL.Query()
-			now := time.Now()
-			mu.Lock()
-			_, seen := nonces[q.Get("nonce")]
-			if !seen {
-				nonces[q.Get("nonce")] = now.Add(5 * time.Minute)
-			}
-			mu.Unlock()
-			var (
-				id, appID, amount   int64
-				status              string
-				name, phone, email  sql.NullString
-				createTime, payTime sql.NullTime
-			)
-			if err := stmt.QueryRowContext(r.Context(), q.Get("order_no")).Scan(&id, &appID, &amount, &status, &name, &phone, &email, &createTime, &payTime); err != nil {
-				http.Error(w, "order", http.StatusNotFound)
-				return
-			}
-			w.Header().Set("Content-Type", "application/json")
-			_ = json.NewEncoder(w).Encode(map[string]any{"code": 200, "message": "success", "data": map[string]any{"order_no": "SO1001", "amount": float64(amount) / 100, "status": status}, "timestamp": time.Now().UnixMilli()})
-		})
 		urls := make([]string, b.N)
 		for i := range urls {
 			urls[i] = "/q?order_no=SO1001&nonce=n" + strconv.Itoa(i)

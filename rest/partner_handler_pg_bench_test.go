@@ -1,15 +1,14 @@
 package rest_test
 
 import (
+	"context"
 	"database/sql"
-	"encoding/json"
-	"net/http"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"gatehouse/internal/benchfloor"
 	"gatehouse/internal/testenv"
 )
 
@@ -38,26 +37,10 @@ func BenchmarkSignedHandlerPostgres(b *testing.B) {
 		}
 		rdb := redis.NewClient(opt)
 		defer rdb.Close()
-		stmt, err := db.Prepare(`SELECT order_no, amount, status FROM orders WHERE order_no = $1`)
+		h, err := benchfloor.RedisPGOrderQuery(context.Background(), db, rdb, be.KeyPrefix+"floor:")
 		if err != nil {
 			b.Fatal(err)
 		}
-		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			q := r.URL.Query()
-			ok, err := rdb.SetNX(r.Context(), be.KeyPrefix+"floor:"+q.Get("nonce"), 1, 5*time.Minute).Result()
-			if err != nil || !ok {
-				http.Error(w, "nonce", http.StatusUnauthorized)
-				return
-			}
-			var no, status string
-			var amount int64
-			if err := stmt.QueryRowContext(r.Context(), q.Get("order_no")).Scan(&no, &amount, &status); err != nil {
-				http.Error(w, "order", http.StatusNotFound)
-				return
-			}
-			w.Header().Set("Content-Type", "application/json")
-			_ = json.NewEncoder(w).Encode(map[string]any{"code": 200, "message": "success", "data": map[string]any{"order_no": no, "amount": float64(amount) / 100, "status": status}, "timestamp": time.Now().UnixMilli()})
-		})
 		urls := make([]string, b.N)
 		for i := range urls {
 			urls[i] = "/q?order_no=SO1001&nonce=n" + strconv.Itoa(i) + "-" + testenv.RandomSuffix()

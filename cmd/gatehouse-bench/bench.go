@@ -19,11 +19,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"gatehouse/internal/benchfloor"
 	"gatehouse/rest/partnerclient"
 )
 
 // orderNo is the order every query asks for.
-const orderNo = "SO1001"
+const orderNo = benchfloor.OrderNo
 
 // benchmark runs every phase and fills rep.
 func benchmark(ctx context.Context, o options, rep *report) error {
