@@ -110,7 +110,7 @@ func (s *Service) Deduct(ctx context.Context, appKey string, in DeductInput) (Re
 		if err := work.Err(); err != nil {
 			c.err = unavailable(err)
 		} else {
-			s.combinerFor(in.SkuID).do(c)
+			s.combinerFor(in.SkuID).Do(c)
 		}
 		if errors.Is(c.err, errRunAlone) {
 			c.res, c.rec, c.err = s.attempt(work, appKey, in)

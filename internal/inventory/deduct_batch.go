@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"slices"
 	"time"
+
+	"gatehouse/internal/combine"
 )
 
 // errRunAlone: the batch a deduction was in failed with an error of the
@@ -28,7 +30,7 @@ var errRunAlone = errors.New("deduct: run alone")
 // (docs/performance.md). SQLite has one writer, so one combiner.
 func postgresCombiners() int { return 2 * runtime.GOMAXPROCS(0) }
 
-func (s *Service) combinerFor(skuID int) *combiner {
+func (s *Service) combinerFor(skuID int) *combine.Combiner[*call] {
 	return s.combiners[uint(skuID)%uint(len(s.combiners))]
 }
 

@@ -12,9 +12,7 @@ func SetOnBatch(s *Service, fn func(size int)) { s.onBatch = fn }
 func Queued(s *Service) int {
 	n := 0
 	for _, c := range s.combiners {
-		c.mu.Lock()
-		n += len(c.queue)
-		c.mu.Unlock()
+		n += c.Queued()
 	}
 	return n
 }

@@ -16,6 +16,7 @@ import (
 
 	"entgo.io/ent/dialect"
 
+	"gatehouse/internal/combine"
 	"gatehouse/internal/errs"
 	"gatehouse/internal/store"
 )
@@ -69,7 +70,7 @@ type Service struct {
 	postgres bool
 
 	// combiners gather concurrent deductions into batches (combine.go).
-	combiners []*combiner
+	combiners []*combine.Combiner[*call]
 
 	prepMu   sync.Mutex
 	prepared *sqliteStatements // SQLite, prepared on first use
@@ -110,7 +111,7 @@ func NewService(db *store.DB, opts ...Option) *Service {
 		n = postgresCombiners()
 	}
 	for range n {
-		s.combiners = append(s.combiners, &combiner{run: s.runBatch})
+		s.combiners = append(s.combiners, s.newCombiner())
 	}
 	return s
 }
