@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"gatehouse/internal/combine"
 )
 
 // admitScript is Admit in one round trip. Running as one script makes the
@@ -51,22 +53,90 @@ func (s *redisStore) admitKeys(app, nonce string) (string, string) {
 	return base + ":n:" + nonce, base + ":w"
 }
 
+// admitCall is one Admit waiting for, or taking part in, a pipeline.
+type admitCall struct {
+	ctx  context.Context
+	keys []string
+	args []any
+	res  []int64
+	err  error
+}
+
+// maxAdmitBatch bounds the scripts of one pipeline.
+const maxAdmitBatch = 64
+
+// admitBudget bounds an Admit end to end, its wait for a pipeline included:
+// a call queued behind a pipeline to a frozen Redis must not wait for that
+// one's timeout and then for its own. With it a signed request answers 503
+// within a second of Redis hanging, as a lone call (read timeout) does.
+const admitBudget = 750 * time.Millisecond
+
+// newAdmitCombiner gathers Admits that arrive while another is on its way to
+// Redis into one pipeline (one write and one read for all of them; each
+// script still runs atomically on its own). An Admit that finds none
+// running is sent at once, alone.
+func (s *redisStore) newAdmitCombiner() *combine.Combiner[*admitCall] {
+	return combine.New(s.runAdmits, combine.Options[*admitCall]{
+		Max:     maxAdmitBatch,
+		Context: func(c *admitCall) context.Context { return c.ctx },
+		Abandon: func(c *admitCall, err error) { c.err = err },
+	})
+}
+
+// runAdmits runs a batch of Admits: one alone as a plain call, more in a
+// pipeline bounded by the earliest deadline among them and callBudget.
+func (s *redisStore) runAdmits(batch []*admitCall) {
+	if s.onAdmitBatch != nil {
+		s.onAdmitBatch(len(batch))
+	}
+	if len(batch) == 1 {
+		c := batch[0]
+		ctx, cancel := call(c.ctx)
+		defer cancel()
+		c.res, c.err = admitScript.Run(ctx, s.c, c.keys, c.args...).Int64Slice()
+		return
+	}
+	bctx, bcancel := combine.BatchContext(batch, func(c *admitCall) context.Context { return c.ctx })
+	defer bcancel()
+	ctx, cancel := call(bctx)
+	defer cancel()
+	pipe := s.c.Pipeline()
+	cmds := make([]*redis.Cmd, len(batch))
+	for i, c := range batch {
+		cmds[i] = admitScript.EvalSha(ctx, pipe, c.keys, c.args...)
+	}
+	_, _ = pipe.Exec(ctx) // each command carries its own error
+	for i, c := range batch {
+		c.res, c.err = cmds[i].Int64Slice()
+		if c.err != nil && redis.HasErrorPrefix(c.err, "NOSCRIPT") {
+			// Redis lost its scripts (restart, SCRIPT FLUSH): this one
+			// did not run; Run loads the script with EVAL.
+			c.res, c.err = admitScript.Run(ctx, s.c, c.keys, c.args...).Int64Slice()
+		}
+	}
+}
+
 func (s *redisStore) Admit(ctx context.Context, r AdmitRequest) (Admission, error) {
 	if err := r.validate(); err != nil {
 		return Admission{}, err
 	}
-	ctx, cancel := call(ctx)
-	defer cancel()
 	nonceKey, windowKey := s.admitKeys(r.App, r.Nonce)
 	verified := "0"
 	if r.Verified {
 		verified = "1"
 	}
-	res, err := admitScript.Run(ctx, s.c, []string{nonceKey, windowKey},
-		r.NonceTTL.Milliseconds(), verified, r.Limit, r.Window.Microseconds(), r.Nonce).Int64Slice()
-	if err != nil {
-		return Admission{}, wrap("admit", err)
+	ctx, cancel := context.WithTimeout(ctx, admitBudget)
+	defer cancel()
+	c := &admitCall{
+		ctx:  ctx,
+		keys: []string{nonceKey, windowKey},
+		args: []any{r.NonceTTL.Milliseconds(), verified, r.Limit, r.Window.Microseconds(), r.Nonce},
 	}
+	s.admits.Do(c)
+	if c.err != nil {
+		return Admission{}, wrap("admit", c.err)
+	}
+	res := c.res
 	if len(res) != 4 {
 		return Admission{}, fmt.Errorf("kv: admit: unexpected script reply %v", res)
 	}

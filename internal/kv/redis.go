@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"gatehouse/internal/combine"
 	"gatehouse/internal/errs"
 
 	"github.com/redis/go-redis/v9"
@@ -48,6 +49,9 @@ return 0
 type redisStore struct {
 	c      *redis.Client
 	prefix string
+	admits *combine.Combiner[*admitCall] // pipelines concurrent Admits
+
+	onAdmitBatch func(size int) // tests: called before each batch of Admits is sent
 }
 
 // RedisClient returns the client under a Redis store, so that other
@@ -103,7 +107,9 @@ func openRedis(_ context.Context, rawURL string, o options) (*redisStore, error)
 		opt.MaxRetries = -1
 	}
 	opt.ContextTimeoutEnabled = true
-	return &redisStore{c: redis.NewClient(opt), prefix: o.prefix}, nil
+	s := &redisStore{c: redis.NewClient(opt), prefix: o.prefix}
+	s.admits = s.newAdmitCombiner()
+	return s, nil
 }
 
 // call bounds one operation by callBudget (or the caller's earlier deadline).

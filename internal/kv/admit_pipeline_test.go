@@ -1,0 +1,139 @@
+package kv
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"gatehouse/internal/testenv"
+)
+
+// pipelineCase runs 40 Admits that queue behind a held first one (app z)
+// and checks that they were sent as one batch with exact outcomes: app a,
+// limit 10, 20 fresh nonces → 10 admitted, 10 limited; app b, one nonce 10
+// times → 1 admitted, 9 duplicates; app c, 10 unverified → nothing recorded.
+// during runs just before the batch of 40 is sent.
+func pipelineCase(t *testing.T, during func(s *redisStore)) {
+	s := (&backend{url: testenv.RedisURL(t), prefix: testenv.KeyPrefix(t)}).open(t, "").(*redisStore)
+	var (
+		mu    sync.Mutex
+		sizes []int
+	)
+	const queued = 40
+	s.onAdmitBatch = func(n int) {
+		mu.Lock()
+		sizes = append(sizes, n)
+		first := len(sizes) == 1
+		mu.Unlock()
+		if !first {
+			during(s)
+			return
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for s.admits.Queued() < queued {
+			if time.Now().After(deadline) {
+				t.Errorf("%d Admits queued, want %d", s.admits.Queued(), queued)
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	base := AdmitRequest{NonceTTL: time.Minute, Verified: true, Limit: 10, Window: time.Minute}
+	var reqs []AdmitRequest
+	for i := range 20 {
+		r := base
+		r.App, r.Nonce = "a", fmt.Sprint("a", i)
+		reqs = append(reqs, r)
+	}
+	for range 10 {
+		r := base
+		r.App, r.Nonce = "b", "same"
+		reqs = append(reqs, r)
+	}
+	for i := range 10 {
+		r := base
+		r.App, r.Nonce, r.Verified = "c", fmt.Sprint("c", i), false
+		reqs = append(reqs, r)
+	}
+
+	held := make(chan struct{})
+	go func() {
+		defer close(held)
+		r := base
+		r.App, r.Nonce = "z", "first"
+		if _, err := s.Admit(context.Background(), r); err != nil {
+			t.Errorf("held Admit: %v", err)
+		}
+	}()
+	for s.admits.Queued() == 0 && len(sizesOf(&mu, &sizes)) == 0 {
+		time.Sleep(time.Millisecond) // the first Admit is running
+	}
+	got := make([]Admission, len(reqs))
+	var wg sync.WaitGroup
+	for i, r := range reqs {
+		wg.Go(func() {
+			a, err := s.Admit(context.Background(), r)
+			if err != nil {
+				t.Errorf("Admit %s/%s: %v", r.App, r.Nonce, err)
+			}
+			got[i] = a
+		})
+	}
+	wg.Wait()
+	<-held
+
+	if sz := sizesOf(&mu, &sizes); !slices.Equal(sz, []int{1, queued}) {
+		t.Fatalf("batches of %v, want [1 %d]", sz, queued)
+	}
+	count := func(app string, f func(Admission) bool) int {
+		n := 0
+		for i, r := range reqs {
+			if r.App == app && f(got[i]) {
+				n++
+			}
+		}
+		return n
+	}
+	admitted := func(a Admission) bool { return !a.DuplicateNonce && !a.Limited }
+	if n, l := count("a", admitted), count("a", func(a Admission) bool { return a.Limited }); n != 10 || l != 10 {
+		t.Errorf("app a: %d admitted, %d limited; want 10 and 10", n, l)
+	}
+	if n, d := count("b", admitted), count("b", func(a Admission) bool { return a.DuplicateNonce }); n != 1 || d != 9 {
+		t.Errorf("app b: %d admitted, %d duplicates; want 1 and 9", n, d)
+	}
+	if n := count("c", admitted); n != 10 {
+		t.Errorf("app c (unverified): %d answered as new, want 10", n)
+	}
+	for app, want := range map[string]int{"a": 10, "b": 1, "c": 0, "z": 1} {
+		if n := liveCount(t, s, app, time.Minute); n != want {
+			t.Errorf("app %s: %d counted in the window, want %d", app, n, want)
+		}
+	}
+}
+
+func sizesOf(mu *sync.Mutex, sizes *[]int) []int {
+	mu.Lock()
+	defer mu.Unlock()
+	return slices.Clone(*sizes)
+}
+
+// Admits that arrive while one is on its way to Redis go together in one
+// pipeline, each with the outcome it would have had alone.
+func TestAdmitPipelinesQueuedCalls(t *testing.T) {
+	t.Parallel()
+	pipelineCase(t, func(*redisStore) {})
+}
+
+// A pipeline sent after Redis lost its scripts (restart, SCRIPT FLUSH):
+// every Admit of it still gets its outcome (loaded again with EVAL).
+func TestAdmitPipelineAfterScriptFlush(t *testing.T) {
+	t.Parallel()
+	pipelineCase(t, func(s *redisStore) {
+		if err := s.c.ScriptFlush(context.Background()).Err(); err != nil {
+			t.Errorf("SCRIPT FLUSH: %v", err)
+		}
+	})
+}
