@@ -37,6 +37,7 @@ func serveCommand() *cli.Command {
 			}
 			log, flushLog := cfg.NewLogger(os.Stderr)
 			defer flushLog()
+			gogc := tuneGC(ctx, cfg.RedisURL)
 			for _, k := range cfg.GeneratedKeys {
 				log.Warn("generated a development key; set GATEHOUSE_MASTER_KEY and GATEHOUSE_JWT_SECRET in production", "file", k, "data_dir", cfg.DataDir)
 			}
@@ -69,7 +70,7 @@ func serveCommand() *cli.Command {
 				_ = a.Close(ctx)
 				return err
 			}
-			log.Info("listening", "public", ls.Public.Addr().String(), "admin", ls.Admin.Addr().String(), "database", dbKind(cfg.Embedded()), "kv", kvKind(cfg.RedisURL))
+			log.Info("listening", "public", ls.Public.Addr().String(), "admin", ls.Admin.Addr().String(), "database", dbKind(cfg.Embedded()), "kv", kvKind(cfg.RedisURL), "gogc", gogc)
 			return a.Serve(ctx, ls)
 		},
 	}
