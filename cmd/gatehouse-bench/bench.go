@@ -401,6 +401,9 @@ func externalPhases(ctx context.Context, o options, rep *report, self, tmp strin
 	rep.Baselines["minimal handler: one Redis SET NX + one Postgres SELECT"] = baseLoad
 	rep.add("signed v1 order query, Postgres + Redis", signed, "minimal handler: one Redis SET NX + one Postgres SELECT", baseLoad)
 	if o.signedOnly {
+		if rss, err := g.proc.peakRSS(); err == nil {
+			rep.scalar("peak RSS, gatehouse on Postgres + Redis after its signed phase", float64(rss)/(1<<20), "MiB", "", 0)
+		}
 		return g2.proc.stop()
 	}
 	pair, err := scaleOut(ctx, o, client, bare.RPS, g, g2)
