@@ -9,11 +9,14 @@ import (
 	"time"
 )
 
-// The GC percent lets garbage reach the heap target while the live heap is
+// The GC percent lets the heap reach its target while the live heap is
 // small, never exceeds maxGCPercent, and is Go's default from half the
 // target up.
 func TestGCPercentFor(t *testing.T) {
 	const mib = 1 << 20
+	if heapTarget("redis://127.0.0.1:6379/0") != 64*mib || heapTarget("") != 24*mib {
+		t.Fatalf("targets %d / %d MiB, want 64 with Redis, 24 in-process", heapTarget("redis://x")/mib, heapTarget("")/mib)
+	}
 	cases := []struct {
 		live uint64
 		want int
@@ -24,16 +27,16 @@ func TestGCPercentFor(t *testing.T) {
 		{16 * mib, 300},              // collect at 64 MiB
 		{32 * mib, baseGCPercent},    // half the target: Go's default
 		{40 * mib, baseGCPercent},    // never below the default
-		{gcHeapTarget * 3, baseGCPercent},
+		{redisHeapTarget * 3, baseGCPercent},
 	}
 	for _, c := range cases {
-		if got := gcPercentFor(c.live); got != c.want {
+		if got := gcPercentFor(c.live, redisHeapTarget); got != c.want {
 			t.Errorf("gcPercentFor(%d MiB) = %d, want %d", c.live/mib, got, c.want)
 		}
 	}
 }
 
-// The tuning runs with Redis only, and never when GOGC is set.
+// The tuning runs on both stores, and never when GOGC is set.
 func TestTuneGC(t *testing.T) {
 	prev := debug.SetGCPercent(baseGCPercent)
 	t.Cleanup(func() { debug.SetGCPercent(prev) })
@@ -43,7 +46,7 @@ func TestTuneGC(t *testing.T) {
 		tuned                bool
 	}{
 		{"redis", "redis://127.0.0.1:6379/0", "", false, true},
-		{"in-process store", "", "", false, false},
+		{"in-process store", "", "", false, true},
 		{"redis, GOGC set", "redis://127.0.0.1:6379/0", "150", true, false},
 	}
 	for _, c := range cases {
@@ -84,7 +87,7 @@ func TestTuneGCFollowsTheLiveHeap(t *testing.T) {
 	if p := tuneGC(ctx, "redis://127.0.0.1:6379/0"); p != maxGCPercent {
 		t.Fatalf("GC percent %d at start, want %d", p, maxGCPercent)
 	}
-	live := make([]*[1 << 20]byte, gcHeapTarget/2>>20)
+	live := make([]*[1 << 20]byte, redisHeapTarget/2>>20)
 	for i := range live {
 		live[i] = new([1 << 20]byte)
 	}
