@@ -87,15 +87,22 @@ func TestLoneCallRunsAtOnce(t *testing.T) {
 	}
 }
 
+// holdFirst starts a call with key "first" whose batch runs until
+// r.release is closed, and returns once it runs; wg waits for it too.
+func holdFirst(max int, wg *sync.WaitGroup) (*recorder, *Combiner[*testCall]) {
+	r := newRecorder()
+	cb := newTestCombiner(r, max)
+	wg.Go(func() { cb.Do(&testCall{ctx: context.Background(), key: "first"}) })
+	<-r.started
+	return r, cb
+}
+
 // Calls that arrive while a batch runs form the next batches: in arrival
 // order, at most Max each, a call that does not fit (same key) left for a
 // later one.
 func TestQueuedCallsFormTheNextBatches(t *testing.T) {
-	r := newRecorder()
-	cb := newTestCombiner(r, 3)
 	var wg sync.WaitGroup
-	wg.Go(func() { cb.Do(&testCall{ctx: context.Background(), key: "first"}) })
-	<-r.started
+	r, cb := holdFirst(3, &wg)
 	for i, k := range []string{"x", "x", "y", "z", "w"} {
 		wg.Go(func() { cb.Do(&testCall{ctx: context.Background(), key: k}) })
 		waitQueued(t, cb, i+1)
@@ -111,11 +118,8 @@ func TestQueuedCallsFormTheNextBatches(t *testing.T) {
 // A queued call whose context ends leaves the queue unsent: Abandon gives
 // it the context's error and no batch contains it.
 func TestAbandonedCallIsNotSent(t *testing.T) {
-	r := newRecorder()
-	cb := newTestCombiner(r, 8)
 	var wg sync.WaitGroup
-	wg.Go(func() { cb.Do(&testCall{ctx: context.Background(), key: "first"}) })
-	<-r.started
+	r, cb := holdFirst(8, &wg)
 	ctx, cancel := context.WithCancel(context.Background())
 	gone := &testCall{ctx: ctx, key: "gone"}
 	stays := &testCall{ctx: context.Background(), key: "stays"}
