@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"gatehouse/internal/requestlog"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -337,12 +338,10 @@ func ParseLevel(s string) (slog.Level, error) {
 // it before the process exits.
 func (c *Config) NewLogger(w *os.File) (*slog.Logger, func()) {
 	lvl, _ := ParseLevel(c.LogLevel)
-	opts := &slog.HandlerOptions{Level: lvl}
 	lw := newLogWriter(w)
-	if c.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(lw, opts)), lw.Close
-	}
-	return slog.New(slog.NewTextHandler(lw, opts)), lw.Close
+	// slog's JSON or text handler, which writes the request lines itself
+	// (see package requestlog).
+	return slog.New(requestlog.NewHandler(lw, c.LogFormat == "json", lvl)), lw.Close
 }
 
 // ParseTrustedProxies reads a comma-separated list of CIDRs or single

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"gatehouse/internal/requestlog"
 	"gatehouse/internal/secret"
 )
 
@@ -143,11 +144,10 @@ func isStandardMethod(m string) bool {
 	return false
 }
 
-// Logger writes one line per request. It logs the path without the query
-// string: signed requests carry signatures and nonces there.
+// Logger writes one line per request (see package requestlog). It logs
+// the path without the query string: signed requests carry signatures and
+// nonces there.
 func Logger(log *slog.Logger, listener string) func(http.Handler) http.Handler {
-	// Formatted once by the handler, not on every line.
-	log = log.With(slog.String("listener", listener))
 	durations := newDurationCache(listener)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -168,20 +168,13 @@ func Logger(log *slog.Logger, listener string) func(http.Handler) http.Handler {
 			if !h.Enabled(ctx, lvl) {
 				return
 			}
-			// The record goes to the handler directly: Logger.LogAttrs would
+			// The line goes to the handler directly: Logger.LogAttrs would
 			// also capture the caller's program counter (runtime.Callers, a
 			// tenth of the line's cost), which no handler here reads.
-			line := slog.NewRecord(time.Now(), lvl, "request", 0)
-			line.AddAttrs(
-				slog.String("method", r.Method),
-				slog.String("path", r.URL.Path),
-				slog.Int("status", rec.status),
-				slog.Int64("bytes", rec.bytes),
-				slog.Float64("duration_ms", float64(d.Microseconds())/1000),
-				slog.String("request_id", GetRequestID(ctx)),
-				slog.String("remote", ClientAddr(r)),
-			)
-			_ = h.Handle(ctx, line)
+			requestlog.Write(ctx, h, time.Now(), lvl, &requestlog.Line{
+				Listener: listener, Method: r.Method, Path: r.URL.Path, Status: rec.status, Bytes: rec.bytes,
+				Duration: d, RequestID: GetRequestID(ctx), Remote: ClientAddr(r),
+			})
 		})
 	}
 }
