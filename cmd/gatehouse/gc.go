@@ -13,7 +13,7 @@ import (
 // The process's live heap is small: about ten MiB with Redis (nonces,
 // rate-limit windows, sessions and throttles are in Redis; the app cache
 // has a fixed number of entries), a little more with the in-process store
-// (35 bytes per nonce remembered), while a signed request allocates 10 to
+// (about 24 bytes per nonce remembered), while a signed request allocates 10 to
 // 14 KB. At Go's default target (GOGC 100: collect when the heap has grown
 // by as much as is live) the collector then starts a cycle every few MiB,
 // several times a second under load.

@@ -33,10 +33,10 @@ type memoryStore struct {
 	now   func() time.Time
 	epoch time.Time
 	seed  maphash.Seed
-	// nonceSeeds key the nonce hashes (admit_memory.go).
-	nonceSeeds [2]maphash.Seed
-	shards     [shardCount]memShard
-	closed     atomic.Bool
+	// nonceSeed keys the nonce hashes (admit_memory.go).
+	nonceSeed maphash.Seed
+	shards    [shardCount]memShard
+	closed    atomic.Bool
 
 	closeOnce sync.Once
 	stop      chan struct{}
@@ -56,11 +56,11 @@ type memItem struct {
 
 func newMemory(o options) *memoryStore {
 	s := &memoryStore{
-		now:        o.now,
-		seed:       maphash.MakeSeed(),
-		nonceSeeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
-		stop:       make(chan struct{}),
-		done:       make(chan struct{}),
+		now:       o.now,
+		seed:      maphash.MakeSeed(),
+		nonceSeed: maphash.MakeSeed(),
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
 	}
 	s.epoch = s.now()
 	for i := range s.shards {
