@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"path/filepath"
 	"testing"
 
@@ -28,22 +30,26 @@ func TestHotReadsHaveTheirOwnPool(t *testing.T) {
 			t.Fatalf("hot read: %d, %v", one, err)
 		}
 		if b.Embedded() {
-			if db.reads != db.SQL {
+			if db.pgReads != nil {
 				t.Fatal("SQLite: the hot reads have a pool of their own, want the one pool")
 			}
 			return
 		}
-		if db.reads == db.SQL {
+		if db.pgReads == nil {
 			t.Fatal("Postgres: the hot reads share the write pool")
 		}
-		if got, want := db.reads.Stats().MaxOpenConnections, readPoolSize(); got != want {
+		if got, want := db.pgReads.Config().MaxConns, int32(readPoolSize()); got != want {
 			t.Errorf("read pool: %d connections, want %d", got, want)
 		}
 		if got := db.SQL.Stats().MaxOpenConnections; got != writePoolSize {
 			t.Errorf("write pool: %d connections, want %d", got, writePoolSize)
 		}
-		if db.reads.Stats().OpenConnections == 0 {
+		if db.pgReads.Stat().TotalConns() == 0 || db.SQL.Stats().InUse != 0 {
 			t.Error("the hot read did not run on the read pool")
+		}
+		// No row is sql.ErrNoRows, as on SQLite.
+		if err := NewStmt(db, "SELECT 1 WHERE false").QueryRow(ctx, nil, &one); !errors.Is(err, sql.ErrNoRows) {
+			t.Errorf("no row: %v, want sql.ErrNoRows", err)
 		}
 	})
 }

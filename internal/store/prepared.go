@@ -10,24 +10,32 @@ import (
 	"sync/atomic"
 
 	"entgo.io/ent/dialect"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Stmt is a hot read written once in SQL and prepared once per pool
-// connection, for the few queries that run on every request (the signed
-// order query). Through Ent every query builds its SQL string anew and,
-// on SQLite, is parsed again each time; a prepared statement is parsed
-// once per connection (database/sql prepares it again on a connection
-// that has not seen it, so a reopened connection is covered). On
-// Postgres, pgx caches the statements of any fixed SQL text per
-// connection as well; Stmt makes that explicit and skips the building.
+// Stmt is a hot read written once in SQL, for the few queries that run on
+// every request (the signed order query). Through Ent every query builds
+// its SQL string anew and, on SQLite, is parsed again each time.
+//
+// On SQLite it is prepared once per pool connection (database/sql
+// prepares it again on a connection that has not seen it, so a reopened
+// connection is covered). On Postgres it runs on a pool of its own through
+// pgx directly (pgxpool), not database/sql: pgx prepares it once per
+// connection (its statement cache, keyed by the SQL text), and a read
+// skips database/sql's per-query work — a goroutine watching the context,
+// locks, and each column converted to a driver.Value and back (about a
+// fifth of the read's CPU under load; docs/performance.md).
 //
 // Writes keep going through Ent (and its transactions); Stmt is for
-// single-statement reads, and runs them on the read pool (see Open).
+// single-statement reads.
 type Stmt struct {
-	db    *sql.DB
+	db    *sql.DB       // SQLite
+	pg    *pgxpool.Pool // Postgres
 	query string
 
-	mu   sync.Mutex // held while preparing
+	mu   sync.Mutex // held while preparing (SQLite)
 	stmt atomic.Pointer[sql.Stmt]
 }
 
@@ -35,9 +43,9 @@ type Stmt struct {
 // on Postgres), to be prepared on first use.
 func NewStmt(db *DB, query string) *Stmt {
 	if db.Dialect == dialect.Postgres {
-		query = dollarPlaceholders(query)
+		return &Stmt{pg: db.pgReads, query: dollarPlaceholders(query)}
 	}
-	return &Stmt{db: db.reads, query: query}
+	return &Stmt{db: db.SQL, query: query}
 }
 
 // prepared prepares the statement the first time; a failed attempt (the
@@ -63,6 +71,19 @@ func (s *Stmt) prepared(ctx context.Context) (*sql.Stmt, error) {
 // dest. No row is sql.ErrNoRows; a database that could not answer is
 // errs.Unavailable, like every error through Ent.
 func (s *Stmt) QueryRow(ctx context.Context, args []any, dest ...any) error {
+	if s.pg != nil {
+		err := s.pg.QueryRow(ctx, s.query, args...).Scan(dest...)
+		if err != nil && pgconn.SafeToRetry(err) && ctx.Err() == nil {
+			// Nothing reached the server (a connection that died while
+			// idle, say after a restart): once more on another, as
+			// database/sql does with a bad connection.
+			err = s.pg.QueryRow(ctx, s.query, args...).Scan(dest...)
+		}
+		if errors.Is(err, pgx.ErrNoRows) {
+			return sql.ErrNoRows
+		}
+		return classify(err)
+	}
 	st, err := s.prepared(ctx)
 	if err != nil {
 		return err

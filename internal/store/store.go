@@ -18,6 +18,7 @@ import (
 
 	"entgo.io/ent/dialect"
 	entsql "entgo.io/ent/dialect/sql"
+	"github.com/jackc/pgx/v5/pgxpool"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
 	_ "modernc.org/sqlite"             // registers the "sqlite" driver (pure Go, no cgo)
 
@@ -29,9 +30,10 @@ import (
 type DB struct {
 	*ent.Client
 	SQL *sql.DB
-	// reads is the pool of the hot single-statement reads (Stmt): on
-	// Postgres a pool of its own, sized by CPU; on SQLite SQL itself.
-	reads   *sql.DB
+	// pgReads is the Postgres pool of the hot single-statement reads
+	// (Stmt), sized by CPU and used through pgx directly; nil on SQLite,
+	// where they use SQL.
+	pgReads *pgxpool.Pool
 	Dialect string // dialect.SQLite or dialect.Postgres
 	// raw is Ent's driver without error classification: the schema
 	// migration reads its results as *sql.Rows.
@@ -58,7 +60,8 @@ func (d *DB) WriteTurn(ctx context.Context) (release func(), err error) {
 // Open connects to url ("sqlite:PATH" or "postgres://…") without migrating.
 func Open(ctx context.Context, url string) (*DB, error) {
 	var (
-		db, reads   *sql.DB
+		db          *sql.DB
+		pgReads     *pgxpool.Pool
 		dialectName string
 		err         error
 	)
@@ -98,27 +101,28 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		db.SetMaxOpenConns(writePoolSize)
 		db.SetMaxIdleConns(writePoolSize)
 		db.SetConnMaxIdleTime(5 * time.Minute)
-		if reads, err = sql.Open("pgx", url); err != nil {
+		cfg, err := pgxpool.ParseConfig(url)
+		if err != nil {
 			db.Close()
 			return nil, fmt.Errorf("open postgres: %w", err)
 		}
-		n := readPoolSize()
-		reads.SetMaxOpenConns(n)
-		reads.SetMaxIdleConns(n)
-		reads.SetConnMaxIdleTime(5 * time.Minute)
+		cfg.MaxConns = int32(readPoolSize())
+		cfg.MaxConnIdleTime = 5 * time.Minute
+		// Connections are opened on first use, as database/sql does.
+		if pgReads, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("open postgres: %w", err)
+		}
 		dialectName = dialect.Postgres
 	default:
 		return nil, errors.New("database URL must start with sqlite:, postgres:// or postgresql://")
-	}
-	if reads == nil {
-		reads = db // SQLite: one pool (its own limits on writers apply)
 	}
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := db.PingContext(pingCtx); err != nil {
 		db.Close()
-		if reads != db {
-			reads.Close()
+		if pgReads != nil {
+			pgReads.Close()
 		}
 		return nil, fmt.Errorf("connect to database: %w", err)
 	}
@@ -130,7 +134,7 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	} else {
 		drv.pg = &pgWrites{db: db}
 	}
-	return &DB{Client: ent.NewClient(ent.Driver(drv)), SQL: db, reads: reads, Dialect: dialectName, raw: raw, url: url, writers: drv.writers, writes: drv.sqlite}, nil
+	return &DB{Client: ent.NewClient(ent.Driver(drv)), SQL: db, pgReads: pgReads, Dialect: dialectName, raw: raw, url: url, writers: drv.writers, writes: drv.sqlite}, nil
 }
 
 // Postgres pool sizes. Transactions and writes share the write pool: a
@@ -158,8 +162,8 @@ func (d *DB) Close() error {
 		d.writes.close()
 	}
 	err := d.Client.Close()
-	if d.reads != d.SQL {
-		err = errors.Join(err, d.reads.Close())
+	if d.pgReads != nil {
+		d.pgReads.Close()
 	}
 	return err
 }
