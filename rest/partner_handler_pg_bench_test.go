@@ -2,10 +2,10 @@ package rest_test
 
 import (
 	"context"
-	"database/sql"
 	"strconv"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"gatehouse/internal/benchfloor"
@@ -26,18 +26,18 @@ func BenchmarkSignedHandlerPostgres(b *testing.B) {
 	a, signer := benchApp(b, be)
 
 	b.Run("floor", func(b *testing.B) {
-		db, err := sql.Open("pgx", be.DatabaseURL)
+		pool, err := pgxpool.New(context.Background(), be.DatabaseURL)
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer db.Close()
+		defer pool.Close()
 		opt, err := redis.ParseURL(be.RedisURL)
 		if err != nil {
 			b.Fatal(err)
 		}
 		rdb := redis.NewClient(opt)
 		defer rdb.Close()
-		h, err := benchfloor.RedisPGOrderQuery(context.Background(), db, rdb, be.KeyPrefix+"floor:")
+		h, err := benchfloor.RedisPGOrderQuery(context.Background(), pool, rdb, be.KeyPrefix+"floor:")
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver, as gatehouse uses
 	"github.com/redis/go-redis/v9"
 	_ "modernc.org/sqlite" // the "sqlite" driver, as gatehouse uses
@@ -50,20 +51,23 @@ func runBaseline(ctx context.Context, args []string) error {
 			benchfloor.WriteJSON(w, benchfloor.OrderReply(r.URL.Query().Get("order_no"), 9990, "PAID"))
 		})
 	case "redis-pg":
-		db, err := sql.Open("pgx", *pgURL)
+		cfg, err := pgxpool.ParseConfig(*pgURL)
 		if err != nil {
 			return err
 		}
-		defer db.Close()
-		db.SetMaxOpenConns(32)
-		db.SetMaxIdleConns(32)
+		cfg.MaxConns = 32
+		pool, err := pgxpool.NewWithConfig(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
 		opt, err := redis.ParseURL(*redisURL)
 		if err != nil {
 			return err
 		}
 		rdb := redis.NewClient(opt)
 		defer rdb.Close()
-		h, err := benchfloor.RedisPGOrderQuery(ctx, db, rdb, *prefix)
+		h, err := benchfloor.RedisPGOrderQuery(ctx, pool, rdb, *prefix)
 		if err != nil {
 			return err
 		}
