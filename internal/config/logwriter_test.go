@@ -3,11 +3,18 @@ package config
 import (
 	"bytes"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"gatehouse/internal/httpx"
+	"gatehouse/internal/requestlog"
 )
 
 // lockedBuffer is a bytes.Buffer safe for the flusher and the test.
@@ -109,6 +116,45 @@ func TestLogWriterGathersBatches(t *testing.T) {
 	for deadline := time.Now().Add(10 * time.Second); quick.String() != "alone\n"; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("a lone line was not written out after its batch's delay")
+		}
+	}
+}
+
+// TestProcessLoggerWritesRequestLinesItself: the process logger's handler
+// is requestlog's, so a request line takes the short way; the line in the
+// file is slog's JSON (or text) all the same, and other lines go through
+// slog.
+func TestProcessLoggerWritesRequestLinesItself(t *testing.T) {
+	for _, format := range []string{"json", "text"} {
+		f, err := os.Create(filepath.Join(t.TempDir(), "log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := &Config{LogFormat: format, LogLevel: "info"}
+		log, flush := c.NewLogger(f)
+		if _, ok := log.Handler().(*requestlog.Handler); !ok {
+			t.Fatalf("%s: the process logger's handler is %T, want *requestlog.Handler", format, log.Handler())
+		}
+		h := httpx.Logger(log, "public")(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) }))
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/api/v1/orders/query?nonce=secret", nil))
+		log.Info("other line", "k", "v w")
+		flush()
+		out, err := os.ReadFile(f.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		if len(lines) != 2 || strings.Contains(string(out), "secret") {
+			t.Fatalf("%s: want the request line and the other line, no query string:\n%s", format, out)
+		}
+		want := map[string][]string{
+			"json": {`"msg":"request","listener":"public","method":"GET","path":"/api/v1/orders/query","status":418,`, `"msg":"other line","k":"v w"`},
+			"text": {` msg=request listener=public method=GET path=/api/v1/orders/query status=418 `, ` msg="other line" k="v w"`},
+		}[format]
+		for i, w := range want {
+			if !strings.Contains(lines[i], w) {
+				t.Errorf("%s line %d: %q lacks %q", format, i, lines[i], w)
+			}
 		}
 	}
 }
