@@ -3,6 +3,7 @@ package kv
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"testing"
@@ -136,4 +137,76 @@ func TestAdmitPipelineAfterScriptFlush(t *testing.T) {
 			t.Errorf("SCRIPT FLUSH: %v", err)
 		}
 	})
+}
+
+// TestAdmitManyMatchesOneByOne: a pipeline's calls of one app run in one
+// script (admitManyScript); their outcomes are those of the same calls run
+// one by one with admitScript, in the same order: duplicates (also within
+// the batch), unverified probes, the limit reached before and inside the
+// batch, the remaining count. Retry-after is checked on its own (the one by
+// one calls read the clock each).
+func TestAdmitManyMatchesOneByOne(t *testing.T) {
+	url := testenv.RedisURL(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := range 30 {
+		prefix := testenv.KeyPrefix(t) + fmt.Sprint(round, ":")
+		many := (&backend{url: url, prefix: prefix + "many:"}).open(t, "").(*redisStore)
+		one := (&backend{url: url, prefix: prefix + "one:"}).open(t, "").(*redisStore)
+		limit := 1 + rng.IntN(6)
+		// Some admissions already in the window, on both.
+		for i := range rng.IntN(limit + 2) {
+			r := AdmitRequest{App: "app", Nonce: fmt.Sprint("pre", i), NonceTTL: time.Minute, Verified: true, Limit: limit, Window: time.Minute}
+			for _, s := range []*redisStore{many, one} {
+				if _, err := s.Admit(context.Background(), r); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		var batch, alone []*admitCall
+		for range 2 + rng.IntN(12) {
+			r := AdmitRequest{App: "app", Nonce: fmt.Sprint("n", rng.IntN(6)), NonceTTL: time.Minute, Verified: rng.IntN(4) > 0, Limit: limit, Window: time.Minute}
+			if rng.IntN(5) == 0 {
+				r.Nonce = fmt.Sprint("pre", rng.IntN(3))
+			}
+			batch = append(batch, many.newAdmitCall(context.Background(), r))
+			alone = append(alone, one.newAdmitCall(context.Background(), r))
+		}
+		many.runAdmits(batch)
+		for _, c := range alone {
+			one.runAdmits([]*admitCall{c})
+		}
+		for i := range batch {
+			b, a := batch[i], alone[i]
+			if b.err != nil || a.err != nil {
+				t.Fatalf("round %d call %d: %v / %v", round, i, b.err, a.err)
+			}
+			if !slices.Equal(b.res[:3], a.res[:3]) {
+				t.Fatalf("round %d (limit %d) call %d (%v): in one script %v, one by one %v", round, limit, i, b.args, b.res, a.res)
+			}
+			if b.res[1] == 1 && (b.res[3] <= 0 || b.res[3] > time.Minute.Microseconds()) {
+				t.Fatalf("round %d call %d: limited with retry-after %d µs", round, i, b.res[3])
+			}
+		}
+	}
+}
+
+// TestAdmitManyRetryAfterInsideTheBatch: when the calls of one batch fill
+// an empty window, the ones after the limit wait the whole window (the
+// entries that fill it were made now).
+func TestAdmitManyRetryAfterInsideTheBatch(t *testing.T) {
+	s := (&backend{url: testenv.RedisURL(t), prefix: testenv.KeyPrefix(t)}).open(t, "").(*redisStore)
+	var batch []*admitCall
+	for i := range 5 {
+		batch = append(batch, s.newAdmitCall(context.Background(), AdmitRequest{App: "app", Nonce: fmt.Sprint(i), NonceTTL: time.Minute, Verified: true, Limit: 3, Window: time.Second}))
+	}
+	s.runAdmits(batch)
+	for i, c := range batch {
+		want := []int64{0, 0, int64(2 - i), 0}
+		if i >= 3 {
+			want = []int64{0, 1, 0, time.Second.Microseconds()}
+		}
+		if c.err != nil || !slices.Equal(c.res, want) {
+			t.Fatalf("call %d: %v %v, want %v", i, c.res, c.err, want)
+		}
+	}
 }

@@ -46,6 +46,60 @@ redis.call('PEXPIRE', KEYS[2], math.ceil(window / 1000))
 return {0, 0, limit - n - 1, 0}
 `)
 
+// admitManyScript is admitScript for several Admits of one app (one window,
+// one limit) in one call, in the order given: what admitScript does for
+// each, with one TIME, one trim, one count, one ZADD and one PEXPIRE for
+// all of them. KEYS: the window, then each call's nonce key. ARGV: limit,
+// window (µs), then per call its nonce TTL (ms), verified ('1' or not) and
+// nonce. The reply is each call's four integers, one after the other. The
+// calls of a pipeline that share an app go through it: the script's cost
+// in Redis (about five times a SET NX) is then paid once per group, not
+// once per request.
+var admitManyScript = redis.NewScript(`
+local w = KEYS[1]
+local limit = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+local out = {}
+local t, now, n, stamp
+local members = {}
+for i = 2, #KEYS do
+  local a = 3 + (i - 2) * 3
+  local nk = KEYS[i]
+  if ARGV[a + 1] ~= '1' then
+    table.insert(out, redis.call('EXISTS', nk)); table.insert(out, 0); table.insert(out, 0); table.insert(out, 0)
+  elseif not redis.call('SET', nk, '1', 'NX', 'PX', ARGV[a]) then
+    table.insert(out, 1); table.insert(out, 0); table.insert(out, 0); table.insert(out, 0)
+  else
+    if not t then
+      t = redis.call('TIME')
+      now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+      stamp = t[1] .. '.' .. t[2] .. ':'
+      redis.call('ZREMRANGEBYSCORE', w, '-inf', now - window)
+      n = redis.call('ZCARD', w)
+    end
+    if n >= limit then
+      -- The entry whose departure brings the count below the limit, in
+      -- time order; this call's admitted predecessors come last (now).
+      local idx = n - limit
+      local score = now
+      if idx < n - #members / 2 then
+        score = tonumber(redis.call('ZRANGE', w, idx, idx, 'WITHSCORES')[2])
+      end
+      table.insert(out, 0); table.insert(out, 1); table.insert(out, 0); table.insert(out, score + window - now)
+    else
+      table.insert(members, now); table.insert(members, stamp .. ARGV[a + 2])
+      n = n + 1
+      table.insert(out, 0); table.insert(out, 0); table.insert(out, limit - n); table.insert(out, 0)
+    end
+  end
+end
+if #members > 0 then
+  redis.call('ZADD', w, unpack(members))
+  redis.call('PEXPIRE', w, math.ceil(window / 1000))
+end
+return out
+`)
+
 // admitKeys returns the nonce key and the window key of an app. The app's
 // length goes into the key so that no (app, nonce) pair can spell another.
 func (s *redisStore) admitKeys(app, nonce string) (string, string) {
@@ -55,11 +109,13 @@ func (s *redisStore) admitKeys(app, nonce string) (string, string) {
 
 // admitCall is one Admit waiting for, or taking part in, a pipeline.
 type admitCall struct {
-	ctx  context.Context
-	keys []string
-	args []any
-	res  []int64
-	err  error
+	ctx    context.Context
+	keys   []string // nonce key, window key
+	args   []any    // nonce TTL (ms), verified, limit, window (µs), nonce
+	limit  int
+	window int64 // µs
+	res    []int64
+	err    error
 }
 
 // maxAdmitBatch bounds the scripts of one pipeline.
@@ -84,7 +140,8 @@ func (s *redisStore) newAdmitCombiner() *combine.Combiner[*admitCall] {
 }
 
 // runAdmits runs a batch of Admits: one alone as a plain call, more in a
-// pipeline bounded by the earliest deadline among them and callBudget.
+// pipeline bounded by the earliest deadline among them and callBudget,
+// with one script per app (admitManyScript for an app with several calls).
 func (s *redisStore) runAdmits(batch []*admitCall) {
 	if s.onAdmitBatch != nil {
 		s.onAdmitBatch(len(batch))
@@ -100,19 +157,87 @@ func (s *redisStore) runAdmits(batch []*admitCall) {
 	defer bcancel()
 	ctx, cancel := call(bctx)
 	defer cancel()
+	// The calls of one app (one window key, limit and window) go in one
+	// script, in arrival order; an app with one call uses admitScript.
+	type group struct {
+		calls []*admitCall
+		cmd   *redis.Cmd
+	}
+	var groups []*group
+	byWindow := make(map[string]*group, len(batch))
+	for _, c := range batch {
+		k := c.keys[1] + "\x00" + strconv.Itoa(c.limit) + "\x00" + strconv.FormatInt(c.window, 10)
+		g := byWindow[k]
+		if g == nil {
+			g = &group{}
+			byWindow[k] = g
+			groups = append(groups, g)
+		}
+		g.calls = append(g.calls, c)
+	}
 	pipe := s.c.Pipeline()
-	cmds := make([]*redis.Cmd, len(batch))
-	for i, c := range batch {
-		cmds[i] = admitScript.EvalSha(ctx, pipe, c.keys, c.args...)
+	for _, g := range groups {
+		if len(g.calls) == 1 {
+			c := g.calls[0]
+			g.cmd = admitScript.EvalSha(ctx, pipe, c.keys, c.args...)
+			continue
+		}
+		keys, args := manyArgs(g.calls)
+		g.cmd = admitManyScript.EvalSha(ctx, pipe, keys, args...)
 	}
 	_, _ = pipe.Exec(ctx) // each command carries its own error
-	for i, c := range batch {
-		c.res, c.err = cmds[i].Int64Slice()
-		if c.err != nil && redis.HasErrorPrefix(c.err, "NOSCRIPT") {
+	for _, g := range groups {
+		res, err := g.cmd.Int64Slice()
+		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 			// Redis lost its scripts (restart, SCRIPT FLUSH): this one
 			// did not run; Run loads the script with EVAL.
-			c.res, c.err = admitScript.Run(ctx, s.c, c.keys, c.args...).Int64Slice()
+			if len(g.calls) == 1 {
+				c := g.calls[0]
+				res, err = admitScript.Run(ctx, s.c, c.keys, c.args...).Int64Slice()
+			} else {
+				keys, args := manyArgs(g.calls)
+				res, err = admitManyScript.Run(ctx, s.c, keys, args...).Int64Slice()
+			}
 		}
+		if err == nil && len(res) != 4*len(g.calls) {
+			err = fmt.Errorf("unexpected script reply of %d integers for %d calls", len(res), len(g.calls))
+		}
+		for i, c := range g.calls {
+			if err != nil {
+				c.err = err
+				continue
+			}
+			c.res = res[4*i : 4*i+4]
+		}
+	}
+}
+
+// manyArgs are admitManyScript's keys and arguments for calls of one app.
+func manyArgs(calls []*admitCall) ([]string, []any) {
+	keys := make([]string, 0, 1+len(calls))
+	keys = append(keys, calls[0].keys[1])
+	args := make([]any, 0, 2+3*len(calls))
+	args = append(args, calls[0].limit, calls[0].window)
+	for _, c := range calls {
+		keys = append(keys, c.keys[0])
+		args = append(args, c.args[0], c.args[1], c.args[4])
+	}
+	return keys, args
+}
+
+// newAdmitCall is r as a call of the pipeline, bounded by ctx.
+func (s *redisStore) newAdmitCall(ctx context.Context, r AdmitRequest) *admitCall {
+	nonceKey, windowKey := s.admitKeys(r.App, r.Nonce)
+	verified := "0"
+	if r.Verified {
+		verified = "1"
+	}
+	return &admitCall{
+		ctx:    ctx,
+		keys:   []string{nonceKey, windowKey},
+		args:   []any{r.NonceTTL.Milliseconds(), verified, r.Limit, r.Window.Microseconds(), r.Nonce},
+		limit:  r.Limit,
+		window: r.Window.Microseconds(),
 	}
 }
 
@@ -120,18 +245,9 @@ func (s *redisStore) Admit(ctx context.Context, r AdmitRequest) (Admission, erro
 	if err := r.validate(); err != nil {
 		return Admission{}, err
 	}
-	nonceKey, windowKey := s.admitKeys(r.App, r.Nonce)
-	verified := "0"
-	if r.Verified {
-		verified = "1"
-	}
 	ctx, cancel := context.WithTimeout(ctx, admitBudget)
 	defer cancel()
-	c := &admitCall{
-		ctx:  ctx,
-		keys: []string{nonceKey, windowKey},
-		args: []any{r.NonceTTL.Milliseconds(), verified, r.Limit, r.Window.Microseconds(), r.Nonce},
-	}
+	c := s.newAdmitCall(ctx, r)
 	s.admits.Do(c)
 	if c.err != nil {
 		return Admission{}, wrap("admit", c.err)
