@@ -8,7 +8,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"gatehouse/internal/requestlog"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -17,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"gatehouse/internal/requestlog"
 	"gatehouse/internal/secret"
 )
 
