@@ -153,12 +153,22 @@ func TestAdmitManyMatchesOneByOne(t *testing.T) {
 		many := (&backend{url: url, prefix: prefix + "many:"}).open(t, "").(*redisStore)
 		one := (&backend{url: url, prefix: prefix + "one:"}).open(t, "").(*redisStore)
 		limit := 1 + rng.IntN(6)
-		// Some admissions already in the window, on both.
-		for i := range rng.IntN(limit + 2) {
-			r := AdmitRequest{App: "app", Nonce: fmt.Sprint("pre", i), NonceTTL: time.Minute, Verified: true, Limit: limit, Window: time.Minute}
+		// Some admissions already in the window, on both; in some rounds
+		// under a higher limit, lowered since.
+		earlier := limit
+		if rng.IntN(3) == 0 {
+			earlier += 1 + rng.IntN(4)
+		}
+		inWindow := 0 // entries in many's window before the batch
+		for i := range rng.IntN(earlier + 2) {
+			r := AdmitRequest{App: "app", Nonce: fmt.Sprint("pre", i), NonceTTL: time.Minute, Verified: true, Limit: earlier, Window: time.Minute}
 			for _, s := range []*redisStore{many, one} {
-				if _, err := s.Admit(context.Background(), r); err != nil {
+				a, err := s.Admit(context.Background(), r)
+				if err != nil {
 					t.Fatal(err)
+				}
+				if s == many && !a.Limited {
+					inWindow++
 				}
 			}
 		}
@@ -185,6 +195,21 @@ func TestAdmitManyMatchesOneByOne(t *testing.T) {
 			}
 			if b.res[1] == 1 && (b.res[3] <= 0 || b.res[3] > time.Minute.Microseconds()) {
 				t.Fatalf("round %d call %d: limited with retry-after %d µs", round, i, b.res[3])
+			}
+			// A refusal waits for the entry whose departure brings the count
+			// below the limit: one made before the batch leaves sooner than
+			// a whole window; one made by the batch itself, a whole window.
+			admittedBefore := 0
+			for _, p := range batch[:i] {
+				if p.res[0] == 0 && p.res[1] == 0 && p.args[1] == "1" {
+					admittedBefore++
+				}
+			}
+			if b.res[1] == 1 {
+				fromBefore := inWindow+admittedBefore-limit < inWindow
+				if fromBefore != (b.res[3] < time.Minute.Microseconds()) {
+					t.Fatalf("round %d call %d: retry-after %d µs; want less than the window: %v", round, i, b.res[3], fromBefore)
+				}
 			}
 		}
 	}
