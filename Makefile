@@ -11,10 +11,12 @@ TESTFLAGS ?= -race -count=1 -timeout 15m
 
 all: build
 
-## generate: regenerate the Ent client, web-schema/ent.graphql and the gqlgen executor
+## generate: regenerate the Ent client, web-schema/ent.graphql, the gqlgen executor and the
+## settings tables of docs/configuration.md
 generate:
 	$(GO) generate ./ent/
 	$(GO) tool gqlgen generate
+	$(GO) generate ./internal/config/
 
 ## migration: after changing ent/schema, regenerate the code and write the next Postgres migration
 ## from the difference (make migration name=add_refund_reason); needs the local Postgres (see docs/migrations.md)

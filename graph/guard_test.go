@@ -126,8 +126,8 @@ func TestAPIKeyUsageCount(t *testing.T) {
 		a := startAdmin(t, b)
 		// A second replica on the same database (and Redis).
 		replica := apptest.Start(t, b, func(c *config.Config) {
-			c.DatabaseURL = a.App.Cfg.DatabaseURL
-			c.MasterKeyB64 = a.App.Cfg.MasterKeyB64
+			c.Database.URL = a.App.Cfg.Database.URL
+			c.Auth.MasterKeyB64 = a.App.Cfg.Auth.MasterKeyB64
 		})
 		created := a.gql(t, `mutation { createAPIKey(name: "counted") { key apiKey { id usageCount lastUsedAt } } }`, nil).ok(t, "createAPIKey")
 		key, id := str(created, "key"), str(created, "apiKey", "id")
@@ -208,7 +208,7 @@ func TestAPIKeyUsageFlushedAtShutdown(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Read the row through a fresh connection: the app's is closed.
-		db := openDB(t, cfg.DatabaseURL)
+		db := openDB(t, cfg.Database.URL)
 		got, err := db.APIKey.Get(ctx, row.ID)
 		if err != nil {
 			t.Fatal(err)
@@ -226,9 +226,9 @@ func TestBootstrapAPIKey(t *testing.T) {
 		boot := "boot-" + testenv.RandomSuffix() + "-0123456789abcdef"
 		withBoot := func(dbURL string) apptest.Option {
 			return func(c *config.Config) {
-				c.BootstrapAPIKey = boot
+				c.Auth.BootstrapAPIKey = boot
 				if dbURL != "" {
-					c.DatabaseURL = dbURL
+					c.Database.URL = dbURL
 				}
 			}
 		}
@@ -244,7 +244,7 @@ func TestBootstrapAPIKey(t *testing.T) {
 		}
 		// A restart (another process on the same database) enables it
 		// again, without creating a second row.
-		again := apptest.Start(t, b, withBoot(e.App.Cfg.DatabaseURL))
+		again := apptest.Start(t, b, withBoot(e.App.Cfg.Database.URL))
 		r = gqlAs(t, again, boot, `{ apiKeys { totalCount edges { node { status } } } }`, nil)
 		if got := r.ok(t, "apiKeys"); num(got, "totalCount") != 1 || num(got, "edges", 0, "node", "status") != 1 {
 			t.Fatalf("after restart: %s", r.Body)

@@ -160,8 +160,8 @@ func TestUpdatePartnerApp(t *testing.T) {
 		// Effects on the partner API, seen by another replica (same database
 		// and Redis): secret from creation, order of this app.
 		replica := apptest.Start(t, b, func(c *config.Config) {
-			c.DatabaseURL = a.App.Cfg.DatabaseURL
-			c.MasterKeyB64 = a.App.Cfg.MasterKeyB64
+			c.Database.URL = a.App.Cfg.Database.URL
+			c.Auth.MasterKeyB64 = a.App.Cfg.Auth.MasterKeyB64
 		})
 		a.gql(t, `mutation($app: ID!) { createOrder(input: {appID: $app, orderNo: "UPD-1", amount: "1"}) { id } }`, map[string]any{"app": id}).ok(t, "createOrder")
 		pc := partnerclient.New(replica.PublicURL, "upd", str(p, "appSecret"))
@@ -257,7 +257,7 @@ func TestSkuMutations(t *testing.T) {
 // state rule and its order.paid delivery.
 func TestOrderMutations(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b, func(c *config.Config) { c.WebhookAllowPrivate = true })
+		a := startAdmin(t, b, func(c *config.Config) { c.Webhooks.AllowPrivate = true })
 		sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }))
 		t.Cleanup(sink.Close)
 		p := a.gql(t, createAppMutation, map[string]any{"in": map[string]any{"appName": "Shop", "callbackURL": sink.URL + "/hook"}}).ok(t, "createPartnerApp")
@@ -307,8 +307,8 @@ func TestOrderMutations(t *testing.T) {
 func TestResendWebhookDeliveries(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		a := startAdmin(t, b, func(c *config.Config) {
-			c.WebhookAllowPrivate = true
-			c.WebhookRetryBase = time.Millisecond
+			c.Webhooks.AllowPrivate = true
+			c.Webhooks.RetryBase = time.Millisecond
 		})
 		var fixed atomic.Bool
 		failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -26,8 +26,8 @@ func TestEnableAPIKey(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		a := startAdmin(t, b)
 		replica := apptest.Start(t, b, func(c *config.Config) {
-			c.DatabaseURL = a.App.Cfg.DatabaseURL
-			c.MasterKeyB64 = a.App.Cfg.MasterKeyB64
+			c.Database.URL = a.App.Cfg.Database.URL
+			c.Auth.MasterKeyB64 = a.App.Cfg.Auth.MasterKeyB64
 		})
 		k := a.gql(t, `mutation { createAPIKey(name: "second") { key apiKey { id role } } }`, nil).ok(t, "createAPIKey")
 		if str(k, "apiKey", "role") != "ADMIN" {
@@ -95,12 +95,12 @@ func (s *hookSink) waitFor(t *testing.T, orderNo string) (*http.Request, []byte)
 // alone.
 func TestEndSecretOverlap(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b, func(c *config.Config) { c.WebhookAllowPrivate = true })
+		a := startAdmin(t, b, func(c *config.Config) { c.Webhooks.AllowPrivate = true })
 		replica := apptest.Start(t, b, func(c *config.Config) {
-			c.DatabaseURL = a.App.Cfg.DatabaseURL
-			c.MasterKeyB64 = a.App.Cfg.MasterKeyB64
+			c.Database.URL = a.App.Cfg.Database.URL
+			c.Auth.MasterKeyB64 = a.App.Cfg.Auth.MasterKeyB64
 			// Replicas share their configuration: either may claim the delivery.
-			c.WebhookAllowPrivate = true
+			c.Webhooks.AllowPrivate = true
 		})
 		sink := newHookSink(t)
 		p := a.gql(t, createAppMutation, map[string]any{"in": map[string]any{"appName": "Leaky", "appKey": "leaky", "callbackURL": sink.srv.URL + "/h"}}).ok(t, "createPartnerApp")
@@ -279,7 +279,7 @@ func mustJSON(v any) string {
 // that is not JSON is null there.
 func TestJSONFields(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b, func(c *config.Config) { c.WebhookAllowPrivate = true })
+		a := startAdmin(t, b, func(c *config.Config) { c.Webhooks.AllowPrivate = true })
 		sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if strings.Contains(r.URL.Path, "text") {
 				w.Header().Set("Content-Type", "text/plain")

@@ -33,8 +33,8 @@ func shop(t *testing.T, a *admin) (appID string, order func(no string, paid bool
 
 func withProvider(p *paymenttest.Provider) func(*config.Config) {
 	return func(c *config.Config) {
-		c.WebhookAllowPrivate = true
-		c.PaymentURL, c.PaymentAPIKey, c.PaymentSecret = p.URL, p.APIKey, p.Secret
+		c.Webhooks.AllowPrivate = true
+		c.Payments.URL, c.Payments.APIKey, c.Payments.Secret = p.URL, p.APIKey, p.Secret
 	}
 }
 
@@ -57,7 +57,7 @@ func deliveries(t *testing.T, a *admin, appID string) []string {
 // exactly one wins.
 func TestCancelOrder(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b, func(c *config.Config) { c.WebhookAllowPrivate = true })
+		a := startAdmin(t, b, func(c *config.Config) { c.Webhooks.AllowPrivate = true })
 		appID, order := shop(t, a)
 		const cancel = `mutation($no: String!) { cancelOrder(orderNo: $no) { orderNo status payTime } }`
 		order("C-1", false)
@@ -244,7 +244,7 @@ func TestRefundOrderBreakerOpen(t *testing.T) {
 // TestRefundOrderNotConfigured: without GATEHOUSE_PAYMENT_URL.
 func TestRefundOrderNotConfigured(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b, func(c *config.Config) { c.WebhookAllowPrivate = true })
+		a := startAdmin(t, b, func(c *config.Config) { c.Webhooks.AllowPrivate = true })
 		_, order := shop(t, a)
 		order("N-1", true)
 		a.gql(t, refund, map[string]any{"no": "N-1"}).fails(t, "PAYMENT_NOT_CONFIGURED")

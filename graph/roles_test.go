@@ -194,7 +194,7 @@ func (ms mutationSchema) call(f mfield, s seeded) string {
 // is in the audit log. The same key may query.
 func TestReadOnlyKeyRefusedEveryMutation(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b, func(c *config.Config) { c.WebhookAllowPrivate = true })
+		a := startAdmin(t, b, func(c *config.Config) { c.Webhooks.AllowPrivate = true })
 		sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }))
 		t.Cleanup(sink.Close)
 

@@ -90,8 +90,8 @@ func TestNoSecretsReachable(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		const paymentKey, paymentSecret = "payment-api-key-for-the-crawl", "payment-secret-for-the-crawl"
 		a := startAdmin(t, b, func(c *config.Config) {
-			c.WebhookAllowPrivate = true
-			c.PaymentURL, c.PaymentAPIKey, c.PaymentSecret = "http://127.0.0.1:9/pay", paymentKey, paymentSecret
+			c.Webhooks.AllowPrivate = true
+			c.Payments.URL, c.Payments.APIKey, c.Payments.Secret = "http://127.0.0.1:9/pay", paymentKey, paymentSecret
 		})
 		ctx := context.Background()
 		sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) }))

@@ -17,8 +17,8 @@ func TestAPIVersions(t *testing.T) {
 		today := time.Now().UTC().Truncate(24 * time.Hour)
 		deprecated, sunset := today.AddDate(0, 0, -120), today.AddDate(0, 0, -1)
 		a := startAdmin(t, b, func(c *config.Config) {
-			c.APIDeprecated = "v1=" + deprecated.Format(time.DateOnly)
-			c.APISunset = "v1=" + sunset.Format(time.DateOnly)
+			c.API.Deprecated = "v1=" + deprecated.Format(time.DateOnly)
+			c.API.Sunset = "v1=" + sunset.Format(time.DateOnly)
 		})
 		ctx := context.Background()
 		db := a.App.DB

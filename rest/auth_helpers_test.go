@@ -105,7 +105,7 @@ func auUser(t *testing.T, e *apptest.Env, name, password string, roles ...string
 func auSharedKeys() apptest.Option {
 	mk := base64.StdEncoding.EncodeToString(secret.RandomBytes(32))
 	js := base64.StdEncoding.EncodeToString(secret.RandomBytes(32))
-	return func(c *config.Config) { c.MasterKeyB64, c.JWTSecretRaw = mk, js }
+	return func(c *config.Config) { c.Auth.MasterKeyB64, c.Auth.JWTSecretRaw = mk, js }
 }
 
 // auBrowser is an HTTP client with cookies that does not follow redirects,

@@ -311,7 +311,7 @@ func TestJWTThrottle(t *testing.T) {
 
 // TestJWTConfiguredLifetime: GATEHOUSE_JWT_TTL sets the lifetime.
 func TestJWTConfiguredLifetime(t *testing.T) {
-	f := auSetup(t, testenv.Backend{Name: "sqlite"}, func(c *config.Config) { c.JWTTTL = 90 * time.Second })
+	f := auSetup(t, testenv.Backend{Name: "sqlite"}, func(c *config.Config) { c.Auth.JWTTTL = 90 * time.Second })
 	m := f.login(t, `{"username":"alice","password":"`+f.password+`"}`).json(t)
 	if m["expires_in"] != float64(90) {
 		t.Fatalf("expires_in %v", m["expires_in"])

@@ -72,7 +72,7 @@ func TestLoginThrottleNoLockOut(t *testing.T) {
 // counts the address the proxy forwards (the right-most untrusted entry of
 // X-Forwarded-For), and the request log shows it.
 func TestTrustedProxyClientAddress(t *testing.T) {
-	f := auSetup(t, testenv.Backend{Name: "sqlite"}, func(c *config.Config) { c.TrustedProxiesRaw = "127.0.0.1/32, 10.0.0.0/8" })
+	f := auSetup(t, testenv.Backend{Name: "sqlite"}, func(c *config.Config) { c.Server.TrustedProxiesRaw = "127.0.0.1/32, 10.0.0.0/8" })
 	proxy := fromAddr(t, "127.0.0.1")
 	for range identity.DefaultLoginAttempts {
 		// The client wrote "1.1.1.1" itself; 203.0.113.5 is what the edge

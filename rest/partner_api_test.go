@@ -237,8 +237,8 @@ func TestPartnerVersionLifecycle(t *testing.T) {
 	deprecated := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, -1, 0)
 	sunset := time.Now().UTC().Truncate(24*time.Hour).AddDate(1, 0, 0).Add(12 * time.Hour)
 	e := apptest.Start(t, testenv.Backend{Name: "sqlite"}, func(c *config.Config) {
-		c.APIDeprecated = "v1=" + deprecated.Format(time.DateOnly)
-		c.APISunset = "v1=" + sunset.Format(time.RFC3339)
+		c.API.Deprecated = "v1=" + deprecated.Format(time.DateOnly)
+		c.API.Sunset = "v1=" + sunset.Format(time.RFC3339)
 	})
 	app, sec := createApp(t, e, partner.CreateInput{})
 	r1 := call(t, e, "GET", orderURL(e, "v1")+signedQuery(app.AppKey, sec, nowMillis(), freshNonce(), pair{"order_no", "x"}))
@@ -266,8 +266,8 @@ func TestPartnerVersionRetired(t *testing.T) {
 		today := time.Now().UTC().Truncate(24 * time.Hour)
 		sunset := today.AddDate(0, 0, -1)
 		e := apptest.Start(t, b, func(c *config.Config) {
-			c.APIDeprecated = "v1=" + sunset.AddDate(0, 0, -200).Format(time.DateOnly)
-			c.APISunset = "v1=" + sunset.Format(time.DateOnly)
+			c.API.Deprecated = "v1=" + sunset.AddDate(0, 0, -200).Format(time.DateOnly)
+			c.API.Sunset = "v1=" + sunset.Format(time.DateOnly)
 		})
 		app, sec := createApp(t, e, partner.CreateInput{})
 		signed := signedQuery(app.AppKey, sec, nowMillis(), freshNonce(), pair{"order_no", "x"})
@@ -356,7 +356,7 @@ func TestPartnerKVUnavailable(t *testing.T) {
 		if b.Embedded() {
 			e = apptest.Start(t, b)
 		} else {
-			e = apptest.Start(t, b, func(c *config.Config) { c.RedisURL = "redis://127.0.0.1:1/0" })
+			e = apptest.Start(t, b, func(c *config.Config) { c.Redis.URL = "redis://127.0.0.1:1/0" })
 		}
 		app, sec := createApp(t, e, partner.CreateInput{})
 		if b.Embedded() {

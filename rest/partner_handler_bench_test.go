@@ -71,8 +71,8 @@ func benchApp(b *testing.B, be testenv.Backend) (*app.App, partnerclient.Signer)
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { f.Close() })
-	cfg.LogFormat = "json"
-	cfg.LogLevel = "info"
+	cfg.Log.Format = "json"
+	cfg.Log.Level = "info"
 	log, flush := cfg.NewLogger(f)
 	b.Cleanup(flush)
 	a, err := app.New(context.Background(), cfg, log)

@@ -95,7 +95,7 @@ func (e envelope) expect(t testing.TB, status, code int, msgPrefix string) envel
 // sharedKeyOption gives several instances one master key, as replicas have.
 func sharedKeyOption() apptest.Option {
 	key := base64.StdEncoding.EncodeToString(secret.RandomBytes(32))
-	return func(c *config.Config) { c.MasterKeyB64 = key }
+	return func(c *config.Config) { c.Auth.MasterKeyB64 = key }
 }
 
 // createApp creates an app through the service, the way the admin does.

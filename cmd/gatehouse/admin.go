@@ -12,17 +12,18 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"gatehouse/internal/apikey"
+	"gatehouse/internal/config"
 	"gatehouse/internal/identity"
 	"gatehouse/internal/store"
 )
 
 // openStore reads the configuration and opens the migrated database.
 func openStore(ctx context.Context, cmd *cli.Command) (*store.DB, error) {
-	cfg, err := configFrom(cmd)
+	cfg, err := config.FromCommand(cmd)
 	if err != nil {
 		return nil, fmt.Errorf("configuration:\n%w", err)
 	}
-	db, err := store.Open(ctx, cfg.DatabaseURL)
+	db, err := store.Open(ctx, cfg.Database.URL)
 	if err != nil {
 		return nil, err
 	}

@@ -20,28 +20,23 @@ func serveCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "serve",
 		Usage: "run the service (migrates the schema first)",
-		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "demo", Usage: "seed demo data and print credentials and example commands"},
-			&cli.StringFlag{Name: "demo-receiver", Value: config.Defaults().DemoReceiver, Usage: "with --demo: the loopback address of the webhook receiver the demo app calls back (gatehouse webhook listen)"},
-		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			cfg, err := configFrom(cmd)
+			cfg, err := config.FromCommand(cmd)
 			if err != nil {
 				return fmt.Errorf("configuration:\n%w", err)
 			}
-			if cmd.Bool("demo") {
+			if cfg.Demo.Enabled {
 				// The demo app, and no other, may call back a receiver on
 				// this machine.
 				cfg.WebhookLoopbackApps = append(cfg.WebhookLoopbackApps, demo.DemoAppKey)
-				cfg.DemoReceiver = cmd.String("demo-receiver")
 			}
 			log, flushLog := cfg.NewLogger(os.Stderr)
 			defer flushLog()
-			gogc := tuneGC(ctx, cfg.RedisURL)
+			gogc := tuneGC(ctx, cfg.Redis.URL)
 			for _, k := range cfg.GeneratedKeys {
-				log.Warn("generated a development key; set GATEHOUSE_MASTER_KEY and GATEHOUSE_JWT_SECRET in production", "file", k, "data_dir", cfg.DataDir)
+				log.Warn("generated a development key; set GATEHOUSE_MASTER_KEY and GATEHOUSE_JWT_SECRET in production", "file", k, "data_dir", cfg.Database.DataDir)
 			}
-			if cmd.Bool("demo") {
+			if cfg.Demo.Enabled {
 				// The demo's payment SANDBOX, unless a provider is configured.
 				sb, err := demo.StartPaymentSandbox(&cfg, log)
 				if err != nil {
@@ -60,7 +55,7 @@ func serveCommand() *cli.Command {
 				_ = a.Close(ctx)
 				return err
 			}
-			if cmd.Bool("demo") {
+			if cfg.Demo.Enabled {
 				if err := demo.Seed(ctx, a, ls, cmd.Root().Writer); err != nil {
 					_ = a.Close(ctx)
 					return fmt.Errorf("seed demo data: %w", err)
@@ -70,7 +65,7 @@ func serveCommand() *cli.Command {
 				_ = a.Close(ctx)
 				return err
 			}
-			log.Info("listening", "public", ls.Public.Addr().String(), "admin", ls.Admin.Addr().String(), "database", dbKind(cfg.Embedded()), "kv", kvKind(cfg.RedisURL), "gogc", gogc)
+			log.Info("listening", "public", ls.Public.Addr().String(), "admin", ls.Admin.Addr().String(), "database", dbKind(cfg.Embedded()), "kv", kvKind(cfg.Redis.URL), "gogc", gogc)
 			return a.Serve(ctx, ls)
 		},
 	}
@@ -101,11 +96,11 @@ func migrateCommand() *cli.Command {
 			&cli.BoolFlag{Name: "status", Usage: "list the applied and pending migrations; change nothing"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			cfg, err := configFrom(cmd)
+			cfg, err := config.FromCommand(cmd)
 			if err != nil {
 				return fmt.Errorf("configuration:\n%w", err)
 			}
-			db, err := store.Open(ctx, cfg.DatabaseURL)
+			db, err := store.Open(ctx, cfg.Database.URL)
 			if err != nil {
 				return err
 			}

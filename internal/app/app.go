@@ -67,7 +67,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	if err != nil {
 		return nil, err
 	}
-	db, err := store.Open(ctx, cfg.DatabaseURL)
+	db, err := store.Open(ctx, cfg.Database.URL)
 	if err != nil {
 		return nil, err
 	}
@@ -88,10 +88,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 				"a database clock ahead by more than the request timeout makes them fail with 503")
 	}
 	var kvOpts []kv.Option
-	if cfg.RedisKeyPrefix != "" {
-		kvOpts = append(kvOpts, kv.WithPrefix(cfg.RedisKeyPrefix))
+	if cfg.Redis.KeyPrefix != "" {
+		kvOpts = append(kvOpts, kv.WithPrefix(cfg.Redis.KeyPrefix))
 	}
-	store, err := kv.Open(ctx, cfg.RedisURL, kvOpts...)
+	store, err := kv.Open(ctx, cfg.Redis.URL, kvOpts...)
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open key-value store: %w", err)
@@ -102,7 +102,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		_ = a.Close(ctx)
 		return nil, err
 	}
-	if !cfg.Embedded() && cfg.TLSCert == "" && len(cfg.TrustedProxies) == 0 {
+	if !cfg.Embedded() && cfg.TLS.Cert == "" && len(cfg.TrustedProxies) == 0 {
 		// A production database but nothing that says how HTTPS is done:
 		// signed partner requests and passwords would cross in clear.
 		log.Warn("partner and sign-in traffic must arrive over HTTPS: set GATEHOUSE_TLS_CERT/GATEHOUSE_TLS_KEY, or GATEHOUSE_TRUSTED_PROXIES for the TLS-terminating proxy in front")
@@ -123,7 +123,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 func (a *App) publicHandler() http.Handler {
 	r := chi.NewRouter()
 	r.Use(httpx.RequestID, httpx.Client(a.Cfg.TrustedProxies), httpx.Logger(a.Log, "public"), httpx.Recoverer(a.Log),
-		httpx.Deadline(a.Cfg.RequestTimeout), httpx.CapBody)
+		httpx.Deadline(a.Cfg.Server.RequestTimeout), httpx.CapBody)
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -143,7 +143,7 @@ func (a *App) publicHandler() http.Handler {
 func (a *App) adminHandler() http.Handler {
 	r := chi.NewRouter()
 	r.Use(httpx.RequestID, httpx.Client(a.Cfg.TrustedProxies), httpx.Logger(a.Log, "admin"), httpx.Recoverer(a.Log),
-		httpx.Deadline(a.Cfg.RequestTimeout), httpx.LimitBody)
+		httpx.Deadline(a.Cfg.Server.RequestTimeout), httpx.LimitBody)
 	a.mountPlayground(r)
 	gql := graph.NewHandler(a.resolver(), a.Log)
 	r.Handle("/graphql", a.adminGuard(gql))

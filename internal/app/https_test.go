@@ -23,8 +23,8 @@ func TestHTTPSBothListeners(t *testing.T) {
 	certPEM, keyPEM, _ := ca.issue(t, "127.0.0.1", true, time.Now().Add(time.Hour))
 	dir := t.TempDir()
 	cfg := apptest.Config(t, testenv.Backend{Name: "sqlite"})
-	cfg.TLSCert = writeFile(t, dir, "server.pem", certPEM)
-	cfg.TLSKey = writeFile(t, dir, "server.key", keyPEM)
+	cfg.TLS.Cert = writeFile(t, dir, "server.pem", certPEM)
+	cfg.TLS.Key = writeFile(t, dir, "server.key", keyPEM)
 	if err := cfg.Resolve(); err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestTrustedProxyScheme(t *testing.T) {
 		{"other proxy trusted", "10.0.0.0/8", "https", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			e := apptest.Start(t, testenv.Backend{Name: "sqlite"}, func(cfg *config.Config) { cfg.TrustedProxiesRaw = c.trusted })
+			e := apptest.Start(t, testenv.Backend{Name: "sqlite"}, func(cfg *config.Config) { cfg.Server.TrustedProxiesRaw = c.trusted })
 			app, _, err := e.App.Partners.Create(context.Background(), partner.CreateInput{
 				AppName: "proxied", RedirectURIs: []string{"https://client.example/cb"},
 			})
@@ -113,7 +113,7 @@ func TestPlainPostgresWarns(t *testing.T) {
 	if !strings.Contains(e.Logs.String(), "level=WARN") || !strings.Contains(e.Logs.String(), "must arrive over HTTPS") {
 		t.Fatalf("no HTTPS warning:\n%s", e.Logs.String())
 	}
-	e = apptest.Start(t, b, func(c *config.Config) { c.TrustedProxiesRaw = "10.0.0.0/8" })
+	e = apptest.Start(t, b, func(c *config.Config) { c.Server.TrustedProxiesRaw = "10.0.0.0/8" })
 	if strings.Contains(e.Logs.String(), "must arrive over HTTPS") {
 		t.Fatal("warned although a TLS-terminating proxy is configured")
 	}

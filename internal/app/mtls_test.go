@@ -122,10 +122,10 @@ func TestMutualTLS(t *testing.T) {
 		_, _, expired := clientCA.issue(t, "partner-1", false, time.Now().Add(-time.Hour))
 
 		cfg := apptest.Config(t, b)
-		cfg.MTLSAddr = "127.0.0.1:0"
-		cfg.TLSCert = writeFile(t, dir, "server.pem", srvCert)
-		cfg.TLSKey = writeFile(t, dir, "server.key", srvKey)
-		cfg.ClientCA = writeFile(t, dir, "clients.pem", clientCA.pem)
+		cfg.TLS.MTLSAddr = "127.0.0.1:0"
+		cfg.TLS.Cert = writeFile(t, dir, "server.pem", srvCert)
+		cfg.TLS.Key = writeFile(t, dir, "server.key", srvKey)
+		cfg.TLS.ClientCA = writeFile(t, dir, "clients.pem", clientCA.pem)
 		if err := cfg.Resolve(); err != nil {
 			t.Fatal(err)
 		}
@@ -274,10 +274,10 @@ func TestServeTLSMisconfiguration(t *testing.T) {
 	dir := t.TempDir()
 	c, k, _ := ca.issue(t, "127.0.0.1", true, time.Now().Add(time.Hour))
 	cfg := apptest.Config(t, testenv.Backend{Name: "sqlite"})
-	cfg.MTLSAddr = "127.0.0.1:0"
-	cfg.TLSCert = writeFile(t, dir, "server.pem", c)
-	cfg.TLSKey = writeFile(t, dir, "server.key", k)
-	cfg.ClientCA = writeFile(t, dir, "clients.pem", []byte("not a certificate"))
+	cfg.TLS.MTLSAddr = "127.0.0.1:0"
+	cfg.TLS.Cert = writeFile(t, dir, "server.pem", c)
+	cfg.TLS.Key = writeFile(t, dir, "server.key", k)
+	cfg.TLS.ClientCA = writeFile(t, dir, "clients.pem", []byte("not a certificate"))
 	if err := cfg.Resolve(); err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ func (a *App) checkEviction(ctx context.Context) error {
 		return nil
 	case policy == kv.NoEviction:
 		return nil
-	case a.Cfg.RedisAllowEviction:
+	case a.Cfg.Redis.AllowEviction:
 		a.Log.Warn("Redis may evict keys (GATEHOUSE_REDIS_ALLOW_EVICTION=true): under memory pressure nonces, the token deny-list and used authorization codes can be forgotten", "maxmemory_policy", policy)
 		return nil
 	}
@@ -64,7 +64,7 @@ func (a *App) ready(w http.ResponseWriter, r *http.Request) {
 		}
 	default:
 		checks["kv_maxmemory_policy"] = policy
-		if policy != kv.NoEviction && !a.Cfg.RedisAllowEviction {
+		if policy != kv.NoEviction && !a.Cfg.Redis.AllowEviction {
 			// Changed since start: this replica must not take traffic.
 			checks["kv"] = "evicting"
 			status = http.StatusServiceUnavailable

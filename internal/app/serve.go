@@ -48,18 +48,18 @@ type Listeners struct {
 func (a *App) Listen() (*Listeners, error) {
 	var l Listeners
 	var err error
-	if l.Public, err = net.Listen("tcp", a.Cfg.Addr); err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", a.Cfg.Addr, err)
+	if l.Public, err = net.Listen("tcp", a.Cfg.Server.Addr); err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", a.Cfg.Server.Addr, err)
 	}
-	if l.Admin, err = net.Listen("tcp", a.Cfg.AdminAddr); err != nil {
+	if l.Admin, err = net.Listen("tcp", a.Cfg.Server.AdminAddr); err != nil {
 		l.Public.Close()
-		return nil, fmt.Errorf("listen on %s: %w", a.Cfg.AdminAddr, err)
+		return nil, fmt.Errorf("listen on %s: %w", a.Cfg.Server.AdminAddr, err)
 	}
-	if a.Cfg.MTLSAddr != "" {
-		if l.MTLS, err = net.Listen("tcp", a.Cfg.MTLSAddr); err != nil {
+	if a.Cfg.TLS.MTLSAddr != "" {
+		if l.MTLS, err = net.Listen("tcp", a.Cfg.TLS.MTLSAddr); err != nil {
 			l.Public.Close()
 			l.Admin.Close()
-			return nil, fmt.Errorf("listen on %s: %w", a.Cfg.MTLSAddr, err)
+			return nil, fmt.Errorf("listen on %s: %w", a.Cfg.TLS.MTLSAddr, err)
 		}
 	}
 	return &l, nil
@@ -84,8 +84,8 @@ func (a *App) Serve(ctx context.Context, l *Listeners) error {
 		}
 		return errors.Join(err, a.Close(context.WithoutCancel(ctx)))
 	}
-	if a.Cfg.TLSCert != "" {
-		cert, err := tls.LoadX509KeyPair(a.Cfg.TLSCert, a.Cfg.TLSKey)
+	if a.Cfg.TLS.Cert != "" {
+		cert, err := tls.LoadX509KeyPair(a.Cfg.TLS.Cert, a.Cfg.TLS.Key)
 		if err != nil {
 			return setupFailed(fmt.Errorf("load TLS certificate: %w", err))
 		}
@@ -95,7 +95,7 @@ func (a *App) Serve(ctx context.Context, l *Listeners) error {
 			servers[i].tls = true
 		}
 		if l.MTLS != nil {
-			pem, err := os.ReadFile(a.Cfg.ClientCA)
+			pem, err := os.ReadFile(a.Cfg.TLS.ClientCA)
 			if err != nil {
 				return setupFailed(fmt.Errorf("read GATEHOUSE_CLIENT_CA: %w", err))
 			}
@@ -117,7 +117,7 @@ func (a *App) Serve(ctx context.Context, l *Listeners) error {
 			servers = append(servers, srv{s: m, ln: l.MTLS, tls: true})
 		}
 	}
-	if l.MTLS != nil && a.Cfg.TLSCert == "" {
+	if l.MTLS != nil && a.Cfg.TLS.Cert == "" {
 		return setupFailed(errors.New("GATEHOUSE_MTLS_ADDR needs GATEHOUSE_TLS_CERT and GATEHOUSE_TLS_KEY"))
 	}
 	errc := make(chan error, len(servers))
@@ -141,7 +141,7 @@ func (a *App) Serve(ctx context.Context, l *Listeners) error {
 	case serveErr = <-errc:
 	}
 	a.draining.Store(true)
-	if d := a.Cfg.ShutdownDrain; d > 0 && serveErr == nil {
+	if d := a.Cfg.Server.ShutdownDrain; d > 0 && serveErr == nil {
 		// Keep serving while load balancers notice /readyz failing.
 		a.Log.Info("draining before shutdown", "for", d.String())
 		time.Sleep(d)

@@ -17,9 +17,9 @@ import (
 func TestVersionLifecycleRefused(t *testing.T) {
 	cfg := apptest.Config(t, testenv.Backend{Name: "sqlite"})
 	dbFile := filepath.Join(t.TempDir(), "never.db")
-	cfg.DatabaseURL = "sqlite:" + dbFile
-	cfg.APIDeprecated = "v2=2026-01-01,v7=2026-01-01"
-	cfg.APISunset = "v1=2026-12-31,v2=2026-02-01"
+	cfg.Database.URL = "sqlite:" + dbFile
+	cfg.API.Deprecated = "v2=2026-01-01,v7=2026-01-01"
+	cfg.API.Sunset = "v1=2026-12-31,v2=2026-02-01"
 	if err := cfg.Resolve(); err != nil {
 		t.Fatalf("the format is fine, the lifecycle is not: %v", err)
 	}

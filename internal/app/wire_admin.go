@@ -37,22 +37,22 @@ const BootstrapAPIKeyName = "bootstrap (GATEHOUSE_BOOTSTRAP_API_KEY)"
 func (a *App) wireAdmin(ctx context.Context) error {
 	a.KeyUsage = apikey.NewCounter(a.DB.Client, a.Log, apikey.DefaultFlushInterval)
 	a.APIKeys = apikey.NewService(a.DB.Client, a.KeyUsage)
-	tokens, err := identity.NewTokenService(a.Cfg.JWTSecret, a.Cfg.JWTTTL, a.KV)
+	tokens, err := identity.NewTokenService(a.Cfg.JWTSecret, a.Cfg.Auth.JWTTTL, a.KV)
 	if err != nil {
 		return err
 	}
 	a.UserTokens = tokens
 	a.Users = identity.NewUsers(a.DB.Client, identity.WithTokens(tokens))
-	retention := a.Cfg.AuditRetention
+	retention := a.Cfg.Audit.Retention
 	if retention == 0 {
 		retention = -1 // keep forever
 	}
 	a.Audit = audit.NewService(a.DB, a.Log, audit.Options{Retention: retention})
-	if a.Cfg.BootstrapAPIKey != "" {
-		if len(a.Cfg.BootstrapAPIKey) < apikey.RecommendedKeyLen {
-			a.Log.Warn("GATEHOUSE_BOOTSTRAP_API_KEY is short and easy to guess; use at least 16 random characters", "length", len(a.Cfg.BootstrapAPIKey))
+	if a.Cfg.Auth.BootstrapAPIKey != "" {
+		if len(a.Cfg.Auth.BootstrapAPIKey) < apikey.RecommendedKeyLen {
+			a.Log.Warn("GATEHOUSE_BOOTSTRAP_API_KEY is short and easy to guess; use at least 16 random characters", "length", len(a.Cfg.Auth.BootstrapAPIKey))
 		}
-		if _, err := a.APIKeys.Ensure(ctx, BootstrapAPIKeyName, a.Cfg.BootstrapAPIKey); err != nil {
+		if _, err := a.APIKeys.Ensure(ctx, BootstrapAPIKeyName, a.Cfg.Auth.BootstrapAPIKey); err != nil {
 			return fmt.Errorf("GATEHOUSE_BOOTSTRAP_API_KEY: %w", err)
 		}
 	}

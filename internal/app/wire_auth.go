@@ -62,7 +62,7 @@ func (a *App) newSessions() *scs.SessionManager {
 	sm := scs.New()
 	if rc, ok := kv.RedisClient(a.KV); ok {
 		// Shared by every replica; the kv client brings its timeouts.
-		sm.Store = goredisstore.NewWithPrefix(rc, a.Cfg.RedisKeyPrefix+"session:")
+		sm.Store = goredisstore.NewWithPrefix(rc, a.Cfg.Redis.KeyPrefix+"session:")
 	}
 	// Only a hash of the session token is used as the store key.
 	sm.HashTokenInStore = true

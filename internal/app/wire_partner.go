@@ -64,11 +64,11 @@ func (a *App) mountPartner(r chi.Router) {
 // apiVersions checks the version lifecycle settings against the versions
 // this build serves (rest.PartnerAPI), naming every problem at once.
 func apiVersions(cfg config.Config) (partner.Versions, error) {
-	dep, err := config.ParseVersionDates(cfg.APIDeprecated)
+	dep, err := config.ParseVersionDates(cfg.API.Deprecated)
 	if err != nil {
 		return nil, fmt.Errorf("GATEHOUSE_API_DEPRECATED: %w", err)
 	}
-	sun, err := config.ParseVersionDates(cfg.APISunset)
+	sun, err := config.ParseVersionDates(cfg.API.Sunset)
 	if err != nil {
 		return nil, fmt.Errorf("GATEHOUSE_API_SUNSET: %w", err)
 	}

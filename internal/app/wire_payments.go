@@ -33,7 +33,7 @@ func (a *App) wirePayments(context.Context) error {
 		return err
 	}
 	a.stops = append(a.stops, func(context.Context) error { client.Close(); return nil })
-	p := payment.Provider{URL: a.Cfg.PaymentURL, APIKey: a.Cfg.PaymentAPIKey, Secret: []byte(a.Cfg.PaymentSecret)}
+	p := payment.Provider{URL: a.Cfg.Payments.URL, APIKey: a.Cfg.Payments.APIKey, Secret: []byte(a.Cfg.Payments.Secret)}
 	switch {
 	case a.Cfg.PaymentSandbox:
 		a.Log.Warn("payment provider: the demo SANDBOX on loopback (moves no money); set GATEHOUSE_PAYMENT_URL for a real provider", "url", p.URL)

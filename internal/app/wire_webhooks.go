@@ -17,15 +17,15 @@ type webhookServices struct {
 
 // wireWebhooks builds the webhook outbox and dispatcher.
 func (a *App) wireWebhooks(ctx context.Context) error {
-	retention := a.Cfg.WebhookRetention
+	retention := a.Cfg.Webhooks.Retention
 	if retention == 0 {
 		retention = -1 // keep forever
 	}
 	svc, err := webhook.NewService(a.DB, a.Cfg.MasterKey, a.Log, webhook.Options{
-		RetryBase:    a.Cfg.WebhookRetryBase,
-		AllowPrivate: a.Cfg.WebhookAllowPrivate,
+		RetryBase:    a.Cfg.Webhooks.RetryBase,
+		AllowPrivate: a.Cfg.Webhooks.AllowPrivate,
 		LoopbackApps: a.Cfg.WebhookLoopbackApps,
-		PerApp:       a.Cfg.WebhookPerApp,
+		PerApp:       a.Cfg.Webhooks.PerApp,
 		Retention:    retention,
 	})
 	if err != nil {

@@ -1,11 +1,31 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
 	"time"
 )
+
+// APIVersions announces the retirement of partner API versions.
+type APIVersions struct {
+	Deprecated string `flag:"api-deprecated" usage:"partner API versions announced as deprecated: v1=2026-06-30,… (Deprecation header)" doc:"partner API versions announced as deprecated, v1=2026-06-30,… (date or RFC 3339): their replies carry Deprecation: @<unix>"`
+	Sunset     string `flag:"api-sunset" usage:"retirement dates of partner API versions: v1=2026-12-31,… (Sunset header)" doc:"retirement dates, v1=2026-12-31,…: their replies carry Sunset: <HTTP-date>; from that instant the version answers 410 (at least 90 days after its deprecation; see [versioning](versioning.md))"`
+}
+
+// Validate checks the form of both lists (the 90-day rule is checked at
+// start, see package partner).
+func (a *APIVersions) Validate() error {
+	var errs []error
+	if _, err := ParseVersionDates(a.Deprecated); err != nil {
+		errs = append(errs, fmt.Errorf("GATEHOUSE_API_DEPRECATED: %w", err))
+	}
+	if _, err := ParseVersionDates(a.Sunset); err != nil {
+		errs = append(errs, fmt.Errorf("GATEHOUSE_API_SUNSET: %w", err))
+	}
+	return errors.Join(errs...)
+}
 
 var apiVersion = regexp.MustCompile(`^v[0-9]+$`)
 

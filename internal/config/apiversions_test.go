@@ -23,7 +23,7 @@ func TestParseVersionDates(t *testing.T) {
 		}
 	}
 	c := Defaults()
-	c.APIDeprecated, c.APISunset = "v1=soon", "x"
+	c.API.Deprecated, c.API.Sunset = "v1=soon", "x"
 	err = c.Validate()
 	if err == nil || !strings.Contains(err.Error(), "GATEHOUSE_API_DEPRECATED") || !strings.Contains(err.Error(), "GATEHOUSE_API_SUNSET") {
 		t.Fatalf("Validate: %v", err)

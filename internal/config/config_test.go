@@ -10,12 +10,12 @@ import (
 
 func TestValidateReportsEveryProblem(t *testing.T) {
 	c := Defaults()
-	c.Addr = "nope"
-	c.DatabaseURL = "mysql://x"
-	c.RedisURL = "http://x"
-	c.LogLevel = "loud"
-	c.LogFormat = "xml"
-	c.TLSCert = "cert.pem"
+	c.Server.Addr = "nope"
+	c.Database.URL = "mysql://x"
+	c.Redis.URL = "http://x"
+	c.Log.Level = "loud"
+	c.Log.Format = "xml"
+	c.TLS.Cert = "cert.pem"
 	err := c.Validate()
 	if err == nil {
 		t.Fatal("want error")
@@ -29,13 +29,13 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 
 func TestPostgresNeedsSharedKeys(t *testing.T) {
 	c := Defaults()
-	c.DataDir = t.TempDir()
-	c.DatabaseURL = "postgres://localhost/x"
+	c.Database.DataDir = t.TempDir()
+	c.Database.URL = "postgres://localhost/x"
 	err := c.Resolve()
 	if err == nil || !strings.Contains(err.Error(), "GATEHOUSE_MASTER_KEY") || !strings.Contains(err.Error(), "GATEHOUSE_JWT_SECRET") {
 		t.Fatalf("want both keys reported, got %v", err)
 	}
-	if entries, _ := os.ReadDir(c.DataDir); len(entries) != 0 {
+	if entries, _ := os.ReadDir(c.Database.DataDir); len(entries) != 0 {
 		t.Fatal("keys generated for a Postgres deployment")
 	}
 }
@@ -43,12 +43,12 @@ func TestPostgresNeedsSharedKeys(t *testing.T) {
 func TestEmbeddedGeneratesDevKeysOnce(t *testing.T) {
 	dir := t.TempDir()
 	c := Defaults()
-	c.DataDir = dir
+	c.Database.DataDir = dir
 	if err := c.Resolve(); err != nil {
 		t.Fatal(err)
 	}
-	if c.DatabaseURL != "sqlite:"+filepath.Join(dir, "gatehouse.db") {
-		t.Fatalf("database url %q", c.DatabaseURL)
+	if c.Database.URL != "sqlite:"+filepath.Join(dir, "gatehouse.db") {
+		t.Fatalf("database url %q", c.Database.URL)
 	}
 	if len(c.MasterKey) != 32 || len(c.JWTSecret) < 32 || len(c.GeneratedKeys) != 2 {
 		t.Fatalf("keys: %d %d %v", len(c.MasterKey), len(c.JWTSecret), c.GeneratedKeys)
@@ -60,7 +60,7 @@ func TestEmbeddedGeneratesDevKeysOnce(t *testing.T) {
 		}
 	}
 	again := Defaults()
-	again.DataDir = dir
+	again.Database.DataDir = dir
 	if err := again.Resolve(); err != nil {
 		t.Fatal(err)
 	}
@@ -71,9 +71,9 @@ func TestEmbeddedGeneratesDevKeysOnce(t *testing.T) {
 
 func TestKeyValidation(t *testing.T) {
 	c := Defaults()
-	c.DataDir = t.TempDir()
-	c.MasterKeyB64 = base64.StdEncoding.EncodeToString([]byte("short"))
-	c.JWTSecretRaw = "too-short"
+	c.Database.DataDir = t.TempDir()
+	c.Auth.MasterKeyB64 = base64.StdEncoding.EncodeToString([]byte("short"))
+	c.Auth.JWTSecretRaw = "too-short"
 	err := c.Resolve()
 	if err == nil || !strings.Contains(err.Error(), "GATEHOUSE_MASTER_KEY") || !strings.Contains(err.Error(), "GATEHOUSE_JWT_SECRET") {
 		t.Fatalf("got %v", err)

@@ -130,7 +130,7 @@ func TestProcessLoggerWritesRequestLinesItself(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := &Config{LogFormat: format, LogLevel: "info"}
+		c := &Config{Log: Log{Format: format, Level: "info"}}
 		log, flush := c.NewLogger(f)
 		if _, ok := log.Handler().(*requestlog.Handler); !ok {
 			t.Fatalf("%s: the process logger's handler is %T, want *requestlog.Handler", format, log.Handler())

@@ -6,39 +6,51 @@ import (
 	"strings"
 )
 
-// validatePayment checks the payment provider settings: all three or none.
+// Payments is the payment provider refunds go to. Without a URL there is
+// none, and refundOrder answers PAYMENT_NOT_CONFIGURED.
+type Payments struct {
+	// URL is the provider's base URL (refunds go to URL/refunds); loopback
+	// addresses are allowed.
+	URL string `flag:"payment-url" usage:"payment provider base URL (refunds go to <url>/refunds); empty: refunds are not configured" doc:"payment provider base URL (refunds go to <url>/refunds; loopback allowed); empty: refundOrder answers PAYMENT_NOT_CONFIGURED"`
+	// APIKey (X-API-Key) and Secret (the HMAC key of X-Signature) identify
+	// gatehouse to the provider. Never logged.
+	APIKey string `flag:"payment-api-key" usage:"API key sent to the payment provider as X-API-Key" doc:"sent to the provider as X-API-Key; required with the URL, never logged"`
+	Secret string `flag:"payment-secret" usage:"HMAC-SHA256 key of the payment provider's X-Signature (prefer the environment variable: flags show in ps)" doc:"the HMAC-SHA256 key of the provider's X-Signature; required with the URL, never logged"`
+}
+
+// Validate checks the payment provider settings: all three or none.
 // Values are never echoed (the key and secret are secrets, and a URL may
 // carry credentials).
-func (c *Config) validatePayment() []error {
-	if c.PaymentURL == "" {
-		if c.PaymentAPIKey != "" || c.PaymentSecret != "" {
-			return []error{errors.New("GATEHOUSE_PAYMENT_API_KEY and GATEHOUSE_PAYMENT_SECRET need GATEHOUSE_PAYMENT_URL")}
+func (c *Payments) Validate() error {
+	if c.URL == "" {
+		if c.APIKey != "" || c.Secret != "" {
+			return errors.New("GATEHOUSE_PAYMENT_API_KEY and GATEHOUSE_PAYMENT_SECRET need GATEHOUSE_PAYMENT_URL")
 		}
 		return nil
 	}
 	var errs []error
-	u, err := url.Parse(c.PaymentURL)
+	u, err := url.Parse(c.URL)
 	switch {
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "":
 		errs = append(errs, errors.New("GATEHOUSE_PAYMENT_URL: must be an http:// or https:// URL with a host, e.g. https://pay.example.com/v1"))
 	case u.User != nil:
 		errs = append(errs, errors.New("GATEHOUSE_PAYMENT_URL: must not carry credentials (use GATEHOUSE_PAYMENT_API_KEY and GATEHOUSE_PAYMENT_SECRET)"))
-	case u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(c.PaymentURL, "?"):
+	case u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(c.URL, "?"):
 		errs = append(errs, errors.New("GATEHOUSE_PAYMENT_URL: must be a base URL without query or fragment (refunds go to <url>/refunds)"))
 	}
 	switch {
-	case c.PaymentAPIKey == "":
+	case c.APIKey == "":
 		errs = append(errs, errors.New("GATEHOUSE_PAYMENT_API_KEY is required with GATEHOUSE_PAYMENT_URL"))
-	case len(c.PaymentAPIKey) > 256 || !headerSafe(c.PaymentAPIKey):
+	case len(c.APIKey) > 256 || !headerSafe(c.APIKey):
 		errs = append(errs, errors.New("GATEHOUSE_PAYMENT_API_KEY: must be at most 256 printable ASCII characters (it is sent as the X-API-Key header)"))
 	}
 	switch {
-	case c.PaymentSecret == "":
+	case c.Secret == "":
 		errs = append(errs, errors.New("GATEHOUSE_PAYMENT_SECRET is required with GATEHOUSE_PAYMENT_URL"))
-	case len(c.PaymentSecret) > 1024:
+	case len(c.Secret) > 1024:
 		errs = append(errs, errors.New("GATEHOUSE_PAYMENT_SECRET: must be at most 1024 bytes"))
 	}
-	return errs
+	return errors.Join(errs...)
 }
 
 func headerSafe(s string) bool {

@@ -28,7 +28,7 @@ func TestPaymentSettings(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := Defaults()
-			cfg.PaymentURL, cfg.PaymentAPIKey, cfg.PaymentSecret = c.url, c.key, c.sec
+			cfg.Payments.URL, cfg.Payments.APIKey, cfg.Payments.Secret = c.url, c.key, c.sec
 			err := cfg.Validate()
 			if len(c.want) == 0 {
 				if err != nil {
@@ -55,8 +55,8 @@ func TestPaymentSettings(t *testing.T) {
 // The payment settings' problems are reported with every other problem.
 func TestPaymentProblemsReportedWithTheOthers(t *testing.T) {
 	cfg := Defaults()
-	cfg.Addr = "nope"
-	cfg.PaymentURL = "https://pay.example.com"
+	cfg.Server.Addr = "nope"
+	cfg.Payments.URL = "https://pay.example.com"
 	err := cfg.Validate()
 	for _, w := range []string{"GATEHOUSE_ADDR", "GATEHOUSE_PAYMENT_API_KEY", "GATEHOUSE_PAYMENT_SECRET"} {
 		if err == nil || !strings.Contains(err.Error(), w) {

@@ -39,14 +39,14 @@ func register(order int, seed func(ctx context.Context, e Env, out *strings.Buil
 // Seed creates the demo data if missing and prints how to use it.
 func Seed(ctx context.Context, a *app.App, ls *app.Listeners, w io.Writer) error {
 	scheme := "http://"
-	if a.Cfg.TLSCert != "" {
+	if a.Cfg.TLS.Cert != "" {
 		scheme = "https://"
 	}
 	e := Env{App: a, PublicURL: scheme + ls.Public.Addr().String(), AdminURL: scheme + ls.Admin.Addr().String()}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n=== gatehouse demo ===\n")
 	fmt.Fprintf(&b, "public listener: %s   admin listener (GraphQL Playground): %s/\n", e.PublicURL, e.AdminURL)
-	fmt.Fprintf(&b, "storage: %s\n", redact(a.Cfg.DatabaseURL))
+	fmt.Fprintf(&b, "storage: %s\n", redact(a.Cfg.Database.URL))
 	sort.SliceStable(sections, func(i, j int) bool { return sections[i].order < sections[j].order })
 	for _, s := range sections {
 		b.WriteString("\n")

@@ -27,7 +27,7 @@ func seedAndServe(t *testing.T, b testenv.Backend, opts ...func(*config.Config))
 	// As serve --demo: the demo app may call back a receiver on loopback
 	// (a port of the test's own).
 	cfg.WebhookLoopbackApps = []string{demo.DemoAppKey}
-	cfg.DemoReceiver = freeAddr(t)
+	cfg.Demo.Receiver = freeAddr(t)
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -25,14 +25,14 @@ const (
 // already. Only `serve --demo` calls it: production never runs the
 // sandbox. The caller closes it after the service has stopped.
 func StartPaymentSandbox(cfg *config.Config, log *slog.Logger) (*paysandbox.Sandbox, error) {
-	if cfg.PaymentURL != "" {
+	if cfg.Payments.URL != "" {
 		return nil, nil
 	}
 	sb, err := paysandbox.Start(log)
 	if err != nil {
 		return nil, fmt.Errorf("start the payment sandbox: %w", err)
 	}
-	cfg.PaymentURL, cfg.PaymentAPIKey, cfg.PaymentSecret = sb.URL, sb.APIKey, sb.Secret
+	cfg.Payments.URL, cfg.Payments.APIKey, cfg.Payments.Secret = sb.URL, sb.APIKey, sb.Secret
 	cfg.PaymentSandbox = true
 	return sb, nil
 }
@@ -51,10 +51,10 @@ func seedPayments(_ context.Context, e Env, b *strings.Builder) error {
 	fmt.Fprintf(b, "# Refunds through the payment provider (signed, retried, circuit breaker; see docs/payments.md)\n")
 	switch {
 	case cfg.PaymentSandbox:
-		fmt.Fprintf(b, "provider:   SANDBOX at %s -- a stand-in started by --demo on loopback that checks the API key,\n", cfg.PaymentURL)
+		fmt.Fprintf(b, "provider:   SANDBOX at %s -- a stand-in started by --demo on loopback that checks the API key,\n", cfg.Payments.URL)
 		fmt.Fprintf(b, "            timestamp, nonce and signature like a real provider; it moves NO money. A real provider:\n")
 		fmt.Fprintf(b, "            GATEHOUSE_PAYMENT_URL, GATEHOUSE_PAYMENT_API_KEY, GATEHOUSE_PAYMENT_SECRET (no sandbox then).\n")
-	case cfg.PaymentURL != "":
+	case cfg.Payments.URL != "":
 		fmt.Fprintf(b, "provider:   GATEHOUSE_PAYMENT_URL (a real provider: the refund below is a real refund)\n")
 	}
 	fmt.Fprintf(b, "# refund %s (PAID -> REFUNDED, order.refunded webhook queued; a repeat returns it without a second call):\n", DemoRefundOrderNo)

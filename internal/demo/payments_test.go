@@ -54,9 +54,9 @@ func TestDemoRefund(t *testing.T) {
 // and no sandbox is started.
 func TestPaymentSandboxOnlyWithoutAProvider(t *testing.T) {
 	c := config.Defaults()
-	c.PaymentURL, c.PaymentAPIKey, c.PaymentSecret = "https://pay.example.com", "k", "s"
+	c.Payments.URL, c.Payments.APIKey, c.Payments.Secret = "https://pay.example.com", "k", "s"
 	sb, err := demo.StartPaymentSandbox(&c, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil || sb != nil || c.PaymentURL != "https://pay.example.com" || c.PaymentSandbox {
-		t.Fatalf("sandbox %v, err %v, url %q, sandbox flag %v", sb, err, c.PaymentURL, c.PaymentSandbox)
+	if err != nil || sb != nil || c.Payments.URL != "https://pay.example.com" || c.PaymentSandbox {
+		t.Fatalf("sandbox %v, err %v, url %q, sandbox flag %v", sb, err, c.Payments.URL, c.PaymentSandbox)
 	}
 }

@@ -20,7 +20,7 @@ func init() { register(50, seedWebhooks) }
 // DemoCallbackURL is where the demo app's webhooks go: the receiver of
 // `gatehouse webhook listen` on this machine. Loopback is allowed for the
 // demo app only (serve --demo); every other app keeps the SSRF rule.
-func DemoCallbackURL(e Env) string { return "http://" + e.App.Cfg.DemoReceiver + "/hook" }
+func DemoCallbackURL(e Env) string { return "http://" + e.App.Cfg.Demo.Receiver + "/hook" }
 
 // DemoWebhookSecret is the demo app's webhook signing secret: derived from
 // the master key, so that the banner can print it after any restart
@@ -69,7 +69,7 @@ func seedWebhooks(ctx context.Context, e Env, b *strings.Builder) error {
 		fmt.Fprintf(b, "#    (the demo app's webhook secret was rotated: use the one rotateWebhookSecret(id: %d) returned)\n", app.ID)
 		secret = "whsec_…"
 	}
-	fmt.Fprintf(b, "./bin/gatehouse webhook listen --addr %s --secret '%s'\n", e.App.Cfg.DemoReceiver, secret)
+	fmt.Fprintf(b, "./bin/gatehouse webhook listen --addr %s --secret '%s'\n", e.App.Cfg.Demo.Receiver, secret)
 	fmt.Fprintf(b, "# 2. pay order %s (CREATED): its order.paid webhook is queued in the same transaction and arrives at once:\n", payable)
 	b.WriteString(gql(fmt.Sprintf(`mutation { payOrder(orderNo: "%s") { orderNo status payTime } }`, payable)))
 	fmt.Fprintf(b, "#    or send a test webhook (event webhook.test):\n")

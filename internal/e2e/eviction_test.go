@@ -26,8 +26,8 @@ func TestRedisEvictionPolicy(t *testing.T) {
 	evicting := startPrivateRedis(t, 0, t.TempDir(), "--maxmemory", "64mb", "--maxmemory-policy", "allkeys-lru")
 	cfgFor := func(r *privateRedis, allow bool) config.Config {
 		cfg := apptest.Config(t, testenv.Backend{Name: "sqlite"})
-		cfg.RedisURL = "redis://" + r.addr() + "/0"
-		cfg.RedisAllowEviction = allow
+		cfg.Redis.URL = "redis://" + r.addr() + "/0"
+		cfg.Redis.AllowEviction = allow
 		if err := cfg.Resolve(); err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +58,7 @@ func TestRedisEvictionPolicy(t *testing.T) {
 
 	// Allowed: starts with a WARN, and readiness names the policy.
 	e := apptest.Start(t, testenv.Backend{Name: "sqlite"}, func(c *config.Config) {
-		c.RedisURL, c.RedisAllowEviction = "redis://"+evicting.addr()+"/0", true
+		c.Redis.URL, c.Redis.AllowEviction = "redis://"+evicting.addr()+"/0", true
 	})
 	if !strings.Contains(e.Logs.String(), "level=WARN") || !strings.Contains(e.Logs.String(), "maxmemory_policy=allkeys-lru") {
 		t.Fatalf("no WARN about the evicting policy:\n%s", e.Logs.String())
@@ -69,7 +69,7 @@ func TestRedisEvictionPolicy(t *testing.T) {
 
 	// noeviction: starts; someone changes the policy later.
 	safe := startPrivateRedis(t, 0, t.TempDir())
-	e = apptest.Start(t, testenv.Backend{Name: "sqlite"}, func(c *config.Config) { c.RedisURL = "redis://" + safe.addr() + "/0" })
+	e = apptest.Start(t, testenv.Backend{Name: "sqlite"}, func(c *config.Config) { c.Redis.URL = "redis://" + safe.addr() + "/0" })
 	if st, m := ready(e); st != 200 || m["kv_maxmemory_policy"] != "noeviction" {
 		t.Fatalf("readyz on noeviction: %d %v", st, m)
 	}

@@ -78,7 +78,7 @@ func (p *privatePostgres) freeze(t *testing.T) (thaw func()) {
 // database resumes, and the deduction they attempted runs anew.
 func TestPostgresFrozen(t *testing.T) {
 	pg := startPrivatePostgres(t)
-	f := setup(t, testenv.Backend{Name: "postgres", DatabaseURL: pg.url()}, func(c *config.Config) { c.RequestTimeout = time.Second })
+	f := setup(t, testenv.Backend{Name: "postgres", DatabaseURL: pg.url()}, func(c *config.Config) { c.Server.RequestTimeout = time.Second })
 	ctx := context.Background()
 	_, adminKey, err := f.App.APIKeys.Create(ctx, "frozen-test", apikey.RoleAdmin)
 	if err != nil {

@@ -102,8 +102,8 @@ func TestRedisOutage(t *testing.T) {
 	rds := startPrivateRedis(t, 0, dir)
 	dbURL := testenv.PostgresURL(t)
 	f := setup(t, testenv.Backend{Name: "postgres", DatabaseURL: dbURL}, func(c *config.Config) {
-		c.RedisURL = "redis://" + rds.addr() + "/0"
-		c.RedisKeyPrefix = "resilience:"
+		c.Redis.URL = "redis://" + rds.addr() + "/0"
+		c.Redis.KeyPrefix = "resilience:"
 	})
 	query := func() outcome {
 		u := f.signed(t, f.app.AppKey, f.secret, "/api/v1/orders/query", url.Values{"order_no": {"SO1001"}})

@@ -40,9 +40,9 @@ func TestSecretsNeverStoredOrLoggedInPlainText(t *testing.T) {
 		bootstrap := "bootstrap-" + secret.RandomToken("", 24)
 		provider := paymenttest.New(t)
 		f := setup(t, b, func(c *config.Config) {
-			c.BootstrapAPIKey = bootstrap
-			c.WebhookAllowPrivate = true
-			c.PaymentURL, c.PaymentAPIKey, c.PaymentSecret = provider.URL, provider.APIKey, provider.Secret
+			c.Auth.BootstrapAPIKey = bootstrap
+			c.Webhooks.AllowPrivate = true
+			c.Payments.URL, c.Payments.APIKey, c.Payments.Secret = provider.URL, provider.APIKey, provider.Secret
 		})
 		ctx := context.Background()
 		secrets := map[string]string{ // what → value
@@ -245,7 +245,7 @@ func TestSecretsNeverStoredOrLoggedInPlainText(t *testing.T) {
 
 		var stored []dumped
 		if b.Embedded() {
-			stored = sqliteFiles(t, f.App.Cfg.DatabaseURL)
+			stored = sqliteFiles(t, f.App.Cfg.Database.URL)
 		} else {
 			stored = postgresColumns(t, b.DatabaseURL)
 		}

@@ -161,7 +161,7 @@ func TestShutdownUnderLoad(t *testing.T) {
 			t.Fatalf("load did not span the shutdown: %d served, %d refused", ok, gone+unread)
 		}
 		// Every stored ticket was answered: warm + slow + the load's 201s.
-		db, err := store.Open(context.Background(), cfg.DatabaseURL)
+		db, err := store.Open(context.Background(), cfg.Database.URL)
 		if err != nil {
 			t.Fatal(err)
 		}

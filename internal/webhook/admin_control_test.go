@@ -21,9 +21,9 @@ const createApp = `mutation($in: CreatePartnerAppInput!) { createPartnerApp(inpu
 func TestOperatorControlThroughGraphQL(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		e := apptest.Start(t, b, func(c *config.Config) {
-			c.BootstrapAPIKey = adminKey
-			c.WebhookAllowPrivate = true
-			c.WebhookRetryBase = time.Hour // the first attempts only
+			c.Auth.BootstrapAPIKey = adminKey
+			c.Webhooks.AllowPrivate = true
+			c.Webhooks.RetryBase = time.Hour // the first attempts only
 		})
 		rcv := newReceiver(t, always(http.StatusOK))
 		newApp := func(name, callback string) (id, secret string) {

@@ -103,9 +103,9 @@ func TestAdminFlowThroughGraphQL(t *testing.T) {
 			return http.StatusGone
 		})
 		e := apptest.Start(t, b, func(c *config.Config) {
-			c.WebhookAllowPrivate = true
-			c.WebhookRetryBase = 5 * time.Millisecond
-			c.BootstrapAPIKey = adminKey
+			c.Webhooks.AllowPrivate = true
+			c.Webhooks.RetryBase = 5 * time.Millisecond
+			c.Auth.BootstrapAPIKey = adminKey
 		})
 
 		d := mustGQL(t, e, `mutation($url: String) {
@@ -207,7 +207,7 @@ func TestAdminFlowThroughGraphQL(t *testing.T) {
 // it is registered; the delivery log needs the admin API key.
 func TestAdminRefusesPrivateCallbackByDefault(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		e := apptest.Start(t, b, func(c *config.Config) { c.BootstrapAPIKey = adminKey })
+		e := apptest.Start(t, b, func(c *config.Config) { c.Auth.BootstrapAPIKey = adminKey })
 		// The delivery log is behind the admin API key.
 		if r := e.Do(t, http.MethodPost, e.AdminURL+"/graphql", `{"query":"{ webhookDeliveries { totalCount } }"}`,
 			"Content-Type", "application/json"); r.Status != http.StatusUnauthorized {

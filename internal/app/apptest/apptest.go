@@ -82,19 +82,19 @@ func serve(h http.Handler) *httptest.Server {
 func Config(t testing.TB, b testenv.Backend) config.Config {
 	t.Helper()
 	cfg := config.Defaults()
-	cfg.Addr = "127.0.0.1:0"
-	cfg.AdminAddr = "127.0.0.1:0"
-	cfg.DataDir = t.TempDir()
-	cfg.MasterKeyB64 = base64.StdEncoding.EncodeToString(secret.RandomBytes(32))
-	cfg.JWTSecretRaw = base64.StdEncoding.EncodeToString(secret.RandomBytes(32))
+	cfg.Server.Addr = "127.0.0.1:0"
+	cfg.Server.AdminAddr = "127.0.0.1:0"
+	cfg.Database.DataDir = t.TempDir()
+	cfg.Auth.MasterKeyB64 = base64.StdEncoding.EncodeToString(secret.RandomBytes(32))
+	cfg.Auth.JWTSecretRaw = base64.StdEncoding.EncodeToString(secret.RandomBytes(32))
 	if b.Embedded() {
-		cfg.DatabaseURL = "sqlite:" + filepath.Join(cfg.DataDir, "gatehouse.db")
+		cfg.Database.URL = "sqlite:" + filepath.Join(cfg.Database.DataDir, "gatehouse.db")
 	} else {
-		cfg.DatabaseURL = b.DatabaseURL
-		cfg.RedisURL = b.RedisURL
-		cfg.RedisKeyPrefix = b.KeyPrefix
+		cfg.Database.URL = b.DatabaseURL
+		cfg.Redis.URL = b.RedisURL
+		cfg.Redis.KeyPrefix = b.KeyPrefix
 	}
-	cfg.LogLevel = "debug"
+	cfg.Log.Level = "debug"
 	return cfg
 }
 

@@ -1,0 +1,40 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"gatehouse/internal/secret"
+)
+
+// Auth is the process's keys and the lifetime of what it signs. The keys
+// are decoded into Config.MasterKey and Config.JWTSecret by Resolve (and
+// generated into the data dir in embedded mode when absent).
+type Auth struct {
+	MasterKeyB64    string        `flag:"master-key" empty:"dev: generated into the data dir" usage:"base64 of 32 bytes: AES-256-GCM key for stored secrets" doc:"base64 of 32 bytes; AES-256-GCM key for stored secrets (required with Postgres)"`
+	JWTSecretRaw    string        `flag:"jwt-secret" empty:"dev: generated into the data dir" usage:"HS256 key, at least 32 bytes" doc:"HS256 key, at least 32 bytes (required with Postgres)"`
+	JWTTTL          time.Duration `flag:"jwt-ttl" default:"2h" usage:"lifetime of signed user tokens (login)" doc:"lifetime of signed user tokens (at least 1s)"`
+	BootstrapAPIKey string        `flag:"bootstrap-api-key" usage:"an enabled admin API key with this value exists after start" doc:"an enabled admin API key with exactly this value exists after start"`
+}
+
+// Validate checks the keys' form and the token lifetime; errors never
+// show a key.
+func (a *Auth) Validate() error {
+	var errs []error
+	if a.MasterKeyB64 != "" {
+		if _, err := secret.ParseKey(a.MasterKeyB64); err != nil {
+			errs = append(errs, fmt.Errorf("GATEHOUSE_MASTER_KEY: %w", err))
+		}
+	}
+	if a.JWTSecretRaw != "" && len(a.JWTSecretRaw) < 32 {
+		errs = append(errs, errors.New("GATEHOUSE_JWT_SECRET: must be at least 32 bytes"))
+	}
+	if a.JWTTTL < time.Second {
+		errs = append(errs, errors.New("GATEHOUSE_JWT_TTL: must be at least 1s"))
+	}
+	if len(a.BootstrapAPIKey) > 256 {
+		errs = append(errs, errors.New("GATEHOUSE_BOOTSTRAP_API_KEY: must be at most 256 characters"))
+	}
+	return errors.Join(errs...)
+}

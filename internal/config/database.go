@@ -1,0 +1,38 @@
+package config
+
+import (
+	"errors"
+	"strings"
+)
+
+// Database is where the data lives.
+type Database struct {
+	DataDir string `flag:"data-dir" default:"./data" usage:"embedded database and generated dev keys" doc:"embedded database file and generated dev keys"`
+	// URL is filled in from DataDir by Resolve when empty.
+	URL string `flag:"database-url" empty:"sqlite:<data dir>/gatehouse.db" usage:"sqlite:PATH or postgres://… (default sqlite:<data dir>/gatehouse.db)" doc:"sqlite:PATH or postgres://… / postgresql://…"`
+}
+
+// Embedded reports whether the database is the embedded SQLite file (an
+// empty URL becomes one).
+func (d *Database) Embedded() bool { return d.URL == "" || strings.HasPrefix(d.URL, "sqlite:") }
+
+// Postgres reports whether the database is a Postgres server.
+func (d *Database) Postgres() bool {
+	return strings.HasPrefix(d.URL, "postgres://") || strings.HasPrefix(d.URL, "postgresql://")
+}
+
+// Validate checks the data directory and the URL's scheme.
+func (d *Database) Validate() error {
+	var errs []error
+	if d.DataDir == "" {
+		errs = append(errs, errors.New("GATEHOUSE_DATA_DIR: must not be empty"))
+	}
+	switch {
+	case d.URL == "sqlite:":
+		errs = append(errs, errors.New("GATEHOUSE_DATABASE_URL: sqlite: needs a path"))
+	case d.Embedded(), d.Postgres():
+	default:
+		errs = append(errs, errors.New("GATEHOUSE_DATABASE_URL: must start with sqlite:, postgres:// or postgresql://"))
+	}
+	return errors.Join(errs...)
+}

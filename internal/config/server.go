@@ -1,0 +1,64 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"time"
+)
+
+// Server is the listeners and what bounds the work behind them.
+type Server struct {
+	Addr      string `flag:"addr" default:"127.0.0.1:8080" usage:"public listener" doc:"public listener: tickets, partner REST, OAuth, login"`
+	AdminAddr string `flag:"admin-addr" default:"127.0.0.1:8081" usage:"admin listener (GraphQL, Playground, /metrics)" doc:"admin listener: GraphQL, Playground, /metrics"`
+	// TrustedProxiesRaw is read into Config.TrustedProxies by Resolve.
+	TrustedProxiesRaw string        `flag:"trusted-proxies" usage:"comma-separated CIDRs of reverse proxies whose X-Forwarded-For/-Proto are believed" doc:"comma-separated CIDRs of reverse proxies: only from them are X-Forwarded-For (client address for throttling and logs) and X-Forwarded-Proto (HTTPS, Secure cookies, HSTS) believed"`
+	RequestTimeout    time.Duration `flag:"request-timeout" default:"10s" usage:"deadline of each request's database and Redis work (then 503)" doc:"deadline of every request's database and Redis work; past it (or when the client hangs up) the work is cancelled, transactions roll back, and the reply is 503"`
+	ShutdownDrain     time.Duration `flag:"shutdown-drain" usage:"after SIGTERM, answer /readyz with 503 this long before closing the listeners" doc:"after SIGTERM, answer /readyz with 503 this long (≤ 1m) before closing the listeners, so load balancers stop routing first"`
+}
+
+// Validate checks the addresses, proxies and durations.
+func (s *Server) Validate() error {
+	var errs []error
+	for _, a := range []struct{ env, addr string }{{"GATEHOUSE_ADDR", s.Addr}, {"GATEHOUSE_ADMIN_ADDR", s.AdminAddr}} {
+		if _, _, err := net.SplitHostPort(a.addr); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %q is not host:port", a.env, a.addr))
+		}
+	}
+	if _, err := ParseTrustedProxies(s.TrustedProxiesRaw); err != nil {
+		errs = append(errs, fmt.Errorf("GATEHOUSE_TRUSTED_PROXIES: %w", err))
+	}
+	if s.RequestTimeout <= 0 || s.RequestTimeout > 10*time.Minute {
+		errs = append(errs, errors.New("GATEHOUSE_REQUEST_TIMEOUT: must be positive and at most 10m"))
+	}
+	if s.ShutdownDrain < 0 || s.ShutdownDrain > time.Minute {
+		errs = append(errs, errors.New("GATEHOUSE_SHUTDOWN_DRAIN: must be between 0s and 1m"))
+	}
+	return errors.Join(errs...)
+}
+
+// ParseTrustedProxies reads a comma-separated list of CIDRs or single
+// addresses ("10.0.0.0/8, 127.0.0.1"); empty entries are ignored.
+func ParseTrustedProxies(raw string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	var errs []error
+	for _, f := range strings.Split(raw, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(f); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(f)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%q is neither a CIDR nor an IP address", f))
+			continue
+		}
+		out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+	}
+	return out, errors.Join(errs...)
+}

@@ -1,0 +1,29 @@
+package config
+
+import (
+	"errors"
+	"time"
+)
+
+// Webhooks is how deliveries are retried, paced and kept.
+type Webhooks struct {
+	RetryBase    time.Duration `flag:"webhook-retry-base" default:"1s" usage:"first webhook retry delay; later ones double"`
+	AllowPrivate bool          `flag:"webhook-allow-private" usage:"allow callback URLs on loopback/private/link-local addresses"`
+	PerApp       int           `flag:"webhook-per-app" default:"4" usage:"webhook attempts of one app in flight at once, over all replicas" doc:"webhook attempts of one app in flight at once, over all replicas (1–1000)"`
+	Retention    time.Duration `flag:"webhook-retention" default:"720h" usage:"keep final webhook deliveries and their attempts this long (0: forever)" doc:"deliveries in a final state (SUCCESS, FAILED, CANCELLED) and their attempts are deleted this long after their last change; 0 keeps them"`
+}
+
+// Validate checks the retry base, the per-app cap and the retention.
+func (w *Webhooks) Validate() error {
+	var errs []error
+	if w.RetryBase <= 0 {
+		errs = append(errs, errors.New("GATEHOUSE_WEBHOOK_RETRY_BASE: must be positive"))
+	}
+	if w.PerApp < 1 || w.PerApp > 1000 {
+		errs = append(errs, errors.New("GATEHOUSE_WEBHOOK_PER_APP: must be between 1 and 1000"))
+	}
+	if w.Retention < 0 || w.Retention > 0 && w.Retention < time.Hour {
+		errs = append(errs, errors.New("GATEHOUSE_WEBHOOK_RETENTION: must be at least 1h, or 0 to keep deliveries forever"))
+	}
+	return errors.Join(errs...)
+}
