@@ -45,7 +45,7 @@ type Config struct {
 	// GeneratedKeys lists the dev keys Resolve generated into the data dir.
 	GeneratedKeys []string
 
-	// Set by `serve --demo`, never from the environment.
+	// Set by `serve` when the demo is on (Demo.Enabled); not settings.
 
 	// PaymentSandbox is set when the demo started its payment sandbox and
 	// pointed Payments.URL at it.
