@@ -3,6 +3,7 @@ package outbound
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	"gatehouse/internal/testenv"
 )
@@ -14,6 +15,9 @@ func TestMetrics(t *testing.T) {
 	const target = "metrics-test"
 	cfg := testConfig()
 	cfg.RetryAttempts = 1
+	// Long enough that the breaker is still open when the gauge is read,
+	// however slow the machine.
+	cfg.BreakerOpenWait = time.Minute
 	c := newClient(t, cfg, WithMetrics(target))
 	value := func(name string) float64 {
 		t.Helper()

@@ -109,6 +109,9 @@ func (o *planOutbox) args(claim bool) string {
 func (o *planOutbox) checkClaim(backlog int) {
 	o.t.Helper()
 	ctx := context.Background()
+	// The claim runs now: on a slow machine inserting the backlog takes
+	// seconds, and rows due "a second ago" must be due at the claim's now.
+	o.now = time.Now()
 	o.exec(`BEGIN`)
 	defer o.exec(`ROLLBACK`)
 	for _, stmt := range []string{"lock_apps", "claim"} {
