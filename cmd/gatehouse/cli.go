@@ -24,6 +24,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			serveCommand(),
 			migrateCommand(),
 			versionCommand(),
+			healthcheckCommand(),
 			signCommand(),
 			webhookCommand(),
 			apikeyCommand(),
