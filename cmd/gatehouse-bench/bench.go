@@ -105,7 +105,7 @@ func benchmark(ctx context.Context, o options, rep *report) error {
 		_ = emb.proc.stop()
 		return err
 	}
-	if err := deductPhases(ctx, o, rep, emb, client, bareLoad, self, tmp, "SQLite", []string{"-mode", "update-sqlite", "-sqlite", tmp + "/baseline-update.db"}); err != nil {
+	if err := deductPhases(ctx, o, rep, emb, client, bareLoad, self, tmp, "SQLite", []string{"-mode", "update-sqlite", "-sqlite", tmp + "/baseline-update.db"}, nil); err != nil {
 		_ = emb.proc.stop()
 		return err
 	}
@@ -361,8 +361,24 @@ func externalPhases(ctx context.Context, o options, rep *report, self, tmp strin
 		return err
 	}
 	defer g.proc.stop()
+	// What one request costs Redis and Postgres (costs.go), measured after
+	// the ratio phases of the signed query and of the deductions.
+	benchDB, err := sql.Open("pgx", dbURL)
+	if err != nil {
+		return err
+	}
+	defer benchDB.Close()
+	costs := newCostSampler(ctx, rdb, benchDB, dbName, g.proc.cmd.Process.Pid, o.redisURL, dbURL)
+	signedCosts := func() error {
+		list, err := g.presign(int(bare.RPS*costPhaseTime(o).Seconds()) + 1000)
+		if err != nil {
+			return err
+		}
+		costPhase(ctx, o, client, rep, costs, "signed v1 order query, Postgres + Redis", urls(list))
+		return nil
+	}
 	if o.deductOnly {
-		return deductPhases(ctx, o, rep, g, client, bare, self, tmp, "Postgres", []string{"-mode", "update-pg", "-postgres", dbURL})
+		return deductPhases(ctx, o, rep, g, client, bare, self, tmp, "Postgres", []string{"-mode", "update-pg", "-postgres", dbURL}, costs)
 	}
 
 	addr, err := freeAddr()
@@ -404,18 +420,24 @@ func externalPhases(ctx context.Context, o options, rep *report, self, tmp strin
 		if rss, err := g.proc.peakRSS(); err == nil {
 			rep.scalar("peak RSS, gatehouse on Postgres + Redis after its signed phase", float64(rss)/(1<<20), "MiB", "", 0)
 		}
-		return g2.proc.stop()
+		if err := g2.proc.stop(); err != nil {
+			return err
+		}
+		return signedCosts()
 	}
 	pair, err := scaleOut(ctx, o, client, bare.RPS, g, g2)
 	if err := errors.Join(err, g2.proc.stop()); err != nil {
 		return err
 	}
 	rep.add("signed v1 order query, 2 replicas, Postgres + Redis", pair, "one replica (the line above)", signed)
+	if err := signedCosts(); err != nil {
+		return err
+	}
 	if err := ticketPhases(ctx, o, rep, g, client, self, tmp, "Postgres", []string{"-mode", "insert-pg", "-postgres", dbURL},
 		"minimal handler: one Redis SET NX + one Postgres SELECT", baseLoad); err != nil {
 		return err
 	}
-	if err := deductPhases(ctx, o, rep, g, client, bare, self, tmp, "Postgres", []string{"-mode", "update-pg", "-postgres", dbURL}); err != nil {
+	if err := deductPhases(ctx, o, rep, g, client, bare, self, tmp, "Postgres", []string{"-mode", "update-pg", "-postgres", dbURL}, costs); err != nil {
 		return err
 	}
 	if err := webhookPhases(ctx, rep, g, dbURL, "Postgres", self, tmp, 200, []string{"-mode", "outbox-pg", "-postgres", dbURL}); err != nil {
@@ -455,8 +477,10 @@ func randomHex(n int) string { return hex.EncodeToString(randomBytes(n)) }
 // deductPhases measures signed stock deductions (quantity 1, a new biz_no
 // each) on one hot SKU and spread over benchSKUs SKUs, against a baseline
 // process doing the plain conditional single-row UPDATE per request
-// (baselineArgs) on its own table in the same kind of database.
-func deductPhases(ctx context.Context, o options, rep *report, g *gatehouse, c *http.Client, bare loadResult, self, tmp, label string, baselineArgs []string) (err error) {
+// (baselineArgs) on its own table in the same kind of database. With
+// costs, a last phase measures what a deduction spread over the SKUs
+// costs the backends.
+func deductPhases(ctx context.Context, o options, rep *report, g *gatehouse, c *http.Client, bare loadResult, self, tmp, label string, baselineArgs []string, costs *costSampler) (err error) {
 	var skus []string
 	for i := range benchSKUs {
 		var out struct{ CreateSku struct{ ID string } }
@@ -510,6 +534,18 @@ func deductPhases(ctx context.Context, o options, rep *report, g *gatehouse, c *
 			return fmt.Errorf("%s: correctness check failed: %w", name, err)
 		}
 		rep.check(name, msg)
+	}
+	if costs != nil {
+		list := make([]string, int(bare.RPS*costPhaseTime(o).Seconds()/2)+1000)
+		run := randomHex(4)
+		for i := range list {
+			u, err := s.SignURL(fmt.Sprintf("%s/api/v1/inventory/deduct?biz_no=C-%s-%d&sku_id=%s&quantity=1", g.proc.base, run, i, skus[i%benchSKUs]))
+			if err != nil {
+				return err
+			}
+			list[i] = u
+		}
+		costPhase(ctx, o, c, rep, costs, "signed deduction, 100 SKUs, "+label, urlsWith(http.MethodPost, list))
 	}
 	return nil
 }

@@ -99,10 +99,13 @@ func (p *proc) peakRSS() (int64, error) {
 	return 0, errors.New("no VmHWM in /proc status")
 }
 
-// cpuTime is the CPU time (user + system) the process has used so far,
+// cpuTime is the CPU time (user + system) the process has used so far.
+func (p *proc) cpuTime() (time.Duration, error) { return procCPU(p.cmd.Process.Pid) }
+
+// procCPU is the CPU time (user + system) process pid has used so far,
 // from /proc/<pid>/stat, in clock ticks of 10 ms (USER_HZ 100 on Linux).
-func (p *proc) cpuTime() (time.Duration, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(p.cmd.Process.Pid) + "/stat")
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return 0, err
 	}

@@ -39,7 +39,9 @@ type report struct {
 	Baselines map[string]loadResult `json:"baselines"`
 	Skipped   map[string]string     `json:"skipped,omitempty"`
 	Checks    map[string]string     `json:"checks,omitempty"`
-	Elapsed   string                `json:"elapsed"`
+	// Costs are what one request cost Redis and Postgres (costs.go).
+	Costs   []costFigure `json:"costs,omitempty"`
+	Elapsed string       `json:"elapsed"`
 }
 
 func newReport() *report {
