@@ -10,6 +10,7 @@ import (
 
 	"gatehouse/internal/errs"
 	"gatehouse/internal/httpx"
+	"gatehouse/internal/kv"
 	"gatehouse/internal/partner"
 )
 
@@ -130,7 +131,11 @@ func WritePartnerError(w http.ResponseWriter, r *http.Request, log *slog.Logger,
 	case errs.Conflict, errs.InvalidState:
 		WriteEnvelopeErrorStatus(w, r, http.StatusConflict, CodeParamInvalid, message(codeInfo[CodeParamInvalid].meaning, err.Error()))
 	case errs.Unavailable:
-		log.ErrorContext(r.Context(), "partner API dependency unavailable", "err", err, "request_id", httpx.GetRequestID(r.Context()))
+		// A full replay memory is logged by the store, rate-limited: it
+		// refuses every new signed request while it lasts.
+		if !errors.Is(err, kv.ErrNonceMemoryFull) {
+			log.ErrorContext(r.Context(), "partner API dependency unavailable", "err", err, "request_id", httpx.GetRequestID(r.Context()))
+		}
 		w.Header().Set("Retry-After", "1")
 		WriteEnvelopeErrorStatus(w, r, http.StatusServiceUnavailable, CodeSystemError, message(codeInfo[CodeSystemError].meaning, "a dependency is unavailable, retry later"))
 	default:

@@ -4,10 +4,13 @@ package app
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -87,9 +90,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 			"effect", "single writes and deductions are checked against their request's deadline on the database's clock: "+
 				"a database clock ahead by more than the request timeout makes them fail with 503")
 	}
-	var kvOpts []kv.Option
-	if cfg.Redis.KeyPrefix != "" {
-		kvOpts = append(kvOpts, kv.WithPrefix(cfg.Redis.KeyPrefix))
+	kvOpts, err := kvOptions(cfg, log)
+	if err != nil {
+		db.Close()
+		return nil, err
 	}
 	store, err := kv.Open(ctx, cfg.Redis.URL, kvOpts...)
 	if err != nil {
@@ -118,6 +122,33 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	a.Public = a.publicHandler()
 	a.Admin = a.adminHandler()
 	return a, nil
+}
+
+// ReplayFile is where the in-process store saves its replay memory at a
+// graceful stop and loads it from at the next start.
+const ReplayFile = "replay-memory.bin"
+
+// kvOptions are the key-value store's options from cfg.
+func kvOptions(cfg config.Config, log *slog.Logger) ([]kv.Option, error) {
+	opts := []kv.Option{kv.WithLogger(log), kv.WithNonceMemoryMax(cfg.Redis.NonceMemoryMax)}
+	if cfg.Redis.KeyPrefix != "" {
+		opts = append(opts, kv.WithPrefix(cfg.Redis.KeyPrefix))
+	}
+	if cfg.Redis.URL == "" {
+		opts = append(opts, kv.WithReplayFile(filepath.Join(cfg.Database.DataDir, ReplayFile)))
+	}
+	if cfg.Redis.CA != "" {
+		pem, err := os.ReadFile(cfg.Redis.CA)
+		if err != nil {
+			return nil, fmt.Errorf("GATEHOUSE_REDIS_CA: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("GATEHOUSE_REDIS_CA: %s holds no PEM certificate", cfg.Redis.CA)
+		}
+		opts = append(opts, kv.WithRootCAs(pool))
+	}
+	return opts, nil
 }
 
 func (a *App) publicHandler() http.Handler {

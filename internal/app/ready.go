@@ -2,11 +2,10 @@ package app
 
 import (
 	"context"
-	"errors"
 	"net/http"
+	"sync"
 	"time"
 
-	"gatehouse/internal/errs"
 	"gatehouse/internal/httpx"
 	"gatehouse/internal/kv"
 )
@@ -34,41 +33,78 @@ func (a *App) checkEviction(ctx context.Context) error {
 	return &kv.EvictionError{Policy: policy}
 }
 
-// ready answers 200 when the database and the key-value store answer and
-// the store cannot evict security state (or the operator allowed it). With
-// Redis it names the maxmemory-policy.
+// readyBudget is the time each of /readyz's checks (database, key-value
+// store) has, on its own: a frozen database must not make the store's
+// check time out, nor the other way round.
+const readyBudget = 2 * time.Second
+
+// ready answers 200 when the database answers, the key-value store accepts
+// writes (on every master: a demoted master answering READONLY, a cluster
+// answering MOVED or CLUSTERDOWN fail it like an unreachable one) and cannot
+// evict security state (or the operator allowed it). Both checks run at
+// once, each with its own budget. With Redis it names the
+// maxmemory-policy; it always shows the replay memory's start.
 func (a *App) ready(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	checks := map[string]string{"database": "ok", "kv": "ok"}
+	checks := map[string]string{}
+	var dbErr, kvErr error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		ctx, cancel := context.WithTimeout(r.Context(), readyBudget)
+		defer cancel()
+		dbErr = a.DB.Ping(ctx)
+	})
+	var kvState, policy string
+	wg.Go(func() {
+		ctx, cancel := context.WithTimeout(r.Context(), readyBudget)
+		defer cancel()
+		kvState, policy, kvErr = a.kvReadiness(ctx)
+	})
+	wg.Wait()
 	status := http.StatusOK
+	checks["database"] = "ok"
+	if dbErr != nil {
+		checks["database"] = "unavailable"
+		status = http.StatusServiceUnavailable
+		a.Log.WarnContext(r.Context(), "readiness: database", "err", dbErr)
+	}
+	checks["kv"] = kvState
+	if kvState != "ok" {
+		status = http.StatusServiceUnavailable
+		a.Log.WarnContext(r.Context(), "readiness: key-value store", "state", kvState, "err", kvErr)
+	}
+	if policy != "" {
+		checks["kv_maxmemory_policy"] = policy
+	}
+	if start := kv.ReplayStart(a.KV); !start.IsZero() {
+		checks["replay_memory_start"] = start.UTC().Format(time.RFC3339Nano)
+	}
 	if a.draining.Load() {
 		checks["status"] = "shutting_down"
 		status = http.StatusServiceUnavailable
 	}
-	if err := a.DB.Ping(ctx); err != nil {
-		checks["database"] = "unavailable"
-		status = http.StatusServiceUnavailable
-	}
+	httpx.WriteJSON(w, status, checks)
+}
+
+// kvReadiness is the key-value store's state for /readyz: "ok",
+// "unavailable" (no answer), "refuses_writes" (an answer that refuses the
+// probe's write), or "evicting"; and, with Redis, its maxmemory-policy
+// ("unknown" when it could not be read).
+func (a *App) kvReadiness(ctx context.Context) (state, policy string, err error) {
 	if err := a.KV.Ping(ctx); err != nil {
-		checks["kv"] = "unavailable"
-		status = http.StatusServiceUnavailable
+		if kv.WriteRefused(err) {
+			return "refuses_writes", "", err
+		}
+		return "unavailable", "", err
 	}
 	policy, isRedis, err := kv.MaxmemoryPolicy(ctx, a.KV)
 	switch {
 	case !isRedis:
+		return "ok", "", nil
 	case err != nil:
-		checks["kv_maxmemory_policy"] = "unknown"
-		if !errors.Is(err, errs.Unavailable) {
-			status = http.StatusServiceUnavailable
-		}
-	default:
-		checks["kv_maxmemory_policy"] = policy
-		if policy != kv.NoEviction && !a.Cfg.Redis.AllowEviction {
-			// Changed since start: this replica must not take traffic.
-			checks["kv"] = "evicting"
-			status = http.StatusServiceUnavailable
-		}
+		return "unavailable", "unknown", err
+	case policy != kv.NoEviction && !a.Cfg.Redis.AllowEviction:
+		// Changed since start: this replica must not take traffic.
+		return "evicting", policy, nil
 	}
-	httpx.WriteJSON(w, status, checks)
+	return "ok", policy, nil
 }

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/alexedwards/scs/goredisstore"
 	"github.com/alexedwards/scs/v2"
 	"github.com/go-chi/chi/v5"
 
@@ -60,9 +59,10 @@ func (a *App) newSessions() *scs.SessionManager {
 	// goroutine lives as long as the process: memstore.StopCleanup races
 	// with the goroutine's start, so it is not called.
 	sm := scs.New()
-	if rc, ok := kv.RedisClient(a.KV); ok {
-		// Shared by every replica; the kv client brings its timeouts.
-		sm.Store = goredisstore.NewWithPrefix(rc, a.Cfg.Redis.KeyPrefix+"session:")
+	if kv.TopologyOf(a.KV) != "" {
+		// Shared by every replica, one key per session (any topology);
+		// the kv store brings its prefix and timeouts.
+		sm.Store = kv.SessionStore{Store: a.KV, Prefix: "session:"}
 	}
 	// Only a hash of the session token is used as the store key.
 	sm.HashTokenInStore = true

@@ -2,8 +2,12 @@ package kv
 
 import (
 	"context"
-	"hash/maphash"
+	"fmt"
 	"time"
+
+	"gatehouse/internal/errs"
+
+	"github.com/cespare/xxhash/v2"
 )
 
 // appState is everything Admit keeps for one app, under its shard's lock,
@@ -21,22 +25,54 @@ func (s *memoryStore) Admit(ctx context.Context, r AdmitRequest) (Admission, err
 	if err := s.check(ctx); err != nil {
 		return Admission{}, err
 	}
-	a := Admission{Limit: r.Limit}
+	if start := s.replayStart(); !r.SignedAt.IsZero() && r.SignedAt.Before(start) {
+		return Admission{BeforeStart: true, Start: start}, nil
+	}
+	a, full, err := s.admit(r)
+	if full {
+		// Expired entries wait for the sweep; take them out now (at most
+		// once a second) before refusing.
+		s.reclaim()
+		if a, full, err = s.admit(r); full {
+			s.refuseFull()
+			return Admission{}, ErrNonceMemoryFull
+		}
+	}
+	return a, err
+}
+
+// admit is Admit under the app's shard lock; full reports a new nonce that
+// the bounded replay memory has no room for (nothing was recorded).
+func (s *memoryStore) admit(r AdmitRequest) (a Admission, full bool, err error) {
+	a = Admission{Limit: r.Limit}
 	sh := s.shard(r.App)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	// Checked again under the lock: Close saves each shard under its lock
+	// after setting closed, so nothing is recorded after its shard was saved.
+	if s.closed.Load() {
+		return Admission{}, false, fmt.Errorf("%w: kv memory store is closed", errs.Unavailable)
+	}
 	// The tick is read under the lock so each app's ring stays in time order.
 	now := s.tick()
 	st := sh.apps[r.App]
 	nk := s.nonceKey(r.Nonce)
+	stale := false
 	if st != nil {
-		if exp, ok := st.nonces[nk]; ok && now < exp {
+		exp, ok := st.nonces[nk]
+		if ok && now < exp {
 			a.DuplicateNonce = true
-			return a, nil
+			return a, false, nil
 		}
+		stale = ok
 	}
 	if !r.Verified {
-		return a, nil
+		return a, false, nil
+	}
+	// A new entry takes a place in the bounded memory; an expired one of
+	// the same nonce is reused.
+	if !stale && !s.takePlace() {
+		return Admission{}, true, nil
 	}
 	if st == nil {
 		st = &appState{nonces: make(map[nonceKey]int64)}
@@ -51,31 +87,35 @@ func (s *memoryStore) Admit(ctx context.Context, r AdmitRequest) (Admission, err
 		// was lowered it is the one whose departure brings n below Limit.
 		a.Limited = true
 		a.RetryAfter = time.Duration(st.times.at(n-r.Limit) + window - now)
-		return a, nil
+		return a, false, nil
 	}
 	st.times.push(now, r.Limit)
 	a.Remaining = r.Limit - st.times.len()
-	return a, nil
+	return a, false, nil
 }
 
 // nonceKey stands for a nonce in an app's set: 64 bits of a hash keyed
-// with this process's random seed. Every nonce is remembered for at least
+// with this process's random seed (xxHash64 seeded with a secret; the seed
+// is saved with the nonces at a graceful stop, so that the next process
+// finds them: replayfile.go). Every nonce is remembered for at least
 // five minutes, so the set holds every request of the last five minutes:
 // as strings, each cost a separate allocation (about 67 heap bytes per
 // nonce all told) that the garbage collector scanned on every cycle; as
-// two 64-bit hashes, about 35 that it never scans; as one, about 24 — a
-// third less of the embedded mode's largest use of memory under load.
+// one 64-bit hash, about 24 that it never scans.
 // The same nonce always has the same key, so a replay is never missed.
 // Two different nonces of one app share a key with a chance of 2⁻⁶⁴ per
 // pair: with a million nonces remembered (over 3 000 requests a second
 // for five minutes), a fresh nonce is taken for a used one with a chance
 // of about 5·10⁻¹⁴, and the partner, refused with "nonce already used",
 // signs again with a new one. The seed is secret, so a partner cannot aim
-// for a collision.
+// for a collision (which would only refuse its own request).
 type nonceKey uint64
 
 func (s *memoryStore) nonceKey(nonce string) nonceKey {
-	return nonceKey(maphash.String(s.nonceSeed, nonce))
+	var d xxhash.Digest
+	d.ResetWithSeed(s.nonceSeed)
+	_, _ = d.WriteString(nonce)
+	return nonceKey(d.Sum64())
 }
 
 // ring is a FIFO of ticks in time order. It grows on demand up to the

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // NoEviction is the only Redis maxmemory-policy under which security
@@ -13,7 +16,8 @@ import (
 const NoEviction = "noeviction"
 
 // MaxmemoryPolicy reports the Redis server's maxmemory-policy, read from
-// INFO (which managed services that disable CONFIG still answer). ok is
+// INFO (which managed services that disable CONFIG still answer); on a
+// cluster, the first master's whose policy is not noeviction, if any. ok is
 // false for the in-process store, which never evicts.
 func MaxmemoryPolicy(ctx context.Context, s Store) (policy string, ok bool, err error) {
 	r, isRedis := s.(*redisStore)
@@ -22,17 +26,35 @@ func MaxmemoryPolicy(ctx context.Context, s Store) (policy string, ok bool, err 
 	}
 	ctx, cancel := call(ctx)
 	defer cancel()
-	info, err := r.c.Info(ctx, "memory").Result()
-	if err != nil {
+	var mu sync.Mutex
+	policy = NoEviction
+	err = r.masters(ctx, func(ctx context.Context, m redis.Cmdable) error {
+		info, err := m.Info(ctx, "memory").Result()
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(info, "\n") {
+			if v, found := strings.CutPrefix(strings.TrimSpace(line), "maxmemory_policy:"); found {
+				mu.Lock()
+				if v != NoEviction {
+					policy = v
+				}
+				mu.Unlock()
+				return nil
+			}
+		}
+		return errNoPolicy
+	})
+	switch {
+	case errors.Is(err, errNoPolicy):
+		return "", true, err
+	case err != nil:
 		return "", true, wrap("info memory", err)
 	}
-	for _, line := range strings.Split(info, "\n") {
-		if v, found := strings.CutPrefix(strings.TrimSpace(line), "maxmemory_policy:"); found {
-			return v, true, nil
-		}
-	}
-	return "", true, errors.New("kv: INFO memory has no maxmemory_policy")
+	return policy, true, nil
 }
+
+var errNoPolicy = errors.New("kv: INFO memory has no maxmemory_policy")
 
 // EvictionError is a Redis whose policy may evict keys.
 type EvictionError struct{ Policy string }

@@ -8,8 +8,10 @@ package kv
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 )
@@ -24,7 +26,9 @@ type Store interface {
 	// Close releases the Redis connections or stops the memory store's
 	// cleanup goroutine. Later calls fail with errs.Unavailable.
 	Close() error
-	// Admit is the signed-request gate in ONE round trip. It reports whether Nonce was already
+	// Admit is the signed-request gate in ONE round trip. When SignedAt is
+	// set and earlier than the replay memory's start (see ReplayStart), it
+	// reports BeforeStart and does nothing else. Otherwise it reports whether Nonce was already
 	// seen for App within NonceTTL. When Verified is true (the signature checked out) and the
 	// nonce is new, it atomically records the nonce (TTL NonceTTL) and applies the sliding-window
 	// rate limit: if the number of admitted requests of App in the last Window is already >= Limit,
@@ -51,11 +55,19 @@ type AdmitRequest struct {
 	Verified bool          // the signature checked out; only then is anything recorded
 	Limit    int           // requests per Window
 	Window   time.Duration // 1 second in production
+	// SignedAt is the request's signed timestamp; zero skips the replay
+	// memory's start check.
+	SignedAt time.Time
 }
 
 // Admission is the outcome of [Store.Admit]. Limited, Remaining and
 // RetryAfter are only meaningful for a verified request with a new nonce.
 type Admission struct {
+	// BeforeStart: the request was signed before the replay memory's
+	// start (Start): its nonce may have been used and forgotten since.
+	// Nothing else is reported or recorded.
+	BeforeStart    bool
+	Start          time.Time
 	DuplicateNonce bool
 	Limited        bool
 	Limit          int
@@ -71,8 +83,12 @@ var ErrNotInteger = errors.New("kv: value is not an integer or out of range")
 type Option func(*options)
 
 type options struct {
-	prefix string
-	now    func() time.Time
+	prefix     string
+	now        func() time.Time
+	rootCAs    *x509.CertPool
+	nonceMax   int
+	replayFile string
+	log        *slog.Logger
 }
 
 // WithPrefix namespaces the store: every key (including Admit's internal
@@ -90,23 +106,53 @@ func WithClock(now func() time.Time) Option {
 	return func(o *options) { o.now = now }
 }
 
-// Open returns the memory store when url is empty, else a Redis store for a redis:// or rediss:// URL.
-// Open does not contact Redis: a process may start while Redis is down, and
-// [Store.Ping] (readiness) reports it.
+// WithRootCAs makes TLS connections to Redis (rediss://, and the TLS
+// forms of the cluster and Sentinel URLs) trust these CAs instead of the
+// system's: a private CA's bundle.
+func WithRootCAs(pool *x509.CertPool) Option {
+	return func(o *options) { o.rootCAs = pool }
+}
+
+// WithNonceMemoryMax bounds the memory store's replay memory to n nonces
+// (default [DefaultNonceMemoryMax]); when it is full, new signed requests
+// are refused with [ErrNonceMemoryFull] until entries expire. Redis ignores it.
+func WithNonceMemoryMax(n int) Option {
+	return func(o *options) { o.nonceMax = n }
+}
+
+// WithReplayFile makes the memory store load its replay memory from path
+// at open (then remove the file, so that it is used once) and save it
+// there at Close: a graceful restart keeps the nonces, and their start.
+// Redis ignores it.
+func WithReplayFile(path string) Option {
+	return func(o *options) { o.replayFile = path }
+}
+
+// WithLogger is where the store logs what an operator must see (a full
+// replay memory, a replay file that could not be read). Default: slog's.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) { o.log = l }
+}
+
+// Open returns the memory store when url is empty, else a Redis store for
+// a redis://, rediss://, redis+cluster://, rediss+cluster://,
+// redis+sentinel:// or rediss+sentinel:// URL (docs/deploy.md).
+// Redis may be down: the process may start before it, and [Store.Ping]
+// (readiness) reports it.
 func Open(ctx context.Context, url string, opts ...Option) (Store, error) {
-	o := options{now: time.Now}
+	o := options{now: time.Now, log: slog.Default()}
 	for _, opt := range opts {
 		opt(&o)
 	}
 	switch {
 	case url == "":
 		return newMemory(o), nil
-	case strings.HasPrefix(url, "redis://"), strings.HasPrefix(url, "rediss://"):
+	case IsRedisURL(url):
 		return openRedis(ctx, url, o)
 	default:
 		// Only the scheme is echoed: the rest of a URL may hold a password.
 		scheme, _, _ := strings.Cut(url, ":")
-		return nil, fmt.Errorf("kv: unsupported store URL scheme %q (want redis:// or rediss://, or empty for in-process)", scheme)
+		return nil, fmt.Errorf("kv: unsupported store URL scheme %q (want one of %s, or empty for in-process)", scheme, strings.Join(RedisSchemes, ", "))
 	}
 }
 

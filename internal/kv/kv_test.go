@@ -172,7 +172,7 @@ func liveCount(t *testing.T, s Store, app string, window time.Duration) int {
 		if err != nil {
 			t.Fatalf("redis TIME: %v", err)
 		}
-		_, key := s.admitKeys(app, "")
+		_, key, _ := s.admitKeys(app, "")
 		min := "(" + strconv.FormatInt(now.UnixMicro()-window.Microseconds(), 10)
 		n, err := s.c.ZCount(ctx, key, min, "+inf").Result()
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/maphash"
+	"log/slog"
 	"math"
 	"strconv"
 	"sync"
@@ -34,9 +35,20 @@ type memoryStore struct {
 	epoch time.Time
 	seed  maphash.Seed
 	// nonceSeed keys the nonce hashes (admit_memory.go).
-	nonceSeed maphash.Seed
+	nonceSeed uint64
 	shards    [shardCount]memShard
 	closed    atomic.Bool
+
+	// The replay memory (nonces.go): its start (Unix ms), its bound, the
+	// nonces it holds, and the file it is saved to at Close.
+	startMs    atomic.Int64
+	nonceMax   int64
+	nonceCount atomic.Int64
+	replayFile string
+	log        *slog.Logger
+	reclaimMu  sync.Mutex
+	lastSweep  atomic.Int64 // tick of the last sweep
+	lastWarn   atomic.Int64 // tick of the last "full" warning
 
 	closeOnce sync.Once
 	stop      chan struct{}
@@ -56,16 +68,30 @@ type memItem struct {
 
 func newMemory(o options) *memoryStore {
 	s := &memoryStore{
-		now:       o.now,
-		seed:      maphash.MakeSeed(),
-		nonceSeed: maphash.MakeSeed(),
-		stop:      make(chan struct{}),
-		done:      make(chan struct{}),
+		now:        o.now,
+		seed:       maphash.MakeSeed(),
+		nonceSeed:  randomSeed(),
+		nonceMax:   int64(o.nonceMax),
+		replayFile: o.replayFile,
+		log:        o.log,
+		stop:       make(chan struct{}),
+		done:       make(chan struct{}),
+	}
+	if s.nonceMax <= 0 {
+		s.nonceMax = DefaultNonceMemoryMax
+	}
+	if s.log == nil {
+		s.log = slog.Default()
 	}
 	s.epoch = s.now()
 	for i := range s.shards {
 		s.shards[i].items = make(map[string]memItem)
 		s.shards[i].apps = make(map[string]*appState)
+	}
+	// Without a saved replay memory, it starts now.
+	s.setStart(s.epoch)
+	if s.replayFile != "" {
+		s.loadReplayFile()
 	}
 	go s.janitor()
 	return s
@@ -91,13 +117,19 @@ func (s *memoryStore) check(ctx context.Context) error {
 
 func (s *memoryStore) Ping(ctx context.Context) error { return s.check(ctx) }
 
+// Close stops the store and, with a replay file, saves the live nonces
+// to it (after every Admit has returned: none runs once closed is set).
 func (s *memoryStore) Close() error {
+	var err error
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		close(s.stop)
 		<-s.done
+		if s.replayFile != "" {
+			err = s.saveReplayFile()
+		}
 	})
-	return nil
+	return err
 }
 
 func (s *memoryStore) SetNX(ctx context.Context, key string, value []byte, ttl time.Duration) (bool, error) {
@@ -223,6 +255,8 @@ func (s *memoryStore) janitor() {
 // sweep drops every expired item, nonce and window entry, and apps with
 // nothing left, one shard at a time.
 func (s *memoryStore) sweep() {
+	s.lastSweep.Store(s.tick())
+	defer func() { nonceEntriesGauge.Set(float64(s.nonceCount.Load())) }()
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
@@ -233,11 +267,14 @@ func (s *memoryStore) sweep() {
 			}
 		}
 		for app, st := range sh.apps {
+			var dropped int64
 			for n, exp := range st.nonces {
 				if now >= exp {
 					delete(st.nonces, n)
+					dropped++
 				}
 			}
+			s.nonceCount.Add(-dropped)
 			st.times.dropUpTo(now - st.window)
 			if len(st.nonces) == 0 && st.times.len() == 0 {
 				delete(sh.apps, app)

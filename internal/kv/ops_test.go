@@ -228,8 +228,11 @@ func TestPrefixIsolation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(keys) != 2 { // the nonce and the window
-			t.Fatalf("Admit keys under %q: %q, want 2", p1, keys)
+		if len(keys) != 3 { // the nonce, the window and the epoch
+			t.Fatalf("Admit keys under %q: %q, want 3", p1, keys)
+		}
+		if n := c.Exists(ctx, p1+"replay:starts").Val(); n != 1 {
+			t.Fatalf("the replay registry is not under the prefix %q", p1)
 		}
 	})
 }

@@ -4,8 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
-	"strings"
+		"strings"
 	"time"
 
 	"gatehouse/internal/combine"
@@ -20,7 +19,8 @@ const (
 	dialTimeout = time.Second
 	ioTimeout   = 500 * time.Millisecond
 	poolTimeout = time.Second
-	// poolSize is the connection pool's size unless the URL sets pool_size.
+	// poolSize is the connection pool's size (per node on a cluster)
+	// unless the URL sets pool_size.
 	poolSize = 40
 	// callBudget caps one call end to end (pool wait, dial, write, read),
 	// whatever the caller's context says.
@@ -47,17 +47,18 @@ return 0
 
 // redisStore is the Store shared by all replicas.
 type redisStore struct {
-	c      *redis.Client
-	prefix string
-	admits *combine.Combiner[*admitCall] // pipelines concurrent Admits
+	c        redis.UniversalClient
+	topology Topology
+	prefix   string
+	admits   *combine.Combiner[*admitCall] // pipelines concurrent Admits
+	replay   replayState                   // the replay memory's start (epoch.go)
 
 	onAdmitBatch func(size int) // tests: called before each batch of Admits is sent
 }
 
-// RedisClient returns the client under a Redis store, so that other
-// libraries (sessions) can share its connection pool and timeouts. It
-// reports false for the memory store.
-func RedisClient(s Store) (*redis.Client, bool) {
+// RedisClient returns the client under a Redis store, so that tests and
+// tools can reach the same server(s). It reports false for the memory store.
+func RedisClient(s Store) (redis.UniversalClient, bool) {
 	r, ok := s.(*redisStore)
 	if !ok {
 		return nil, false
@@ -65,50 +66,30 @@ func RedisClient(s Store) (*redis.Client, bool) {
 	return r.c, true
 }
 
-func openRedis(_ context.Context, rawURL string, o options) (*redisStore, error) {
+// TopologyOf reports the Redis topology under s, or "" for the memory store.
+func TopologyOf(s Store) Topology {
+	if r, ok := s.(*redisStore); ok {
+		return r.topology
+	}
+	return ""
+}
+
+func openRedis(ctx context.Context, rawURL string, o options) (*redisStore, error) {
 	quietRedisLogs()
-	opt, err := redis.ParseURL(rawURL)
+	c, topology, err := newRedisClient(rawURL, o.rootCAs)
 	if err != nil {
-		// url.Parse errors quote the whole URL, password included.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return nil, fmt.Errorf("kv: invalid Redis URL: %w", err)
+		return nil, fmt.Errorf("kv: invalid Redis URL: %w", safeURLError(err))
 	}
-	// Settings given in the URL's query win; otherwise fail fast.
-	if opt.DialTimeout == 0 {
-		opt.DialTimeout = dialTimeout
-	}
-	if opt.ReadTimeout == 0 {
-		opt.ReadTimeout = ioTimeout
-	}
-	if opt.WriteTimeout == 0 {
-		opt.WriteTimeout = ioTimeout
-	}
-	if opt.PoolSize == 0 {
-		// go-redis sizes the pool 10 per CPU (20 on two cores); more
-		// concurrent requests than that queue for a connection. Sized like
-		// the Postgres pool, every request in flight has one.
-		opt.PoolSize = poolSize
-	}
-	if opt.PoolTimeout == 0 {
-		opt.PoolTimeout = poolTimeout
-	}
-	if opt.DialerRetries == 0 {
-		// go-redis dials up to 5 times with backoff by default, which would
-		// stretch "Redis is down" to several seconds per call.
-		opt.DialerRetries = 1
-	}
-	if opt.MaxRetries == 0 {
-		// No command retries: a retried Admit whose first attempt did run
-		// (reply lost to a timeout) would call its own nonce a duplicate.
-		// Callers get errs.Unavailable at once and decide.
-		opt.MaxRetries = -1
-	}
-	opt.ContextTimeoutEnabled = true
-	s := &redisStore{c: redis.NewClient(opt), prefix: o.prefix}
+	s := &redisStore{c: c, topology: topology, prefix: o.prefix}
 	s.admits = s.newAdmitCombiner()
+	s.replay.init(o.now())
+	// Record this moment as the start of any master's replay memory not
+	// yet known, so that requests signed from now on are not refused as
+	// older than a start found at their first admission. Redis may be down:
+	// the admissions then find out for themselves.
+	rctx, cancel := context.WithTimeout(ctx, 2*callBudget)
+	defer cancel()
+	_ = s.refreshReplayStart(rctx)
 	return s, nil
 }
 
@@ -123,6 +104,9 @@ func call(ctx context.Context) (context.Context, context.CancelFunc) {
 var unavailableReplies = []string{
 	"LOADING", "READONLY", "MASTERDOWN", "BUSY", "TRYAGAIN", "CLUSTERDOWN",
 	"NOREPLICAS", "OOM", "MISCONF", "NOAUTH", "WRONGPASS", "NOPERM",
+	// A redirection left over after go-redis's own redirects (a cluster
+	// being resharded, or a cluster node behind a single-node URL).
+	"MOVED", "ASK",
 }
 
 // wrap translates a go-redis error once, at the storage boundary: anything
@@ -145,10 +129,18 @@ func wrap(op string, err error) error {
 	return fmt.Errorf("%w: kv %s: %w", errs.Unavailable, op, err)
 }
 
+// Ping writes a short-lived probe key on every master (probe.go): a
+// master that answers but refuses writes (a demoted one answering
+// READONLY, a cluster node answering MOVED or CLUSTERDOWN) cannot serve.
+// It also registers masters seen for the first time in the replay
+// memory's registry (epoch.go), so /readyz shows their start.
 func (s *redisStore) Ping(ctx context.Context) error {
-	ctx, cancel := call(ctx)
+	ctx, cancel := context.WithTimeout(ctx, 2*callBudget)
 	defer cancel()
-	return wrap("ping", s.c.Ping(ctx).Err())
+	if err := s.probe(ctx); err != nil {
+		return err
+	}
+	return s.refreshReplayStart(ctx)
 }
 
 func (s *redisStore) Close() error {
@@ -201,11 +193,27 @@ func (s *redisStore) Del(ctx context.Context, keys ...string) error {
 	}
 	ctx, cancel := call(ctx)
 	defer cancel()
-	full := make([]string, len(keys))
-	for i, k := range keys {
-		full[i] = s.prefix + k
+	if len(keys) == 1 {
+		return wrap("del", s.c.Del(ctx, s.prefix+keys[0]).Err())
 	}
-	return wrap("del", s.c.Del(ctx, full...).Err())
+	// One DEL per key: on a cluster the keys may live in different slots
+	// (one DEL naming several would fail with CROSSSLOT); the pipeline
+	// still takes one round trip per node.
+	cmds, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, k := range keys {
+			p.Del(ctx, s.prefix+k)
+		}
+		return nil
+	})
+	if err != nil {
+		return wrap("del", err)
+	}
+	for _, c := range cmds {
+		if err := c.Err(); err != nil {
+			return wrap("del", err)
+		}
+	}
+	return nil
 }
 
 func (s *redisStore) Incr(ctx context.Context, key string, ttl time.Duration) (int64, error) {

@@ -154,11 +154,16 @@ func (g *Gate) Check(ctx context.Context, rawQuery string) (Admitted, error) {
 		Verified: sigErr == nil,
 		Limit:    max(cred.app.RateLimit, 1), // >= 1 by schema; Admit refuses 0
 		Window:   RateWindow,
+		SignedAt: time.UnixMilli(ts),
 	})
 	if err != nil {
 		return Admitted{}, fmt.Errorf("admit signed request: %w", err)
 	}
 	switch {
+	case adm.BeforeStart:
+		// Part of the timestamp check (2.), which needs the replay memory.
+		return Admitted{}, reject(ErrRequestExpired, "the request was signed at %d, before the replay memory started at %d (nonces used before then may have been forgotten); sign it again with the current time",
+			ts, adm.Start.UnixMilli())
 	case adm.DuplicateNonce:
 		return Admitted{}, reject(ErrDuplicateNonce, "nonce was already used by a request that is still within its %d-minute window", int(NonceTTL/time.Minute))
 	case sigErr != nil:
