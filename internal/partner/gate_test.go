@@ -45,11 +45,18 @@ type gateFixture struct {
 func newGateFixture(t *testing.T, b testenv.Backend, start time.Time, kvOpts ...kv.Option) *gateFixture {
 	t.Helper()
 	db := storetest.Open(t, b)
-	clk := newClock(start)
+	// The memory store's replay memory starts on the fixture's clock, at
+	// the oldest timestamp its time accepts, so that no request the tests
+	// sign is older than the store.
+	clk := newClock(start.Add(-MaxClockSkew))
+	if len(kvOpts) == 0 {
+		kvOpts = []kv.Option{kv.WithClock(clk.Now)}
+	}
 	store, err := kv.Open(context.Background(), b.RedisURL, append([]kv.Option{kv.WithPrefix(b.KeyPrefix)}, kvOpts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	clk.Set(start)
 	t.Cleanup(func() { store.Close() })
 	ckv := &countingKV{Store: store}
 	svc := newService(t, db, WithClock(clk.Now))
@@ -84,10 +91,12 @@ func reason(err error) string {
 
 func TestGateBoundaries(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		start := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+		// Dates ahead of the real clock: Redis's replay memory started
+		// now, and refuses requests signed earlier.
+		start := time.Date(2027, 1, 1, 12, 0, 0, 0, time.UTC)
 		f := newGateFixture(t, b, start)
 		ctx := context.Background()
-		expire := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		expire := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
 		app, sec, err := f.svc.Create(ctx, CreateInput{AppName: "a", ExpireDate: &expire})
 		if err != nil {
 			t.Fatal(err)
@@ -112,11 +121,11 @@ func TestGateBoundaries(t *testing.T) {
 			}
 		}
 		// The expire date is valid through the end of its UTC day.
-		f.clock.Set(time.Date(2026, 1, 1, 23, 59, 59, 999_000_000, time.UTC))
+		f.clock.Set(time.Date(2027, 1, 1, 23, 59, 59, 999_000_000, time.UTC))
 		if got := check(f.clock.Now()); got != "admitted" {
 			t.Fatalf("last millisecond of the expire date: %s", got)
 		}
-		f.clock.Set(time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC))
+		f.clock.Set(time.Date(2027, 1, 2, 0, 0, 0, 0, time.UTC))
 		if got := check(f.clock.Now()); got != ErrInvalidAppKey.Error() {
 			t.Fatalf("day after the expire date: %s", got)
 		}
@@ -125,7 +134,7 @@ func TestGateBoundaries(t *testing.T) {
 
 func TestGateRotationOverlap(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		f := newGateFixture(t, b, time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC))
+		f := newGateFixture(t, b, time.Date(2027, 3, 1, 8, 0, 0, 0, time.UTC))
 		ctx := context.Background()
 		app, s0, err := f.svc.Create(ctx, CreateInput{AppName: "a"})
 		if err != nil {
