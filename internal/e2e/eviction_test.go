@@ -7,12 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-
 	"gatehouse/internal/app"
 	"gatehouse/internal/app/apptest"
 	"gatehouse/internal/config"
 	"gatehouse/internal/testenv"
+	"gatehouse/internal/testenv/fleet"
 )
 
 // TestRedisEvictionPolicy runs gatehouse on private redis-servers (the
@@ -23,10 +22,10 @@ import (
 // policy, and a policy changed to evicting while running takes the
 // replica out of rotation (503).
 func TestRedisEvictionPolicy(t *testing.T) {
-	evicting := startPrivateRedis(t, 0, t.TempDir(), "--maxmemory", "64mb", "--maxmemory-policy", "allkeys-lru")
-	cfgFor := func(r *privateRedis, allow bool) config.Config {
+	evicting := fleet.StartRedis(t, "--maxmemory", "64mb", "--maxmemory-policy", "allkeys-lru")
+	cfgFor := func(r *fleet.Redis, allow bool) config.Config {
 		cfg := apptest.Config(t, testenv.Backend{Name: "sqlite"})
-		cfg.Redis.URL = "redis://" + r.addr() + "/0"
+		cfg.Redis.URL = r.URL()
 		cfg.Redis.AllowEviction = allow
 		if err := cfg.Resolve(); err != nil {
 			t.Fatal(err)
@@ -58,7 +57,7 @@ func TestRedisEvictionPolicy(t *testing.T) {
 
 	// Allowed: starts with a WARN, and readiness names the policy.
 	e := apptest.Start(t, testenv.Backend{Name: "sqlite"}, func(c *config.Config) {
-		c.Redis.URL, c.Redis.AllowEviction = "redis://"+evicting.addr()+"/0", true
+		c.Redis.URL, c.Redis.AllowEviction = evicting.URL(), true
 	})
 	if !strings.Contains(e.Logs.String(), "level=WARN") || !strings.Contains(e.Logs.String(), "maxmemory_policy=allkeys-lru") {
 		t.Fatalf("no WARN about the evicting policy:\n%s", e.Logs.String())
@@ -68,13 +67,12 @@ func TestRedisEvictionPolicy(t *testing.T) {
 	}
 
 	// noeviction: starts; someone changes the policy later.
-	safe := startPrivateRedis(t, 0, t.TempDir())
-	e = apptest.Start(t, testenv.Backend{Name: "sqlite"}, func(c *config.Config) { c.Redis.URL = "redis://" + safe.addr() + "/0" })
+	safe := fleet.StartRedis(t)
+	e = apptest.Start(t, testenv.Backend{Name: "sqlite"}, func(c *config.Config) { c.Redis.URL = safe.URL() })
 	if st, m := ready(e); st != 200 || m["kv_maxmemory_policy"] != "noeviction" {
 		t.Fatalf("readyz on noeviction: %d %v", st, m)
 	}
-	rc := redis.NewClient(&redis.Options{Addr: safe.addr()})
-	defer rc.Close()
+	rc := safe.Client()
 	if err := rc.ConfigSet(context.Background(), "maxmemory-policy", "volatile-lru").Err(); err != nil {
 		t.Fatal(err)
 	}

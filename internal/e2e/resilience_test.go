@@ -12,76 +12,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"gatehouse/internal/config"
 	"gatehouse/internal/testenv"
+	"gatehouse/internal/testenv/fleet"
 )
-
-// privateRedis is a redis-server child process of this test on its own
-// port, so that it can be stopped without touching the shared one.
-type privateRedis struct {
-	t    *testing.T
-	port int
-	dir  string
-	cmd  *exec.Cmd
-	done chan struct{}
-}
-
-func startPrivateRedis(t *testing.T, port int, dir string, args ...string) *privateRedis {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if testenv.Required() {
-			t.Fatalf("redis-server is not installed (required in CI): %v", err)
-		}
-		t.Skipf("redis-server is not installed: %v", err)
-	}
-	if port == 0 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port = l.Addr().(*net.TCPAddr).Port
-		l.Close()
-	}
-	cmd := exec.Command(bin, append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir}, args...)...)
-	cmd.Stdout, cmd.Stderr = nil, nil
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	r := &privateRedis{t: t, port: port, dir: dir, cmd: cmd, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(r.done) }()
-	t.Cleanup(r.kill)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", r.addr(), 100*time.Millisecond)
-		if err == nil {
-			c.Close()
-			return r
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("redis-server on port %d did not start: %v", port, err)
-		}
-		time.Sleep(10 * time.Millisecond) // waiting for a child process to listen
-	}
-}
-
-func (r *privateRedis) addr() string { return "127.0.0.1:" + strconv.Itoa(r.port) }
-
-// kill ends this test's redis-server (by its own pid) and waits for it.
-func (r *privateRedis) kill() {
-	select {
-	case <-r.done:
-		return
-	default:
-	}
-	_ = r.cmd.Process.Signal(syscall.SIGCONT) // in case it was paused
-	_ = r.cmd.Process.Kill()
-	<-r.done
-}
 
 // outcome is one signed request's result during the fault.
 type outcome struct {
@@ -98,11 +35,10 @@ type outcome struct {
 // unchecked, never a 500 — tickets keep working, /readyz says 503, and
 // once Redis is back the signed endpoints recover on their own.
 func TestRedisOutage(t *testing.T) {
-	dir := t.TempDir()
-	rds := startPrivateRedis(t, 0, dir)
+	rds := fleet.StartRedis(t)
 	dbURL := testenv.PostgresURL(t)
 	f := setup(t, testenv.Backend{Name: "postgres", DatabaseURL: dbURL}, func(c *config.Config) {
-		c.Redis.URL = "redis://" + rds.addr() + "/0"
+		c.Redis.URL = rds.URL()
 		c.Redis.KeyPrefix = "resilience:"
 	})
 	query := func() outcome {
@@ -201,8 +137,8 @@ func TestRedisOutage(t *testing.T) {
 		name          string
 		start, start2 func()
 	}{
-		{name: "killed", start: func() { rds.kill() }, start2: func() { rds = startPrivateRedis(t, rds.port, dir) }},
-		{name: "frozen", start: func() { _ = rds.cmd.Process.Signal(syscall.SIGSTOP) }, start2: func() { _ = rds.cmd.Process.Signal(syscall.SIGCONT) }},
+		{name: "killed", start: rds.Kill, start2: func() { rds.RestartEmpty(t) }},
+		{name: "frozen", start: rds.Freeze, start2: rds.Thaw},
 	} {
 		t.Run(fault.name, func(t *testing.T) {
 			stop := make(chan struct{})

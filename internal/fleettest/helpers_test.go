@@ -1,0 +1,162 @@
+// Package fleettest_test runs gatehouse against private Redis deployments
+// (internal/testenv/fleet): a Cluster, a Sentinel group failed over under
+// load, a Redis restarted empty or flushed, and the embedded binary
+// stopped with SIGTERM or kill -9. These tests start processes and wait
+// for failovers, so they live in a package of their own and run in
+// parallel with the rest.
+package fleettest_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"gatehouse/internal/app/apptest"
+	"gatehouse/internal/config"
+	"gatehouse/internal/identity"
+	"gatehouse/internal/partner"
+	"gatehouse/internal/secret"
+	"gatehouse/internal/testenv"
+	"gatehouse/rest/partnerclient"
+)
+
+func init() { secret.PasswordCost = bcrypt.MinCost }
+
+const (
+	userName     = "fleet-user"
+	userPassword = "fleet password 1"
+)
+
+// fixture is gatehouse on Postgres and the given Redis URL, with a partner
+// app, a SKU and a user.
+type fixture struct {
+	*apptest.Env
+	app    partner.App
+	secret string
+	skuID  int
+}
+
+func setup(t *testing.T, redisURL string, opts ...apptest.Option) *fixture {
+	t.Helper()
+	b := testenv.Backend{Name: "postgres", DatabaseURL: testenv.PostgresURL(t)}
+	e := apptest.Start(t, b, append([]apptest.Option{func(c *config.Config) {
+		c.Redis.URL = redisURL
+		c.Redis.KeyPrefix = "fleet:"
+	}}, opts...)...)
+	ctx := context.Background()
+	f := &fixture{Env: e}
+	var sec partner.Secrets
+	var err error
+	if f.app, sec, err = e.App.Partners.Create(ctx, partner.CreateInput{AppName: "fleet partner"}); err != nil {
+		t.Fatal(err)
+	}
+	f.secret = sec.AppSecret
+	sku, err := e.App.Inventory.CreateSku(ctx, "fleet widget", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.skuID = sku.ID
+	if _, err := e.App.Users.Create(ctx, identity.NewUser{Username: userName, Password: userPassword, Roles: []string{"ops"}}); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// signedURL is an absolute signed URL of path with params, signed now.
+func (f *fixture) signedURL(t testing.TB, method, path string, params url.Values) string {
+	t.Helper()
+	q, err := partnerclient.Signer{AppKey: f.app.AppKey, AppSecret: f.secret}.Sign(params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f.PublicURL + path + "?" + q.Encode()
+}
+
+// result is a partner reply: HTTP status and envelope code.
+type result struct {
+	status, code int
+	message      string
+	err          error
+}
+
+func (r result) String() string {
+	if r.err != nil {
+		return r.err.Error()
+	}
+	return strconv.Itoa(r.status) + "/" + strconv.Itoa(r.code) + " " + r.message
+}
+
+func (f *fixture) call(method, u string) result {
+	req, err := http.NewRequest(method, u, nil)
+	if err != nil {
+		return result{err: err}
+	}
+	res, err := f.Client.Do(req)
+	if err != nil {
+		return result{err: err}
+	}
+	defer res.Body.Close()
+	var env struct {
+		Code    int
+		Message string
+	}
+	body, _ := io.ReadAll(res.Body)
+	_ = json.Unmarshal(body, &env)
+	return result{status: res.StatusCode, code: env.Code, message: env.Message}
+}
+
+// query is a fresh signed order query (the order does not exist: 404/5001
+// is the business answer of an admitted request).
+func (f *fixture) query(t testing.TB) (string, result) {
+	u := f.signedURL(t, "GET", "/api/v1/orders/query", url.Values{"order_no": {"NOPE"}})
+	return u, f.call("GET", u)
+}
+
+// admitted: the gate let the request through to the business handler.
+func admitted(r result) bool { return r.err == nil && r.status == 404 && r.code == 5001 }
+
+// refusedReplay: a replayed URL is refused as a duplicate (4004) or as
+// signed before the replay memory's start (4003), never served.
+func refusedReplay(r result) bool {
+	return r.err == nil && r.status == 401 && (r.code == 4004 || r.code == 4003 && strings.Contains(r.message, "replay memory"))
+}
+
+// login signs in and returns the bearer token.
+func (f *fixture) login(t testing.TB) string {
+	t.Helper()
+	r := f.Do(t, "POST", f.PublicURL+"/api/auth/login", `{"username":"`+userName+`","password":"`+userPassword+`"}`, "Content-Type", "application/json")
+	if r.Status != 200 {
+		t.Fatalf("login: %d %s", r.Status, r.Body)
+	}
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	r.JSON(t, &tok)
+	if tok.AccessToken == "" {
+		t.Fatalf("login: no token in %s", r.Body)
+	}
+	return tok.AccessToken
+}
+
+func (f *fixture) me(t testing.TB, token string) int {
+	t.Helper()
+	return f.Do(t, "GET", f.PublicURL+"/api/auth/me", "", "Authorization", "Bearer "+token).Status
+}
+
+// readyz returns /readyz's status and fields.
+func (f *fixture) readyz(t testing.TB) (int, map[string]string) {
+	t.Helper()
+	r := f.Do(t, "GET", f.PublicURL+"/readyz", "")
+	var m map[string]string
+	if err := json.Unmarshal(r.Body, &m); err != nil {
+		t.Fatalf("readyz: %d %s", r.Status, r.Body)
+	}
+	return r.Status, m
+}
