@@ -252,3 +252,46 @@ func TestPostgresFrozen(t *testing.T) {
 		t.Fatal("a request was answered 500 while the database was frozen")
 	}
 }
+
+// TestReadyzFrozenDatabase: /readyz checks the database and the key-value
+// store at once, each within its own 2 s, and reports each truly: with the
+// database frozen it says the database is unavailable and Redis ok (both
+// checks sharing one budget, one after the other, used to blame Redis),
+// and answers within about 2 s.
+func TestReadyzFrozenDatabase(t *testing.T) {
+	pg := startPrivatePostgres(t)
+	f := setup(t, testenv.Backend{Name: "postgres", DatabaseURL: pg.url(), RedisURL: testenv.RedisURL(t), KeyPrefix: testenv.KeyPrefix(t)},
+		func(c *config.Config) { c.RedisURL, c.RedisKeyPrefix = testenv.RedisURL(t), testenv.KeyPrefix(t) })
+	ready := func() (int, map[string]string, time.Duration) {
+		t0 := time.Now()
+		r := send(t, f.Client, newRequest(t, "GET", f.PublicURL+"/readyz", ""))
+		m := map[string]string{}
+		for k, v := range r.object(t) {
+			m[k], _ = v.(string)
+		}
+		return r.status, m, time.Since(t0)
+	}
+	if st, m, _ := ready(); st != 200 || m["database"] != "ok" || m["kv"] != "ok" {
+		t.Fatalf("readyz before: %d %v", st, m)
+	}
+	thaw := pg.freeze(t)
+	defer thaw()
+	st, m, took := ready()
+	if st != 503 || m["database"] != "unavailable" || m["kv"] != "ok" {
+		t.Fatalf("readyz with the database frozen: %d %v, want 503 with database unavailable and kv ok", st, m)
+	}
+	if took > 3*time.Second {
+		t.Fatalf("readyz took %v with the database frozen (each check has 2 s)", took)
+	}
+	thaw()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if st, _, _ := ready(); st == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("readyz not 200 within 10 s of the thaw")
+		}
+		time.Sleep(50 * time.Millisecond) // polling recovery
+	}
+}
