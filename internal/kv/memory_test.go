@@ -2,11 +2,18 @@ package kv
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"testing"
 	"time"
+
+	"gatehouse/internal/errs"
+	"gatehouse/internal/testenv"
 )
 
 // TestMemorySweepBoundsMemory checks that expired state is actually
@@ -147,4 +154,92 @@ func TestMemoryNonceFootprint(t *testing.T) {
 		}
 	}
 	runtime.KeepAlive(nonces)
+}
+
+// TestNonceMemoryBound: a replay memory of 3 nonces refuses the fourth new
+// signed request with ErrNonceMemoryFull (a 503: never an eviction, so
+// every remembered nonce is still a duplicate), still answers duplicates,
+// and accepts new requests again once entries expire (clock moved).
+func TestNonceMemoryBound(t *testing.T) {
+	clk := testenv.NewClock(time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC))
+	s, err := Open(context.Background(), "", WithClock(clk.Now), WithNonceMemoryMax(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	admit := func(app, nonce string) (Admission, error) {
+		return s.Admit(context.Background(), AdmitRequest{App: app, Nonce: nonce, NonceTTL: 5 * time.Minute, Verified: true, Limit: 100, Window: time.Second})
+	}
+	for i, app := range []string{"a", "a", "b"} {
+		if a, err := admit(app, fmt.Sprint("n", i)); err != nil || a.DuplicateNonce {
+			t.Fatalf("nonce %d: %+v %v", i, a, err)
+		}
+	}
+	if _, err := admit("c", "n9"); !errors.Is(err, ErrNonceMemoryFull) || !errors.Is(err, errs.Unavailable) {
+		t.Fatalf("fourth nonce: %v, want ErrNonceMemoryFull (unavailable)", err)
+	}
+	if a, err := admit("a", "n0"); err != nil || !a.DuplicateNonce {
+		t.Fatalf("a remembered nonce while full: %+v %v, want a duplicate", a, err)
+	}
+	clk.Advance(5*time.Minute + time.Second)
+	if a, err := admit("c", "n9"); err != nil || a.DuplicateNonce {
+		t.Fatalf("after the entries expired: %+v %v", a, err)
+	}
+}
+
+// TestReplayFile: Close saves the live nonces and the start; a store
+// opened on the file finds them duplicates, keeps the start, and removes
+// the file; a store opened without it starts now.
+func TestReplayFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "replay")
+	clk := testenv.NewClock(time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC))
+	open := func() Store {
+		s, err := Open(context.Background(), "", WithClock(clk.Now), WithReplayFile(path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	admit := func(s Store, nonce string, ttl time.Duration) Admission {
+		a, err := s.Admit(context.Background(), AdmitRequest{App: "app", Nonce: nonce, NonceTTL: ttl, Verified: true, Limit: 100, Window: time.Second, SignedAt: clk.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	s := open()
+	start := ReplayStart(s)
+	admit(s, "long", 5*time.Minute)
+	admit(s, "short", time.Second)
+	clk.Advance(2 * time.Second)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(10 * time.Second)
+	s = open()
+	if a := admit(s, "long", 5*time.Minute); !a.DuplicateNonce {
+		t.Fatalf("saved nonce after the restart: %+v", a)
+	}
+	if a := admit(s, "short", 5*time.Minute); a.DuplicateNonce {
+		t.Fatal("an expired nonce was kept")
+	}
+	if got := ReplayStart(s); !got.Equal(start) {
+		t.Fatalf("start %v after a graceful restart, want %v", got, start)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("replay file still there after loading: %v", err)
+	}
+	// As after kill -9: no file, so the memory starts now and an older
+	// request is refused.
+	s2, err := Open(context.Background(), "", WithClock(clk.Now), WithReplayFile(path+".none"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	old := clk.Now().Add(-time.Second)
+	a, err := s2.Admit(context.Background(), AdmitRequest{App: "app", Nonce: "long", NonceTTL: time.Minute, Verified: true, Limit: 100, Window: time.Second, SignedAt: old})
+	if err != nil || !a.BeforeStart || !a.Start.Equal(clk.Now().Truncate(time.Millisecond)) {
+		t.Fatalf("request signed before an unsaved restart: %+v %v", a, err)
+	}
+	_ = s.Close()
 }
