@@ -88,6 +88,7 @@ func run(ctx context.Context, args []string) error {
 	}
 	started := time.Now()
 	rep := newReport()
+	rep.addNonceFootprint()
 	if err := benchmark(ctx, o, rep); err != nil {
 		return err
 	}

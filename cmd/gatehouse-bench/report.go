@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"gatehouse/internal/kv"
 )
 
 // figure is one measured figure and its baseline from the same run.
@@ -124,4 +126,17 @@ func cpuModel() string {
 func (r *report) check(what, result string) {
 	r.Checks[what] = result
 	fmt.Printf("  check: %s\n", result)
+}
+
+// addNonceFootprint measures the in-process store's heap bytes per
+// remembered nonce (1 000 000 of one app, in this process) against the
+// figure GATEHOUSE_NONCE_MEMORY_MAX's default is computed from.
+func (r *report) addNonceFootprint() {
+	const n = 1_000_000
+	per := kv.NonceFootprint(n)
+	f := figure{Name: "in-process replay memory, heap per remembered nonce", Value: per, Unit: "bytes",
+		Baseline: "bytes the default GATEHOUSE_NONCE_MEMORY_MAX assumes", BaselineValue: kv.NonceBytes, Ratio: per / kv.NonceBytes}
+	r.Figures = append(r.Figures, f)
+	fmt.Printf("%-58s %9.1f bytes                              ratio %.2f of %d (default bound %d nonces = %d MiB at that size)\n",
+		f.Name, per, f.Ratio, kv.NonceBytes, kv.DefaultNonceMemoryMax, kv.DefaultNonceMemoryMax*kv.NonceBytes>>20)
 }
