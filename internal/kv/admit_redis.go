@@ -65,7 +65,7 @@ return {state, start, r, 0, 0, limit - n - 1, 0}
 // one PEXPIRE for all of them. KEYS: the window, the epoch key, then each
 // call's nonce key. ARGV: limit, window (µs), the start to record for a
 // missing epoch key and its run_id, then per call its nonce TTL (ms),
-// verified ('1' or not), nonce and signing time (ms or ''). The reply is
+// verified ('1' or not), nonce and signing time (ms or ”). The reply is
 // the epoch state, start and run_id, then each call's four integers, one
 // after the other. The calls of a pipeline that share an app go through
 // it: the script's cost in Redis (about five times a SET NX) is then paid
@@ -139,16 +139,16 @@ func (s *redisStore) admitKeys(app, nonce string) (nonceKey, windowKey, epochKey
 
 // admitCall is one Admit waiting for, or taking part in, a pipeline.
 type admitCall struct {
-	ctx      context.Context
-	keys     []string // nonce key, window key, epoch key
-	args     []any    // nonce TTL (ms), verified, limit, window (µs), nonce, signed at (ms or ""), init start, init run_id
-	limit    int
-	window   int64 // µs
-	state    int64 // epoch state (epoch.go)
-	start    int64 // ms
-	rid      string
-	res      []int64 // duplicate (2: before the start), limited, remaining, retry after
-	err      error
+	ctx    context.Context
+	keys   []string // nonce key, window key, epoch key
+	args   []any    // nonce TTL (ms), verified, limit, window (µs), nonce, signed at (ms or ""), init start, init run_id
+	limit  int
+	window int64 // µs
+	state  int64 // epoch state (epoch.go)
+	start  int64 // ms
+	rid    string
+	res    []int64 // duplicate (2: before the start), limited, remaining, retry after
+	err    error
 }
 
 // maxAdmitBatch bounds the scripts of one pipeline.

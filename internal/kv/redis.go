@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-		"strings"
+	"strings"
 	"time"
 
 	"gatehouse/internal/combine"
