@@ -65,18 +65,24 @@ func (s *redisStore) localKey(ctx context.Context, m *redis.Client, name string)
 	if err != nil {
 		return "", err
 	}
-	slots, err := m.ClusterSlots(ctx).Result()
+	shards, err := m.ClusterShards(ctx).Result()
 	if err != nil {
 		return "", err
 	}
-	for _, r := range slots {
-		if len(r.Nodes) == 0 || r.Nodes[0].ID != id {
+	for _, sh := range shards {
+		mine := false
+		for _, n := range sh.Nodes {
+			mine = mine || n.ID == id && n.Role == "master"
+		}
+		if !mine {
 			continue
 		}
-		for i := 0; i < 1<<20; i++ {
-			tag := name + ":" + strconv.Itoa(i)
-			if slot := int(keySlot(tag)); slot >= r.Start && slot <= r.End {
-				return s.prefix + name + ":{" + tag + "}", nil
+		for _, r := range sh.Slots {
+			for i := 0; i < 1<<20; i++ {
+				tag := name + ":" + strconv.Itoa(i)
+				if slot := int64(keySlot(tag)); slot >= r.Start && slot <= r.End {
+					return s.prefix + name + ":{" + tag + "}", nil
+				}
 			}
 		}
 	}
