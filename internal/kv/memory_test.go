@@ -187,9 +187,11 @@ func TestNonceMemoryBound(t *testing.T) {
 	}
 }
 
-// TestReplayFile: Close saves the live nonces and the start; a store
-// opened on the file finds them duplicates, keeps the start, and removes
-// the file; a store opened without it starts now.
+// TestReplayFile: the first store on a data dir is complete from the
+// beginning (nothing can have been used); Close saves the live nonces and
+// the start; a store opened on the file finds them duplicates, keeps the
+// start, and removes the file; a store opened after a process that did not
+// save (its running mark left behind, as after kill -9) starts now.
 func TestReplayFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "replay")
 	clk := testenv.NewClock(time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC))
@@ -209,6 +211,9 @@ func TestReplayFile(t *testing.T) {
 	}
 	s := open()
 	start := ReplayStart(s)
+	if start.UnixMilli() != 0 {
+		t.Fatalf("first start on a data dir: start %v, want the beginning", start)
+	}
 	admit(s, "long", 5*time.Minute)
 	admit(s, "short", time.Second)
 	clk.Advance(2 * time.Second)
@@ -229,9 +234,9 @@ func TestReplayFile(t *testing.T) {
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Fatalf("replay file still there after loading: %v", err)
 	}
-	// As after kill -9: no file, so the memory starts now and an older
-	// request is refused.
-	s2, err := Open(context.Background(), "", WithClock(clk.Now), WithReplayFile(path+".none"))
+	// As after kill -9: no file but the running mark (s is still open), so
+	// the memory starts now and an older request is refused.
+	s2, err := Open(context.Background(), "", WithClock(clk.Now), WithReplayFile(path))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -202,6 +202,8 @@ func (s *memoryStore) saveReplayFile() error {
 	if err := os.Rename(tmp, s.replayFile); err != nil {
 		return fmt.Errorf("kv: save replay memory: %w", err)
 	}
+	// Saved: the next start is not an unclean one.
+	_ = os.Remove(s.runningMark())
 	syncDir(filepath.Dir(s.replayFile))
 	s.log.Info("replay memory saved", "nonces", saved, "file", s.replayFile)
 	return nil
@@ -209,11 +211,23 @@ func (s *memoryStore) saveReplayFile() error {
 
 // loadReplayFile restores a saved replay memory and removes the file, so
 // that a later start that did not follow a save (kill -9) cannot use it. A
-// file that cannot be read leaves the memory empty, started now.
+// file that cannot be read leaves the memory empty, started now. Without a
+// file, the running mark tells an unclean stop (the mark of the previous
+// process is still there: the memory starts now) from a first start in
+// this data dir (nothing can have been used: it is complete from the
+// beginning). The mark is then set for this process; Close removes it.
 func (s *memoryStore) loadReplayFile() {
+	defer s.markRunning()
 	data, err := os.ReadFile(s.replayFile)
 	if errors.Is(err, os.ErrNotExist) {
-		s.log.Info("no saved replay memory: it starts now; signed requests stamped earlier are refused", "start", s.replayStart().UTC().Format(time.RFC3339Nano))
+		if _, err := os.Stat(s.runningMark()); errors.Is(err, os.ErrNotExist) {
+			s.startMs.Store(0)
+			replayStartGauge.Set(0)
+			s.log.Info("first start of the replay memory in this data dir: nothing to remember yet")
+			return
+		}
+		s.log.Warn("the previous process stopped without saving its replay memory (killed or crashed): it starts now; signed requests stamped earlier are refused",
+			"start", s.replayStart().UTC().Format(time.RFC3339Nano))
 		return
 	}
 	defer func() {
@@ -232,6 +246,22 @@ func (s *memoryStore) loadReplayFile() {
 		return
 	}
 	s.log.Info("replay memory loaded", "nonces", n, "start", s.replayStart().UTC().Format(time.RFC3339Nano))
+}
+
+// runningMark is the file that exists while a process uses the replay file.
+func (s *memoryStore) runningMark() string { return s.replayFile + ".running" }
+
+func (s *memoryStore) markRunning() {
+	if err := os.MkdirAll(filepath.Dir(s.replayFile), 0o700); err == nil {
+		if f, err := os.OpenFile(s.runningMark(), os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+			_ = f.Sync()
+			f.Close()
+			syncDir(filepath.Dir(s.replayFile))
+			return
+		}
+	}
+	// Without the mark, a kill -9 would look like a first start next time.
+	s.log.Error("could not mark the replay memory as in use; a crash would not be detected at the next start", "file", s.runningMark())
 }
 
 func (s *memoryStore) decodeReplay(data []byte) (int, error) {
