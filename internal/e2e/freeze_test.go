@@ -261,7 +261,7 @@ func TestPostgresFrozen(t *testing.T) {
 func TestReadyzFrozenDatabase(t *testing.T) {
 	pg := startPrivatePostgres(t)
 	f := setup(t, testenv.Backend{Name: "postgres", DatabaseURL: pg.url(), RedisURL: testenv.RedisURL(t), KeyPrefix: testenv.KeyPrefix(t)},
-		func(c *config.Config) { c.RedisURL, c.RedisKeyPrefix = testenv.RedisURL(t), testenv.KeyPrefix(t) })
+		func(c *config.Config) { c.Redis.URL, c.Redis.KeyPrefix = testenv.RedisURL(t), testenv.KeyPrefix(t) })
 	ready := func() (int, map[string]string, time.Duration) {
 		t0 := time.Now()
 		r := send(t, f.Client, newRequest(t, "GET", f.PublicURL+"/readyz", ""))

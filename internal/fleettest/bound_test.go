@@ -20,7 +20,7 @@ import (
 // injected clock: kv's TestNonceMemoryBound.)
 func TestNonceMemoryFullOverHTTP(t *testing.T) {
 	t.Parallel()
-	e := apptest.Start(t, testenv.Backend{Name: "sqlite"}, func(c *config.Config) { c.NonceMemoryMax = 2 })
+	e := apptest.Start(t, testenv.Backend{Name: "sqlite"}, func(c *config.Config) { c.Redis.NonceMemoryMax = 2 })
 	app, sec, err := e.App.Partners.Create(t.Context(), partner.CreateInput{AppName: "bound"})
 	if err != nil {
 		t.Fatal(err)
