@@ -14,6 +14,7 @@ import (
 	"gatehouse/internal/benchfloor"
 	"gatehouse/internal/order"
 	"gatehouse/internal/partner"
+	"gatehouse/internal/store"
 	"gatehouse/internal/testenv"
 	"gatehouse/rest/partnerclient"
 )
@@ -29,7 +30,7 @@ import (
 //	go test -run '^$' -bench SignedHandler -cpu 1 ./rest/
 func BenchmarkSignedHandler(b *testing.B) {
 	b.Run("floor", func(b *testing.B) {
-		db, err := benchfloor.OpenSQLiteOrders(context.Background(), filepath.Join(b.TempDir(), "f.db"))
+		db, err := benchfloor.OpenSQLiteOrders(context.Background(), filepath.Join(b.TempDir(), "f.db"), store.SQLiteSyncFull)
 		if err != nil {
 			b.Fatal(err)
 		}

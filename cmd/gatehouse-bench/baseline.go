@@ -38,6 +38,7 @@ func runBaseline(ctx context.Context, args []string) error {
 	redisURL := fs.String("redis", "", "redis-pg: Redis URL")
 	prefix := fs.String("prefix", "bench-baseline:", "redis-pg: key prefix")
 	sqlitePath := fs.String("sqlite", "", "update-sqlite, insert-sqlite, sqlite-select: database file")
+	sqliteSync := fs.String("sqlite-sync", defaultSQLiteSync, "SQLite synchronous setting (gatehouse's GATEHOUSE_SQLITE_SYNC): full or normal")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -77,7 +78,7 @@ func runBaseline(ctx context.Context, args []string) error {
 		// memory (set if absent, as gatehouse's in-process store does) and
 		// one prepared SELECT of the order row on SQLite with gatehouse's
 		// settings.
-		db, err := benchfloor.OpenSQLiteOrders(ctx, *sqlitePath)
+		db, err := benchfloor.OpenSQLiteOrders(ctx, *sqlitePath, *sqliteSync)
 		if err != nil {
 			return err
 		}
@@ -88,7 +89,7 @@ func runBaseline(ctx context.Context, args []string) error {
 		}
 		mux.HandleFunc("GET /q", h)
 	case "update-sqlite", "update-pg":
-		db, err := openUpdateBaseline(ctx, *mode, *sqlitePath, *pgURL)
+		db, err := openUpdateBaseline(ctx, *mode, *sqlitePath, *sqliteSync, *pgURL)
 		if err != nil {
 			return err
 		}
@@ -106,7 +107,7 @@ func runBaseline(ctx context.Context, args []string) error {
 			benchfloor.WriteJSON(w, map[string]any{"code": 200, "message": "success"})
 		})
 	case "insert-sqlite", "insert-pg":
-		closeDB, err := serveTicketFloor(ctx, mux, *mode, *sqlitePath, *pgURL)
+		closeDB, err := serveTicketFloor(ctx, mux, *mode, *sqlitePath, *sqliteSync, *pgURL)
 		if err != nil {
 			return err
 		}
@@ -136,11 +137,11 @@ const benchSKUs = 100
 
 // openUpdateBaseline opens the baseline's own table of stock rows, on
 // SQLite with gatehouse's settings or on Postgres.
-func openUpdateBaseline(ctx context.Context, mode, sqlitePath, pgURL string) (*sql.DB, error) {
+func openUpdateBaseline(ctx context.Context, mode, sqlitePath, sqliteSync, pgURL string) (*sql.DB, error) {
 	var db *sql.DB
 	var err error
 	if mode == "update-sqlite" {
-		db, err = sql.Open("sqlite", "file:"+sqlitePath+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)")
+		db, err = sql.Open("sqlite", "file:"+sqlitePath+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous("+strings.ToUpper(sqliteSync)+")")
 		if err == nil {
 			db.SetMaxOpenConns(8)
 		}

@@ -100,17 +100,17 @@ func benchmark(ctx context.Context, o options, rep *report) error {
 		}
 		return nil
 	}
-	if err := ticketPhases(ctx, o, rep, emb, client, self, tmp, "SQLite", []string{"-mode", "insert-sqlite", "-sqlite", tmp + "/baseline-insert.db"},
+	if err := ticketPhases(ctx, o, rep, emb, client, self, tmp, "SQLite", []string{"-mode", "insert-sqlite", "-sqlite", tmp + "/baseline-insert.db", "-sqlite-sync", o.sqliteSync},
 		"bare net/http JSON handler", bareLoad); err != nil {
 		_ = emb.proc.stop()
 		return err
 	}
-	if err := deductPhases(ctx, o, rep, emb, client, bareLoad, self, tmp, "SQLite", []string{"-mode", "update-sqlite", "-sqlite", tmp + "/baseline-update.db"}, nil); err != nil {
+	if err := deductPhases(ctx, o, rep, emb, client, bareLoad, self, tmp, "SQLite", []string{"-mode", "update-sqlite", "-sqlite", tmp + "/baseline-update.db", "-sqlite-sync", o.sqliteSync}, nil); err != nil {
 		_ = emb.proc.stop()
 		return err
 	}
 	if err := webhookPhases(ctx, rep, emb, "sqlite:"+dataDir+"/gatehouse.db", "SQLite", self, tmp, 200,
-		[]string{"-mode", "outbox-sqlite", "-sqlite", tmp + "/floor-outbox.db"}); err != nil {
+		[]string{"-mode", "outbox-sqlite", "-sqlite", tmp + "/floor-outbox.db", "-sqlite-sync", o.sqliteSync}); err != nil {
 		_ = emb.proc.stop()
 		return err
 	}
@@ -149,7 +149,7 @@ func startSQLiteSelectFloor(ctx context.Context, o options, self, tmp string, ba
 	if err != nil {
 		return nil, source{}, err
 	}
-	p, err := startProc(ctx, "baseline sqlite-select", self, []string{"baseline", "-mode", "sqlite-select", "-addr", addr, "-sqlite", tmp + "/baseline-select.db"}, nil, addr, tmp)
+	p, err := startProc(ctx, "baseline sqlite-select", self, []string{"baseline", "-mode", "sqlite-select", "-addr", addr, "-sqlite", tmp + "/baseline-select.db", "-sqlite-sync", o.sqliteSync}, nil, addr, tmp)
 	if err != nil {
 		return nil, source{}, err
 	}
@@ -178,6 +178,8 @@ type gatehouse struct {
 	// replica started with it shares the database, the key-value store
 	// and the keys.
 	env []string
+	// sqliteSync is its GATEHOUSE_SQLITE_SYNC.
+	sqliteSync string
 }
 
 func startGatehouse(ctx context.Context, o options, name, tmp string, env []string) (*gatehouse, error) {
@@ -197,6 +199,9 @@ func startGatehouse(ctx context.Context, o options, name, tmp string, env []stri
 		"GATEHOUSE_LOG_FORMAT=json",
 		// The webhook phases call back the harness's sink on loopback.
 		"GATEHOUSE_WEBHOOK_ALLOW_PRIVATE=true",
+		// The embedded database pays for the same durability as the
+		// SQLite floors it is measured against.
+		"GATEHOUSE_SQLITE_SYNC="+o.sqliteSync,
 	)
 	bin := o.gatehouse
 	if o.binary != "" {
@@ -206,7 +211,7 @@ func startGatehouse(ctx context.Context, o options, name, tmp string, env []stri
 	if err != nil {
 		return nil, err
 	}
-	g := &gatehouse{proc: p, admin: "http://" + adm, apiKey: apiKey, env: env}
+	g := &gatehouse{proc: p, admin: "http://" + adm, apiKey: apiKey, env: env, sqliteSync: o.sqliteSync}
 	if err := g.seed(ctx); err != nil {
 		_ = p.stop()
 		return nil, err

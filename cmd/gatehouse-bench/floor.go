@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"gatehouse/internal/store"
 )
 
 // floorBatch is how many rows a worker of the minimal outbox loop claims
@@ -38,6 +40,7 @@ func runFloor(ctx context.Context, args []string) error {
 	n := fs.Int("n", 5000, "messages")
 	workers := fs.Int("workers", 16, "concurrent POSTs")
 	sqlitePath := fs.String("sqlite", "", "outbox-sqlite: database file")
+	sqliteSync := fs.String("sqlite-sync", defaultSQLiteSync, "outbox-sqlite: synchronous setting (gatehouse's GATEHOUSE_SQLITE_SYNC): full or normal")
 	pgURL := fs.String("postgres", "", "outbox-pg: database URL")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -73,7 +76,7 @@ func runFloor(ctx context.Context, args []string) error {
 			})
 		}
 	case "outbox-sqlite", "outbox-pg":
-		db, err := openFloorOutbox(ctx, *mode, *sqlitePath, *pgURL, *n, *target, body)
+		db, err := openFloorOutbox(ctx, *mode, *sqlitePath, *sqliteSync, *pgURL, *n, *target, body)
 		if err != nil {
 			return err
 		}
@@ -137,14 +140,14 @@ func floorMessage(target string) string {
 
 // openFloorOutbox creates the floor's table (gatehouse's SQLite settings,
 // or the Postgres pool size) and queues n messages to target.
-func openFloorOutbox(ctx context.Context, mode, sqlitePath, pgURL string, n int, target, body string) (*sql.DB, error) {
+func openFloorOutbox(ctx context.Context, mode, sqlitePath, sqliteSync, pgURL string, n int, target, body string) (*sql.DB, error) {
 	var (
 		db  *sql.DB
 		err error
 		ddl = `CREATE TABLE bench_outbox (id BIGSERIAL PRIMARY KEY, url TEXT NOT NULL, body TEXT NOT NULL, status INTEGER NOT NULL DEFAULT 0, lease_until TIMESTAMPTZ)`
 	)
 	if mode == "outbox-sqlite" {
-		db, err = sql.Open("sqlite", "file:"+sqlitePath+"?_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate&_time_format=sqlite")
+		db, err = sql.Open("sqlite", store.SQLiteDSN(sqlitePath, sqliteSync))
 		if err == nil {
 			db.SetMaxOpenConns(8)
 		}

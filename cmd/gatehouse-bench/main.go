@@ -25,9 +25,18 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
+
+	"gatehouse/internal/config"
+	"gatehouse/internal/store"
 )
+
+// defaultSQLiteSync is the server's default GATEHOUSE_SQLITE_SYNC: the
+// floors run with it unless told otherwise.
+var defaultSQLiteSync = config.Defaults().Database.SQLiteSync
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -65,6 +74,10 @@ type options struct {
 	deductOnly bool
 	// binary overrides gatehouse for one startGatehouse (the -before runs).
 	binary string
+	// sqliteSync is GATEHOUSE_SQLITE_SYNC of every embedded gatehouse
+	// and the synchronous setting of every SQLite floor, so both pay for
+	// the same durability.
+	sqliteSync string
 }
 
 func run(ctx context.Context, args []string) error {
@@ -80,14 +93,19 @@ func run(ctx context.Context, args []string) error {
 	fs.StringVar(&o.before, "before", "", "an earlier gatehouse binary: its webhook drain and isolation are measured too (embedded; adds minutes)")
 	fs.BoolVar(&o.deductOnly, "deduct-only", false, "measure only the signed deductions on Postgres + Redis and their floor (for A/B runs of that path)")
 	fs.BoolVar(&o.signedOnly, "signed-only", false, "measure only the signed order query and its floors (for A/B runs of that path)")
+	fs.StringVar(&o.sqliteSync, "sqlite-sync", defaultSQLiteSync, "GATEHOUSE_SQLITE_SYNC of the embedded gatehouse and the synchronous setting of its SQLite floors: full (the server's default) or normal")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if !slices.Contains(store.SQLiteSyncModes, o.sqliteSync) {
+		return fmt.Errorf("-sqlite-sync must be one of %s", strings.Join(store.SQLiteSyncModes, ", "))
 	}
 	if o.phase <= 0 || o.workers <= 0 {
 		return fmt.Errorf("-phase and -workers must be positive")
 	}
 	started := time.Now()
 	rep := newReport()
+	rep.Machine["sqlite_sync"] = o.sqliteSync
 	rep.addNonceFootprint()
 	if err := benchmark(ctx, o, rep); err != nil {
 		return err

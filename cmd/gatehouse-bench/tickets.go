@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"gatehouse/internal/store"
 )
 
 // ticketBody is what every ticket creation sends, to gatehouse and to the
@@ -27,13 +29,13 @@ func ticketFloorName(label string) string {
 // same kind of database (gatehouse's SQLite settings and pool size, or
 // Postgres); the created row is the JSON reply. No validation beyond a
 // string title, no request id, no request log, no transaction.
-func serveTicketFloor(ctx context.Context, mux *http.ServeMux, mode, sqlitePath, pgURL string) (closeDB func() error, err error) {
-	var db *sql.DB
+// openTicketFloor opens the ticket floor's database and creates its table.
+func openTicketFloor(ctx context.Context, mode, sqlitePath, sqliteSync, pgURL string) (db *sql.DB, err error) {
 	ddl := []string{
 		`CREATE TABLE IF NOT EXISTS bench_tickets (id INTEGER PRIMARY KEY AUTOINCREMENT, title TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'OPEN', created_at DATETIME NOT NULL)`,
 	}
 	if mode == "insert-sqlite" {
-		db, err = sql.Open("sqlite", "file:"+sqlitePath+"?_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate&_time_format=sqlite")
+		db, err = sql.Open("sqlite", store.SQLiteDSN(sqlitePath, sqliteSync))
 		if err == nil {
 			db.SetMaxOpenConns(8)
 		}
@@ -56,6 +58,14 @@ func serveTicketFloor(ctx context.Context, mux *http.ServeMux, mode, sqlitePath,
 			db.Close()
 			return nil, err
 		}
+	}
+	return db, nil
+}
+
+func serveTicketFloor(ctx context.Context, mux *http.ServeMux, mode, sqlitePath, sqliteSync, pgURL string) (closeDB func() error, err error) {
+	db, err := openTicketFloor(ctx, mode, sqlitePath, sqliteSync, pgURL)
+	if err != nil {
+		return nil, err
 	}
 	stmt, err := db.PrepareContext(ctx, `INSERT INTO bench_tickets (title, status, created_at) VALUES ($1, 'OPEN', $2) RETURNING id`)
 	if err != nil {

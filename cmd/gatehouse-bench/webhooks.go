@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"gatehouse/internal/store"
 )
 
 // Sizes of the webhook phases.
@@ -45,7 +47,7 @@ func webhookPhases(ctx context.Context, rep *report, g *gatehouse, dbURL, label,
 	}
 	defer s.close()
 	w := &webhookBench{g: g, sink: s, label: label}
-	if w.db, w.dialect, err = openOutbox(dbURL); err != nil {
+	if w.db, w.dialect, err = openOutbox(dbURL, g.sqliteSync); err != nil {
 		return err
 	}
 	defer w.db.Close()
@@ -225,10 +227,11 @@ func eventID() string {
 	return "msg_" + base64.RawURLEncoding.EncodeToString(b)
 }
 
-// openOutbox opens gatehouse's database as the harness's second writer.
-func openOutbox(url string) (*sql.DB, string, error) {
+// openOutbox opens gatehouse's database as the harness's second writer,
+// with gatehouse's SQLite settings (sync: its GATEHOUSE_SQLITE_SYNC).
+func openOutbox(url, sync string) (*sql.DB, string, error) {
 	if path, ok := strings.CutPrefix(url, "sqlite:"); ok {
-		db, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate&_time_format=sqlite")
+		db, err := sql.Open("sqlite", store.SQLiteDSN(path, sync))
 		return db, "sqlite", err
 	}
 	db, err := sql.Open("pgx", url)
@@ -249,5 +252,5 @@ func beforePhases(ctx context.Context, o options, rep *report, self, tmp string)
 	}
 	defer g.proc.stop() //nolint:errcheck // measured already
 	return webhookPhases(ctx, rep, g, "sqlite:"+dataDir+"/gatehouse.db", "SQLite, -before binary", self, tmp, 3,
-		[]string{"-mode", "outbox-sqlite", "-sqlite", tmp + "/floor-outbox-before.db"})
+		[]string{"-mode", "outbox-sqlite", "-sqlite", tmp + "/floor-outbox-before.db", "-sqlite-sync", o.sqliteSync})
 }

@@ -23,7 +23,7 @@ func openStore(ctx context.Context, cmd *cli.Command) (*store.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("configuration:\n%w", err)
 	}
-	db, err := store.Open(ctx, cfg.Database.URL)
+	db, err := store.Open(ctx, cfg.Database.URL, store.WithSQLiteSync(cfg.Database.SQLiteSync))
 	if err != nil {
 		return nil, err
 	}

@@ -70,7 +70,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	if err != nil {
 		return nil, err
 	}
-	db, err := store.Open(ctx, cfg.Database.URL)
+	db, err := store.Open(ctx, cfg.Database.URL, store.WithSQLiteSync(cfg.Database.SQLiteSync))
 	if err != nil {
 		return nil, err
 	}

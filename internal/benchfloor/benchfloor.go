@@ -16,6 +16,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
+
+	"gatehouse/internal/store"
 )
 
 // OrderNo is the order every floor query asks for.
@@ -36,16 +38,12 @@ func WriteJSON(w http.ResponseWriter, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// SQLiteDSN opens path with gatehouse's SQLite settings.
-func SQLiteDSN(path string) string {
-	return "file:" + path + "?_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate&_time_format=sqlite"
-}
-
 // OpenSQLiteOrders creates, at path, an orders table shaped like
 // gatehouse's (the same columns and indexes) holding order OrderNo, with
-// gatehouse's pool settings.
-func OpenSQLiteOrders(ctx context.Context, path string) (*sql.DB, error) {
-	db, err := sql.Open("sqlite", SQLiteDSN(path))
+// gatehouse's SQLite settings (sync: its GATEHOUSE_SQLITE_SYNC) and pool
+// settings.
+func OpenSQLiteOrders(ctx context.Context, path, sync string) (*sql.DB, error) {
+	db, err := sql.Open("sqlite", store.SQLiteDSN(path, sync))
 	if err != nil {
 		return nil, err
 	}

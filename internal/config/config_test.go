@@ -82,3 +82,23 @@ func TestKeyValidation(t *testing.T) {
 		t.Fatal("error echoes the secret")
 	}
 }
+
+func TestSQLiteSync(t *testing.T) {
+	if got := Defaults().Database.SQLiteSync; got != "full" {
+		t.Fatalf("default GATEHOUSE_SQLITE_SYNC = %q, want full", got)
+	}
+	for _, tc := range []struct {
+		value string
+		ok    bool
+	}{{"full", true}, {"normal", true}, {"NORMAL", true}, {"off", false}, {"extra", false}, {"", false}} {
+		c := Defaults()
+		c.Database.SQLiteSync = tc.value
+		err := c.Database.Validate()
+		if (err == nil) != tc.ok {
+			t.Errorf("%q: err = %v, want ok = %v", tc.value, err, tc.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "GATEHOUSE_SQLITE_SYNC") {
+			t.Errorf("%q: error does not name the variable: %v", tc.value, err)
+		}
+	}
+}

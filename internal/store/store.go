@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -57,8 +58,58 @@ func (d *DB) WriteTurn(ctx context.Context) (release func(), err error) {
 	return writeTurn(ctx, d.writers)
 }
 
+// SQLite's synchronous settings (GATEHOUSE_SQLITE_SYNC). With FULL, a
+// commit returns only once the WAL is flushed to the disk (fsync), so an
+// acknowledged write survives a power cut; NORMAL flushes only at
+// checkpoints, which survives a crash of the process but may lose the
+// last commits on a power cut or OS crash, and is faster.
+const (
+	SQLiteSyncFull   = "full"
+	SQLiteSyncNormal = "normal"
+)
+
+// SQLiteSyncModes lists the accepted synchronous settings, default first.
+var SQLiteSyncModes = []string{SQLiteSyncFull, SQLiteSyncNormal}
+
+// SQLiteDSN is the modernc DSN of the SQLite file at path with gatehouse's
+// settings and the synchronous setting sync (SQLiteSyncFull or
+// SQLiteSyncNormal; anything else is FULL). The load harness opens its
+// SQLite floors with it, so they pay for the same durability.
+//
+// WAL lets readers run beside the one writer; _txlock=immediate takes the
+// write lock at BEGIN so two read-then-write transactions wait for each
+// other (busy_timeout) instead of failing with SQLITE_BUSY.
+func SQLiteDSN(path, sync string) string {
+	pragma := "FULL"
+	if strings.EqualFold(sync, SQLiteSyncNormal) {
+		pragma = "NORMAL"
+	}
+	return "file:" + path + "?_pragma=foreign_keys(1)&_pragma=busy_timeout(" + strconv.Itoa(int(sqliteBusyTimeout.Milliseconds())) +
+		")&_pragma=journal_mode(WAL)&_pragma=synchronous(" + pragma + ")&_txlock=immediate&_time_format=sqlite"
+}
+
+// Option changes how Open opens the database.
+type Option func(*options)
+
+type options struct{ sqliteSync string }
+
+// WithSQLiteSync sets SQLite's synchronous setting (SQLiteSyncFull, the
+// default, or SQLiteSyncNormal; empty keeps the default); it has no
+// effect on Postgres.
+func WithSQLiteSync(mode string) Option {
+	return func(o *options) {
+		if mode != "" {
+			o.sqliteSync = mode
+		}
+	}
+}
+
 // Open connects to url ("sqlite:PATH" or "postgres://…") without migrating.
-func Open(ctx context.Context, url string) (*DB, error) {
+func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
+	o := options{sqliteSync: SQLiteSyncFull}
+	for _, opt := range opts {
+		opt(&o)
+	}
 	var (
 		db          *sql.DB
 		pgReads     *pgxpool.Pool
@@ -76,11 +127,10 @@ func Open(ctx context.Context, url string) (*DB, error) {
 				return nil, fmt.Errorf("create database directory: %w", err)
 			}
 		}
-		// WAL lets readers run beside the one writer; _txlock=immediate takes
-		// the write lock at BEGIN so two read-then-write transactions wait
-		// for each other (busy_timeout) instead of failing with SQLITE_BUSY.
-		dsn := "file:" + path + "?_pragma=foreign_keys(1)&_pragma=busy_timeout(" + strconv.Itoa(int(sqliteBusyTimeout.Milliseconds())) + ")&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate&_time_format=sqlite"
-		db, err = sql.Open("sqlite", dsn)
+		if !slices.Contains(SQLiteSyncModes, strings.ToLower(o.sqliteSync)) {
+			return nil, fmt.Errorf("sqlite: synchronous setting %q: want one of %s", o.sqliteSync, strings.Join(SQLiteSyncModes, ", "))
+		}
+		db, err = sql.Open("sqlite", SQLiteDSN(path, o.sqliteSync))
 		if err != nil {
 			return nil, fmt.Errorf("open sqlite: %w", err)
 		}
