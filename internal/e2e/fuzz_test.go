@@ -14,6 +14,7 @@ import (
 	"gatehouse/internal/app/apptest"
 	"gatehouse/internal/partner"
 	"gatehouse/internal/testenv"
+	"gatehouse/internal/ticket"
 )
 
 // serve runs one request through the public handler in memory.
@@ -44,7 +45,8 @@ func errorBody(t *testing.T, rec *httptest.ResponseRecorder, keys ...string) str
 
 // FuzzTicketCreate sends arbitrary bodies and Content-Types to
 // POST /api/tickets: the reply is 201 with a ticket whose title obeys the
-// rules (trimmed, 1–200 characters, no control characters), or a
+// rules (trimmed, 1–200 characters, no control, bidirectional or invisible
+// format characters), or a
 // 400/413/415 in the error shape; never a 5xx or a panic.
 func FuzzTicketCreate(f *testing.F) {
 	e := apptest.Start(f, testenv.Backend{Name: "sqlite"})
@@ -52,6 +54,7 @@ func FuzzTicketCreate(f *testing.F) {
 		{"application/json", `{"title":"Printer on 3F jams"}`},
 		{"application/json", `{"title":"  padded  "}`},
 		{"application/json", `{"title":"a\u0000b"}`},
+		{"application/json", `{"title":"invoice\u202Efdp.exe"}`},
 		{"application/json", `{"title":123}`},
 		{"application/json", `{"title":"\xff\xfe"}`},
 		{"application/json", `[{"title":"x"}]`},
@@ -82,7 +85,8 @@ func FuzzTicketCreate(f *testing.F) {
 			}
 			n := utf8.RuneCountInString(tk.Title)
 			if tk.ID <= 0 || tk.Status != "OPEN" || n < 1 || n > 200 || !utf8.ValidString(tk.Title) ||
-				strings.TrimFunc(tk.Title, unicode.IsSpace) != tk.Title || strings.IndexFunc(tk.Title, unicode.IsControl) >= 0 {
+				strings.TrimFunc(tk.Title, unicode.IsSpace) != tk.Title || strings.IndexFunc(tk.Title, unicode.IsControl) >= 0 ||
+				strings.IndexFunc(tk.Title, func(r rune) bool { return ticket.RefusedRune(r) != "" }) >= 0 {
 				t.Fatalf("created a ticket that breaks the title rule: %q from %q", rec.Body.Bytes(), body)
 			}
 		case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType:

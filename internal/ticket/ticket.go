@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"gatehouse/ent"
@@ -65,8 +64,20 @@ func ParseStatus(s string) (Status, error) {
 }
 
 // NormalizeTitle trims surrounding white space and checks the title rules:
-// 1–200 characters, no control characters.
+// 1–200 characters, no control characters, and none of the bidirectional,
+// zero-width or invisible format characters that make text display
+// differently from what it holds (RefusedRune). A refusal names the
+// character.
 func NormalizeTitle(title string) (string, error) {
+	// Before trimming: U+0085 (NEXT LINE) is white space to TrimSpace, yet
+	// a C1 control, refused wherever it stands.
+	for _, r := range title {
+		if r >= 0x80 {
+			if why := RefusedRune(r); why != "" {
+				return "", errs.Invalid("", "title must not contain %s", why)
+			}
+		}
+	}
 	t := strings.TrimSpace(title)
 	if t == "" {
 		return "", errs.Invalid("", "title is required and must not be blank")
@@ -78,8 +89,8 @@ func NormalizeTitle(title string) (string, error) {
 		return "", errs.Invalid("", "title must be at most %d characters (got %d)", MaxTitleLen, n)
 	}
 	for _, r := range t {
-		if unicode.IsControl(r) {
-			return "", errs.Invalid("", "title must not contain control characters")
+		if why := RefusedRune(r); why != "" {
+			return "", errs.Invalid("", "title must not contain %s", why)
 		}
 	}
 	return t, nil

@@ -3,6 +3,7 @@ package ticket_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -131,4 +132,56 @@ func TestConcurrentCompareAndSet(t *testing.T) {
 			t.Fatalf("wins %d conflicts %d", wins, conflicts)
 		}
 	})
+}
+
+// Titles that could display differently from what they hold are refused,
+// naming the character; ordinary text of every script is not.
+func TestTitleRefusesSpoofingCharacters(t *testing.T) {
+	refused := []rune{0x061C, 0x200E, 0x200F, 0x2060, 0xFEFF}
+	for _, span := range [][2]rune{{0x202A, 0x202E}, {0x2066, 0x2069}, {0x200B, 0x200D}, {0x0080, 0x009F}} {
+		for r := span[0]; r <= span[1]; r++ {
+			refused = append(refused, r)
+		}
+	}
+	if len(refused) != 5+5+4+3+32 {
+		t.Fatalf("%d code points listed", len(refused))
+	}
+	for _, r := range refused {
+		name := fmt.Sprintf("U+%04X", r)
+		// Inside, at either end (where trimming must not hide it), and alone.
+		for _, title := range []string{"pay " + string(r) + "invoice", string(r) + "title", "title" + string(r), string(r)} {
+			_, err := ticket.NormalizeTitle(title)
+			if errs.KindOf(err) != errs.Validation {
+				t.Errorf("%s in %q: err = %v, want a validation error", name, title, err)
+				continue
+			}
+			if !strings.Contains(errs.Message(err), name) {
+				t.Errorf("%s in %q: message %q does not name it", name, title, errs.Message(err))
+			}
+		}
+	}
+	// One message in full: the character's code point and name.
+	if _, err := ticket.NormalizeTitle("invoice\u202Efdp.exe"); errs.Message(err) != "title must not contain U+202E RIGHT-TO-LEFT OVERRIDE (a bidirectional control character)" {
+		t.Errorf("message: %q", errs.Message(err))
+	}
+	for _, ok := range []string{
+		"Printer 🖨️ on 3F jams",     // emoji with a variation selector (U+FE0F)
+		"打印机卡纸",                     // CJK
+		"Café — naïve résumé",       // accents (precomposed)
+		"Cafe\u0301",                // a combining accent
+		"طابعة الطابق الثالث معطلة", // Arabic: right-to-left text itself is fine
+		"\u00a0non-breaking\u00a0",  // NBSP is white space: trimmed
+		"👍🏽",                        // skin-tone modifier
+		"🇯🇵",                        // regional indicators
+	} {
+		if _, err := ticket.NormalizeTitle(ok); err != nil {
+			t.Errorf("%q refused: %v", ok, err)
+		}
+	}
+	// An emoji sequence joined with U+200D ZERO WIDTH JOINER is refused
+	// too: U+200D is listed, and the same character can hide a join
+	// anywhere else (documented in docs/decisions.md).
+	if _, err := ticket.NormalizeTitle("family 👨\u200d👩\u200d👧"); err == nil || !strings.Contains(errs.Message(err), "U+200D") {
+		t.Errorf("ZWJ emoji sequence: %v", err)
+	}
 }
