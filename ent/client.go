@@ -22,6 +22,7 @@ import (
 	"gatehouse/ent/partnerapp"
 	"gatehouse/ent/sku"
 	"gatehouse/ent/ticket"
+	"gatehouse/ent/tokenrevocation"
 	"gatehouse/ent/user"
 	"gatehouse/ent/webhookdelivery"
 
@@ -60,6 +61,8 @@ type Client struct {
 	Sku *SkuClient
 	// Ticket is the client for interacting with the Ticket builders.
 	Ticket *TicketClient
+	// TokenRevocation is the client for interacting with the TokenRevocation builders.
+	TokenRevocation *TokenRevocationClient
 	// User is the client for interacting with the User builders.
 	User *UserClient
 	// WebhookDelivery is the client for interacting with the WebhookDelivery builders.
@@ -88,6 +91,7 @@ func (c *Client) init() {
 	c.PartnerApp = NewPartnerAppClient(c.config)
 	c.Sku = NewSkuClient(c.config)
 	c.Ticket = NewTicketClient(c.config)
+	c.TokenRevocation = NewTokenRevocationClient(c.config)
 	c.User = NewUserClient(c.config)
 	c.WebhookDelivery = NewWebhookDeliveryClient(c.config)
 }
@@ -193,6 +197,7 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		PartnerApp:        NewPartnerAppClient(cfg),
 		Sku:               NewSkuClient(cfg),
 		Ticket:            NewTicketClient(cfg),
+		TokenRevocation:   NewTokenRevocationClient(cfg),
 		User:              NewUserClient(cfg),
 		WebhookDelivery:   NewWebhookDeliveryClient(cfg),
 	}, nil
@@ -225,6 +230,7 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		PartnerApp:        NewPartnerAppClient(cfg),
 		Sku:               NewSkuClient(cfg),
 		Ticket:            NewTicketClient(cfg),
+		TokenRevocation:   NewTokenRevocationClient(cfg),
 		User:              NewUserClient(cfg),
 		WebhookDelivery:   NewWebhookDeliveryClient(cfg),
 	}, nil
@@ -258,7 +264,7 @@ func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
 		c.APIKey, c.APIUsage, c.AuditEvent, c.AuthCode, c.DeliveryAttempt,
 		c.IdempotencyRecord, c.OAuthToken, c.Order, c.PartnerApp, c.Sku, c.Ticket,
-		c.User, c.WebhookDelivery,
+		c.TokenRevocation, c.User, c.WebhookDelivery,
 	} {
 		n.Use(hooks...)
 	}
@@ -270,7 +276,7 @@ func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
 		c.APIKey, c.APIUsage, c.AuditEvent, c.AuthCode, c.DeliveryAttempt,
 		c.IdempotencyRecord, c.OAuthToken, c.Order, c.PartnerApp, c.Sku, c.Ticket,
-		c.User, c.WebhookDelivery,
+		c.TokenRevocation, c.User, c.WebhookDelivery,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -301,6 +307,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.Sku.mutate(ctx, m)
 	case *TicketMutation:
 		return c.Ticket.mutate(ctx, m)
+	case *TokenRevocationMutation:
+		return c.TokenRevocation.mutate(ctx, m)
 	case *UserMutation:
 		return c.User.mutate(ctx, m)
 	case *WebhookDeliveryMutation:
@@ -1965,6 +1973,139 @@ func (c *TicketClient) mutate(ctx context.Context, m *TicketMutation) (Value, er
 	}
 }
 
+// TokenRevocationClient is a client for the TokenRevocation schema.
+type TokenRevocationClient struct {
+	config
+}
+
+// NewTokenRevocationClient returns a client for the TokenRevocation from the given config.
+func NewTokenRevocationClient(c config) *TokenRevocationClient {
+	return &TokenRevocationClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `tokenrevocation.Hooks(f(g(h())))`.
+func (c *TokenRevocationClient) Use(hooks ...Hook) {
+	c.hooks.TokenRevocation = append(c.hooks.TokenRevocation, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `tokenrevocation.Intercept(f(g(h())))`.
+func (c *TokenRevocationClient) Intercept(interceptors ...Interceptor) {
+	c.inters.TokenRevocation = append(c.inters.TokenRevocation, interceptors...)
+}
+
+// Create returns a builder for creating a TokenRevocation entity.
+func (c *TokenRevocationClient) Create() *TokenRevocationCreate {
+	mutation := newTokenRevocationMutation(c.config, OpCreate)
+	return &TokenRevocationCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of TokenRevocation entities.
+func (c *TokenRevocationClient) CreateBulk(builders ...*TokenRevocationCreate) *TokenRevocationCreateBulk {
+	return &TokenRevocationCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *TokenRevocationClient) MapCreateBulk(slice any, setFunc func(*TokenRevocationCreate, int)) *TokenRevocationCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &TokenRevocationCreateBulk{err: fmt.Errorf("calling to TokenRevocationClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*TokenRevocationCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &TokenRevocationCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for TokenRevocation.
+func (c *TokenRevocationClient) Update() *TokenRevocationUpdate {
+	mutation := newTokenRevocationMutation(c.config, OpUpdate)
+	return &TokenRevocationUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *TokenRevocationClient) UpdateOne(_m *TokenRevocation) *TokenRevocationUpdateOne {
+	mutation := newTokenRevocationMutation(c.config, OpUpdateOne, withTokenRevocation(_m))
+	return &TokenRevocationUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *TokenRevocationClient) UpdateOneID(id int) *TokenRevocationUpdateOne {
+	mutation := newTokenRevocationMutation(c.config, OpUpdateOne, withTokenRevocationID(id))
+	return &TokenRevocationUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for TokenRevocation.
+func (c *TokenRevocationClient) Delete() *TokenRevocationDelete {
+	mutation := newTokenRevocationMutation(c.config, OpDelete)
+	return &TokenRevocationDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *TokenRevocationClient) DeleteOne(_m *TokenRevocation) *TokenRevocationDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *TokenRevocationClient) DeleteOneID(id int) *TokenRevocationDeleteOne {
+	builder := c.Delete().Where(tokenrevocation.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &TokenRevocationDeleteOne{builder}
+}
+
+// Query returns a query builder for TokenRevocation.
+func (c *TokenRevocationClient) Query() *TokenRevocationQuery {
+	return &TokenRevocationQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeTokenRevocation},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a TokenRevocation entity by its id.
+func (c *TokenRevocationClient) Get(ctx context.Context, id int) (*TokenRevocation, error) {
+	return c.Query().Where(tokenrevocation.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *TokenRevocationClient) GetX(ctx context.Context, id int) *TokenRevocation {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *TokenRevocationClient) Hooks() []Hook {
+	return c.hooks.TokenRevocation
+}
+
+// Interceptors returns the client interceptors.
+func (c *TokenRevocationClient) Interceptors() []Interceptor {
+	return c.inters.TokenRevocation
+}
+
+func (c *TokenRevocationClient) mutate(ctx context.Context, m *TokenRevocationMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&TokenRevocationCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&TokenRevocationUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&TokenRevocationUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&TokenRevocationDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown TokenRevocation mutation op: %q", m.Op())
+	}
+}
+
 // UserClient is a client for the User schema.
 type UserClient struct {
 	config
@@ -2299,11 +2440,12 @@ func (c *WebhookDeliveryClient) mutate(ctx context.Context, m *WebhookDeliveryMu
 type (
 	hooks struct {
 		APIKey, APIUsage, AuditEvent, AuthCode, DeliveryAttempt, IdempotencyRecord,
-		OAuthToken, Order, PartnerApp, Sku, Ticket, User, WebhookDelivery []ent.Hook
+		OAuthToken, Order, PartnerApp, Sku, Ticket, TokenRevocation, User,
+		WebhookDelivery []ent.Hook
 	}
 	inters struct {
 		APIKey, APIUsage, AuditEvent, AuthCode, DeliveryAttempt, IdempotencyRecord,
-		OAuthToken, Order, PartnerApp, Sku, Ticket, User,
+		OAuthToken, Order, PartnerApp, Sku, Ticket, TokenRevocation, User,
 		WebhookDelivery []ent.Interceptor
 	}
 )

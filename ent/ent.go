@@ -17,6 +17,7 @@ import (
 	"gatehouse/ent/partnerapp"
 	"gatehouse/ent/sku"
 	"gatehouse/ent/ticket"
+	"gatehouse/ent/tokenrevocation"
 	"gatehouse/ent/user"
 	"gatehouse/ent/webhookdelivery"
 	"reflect"
@@ -96,6 +97,7 @@ func checkColumn(t, c string) error {
 			partnerapp.Table:        partnerapp.ValidColumn,
 			sku.Table:               sku.ValidColumn,
 			ticket.Table:            ticket.ValidColumn,
+			tokenrevocation.Table:   tokenrevocation.ValidColumn,
 			user.Table:              user.ValidColumn,
 			webhookdelivery.Table:   webhookdelivery.ValidColumn,
 		})

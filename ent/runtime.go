@@ -15,6 +15,7 @@ import (
 	"gatehouse/ent/schema"
 	"gatehouse/ent/sku"
 	"gatehouse/ent/ticket"
+	"gatehouse/ent/tokenrevocation"
 	"gatehouse/ent/user"
 	"gatehouse/ent/webhookdelivery"
 	"time"
@@ -388,6 +389,26 @@ func init() {
 	ticketDescCreatedAt := ticketFields[2].Descriptor()
 	// ticket.DefaultCreatedAt holds the default value on creation for the created_at field.
 	ticket.DefaultCreatedAt = ticketDescCreatedAt.Default.(func() time.Time)
+	tokenrevocationFields := schema.TokenRevocation{}.Fields()
+	_ = tokenrevocationFields
+	// tokenrevocationDescSubject is the schema descriptor for subject field.
+	tokenrevocationDescSubject := tokenrevocationFields[1].Descriptor()
+	// tokenrevocation.SubjectValidator is a validator for the "subject" field. It is called by the builders before save.
+	tokenrevocation.SubjectValidator = func() func(string) error {
+		validators := tokenrevocationDescSubject.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(subject string) error {
+			for _, fn := range fns {
+				if err := fn(subject); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
 	userFields := schema.User{}.Fields()
 	_ = userFields
 	// userDescUsername is the schema descriptor for username field.

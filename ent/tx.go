@@ -36,6 +36,8 @@ type Tx struct {
 	Sku *SkuClient
 	// Ticket is the client for interacting with the Ticket builders.
 	Ticket *TicketClient
+	// TokenRevocation is the client for interacting with the TokenRevocation builders.
+	TokenRevocation *TokenRevocationClient
 	// User is the client for interacting with the User builders.
 	User *UserClient
 	// WebhookDelivery is the client for interacting with the WebhookDelivery builders.
@@ -182,6 +184,7 @@ func (tx *Tx) init() {
 	tx.PartnerApp = NewPartnerAppClient(tx.config)
 	tx.Sku = NewSkuClient(tx.config)
 	tx.Ticket = NewTicketClient(tx.config)
+	tx.TokenRevocation = NewTokenRevocationClient(tx.config)
 	tx.User = NewUserClient(tx.config)
 	tx.WebhookDelivery = NewWebhookDeliveryClient(tx.config)
 }

@@ -306,6 +306,27 @@ var (
 			},
 		},
 	}
+	// TokenRevocationsColumns holds the columns for the "token_revocations" table.
+	TokenRevocationsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "kind", Type: field.TypeEnum, Enums: []string{"jti", "user"}},
+		{Name: "subject", Type: field.TypeString, Size: 128},
+		{Name: "revoked_at", Type: field.TypeTime},
+		{Name: "expires_at", Type: field.TypeTime},
+	}
+	// TokenRevocationsTable holds the schema information for the "token_revocations" table.
+	TokenRevocationsTable = &schema.Table{
+		Name:       "token_revocations",
+		Columns:    TokenRevocationsColumns,
+		PrimaryKey: []*schema.Column{TokenRevocationsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "tokenrevocation_expires_at",
+				Unique:  false,
+				Columns: []*schema.Column{TokenRevocationsColumns[4]},
+			},
+		},
+	}
 	// UsersColumns holds the columns for the "users" table.
 	UsersColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeInt, Increment: true},
@@ -387,6 +408,7 @@ var (
 		PartnerAppsTable,
 		SkusTable,
 		TicketsTable,
+		TokenRevocationsTable,
 		UsersTable,
 		WebhookDeliveriesTable,
 	}

@@ -39,6 +39,9 @@ type Sku func(*sql.Selector)
 // Ticket is the predicate function for ticket builders.
 type Ticket func(*sql.Selector)
 
+// TokenRevocation is the predicate function for tokenrevocation builders.
+type TokenRevocation func(*sql.Selector)
+
 // User is the predicate function for user builders.
 type User func(*sql.Selector)
 

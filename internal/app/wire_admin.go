@@ -25,6 +25,9 @@ type adminServices struct {
 	// UserTokens issues and verifies signed user tokens (JWT), keeps their
 	// deny-list and the per-user revocation marks.
 	UserTokens *identity.TokenService
+	// Revocations are the durable logouts and user revocations (in the
+	// database) and this process's mirror of them.
+	Revocations *identity.Revocations
 	// Audit records every admin mutation and purges old events.
 	Audit *audit.Service
 }
@@ -37,7 +40,15 @@ const BootstrapAPIKeyName = "bootstrap (GATEHOUSE_BOOTSTRAP_API_KEY)"
 func (a *App) wireAdmin(ctx context.Context) error {
 	a.KeyUsage = apikey.NewCounter(a.DB.Client, a.Log, apikey.DefaultFlushInterval)
 	a.APIKeys = apikey.NewService(a.DB.Client, a.KeyUsage)
-	tokens, err := identity.NewTokenService(a.Cfg.JWTSecret, a.Cfg.Auth.JWTTTL, a.KV)
+	// The database is the record of logouts and user revocations; every
+	// token check reads this process's mirror of it, loaded before serving.
+	a.Revocations = identity.NewRevocations(a.DB, a.Log,
+		identity.WithRevocationPoll(0, max(identity.DefaultRevocationGapWait, 3*a.Cfg.Server.RequestTimeout)))
+	if err := a.Revocations.Load(ctx); err != nil {
+		return fmt.Errorf("load token revocations: %w", err)
+	}
+	a.runInBackground(a.Revocations.Run)
+	tokens, err := identity.NewTokenService(a.Cfg.JWTSecret, a.Cfg.Auth.JWTTTL, a.KV, identity.WithRevocations(a.Revocations))
 	if err != nil {
 		return err
 	}

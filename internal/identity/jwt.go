@@ -48,9 +48,13 @@ func (c *Claims) UserID() (int, error) { return strconv.Atoi(c.Subject) }
 // keeps the deny-list of logged-out tokens in the shared store, so that a
 // logout reaches every replica sharing Redis.
 type TokenService struct {
-	key    []byte
-	ttl    time.Duration
-	store  kv.Store
+	key   []byte
+	ttl   time.Duration
+	store kv.Store
+	// revs is the durable record of revocations and its in-memory
+	// mirror; nil in tools and tests without a database (the shared
+	// store alone then keeps them).
+	revs   *Revocations
 	now    func() time.Time
 	parser *jwt.Parser
 }
@@ -61,6 +65,12 @@ type TokenOption func(*TokenService)
 // WithTokenClock replaces the clock (tests move it past expiry).
 func WithTokenClock(now func() time.Time) TokenOption {
 	return func(s *TokenService) { s.now = now }
+}
+
+// WithRevocations makes the database the record of logouts and user
+// revocations (see Revocations); the shared store stays a cache of them.
+func WithRevocations(r *Revocations) TokenOption {
+	return func(s *TokenService) { s.revs = r }
 }
 
 // NewTokenService returns a service signing with key (at least 32 bytes)
@@ -116,9 +126,12 @@ func (s *TokenService) Issue(u *ent.User) (string, *Claims, error) {
 }
 
 // Verify checks a token's algorithm (HS256 only), signature, expiry and
-// required claims, then the deny-list. It returns ErrInvalidToken for any
-// token that must be refused, and an error wrapping errs.Unavailable when
-// the deny-list cannot be read (the token is then not accepted either).
+// required claims, then the revocations: the in-memory mirror of the
+// database's (no I/O), then the shared store's deny-list and user marks
+// (which reach every replica sharing Redis at once, before the mirrors
+// have read the row). It returns ErrInvalidToken for any token that must
+// be refused, and an error wrapping errs.Unavailable when the shared store
+// cannot be read (the token is then not accepted either).
 func (s *TokenService) Verify(ctx context.Context, raw string) (*Claims, error) {
 	if raw == "" || len(raw) > maxTokenLen {
 		return nil, ErrInvalidToken
@@ -131,8 +144,17 @@ func (s *TokenService) Verify(ctx context.Context, raw string) (*Claims, error) 
 	if c.Subject == "" || c.ID == "" || c.Username == "" || c.IssuedAt == nil {
 		return nil, fmt.Errorf("%w: missing claims", ErrInvalidToken)
 	}
-	if _, err := c.UserID(); err != nil {
+	uid, err := c.UserID()
+	if err != nil {
 		return nil, fmt.Errorf("%w: subject is not a user id", ErrInvalidToken)
+	}
+	if s.revs != nil {
+		if s.revs.jtiRevoked(c.ID) {
+			return nil, fmt.Errorf("%w: logged out", ErrInvalidToken)
+		}
+		if at, ok := s.revs.userRevokedAt(uid); ok && issuedAtMillis(c) <= at {
+			return nil, fmt.Errorf("%w: revoked", ErrInvalidToken)
+		}
 	}
 	_, denied, err := s.store.Get(ctx, denyPrefix+c.ID)
 	if err != nil {
@@ -151,13 +173,39 @@ func (s *TokenService) Verify(ctx context.Context, raw string) (*Claims, error) 
 	return c, nil
 }
 
-// RevokeUser refuses, on every replica sharing the store, every token of
-// user id issued up to now (Users.Disable, Users.SetPassword). The mark
-// outlives them: a token lives at most TTL.
-func (s *TokenService) RevokeUser(ctx context.Context, id int) error {
-	now := s.now()
-	mark := strconv.AppendInt(nil, now.UnixMilli(), 10)
+// storeUserRevocation records, in tx, that every token of user id issued
+// at or before at is refused (Users.Disable, Users.SetPassword). Without
+// Revocations it does nothing: markUser alone keeps it.
+func (s *TokenService) storeUserRevocation(ctx context.Context, tx *ent.Tx, id int, at time.Time) error {
+	if s.revs == nil {
+		return nil
+	}
+	return s.revs.insert(ctx, tx, kindUser, strconv.Itoa(id), at, s.userRevocationExpiry(at))
+}
+
+// userRevocationExpiry is when the last token a user revocation at at can
+// concern expires.
+func (s *TokenService) userRevocationExpiry(at time.Time) time.Time {
+	return at.Add(s.ttl + time.Second)
+}
+
+// markUser, once storeUserRevocation's transaction committed, puts the
+// revocation in this process's mirror and in the shared store, where
+// every replica sharing it sees it at once. The shared store's mark
+// outlives the tokens: a token lives at most TTL. When the database holds
+// the revocation, a failure to write the mark is logged, not returned:
+// the revocation holds (the other replicas' mirrors read it within a
+// poll).
+func (s *TokenService) markUser(ctx context.Context, id int, at time.Time) error {
+	if s.revs != nil {
+		s.revs.apply(kindUser, strconv.Itoa(id), at, s.userRevocationExpiry(at))
+	}
+	mark := strconv.AppendInt(nil, at.UnixMilli(), 10)
 	if err := s.store.Set(ctx, revokedPrefix+strconv.Itoa(id), mark, s.ttl+time.Second); err != nil {
+		if s.revs != nil {
+			s.revs.log.WarnContext(ctx, "identity: the revocation of a user is stored, but its mark in the shared store could not be written", "user_id", id, "err", err)
+			return nil
+		}
 		return fmt.Errorf("identity: write the revocation of user %d: %w", id, err)
 	}
 	return nil
@@ -192,16 +240,31 @@ func parseMillis(b []byte) int64 {
 	return v
 }
 
-// Revoke puts the token with claims c on the deny-list until it expires,
-// so that every replica sharing the store refuses it from now on.
+// Revoke refuses the token with claims c until it expires, on every
+// replica: stored in the database (when Revocations are configured)
+// before this returns, so that no restart or loss of Redis undoes it, put
+// in this process's mirror, and put on the shared store's deny-list,
+// which every replica sharing Redis reads at once.
 func (s *TokenService) Revoke(ctx context.Context, c *Claims) error {
 	// One second more than the remaining lifetime: exp has second
 	// resolution, and the entry must not vanish while the token still verifies.
-	ttl := c.ExpiresAt.Sub(s.now()) + time.Second
+	now := s.now()
+	exp := c.ExpiresAt.Add(time.Second)
+	ttl := exp.Sub(now)
 	if ttl <= 0 {
 		return nil
 	}
+	if s.revs != nil {
+		if err := s.revs.insert(ctx, nil, kindJTI, c.ID, now, exp); err != nil {
+			return err
+		}
+		s.revs.apply(kindJTI, c.ID, now, exp)
+	}
 	if err := s.store.Set(ctx, denyPrefix+c.ID, []byte{1}, ttl); err != nil {
+		if s.revs != nil {
+			s.revs.log.WarnContext(ctx, "identity: the logout is stored, but the deny-list entry in the shared store could not be written", "err", err)
+			return nil
+		}
 		return fmt.Errorf("identity: write deny-list: %w", err)
 	}
 	return nil

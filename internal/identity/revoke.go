@@ -16,12 +16,15 @@ import (
 // Disabling a user or giving them a new password ends everything they
 // signed in with before, on every replica:
 //
-//   - signed tokens (JWT): a per-user mark in the shared store (Redis, or
-//     memory for one replica) says "tokens issued at or before this instant
-//     are refused"; Verify reads it beside the deny-list, one more key
-//     lookup per check and no database read. The mark lives as long as a
-//     token can (the JWT lifetime), after which every earlier token has
-//     expired anyway;
+//   - signed tokens (JWT): a revocation row (kind "user": tokens issued at
+//     or before this instant are refused) is inserted in the same
+//     transaction as the change, so it is as durable as the change itself;
+//     every replica's mirror of the revocations holds it (see
+//     Revocations), and a per-user mark in the shared store (Redis, or
+//     memory for one replica) carries it to every replica sharing Redis at
+//     once. Verify reads both, without a database read. Both live as long
+//     as a token can (the JWT lifetime), after which every earlier token
+//     has expired anyway;
 //   - OAuth access and refresh tokens: revoked in the database, in the
 //     same transaction as the change (enabling the user again does not
 //     bring them back), and unused authorization codes are spent;
@@ -64,18 +67,22 @@ func (u *Users) SetPassword(ctx context.Context, id int, password string) (*ent.
 	return u.revoke(ctx, id, func(m *ent.UserUpdateOne) { m.SetPasswordHash(hash) })
 }
 
-// revoke applies change to user id and revokes their OAuth tokens and
-// codes in one transaction, then marks their signed tokens revoked. The
-// mark is written after the commit, so a token issued before the change
-// is always before the mark; when it cannot be written the call fails
-// (the change itself is made: calling again writes the mark).
+// revoke applies change to user id, revokes their OAuth tokens and codes
+// and stores the revocation of their signed tokens in one transaction,
+// then puts that revocation in the mirror and the shared store. Without
+// Revocations (tools, tests) the shared store alone holds it: when it
+// cannot be written the call fails (the change itself is made: calling
+// again writes the mark).
 func (u *Users) revoke(ctx context.Context, id int, change func(*ent.UserUpdateOne)) (*ent.User, error) {
 	if u.tokens == nil {
 		return nil, errors.New("identity: users were built without a token service; cannot revoke tokens")
 	}
-	var row *ent.User
+	var (
+		row *ent.User
+		now time.Time
+	)
 	err := store.WithTx(ctx, u.client, func(tx *ent.Tx) error {
-		now := u.tokens.now()
+		now = u.tokens.now()
 		m := tx.User.UpdateOneID(id).SetTokensRevokedAt(now)
 		change(m)
 		var err error
@@ -92,7 +99,7 @@ func (u *Users) revoke(ctx context.Context, id int, change func(*ent.UserUpdateO
 			SetUsedAt(now).Save(ctx); err != nil {
 			return fmt.Errorf("spend authorization codes: %w", err)
 		}
-		return nil
+		return u.tokens.storeUserRevocation(ctx, tx, id, now)
 	})
 	if ent.IsNotFound(err) {
 		return nil, ErrNotFound
@@ -100,7 +107,7 @@ func (u *Users) revoke(ctx context.Context, id int, change func(*ent.UserUpdateO
 	if err != nil {
 		return nil, fmt.Errorf("update user %d: %w", id, err)
 	}
-	if err := u.tokens.RevokeUser(ctx, id); err != nil {
+	if err := u.tokens.markUser(ctx, id, now); err != nil {
 		return nil, err
 	}
 	return row, nil
