@@ -85,12 +85,13 @@ func TestEmbeddedRestart(t *testing.T) {
 type process struct {
 	cmd    *exec.Cmd
 	base   string
+	admin  string // base URL of the admin listener
 	done   chan struct{}
 	mu     sync.Mutex
 	output strings.Builder
 }
 
-var listening = regexp.MustCompile(`public=(127\.0\.0\.1:\d+)`)
+var listening = regexp.MustCompile(`public=(127\.0\.0\.1:\d+) admin=(127\.0\.0\.1:\d+)`)
 
 // startProcess runs `gatehouse serve --demo` on dataDir (embedded) with
 // free ports and waits for its listening line.
@@ -117,7 +118,7 @@ func startProcess(t *testing.T, bin, dataDir string) *process {
 			<-p.done
 		}
 	})
-	addr := make(chan string, 1)
+	addr := make(chan []string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
@@ -127,7 +128,7 @@ func startProcess(t *testing.T, bin, dataDir string) *process {
 			p.mu.Unlock()
 			if m := listening.FindStringSubmatch(line); m != nil && strings.Contains(line, "listening") {
 				select {
-				case addr <- m[1]:
+				case addr <- m[1:]:
 				default:
 				}
 			}
@@ -138,7 +139,7 @@ func startProcess(t *testing.T, bin, dataDir string) *process {
 	}()
 	select {
 	case a := <-addr:
-		p.base = "http://" + a
+		p.base, p.admin = "http://"+a[0], "http://"+a[1]
 	case <-p.done:
 		t.Fatalf("gatehouse exited at start:\n%s", p.logs())
 	case <-time.After(60 * time.Second):
