@@ -192,16 +192,31 @@ func (s *TokenService) userRevocationExpiry(at time.Time) time.Time {
 // markUser, once storeUserRevocation's transaction committed, puts the
 // revocation in this process's mirror and in the shared store, where
 // every replica sharing it sees it at once. The shared store's mark
-// outlives the tokens: a token lives at most TTL. When the database holds
-// the revocation, a failure to write the mark is logged, not returned:
-// the revocation holds (the other replicas' mirrors read it within a
-// poll).
+// outlives the tokens: a token lives at most TTL.
+//
+// The transaction's row refuses tokens issued up to the change's start.
+// A login that read the user before the commit may issue its token while
+// the change commits, after that instant: a second row at the instant
+// after the commit (the mark's instant) refuses it too. Should the process
+// end between the two, the first row still holds the revocation. When the
+// second row cannot be stored the call fails (the change is made: calling
+// again writes it); when only the shared store's mark cannot be written,
+// that is logged, not returned: the database holds the revocation and the
+// other replicas' mirrors read it within a poll.
 func (s *TokenService) markUser(ctx context.Context, id int, at time.Time) error {
+	sub := strconv.Itoa(id)
 	if s.revs != nil {
-		s.revs.apply(kindUser, strconv.Itoa(id), at, s.userRevocationExpiry(at))
+		s.revs.apply(kindUser, sub, at, s.userRevocationExpiry(at))
+		if after := s.now(); after.UnixMilli() > at.UnixMilli() {
+			if err := s.revs.insert(ctx, nil, kindUser, sub, after, s.userRevocationExpiry(after)); err != nil {
+				return err
+			}
+			s.revs.apply(kindUser, sub, after, s.userRevocationExpiry(after))
+			at = after
+		}
 	}
 	mark := strconv.AppendInt(nil, at.UnixMilli(), 10)
-	if err := s.store.Set(ctx, revokedPrefix+strconv.Itoa(id), mark, s.ttl+time.Second); err != nil {
+	if err := s.store.Set(ctx, revokedPrefix+sub, mark, s.ttl+time.Second); err != nil {
 		if s.revs != nil {
 			s.revs.log.WarnContext(ctx, "identity: the revocation of a user is stored, but its mark in the shared store could not be written", "user_id", id, "err", err)
 			return nil

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"gatehouse/ent"
+	"gatehouse/ent/hook"
 	"gatehouse/ent/tokenrevocation"
 	"gatehouse/internal/identity"
 	"gatehouse/internal/store"
@@ -207,6 +209,53 @@ func TestRevocationsPrune(t *testing.T) {
 		}
 		if jtis, us := revs.Len(); jtis != 0 || us != 0 {
 			t.Fatalf("mirror after the prune: %d logouts, %d users", jtis, us)
+		}
+	})
+}
+
+// TestRevokeUserCoversTheCommit: a token issued while a disable commits
+// (a login that read the user before the commit) is refused too, by the
+// second revocation row written at the instant after the commit; on a
+// new process as well.
+func TestRevokeUserCoversTheCommit(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		db := storetest.Open(t, b)
+		ctx := context.Background()
+		clock := newFakeClock(time.Now())
+		revs := identity.NewRevocations(db, quiet, identity.WithRevocationClock(clock.now))
+		if err := revs.Load(ctx); err != nil {
+			t.Fatal(err)
+		}
+		ts, err := identity.NewTokenService(testKey(), time.Hour, kvMemory(t), identity.WithRevocations(revs), identity.WithTokenClock(clock.now))
+		if err != nil {
+			t.Fatal(err)
+		}
+		users := identity.NewUsers(db.Client, identity.WithTokens(ts))
+		alice := mustCreate(t, users, "alice", "password-1")
+		var during string
+		db.User.Use(func(next ent.Mutator) ent.Mutator {
+			return hook.UserFunc(func(ctx context.Context, m *ent.UserMutation) (ent.Value, error) {
+				v, err := next.Mutate(ctx, m)
+				if _, revoking := m.TokensRevokedAt(); revoking && during == "" {
+					clock.add(50 * time.Millisecond) // the commit takes a while
+					during, _, _ = ts.Issue(alice)
+					clock.add(50 * time.Millisecond)
+				}
+				return v, err
+			})
+		})
+		if _, err := users.Disable(ctx, alice.ID); err != nil {
+			t.Fatal(err)
+		}
+		if during == "" {
+			t.Fatal("the hook did not run")
+		}
+		if _, err := ts.Verify(ctx, during); !errors.Is(err, identity.ErrInvalidToken) {
+			t.Fatalf("a token issued while the disable committed: %v", err)
+		}
+		next := newReplica(t, db, false)
+		if !next.refused(t, during) {
+			t.Fatal("a new process accepts the token issued while the disable committed")
 		}
 	})
 }
