@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"entgo.io/ent/dialect"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"gatehouse/ent"
 	"gatehouse/ent/tokenrevocation"
@@ -46,6 +47,19 @@ const (
 	// maxGaps bounds the skipped ids a replica keeps looking for.
 	maxGaps = 1000
 )
+
+var (
+	mirrorGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "gatehouse_token_revocations",
+		Help: "Revocations of signed user tokens in this process's mirror of the database: logged-out tokens (kind=jti) and users whose earlier tokens are refused (kind=user).",
+	}, []string{"kind"})
+	syncedGauge = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "gatehouse_token_revocations_synced_seconds",
+		Help: "Unix time of the last successful read of new token revocations from the database (Postgres: every 500 ms and at each NOTIFY; embedded: at start).",
+	})
+)
+
+func init() { prometheus.MustRegister(mirrorGauge, syncedGauge) }
 
 // Revocations is the durable record of refused signed tokens — logged-out
 // tokens (by jti) and users whose earlier tokens are all refused (a
@@ -236,7 +250,9 @@ func (r *Revocations) sync(ctx context.Context) error {
 			r.apply(row.Kind, row.Subject, row.RevokedAt, row.ExpiresAt)
 		}
 		if len(rows) < syncPage {
-			r.lastSync.Store(r.now().UnixMilli())
+			ms := r.now().UnixMilli()
+			r.lastSync.Store(ms)
+			syncedGauge.Set(float64(ms) / 1000)
 			return nil
 		}
 	}
@@ -263,6 +279,13 @@ func (r *Revocations) apply(kind tokenrevocation.Kind, subject string, at, exp t
 		cur := r.users[id]
 		r.users[id] = revokedUser{at: max(cur.at, at.UnixMilli()), exp: max(cur.exp, expMS)}
 	}
+	r.gauge()
+}
+
+// gauge shows the mirror's size; r.mu is held.
+func (r *Revocations) gauge() {
+	mirrorGauge.WithLabelValues(string(kindJTI)).Set(float64(len(r.jtis)))
+	mirrorGauge.WithLabelValues(string(kindUser)).Set(float64(len(r.users)))
 }
 
 // jtiRevoked reports whether the token with that jti was logged out.
@@ -331,6 +354,7 @@ func (r *Revocations) Prune(ctx context.Context) (int, error) {
 			delete(r.users, k)
 		}
 	}
+	r.gauge()
 	r.mu.Unlock()
 	n, err := r.client.TokenRevocation.Delete().Where(tokenrevocation.ExpiresAtLT(now)).Exec(ctx)
 	if err != nil {

@@ -95,6 +95,11 @@ func TestRevocationsSurviveRestart(t *testing.T) {
 		if jtis, users := next.revs.Len(); jtis != 1 || users != 2 {
 			t.Errorf("mirror holds %d logouts and %d users, want 1 and 2", jtis, users)
 		}
+		for kind, want := range map[string]float64{"jti": 1, "user": 2} {
+			if v, ok := testenv.Metric(t, "gatehouse_token_revocations", "kind", kind); !ok || v != want {
+				t.Errorf("gatehouse_token_revocations{kind=%q} = %v (%v), want %v", kind, v, ok, want)
+			}
+		}
 
 		// The same check without the database's record: what the shared
 		// store alone kept (nothing, it is new).
