@@ -101,6 +101,8 @@ type ComplexityRoot struct {
 		CallsLast30Days func(childComplexity int) int
 		Deprecation     func(childComplexity int) int
 		Name            func(childComplexity int) int
+		Released        func(childComplexity int) int
+		RemovedFields   func(childComplexity int) int
 		Retired         func(childComplexity int) int
 		Sunset          func(childComplexity int) int
 	}
@@ -297,6 +299,11 @@ type ComplexityRoot struct {
 		Tickets            func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.TicketOrder, where *ent.TicketWhereInput) int
 		Users              func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.UserOrder, where *ent.UserWhereInput) int
 		WebhookDeliveries  func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.WebhookDeliveryOrder, where *ent.WebhookDeliveryWhereInput) int
+	}
+
+	RemovedField struct {
+		Name    func(childComplexity int) int
+		Removal func(childComplexity int) int
 	}
 
 	Sku struct {
@@ -649,6 +656,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.APIVersion.Name(childComplexity), true
+	case "APIVersion.released":
+		if e.ComplexityRoot.APIVersion.Released == nil {
+			break
+		}
+
+		return e.ComplexityRoot.APIVersion.Released(childComplexity), true
+	case "APIVersion.removedFields":
+		if e.ComplexityRoot.APIVersion.RemovedFields == nil {
+			break
+		}
+
+		return e.ComplexityRoot.APIVersion.RemovedFields(childComplexity), true
 	case "APIVersion.retired":
 		if e.ComplexityRoot.APIVersion.Retired == nil {
 			break
@@ -1661,6 +1680,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.WebhookDeliveries(childComplexity, args["after"].(*entgql.Cursor[int]), args["first"].(*int), args["before"].(*entgql.Cursor[int]), args["last"].(*int), args["orderBy"].(*ent.WebhookDeliveryOrder), args["where"].(*ent.WebhookDeliveryWhereInput)), true
+
+	case "RemovedField.name":
+		if e.ComplexityRoot.RemovedField.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemovedField.Name(childComplexity), true
+	case "RemovedField.removal":
+		if e.ComplexityRoot.RemovedField.Removal == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemovedField.Removal(childComplexity), true
 
 	case "Sku.id":
 		if e.ComplexityRoot.Sku.ID == nil {
@@ -4952,11 +4984,20 @@ extend type Mutation {
 A version of the signed partner API (/api/v1/, /api/v2/, …) and where it
 stands: served, deprecated (still served; replies carry Deprecation and
 Sunset headers) or retired (every call answers 410). The dates come from
-GATEHOUSE_API_DEPRECATED and GATEHOUSE_API_SUNSET.
+the version table and GATEHOUSE_API_RELEASED, GATEHOUSE_API_DEPRECATED and
+GATEHOUSE_API_SUNSET.
 """
 type APIVersion {
   "The path segment: v1, v2, …"
   name: String!
+  "The day the version shipped; null when not recorded."
+  released: Time
+  """
+  The fields of the previous version this one removes, each with the day
+  it leaves the replies (6 months after the release; until then replies
+  carry it and the Deprecated-Fields header).
+  """
+  removedFields: [RemovedField!]!
   "When the version was (or will be) announced as deprecated; null when it is not."
   deprecation: Time
   "When the version retires; null when no date is set."
@@ -4968,6 +5009,14 @@ type APIVersion {
   (today included). Counts reach the database every 2 s.
   """
   callsLast30Days: Int!
+}
+
+"A field a version removes, and when it leaves the version's replies."
+type RemovedField {
+  "The field's name in the reply, e.g. customer_info."
+  name: String!
+  "From this instant on, replies no longer carry the field."
+  removal: Time!
 }
 
 extend type Query {
@@ -5080,6 +5129,10 @@ func (ec *executionContext) childFields_APIVersion(ctx context.Context, field gr
 	switch field.Name {
 	case "name":
 		return ec.fieldContext_APIVersion_name(ctx, field)
+	case "released":
+		return ec.fieldContext_APIVersion_released(ctx, field)
+	case "removedFields":
+		return ec.fieldContext_APIVersion_removedFields(ctx, field)
 	case "deprecation":
 		return ec.fieldContext_APIVersion_deprecation(ctx, field)
 	case "sunset":
@@ -5398,6 +5451,16 @@ func (ec *executionContext) childFields_PaymentProvider(ctx context.Context, fie
 		return ec.fieldContext_PaymentProvider_breaker(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type PaymentProvider", field.Name)
+}
+
+func (ec *executionContext) childFields_RemovedField(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_RemovedField_name(ctx, field)
+	case "removal":
+		return ec.fieldContext_RemovedField_removal(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RemovedField", field.Name)
 }
 
 func (ec *executionContext) childFields_Sku(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -7561,6 +7624,61 @@ func (ec *executionContext) _APIVersion_name(ctx context.Context, field graphql.
 }
 func (ec *executionContext) fieldContext_APIVersion_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("APIVersion", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _APIVersion_released(ctx context.Context, field graphql.CollectedField, obj *APIVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_APIVersion_released(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Released, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_APIVersion_released(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("APIVersion", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _APIVersion_removedFields(ctx context.Context, field graphql.CollectedField, obj *APIVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_APIVersion_removedFields(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RemovedFields, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*RemovedField) graphql.Marshaler {
+			return ec.marshalNRemovedField2ᚕᚖgatehouseᚋgraphᚐRemovedFieldᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_APIVersion_removedFields(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "APIVersion",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RemovedField(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _APIVersion_deprecation(ctx context.Context, field graphql.CollectedField, obj *APIVersion) (ret graphql.Marshaler) {
@@ -11726,6 +11844,52 @@ func (ec *executionContext) fieldContext_Query___schema(_ context.Context, field
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _RemovedField_name(ctx context.Context, field graphql.CollectedField, obj *RemovedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemovedField_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemovedField_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemovedField", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _RemovedField_removal(ctx context.Context, field graphql.CollectedField, obj *RemovedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemovedField_removal(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Removal, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemovedField_removal(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemovedField", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
 func (ec *executionContext) _Sku_id(ctx context.Context, field graphql.CollectedField, obj *ent.Sku) (ret graphql.Marshaler) {
@@ -22371,6 +22535,16 @@ func (ec *executionContext) _APIVersion(ctx context.Context, sel ast.SelectionSe
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "released":
+			out.Values[i] = ec._APIVersion_released(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "removedFields":
+			out.Values[i] = ec._APIVersion_removedFields(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "deprecation":
 			out.Values[i] = ec._APIVersion_deprecation(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
@@ -24449,6 +24623,49 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 	return out
 }
 
+var removedFieldImplementors = []string{"RemovedField"}
+
+func (ec *executionContext) _RemovedField(ctx context.Context, sel ast.SelectionSet, obj *RemovedField) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, removedFieldImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RemovedField")
+		case "name":
+			out.Values[i] = ec._RemovedField_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "removal":
+			out.Values[i] = ec._RemovedField_removal(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var skuImplementors = []string{"Sku", "Node"}
 
 func (ec *executionContext) _Sku(ctx context.Context, sel ast.SelectionSet, obj *ent.Sku) graphql.Marshaler {
@@ -26093,6 +26310,32 @@ func (ec *executionContext) marshalNPaymentProvider2ᚖgatehouseᚋgraphᚐPayme
 		return graphql.Null
 	}
 	return ec._PaymentProvider(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNRemovedField2ᚕᚖgatehouseᚋgraphᚐRemovedFieldᚄ(ctx context.Context, sel ast.SelectionSet, v []*RemovedField) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNRemovedField2ᚖgatehouseᚋgraphᚐRemovedField(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNRemovedField2ᚖgatehouseᚋgraphᚐRemovedField(ctx context.Context, sel ast.SelectionSet, v *RemovedField) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._RemovedField(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNSku2gatehouseᚋentᚐSku(ctx context.Context, sel ast.SelectionSet, v ent.Sku) graphql.Marshaler {

@@ -22,10 +22,17 @@ type APIKeySecretPayload struct {
 // A version of the signed partner API (/api/v1/, /api/v2/, …) and where it
 // stands: served, deprecated (still served; replies carry Deprecation and
 // Sunset headers) or retired (every call answers 410). The dates come from
-// GATEHOUSE_API_DEPRECATED and GATEHOUSE_API_SUNSET.
+// the version table and GATEHOUSE_API_RELEASED, GATEHOUSE_API_DEPRECATED and
+// GATEHOUSE_API_SUNSET.
 type APIVersion struct {
 	// The path segment: v1, v2, …
 	Name string `json:"name"`
+	// The day the version shipped; null when not recorded.
+	Released *time.Time `json:"released,omitempty"`
+	// The fields of the previous version this one removes, each with the day
+	// it leaves the replies (6 months after the release; until then replies
+	// carry it and the Deprecated-Fields header).
+	RemovedFields []*RemovedField `json:"removedFields"`
 	// When the version was (or will be) announced as deprecated; null when it is not.
 	Deprecation *time.Time `json:"deprecation,omitempty"`
 	// When the version retires; null when no date is set.
@@ -97,6 +104,14 @@ type PaymentProvider struct {
 	// with UPSTREAM_UNAVAILABLE), HALF_OPEN after 30 s (up to 5 trial calls),
 	// and CLOSED again once 5 trial calls succeeded.
 	Breaker BreakerState `json:"breaker"`
+}
+
+// A field a version removes, and when it leaves the version's replies.
+type RemovedField struct {
+	// The field's name in the reply, e.g. customer_info.
+	Name string `json:"name"`
+	// From this instant on, replies no longer carry the field.
+	Removal time.Time `json:"removal"`
 }
 
 // Every field is optional; an absent field is left unchanged. expireDate,

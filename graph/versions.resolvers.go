@@ -19,8 +19,14 @@ func (r *queryResolver) APIVersions(ctx context.Context) ([]*APIVersion, error) 
 	now := time.Now()
 	out := make([]*APIVersion, len(r.Versions))
 	for i, v := range r.Versions {
+		removed := make([]*RemovedField, len(v.Removed))
+		for j, f := range v.Removed {
+			removed[j] = &RemovedField{Name: f.Name, Removal: f.Removal}
+		}
 		out[i] = &APIVersion{
 			Name:            v.Name,
+			Released:        timeOrNil(v.Released),
+			RemovedFields:   removed,
 			Deprecation:     timeOrNil(v.Deprecated),
 			Sunset:          timeOrNil(v.Sunset),
 			Retired:         v.Retired(now),

@@ -2,6 +2,7 @@ package graph_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ func TestAPIVersions(t *testing.T) {
 		a := startAdmin(t, b, func(c *config.Config) {
 			c.API.Deprecated = "v1=" + deprecated.Format(time.DateOnly)
 			c.API.Sunset = "v1=" + sunset.Format(time.DateOnly)
+			c.API.Released = "v3=2026-12-01"
 		})
 		ctx := context.Background()
 		db := a.App.DB
@@ -36,7 +38,7 @@ func TestAPIVersions(t *testing.T) {
 		} {
 			db.APIUsage.Create().SetAppID(u.app).SetVersion(u.version).SetDay(day(u.ago)).SetCount(u.count).ExecX(ctx)
 		}
-		res := a.gql(t, `{ apiVersions { name deprecation sunset retired callsLast30Days } }`, nil)
+		res := a.gql(t, `{ apiVersions { name released removedFields { name removal } deprecation sunset retired callsLast30Days } }`, nil)
 		if len(res.Errors) > 0 {
 			t.Fatalf("%s", res.Body)
 		}
@@ -46,12 +48,17 @@ func TestAPIVersions(t *testing.T) {
 		}
 		want := map[string]map[string]any{
 			"v1": {"deprecation": deprecated.Format(time.RFC3339), "sunset": sunset.Format(time.RFC3339), "retired": true, "callsLast30Days": float64(9)},
-			"v2": {"deprecation": nil, "sunset": nil, "retired": false, "callsLast30Days": float64(5)},
+			"v2": {"deprecation": nil, "sunset": nil, "retired": false, "callsLast30Days": float64(5), "released": nil},
+			"v3": {"deprecation": nil, "sunset": nil, "retired": false, "callsLast30Days": float64(0), "released": "2026-12-01T00:00:00Z"},
 		}
+		removed := map[string]string{"v1": "[]", "v2": "[]", "v3": `[{"name":"customer_info","removal":"2027-06-01T00:00:00Z"}]`}
 		for i, v := range rest.PartnerAPI {
 			row := got[i].(map[string]any)
 			if row["name"] != v.Name {
 				t.Fatalf("version %d is %v, want %s", i, row["name"], v.Name)
+			}
+			if b, _ := json.Marshal(row["removedFields"]); string(b) != removed[v.Name] {
+				t.Errorf("%s.removedFields = %s, want %s", v.Name, b, removed[v.Name])
 			}
 			for k, w := range want[v.Name] {
 				if row[k] != w {

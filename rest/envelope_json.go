@@ -54,21 +54,44 @@ func (o orderV1) appendFields(b []byte) []byte {
 func (o orderV2) appendJSON(b []byte) []byte {
 	b = append(b, '{')
 	b = o.orderV1.appendFields(b)
-	b = append(b, `,"create_time":`...)
-	b = appendJSONString(b, o.CreateTime)
-	b = append(b, `,"pay_time":`...)
-	if o.PayTime == nil {
-		b = append(b, "null"...)
-	} else {
-		b = appendJSONString(b, *o.PayTime)
+	b = appendTimes(b, o.CreateTime, o.PayTime)
+	b = append(b, `,"customer_info":`...)
+	b = o.CustomerInfo.appendJSON(b)
+	return append(b, '}')
+}
+
+// appendJSON of orderV3: without it, the embedded orderV1's would write
+// v1's fields only.
+func (o orderV3) appendJSON(b []byte) []byte {
+	b = append(b, '{')
+	b = o.orderV1.appendFields(b)
+	b = appendTimes(b, o.CreateTime, o.PayTime)
+	if o.CustomerInfo != nil {
+		b = append(b, `,"customer_info":`...)
+		b = o.CustomerInfo.appendJSON(b)
 	}
-	b = append(b, `,"customer_info":{"name":`...)
-	b = appendJSONString(b, o.CustomerInfo.Name)
+	return append(b, '}')
+}
+
+// appendTimes appends the create_time and pay_time members.
+func appendTimes(b []byte, create string, pay *string) []byte {
+	b = append(b, `,"create_time":`...)
+	b = appendJSONString(b, create)
+	b = append(b, `,"pay_time":`...)
+	if pay == nil {
+		return append(b, "null"...)
+	}
+	return appendJSONString(b, *pay)
+}
+
+func (c customerInfoV2) appendJSON(b []byte) []byte {
+	b = append(b, `{"name":`...)
+	b = appendJSONString(b, c.Name)
 	b = append(b, `,"phone":`...)
-	b = appendJSONString(b, o.CustomerInfo.Phone)
+	b = appendJSONString(b, c.Phone)
 	b = append(b, `,"email":`...)
-	b = appendJSONString(b, o.CustomerInfo.Email)
-	return append(b, "}}"...)
+	b = appendJSONString(b, c.Email)
+	return append(b, '}')
 }
 
 // deductionReply is a deduction's success data (the fields and tags of

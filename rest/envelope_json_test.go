@@ -78,6 +78,10 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 		check(v2, v2)
 		v2.PayTime = &pay
 		check(v2, v2)
+		v3 := orderV3{orderV1: v1, CreateTime: v2.CreateTime, PayTime: v2.PayTime}
+		check(v3, v3)
+		v3.CustomerInfo = &v2.CustomerInfo
+		check(v3, v3)
 		d := deductionReply{BizNo: s, SkuID: r.IntN(1 << 30), Quantity: r.Int64N(1000) - 10, RemainingStock: r.Int64() - r.Int64()}
 		check(d, d)
 

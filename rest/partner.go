@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -43,6 +44,31 @@ type Partner struct {
 
 // HeaderAPIVersion names the version that answered.
 const HeaderAPIVersion = "API-Version"
+
+// HeaderDeprecatedFields lists the fields a version removes that its
+// replies still carry, each with its removal date.
+const HeaderDeprecatedFields = "Deprecated-Fields"
+
+// Carries reports whether a reply still includes a field its version
+// removes (partner.Version.Carries at the request's instant).
+type Carries func(field string) bool
+
+type carriesKey struct{}
+
+// withCarries records, for the presenter, which removed fields of v a
+// reply at now still carries.
+func withCarries(ctx context.Context, v partner.Version, now time.Time) context.Context {
+	return context.WithValue(ctx, carriesKey{}, Carries(func(f string) bool { return v.Carries(f, now) }))
+}
+
+// carriesFromContext is the request's Carries; a version that removes
+// nothing carries every field.
+func carriesFromContext(ctx context.Context) Carries {
+	if c, ok := ctx.Value(carriesKey{}).(Carries); ok {
+		return c
+	}
+	return func(string) bool { return true }
+}
 
 // The canonical forms of the header names set on every partner reply,
 // computed once (Header.Set would canonicalise, and so allocate, per call).
@@ -100,7 +126,9 @@ func routePath(r *http.Request) string {
 
 // versionHeaders names the version and its lifecycle on every reply of
 // the version: API-Version, "Deprecation: @<unix seconds>" (RFC 9745; the
-// date may lie ahead) and "Sunset: <HTTP-date>" (RFC 8594). After the
+// date may lie ahead), "Sunset: <HTTP-date>" (RFC 8594) and, while a
+// removed field is still carried, `Deprecated-Fields: customer_info;
+// removal="2027-05-27"`. After the
 // sunset every path of the version answers 410/5002, before the signature
 // is checked. An oversized body is refused here too: partner parameters
 // travel in the query string, a body is never read.
@@ -117,7 +145,14 @@ func (h Partner) versionHeaders(version string) func(http.Handler) http.Handler 
 			if !v.Sunset.IsZero() {
 				hd.Set("Sunset", v.Sunset.UTC().Format(http.TimeFormat))
 			}
-			if now := h.now(); v.Retired(now) {
+			now := h.now()
+			if len(v.Removed) > 0 {
+				if f := v.DeprecatedFields(now); f != "" {
+					hd.Set(HeaderDeprecatedFields, f)
+				}
+				r = r.WithContext(withCarries(r.Context(), v, now))
+			}
+			if v.Retired(now) {
 				WriteEnvelopeErrorStatus(w, r, http.StatusGone, CodeParamInvalid,
 					message(codeInfo[CodeParamInvalid].meaning, h.Versions.RetiredMessage(v, now)))
 				return

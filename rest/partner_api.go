@@ -1,9 +1,12 @@
 package rest
 
 import (
+	"fmt"
 	"net/http"
+	"time"
 
 	"gatehouse/internal/order"
+	"gatehouse/internal/partner"
 )
 
 // PartnerAPI is the signed partner API: every version, oldest first, and
@@ -21,12 +24,26 @@ var PartnerAPI = []PartnerVersion{
 		{http.MethodGet, "/orders/query", orderQuery(presentOrderV2, order.AllFields)},
 		{http.MethodPost, "/inventory/deduct", stockDeduction},
 	}},
+	// v3 removes customer_info from the order (personal data leaves the
+	// order query); it stays for 6 months from the release, announced by
+	// Deprecated-Fields. The deduction is v1's.
+	{Name: "v3", Released: "2026-11-27", Removes: []string{fieldCustomerInfo}, Endpoints: []PartnerEndpoint{
+		{http.MethodGet, "/orders/query", orderQueryCarrying(presentOrderV3, order.AllFields)},
+		{http.MethodPost, "/inventory/deduct", stockDeduction},
+	}},
 }
 
 // PartnerVersion is one version of the partner API, served under
 // /api/{Name}/.
 type PartnerVersion struct {
-	Name      string
+	Name string
+	// Released is the day the version ships (YYYY-MM-DD); required when it
+	// removes fields, replaced by GATEHOUSE_API_RELEASED when set there.
+	Released string
+	// Removes names the fields of the previous version this one removes:
+	// its replies still carry them for 6 months from Released (the
+	// presenter asks Carries), with the Deprecated-Fields header.
+	Removes   []string
 	Endpoints []PartnerEndpoint
 }
 
@@ -46,4 +63,21 @@ func PartnerVersionNames() []string {
 		names[i] = v.Name
 	}
 	return names
+}
+
+// PartnerServed is PartnerAPI as the version lifecycle reads it: names,
+// release days and removed fields, oldest first.
+func PartnerServed() []partner.Served {
+	out := make([]partner.Served, len(PartnerAPI))
+	for i, v := range PartnerAPI {
+		out[i] = partner.Served{Name: v.Name, Removes: v.Removes}
+		if v.Released != "" {
+			d, err := time.Parse(time.DateOnly, v.Released)
+			if err != nil {
+				panic(fmt.Sprintf("rest.PartnerAPI: %s: Released %q is not YYYY-MM-DD", v.Name, v.Released))
+			}
+			out[i].Released = d
+		}
+	}
+	return out
 }

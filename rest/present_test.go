@@ -9,7 +9,8 @@ import (
 )
 
 // TestPresenters: each version's order shape, field by field and in
-// order; v2 is v1 plus fields.
+// order; v2 is v1 plus fields; v3 is v2 whose customer_info goes at the
+// end of the transition period.
 func TestPresenters(t *testing.T) {
 	at := time.Date(2026, 11, 22, 10, 0, 0, 123456789, time.FixedZone("CST", 8*3600))
 	paid := order.Order{OrderNo: "SO1", Amount: 9990, Status: order.Paid, CreateTime: at, PayTime: &at,
@@ -24,6 +25,8 @@ func TestPresenters(t *testing.T) {
 		{"v1", presentOrderV1(paid), `{"order_no":"SO1","amount":99.90,"status":"PAID"}`},
 		{"v2", presentOrderV2(paid), `{"order_no":"SO1","amount":99.90,"status":"PAID","create_time":"2026-11-22T02:00:00.123Z","pay_time":"2026-11-22T02:00:00.123Z","customer_info":{"name":"Ann","phone":"138****0000","email":"a***@example.com"}}`},
 		{"v2 unpaid", presentOrderV2(unpaid), `{"order_no":"SO1","amount":99.90,"status":"CREATED","create_time":"2026-11-22T02:00:00.123Z","pay_time":null,"customer_info":{"name":"Ann","phone":"138****0000","email":"a***@example.com"}}`},
+		{"v3 in the transition", presentOrderV3(paid, func(string) bool { return true }), `{"order_no":"SO1","amount":99.90,"status":"PAID","create_time":"2026-11-22T02:00:00.123Z","pay_time":"2026-11-22T02:00:00.123Z","customer_info":{"name":"Ann","phone":"138****0000","email":"a***@example.com"}}`},
+		{"v3", presentOrderV3(unpaid, func(f string) bool { return f != "customer_info" }), `{"order_no":"SO1","amount":99.90,"status":"CREATED","create_time":"2026-11-22T02:00:00.123Z","pay_time":null}`},
 	} {
 		b, err := json.Marshal(c.v)
 		if err != nil || string(b) != c.want {

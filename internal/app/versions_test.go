@@ -20,6 +20,7 @@ func TestVersionLifecycleRefused(t *testing.T) {
 	cfg.Database.URL = "sqlite:" + dbFile
 	cfg.API.Deprecated = "v2=2026-01-01,v7=2026-01-01"
 	cfg.API.Sunset = "v1=2026-12-31,v2=2026-02-01"
+	cfg.API.Released = "v8=2026-01-01"
 	if err := cfg.Resolve(); err != nil {
 		t.Fatalf("the format is fine, the lifecycle is not: %v", err)
 	}
@@ -29,6 +30,7 @@ func TestVersionLifecycleRefused(t *testing.T) {
 	}
 	for _, want := range []string{
 		"GATEHOUSE_API_DEPRECATED: unknown API version v7",
+		"GATEHOUSE_API_RELEASED: unknown API version v8",
 		"GATEHOUSE_API_SUNSET: v1 has a sunset (2026-12-31) but no deprecation",
 		"GATEHOUSE_API_SUNSET: v2 retires on 2026-02-01, 31 days after its deprecation on 2026-01-01",
 	} {

@@ -25,7 +25,7 @@ type partnerServices struct {
 	// Usage counts partner calls per app, version and day.
 	Usage *partner.Usage
 	// APIVersions are the partner API's versions and their lifecycle
-	// (GATEHOUSE_API_DEPRECATED, GATEHOUSE_API_SUNSET).
+	// (GATEHOUSE_API_RELEASED, GATEHOUSE_API_DEPRECATED, GATEHOUSE_API_SUNSET).
 	APIVersions partner.Versions
 }
 
@@ -72,5 +72,9 @@ func apiVersions(cfg config.Config) (partner.Versions, error) {
 	if err != nil {
 		return nil, fmt.Errorf("GATEHOUSE_API_SUNSET: %w", err)
 	}
-	return partner.NewVersions(rest.PartnerVersionNames(), dep, sun)
+	rel, err := config.ParseVersionDates(cfg.API.Released)
+	if err != nil {
+		return nil, fmt.Errorf("GATEHOUSE_API_RELEASED: %w", err)
+	}
+	return partner.NewVersions(rest.PartnerServed(), partner.Lifecycle{Deprecated: dep, Sunset: sun, Released: rel})
 }

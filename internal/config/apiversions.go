@@ -8,8 +8,10 @@ import (
 	"time"
 )
 
-// APIVersions announces the retirement of partner API versions.
+// APIVersions sets the lifecycle dates of partner API versions: release,
+// deprecation, retirement.
 type APIVersions struct {
+	Released   string `flag:"api-released" usage:"release days of partner API versions, replacing the version table's: v3=2026-12-01,…" doc:"release days of partner API versions, v3=2026-12-01,…, replacing those of the version table: the fields a version removes stay in its replies for 6 months from its release (see [versioning](versioning.md))"`
 	Deprecated string `flag:"api-deprecated" usage:"partner API versions announced as deprecated: v1=2026-06-30,… (Deprecation header)" doc:"partner API versions announced as deprecated, v1=2026-06-30,… (date or RFC 3339): their replies carry Deprecation: @<unix>"`
 	Sunset     string `flag:"api-sunset" usage:"retirement dates of partner API versions: v1=2026-12-31,… (Sunset header)" doc:"retirement dates, v1=2026-12-31,…: their replies carry Sunset: <HTTP-date>; from that instant the version answers 410 (at least 90 days after its deprecation; see [versioning](versioning.md))"`
 }
@@ -18,6 +20,9 @@ type APIVersions struct {
 // start, see package partner).
 func (a *APIVersions) Validate() error {
 	var errs []error
+	if _, err := ParseVersionDates(a.Released); err != nil {
+		errs = append(errs, fmt.Errorf("GATEHOUSE_API_RELEASED: %w", err))
+	}
 	if _, err := ParseVersionDates(a.Deprecated); err != nil {
 		errs = append(errs, fmt.Errorf("GATEHOUSE_API_DEPRECATED: %w", err))
 	}
@@ -29,7 +34,8 @@ func (a *APIVersions) Validate() error {
 
 var apiVersion = regexp.MustCompile(`^v[0-9]+$`)
 
-// ParseVersionDates reads GATEHOUSE_API_DEPRECATED / GATEHOUSE_API_SUNSET:
+// ParseVersionDates reads GATEHOUSE_API_RELEASED, GATEHOUSE_API_DEPRECATED
+// and GATEHOUSE_API_SUNSET:
 // comma-separated VERSION=WHEN entries such as "v1=2026-06-30", where WHEN
 // is a date (midnight UTC) or an RFC 3339 time. Empty: no entries.
 func ParseVersionDates(s string) (map[string]time.Time, error) {

@@ -33,7 +33,7 @@ type Config struct {
 	Webhooks Webhooks    `section:"webhooks" doc:"Outbound webhook deliveries."`
 	Payments Payments    `section:"payments" doc:"The payment provider that refunds go to."`
 	Audit    Audit       `section:"audit" doc:"The admin audit log."`
-	API      APIVersions `section:"api" doc:"Retirement of partner API versions (see [versioning](versioning.md))."`
+	API      APIVersions `section:"api" doc:"Lifecycle of partner API versions: release, deprecation, retirement (see [versioning](versioning.md))."`
 	Log      Log         `section:"log" doc:"The process log on standard error."`
 	Demo     Demo        `section:"demo" doc:"The demo mode of gatehouse serve."`
 

@@ -20,6 +20,9 @@ type Client struct {
 	Signer
 	// HTTPClient defaults to a client with a 10 s timeout.
 	HTTPClient *http.Client
+	// DeductVersion is the API version Deduct calls ("v1", "v2", "v3");
+	// empty means v1. The deduction is the same in every version.
+	DeductVersion string
 }
 
 // New returns a client signing with MD5; set SignType for HMAC-SHA256.
@@ -144,6 +147,22 @@ type OrderV2 struct {
 	CustomerInfo CustomerInfo `json:"customer_info"`
 }
 
+// OrderV3 is the data of GET /api/v3/orders/query: v2's without
+// customer_info, which v3 removes. During the transition period (6 months
+// from v3's release) replies still carry it, and DeprecatedFields holds the
+// Deprecated-Fields header naming its removal date; afterwards
+// CustomerInfo is nil and DeprecatedFields empty.
+type OrderV3 struct {
+	OrderV1
+	CreateTime time.Time  `json:"create_time"`
+	PayTime    *time.Time `json:"pay_time"`
+	// Deprecated: v3 removes customer_info; do not rely on it.
+	CustomerInfo *CustomerInfo `json:"customer_info,omitempty"`
+	// DeprecatedFields is the reply's Deprecated-Fields header, e.g.
+	// `customer_info; removal="2027-05-27"`.
+	DeprecatedFields string `json:"-"`
+}
+
 // QueryParams are the optional paging parameters of the order query; zero
 // values are not sent.
 type QueryParams struct {
@@ -177,6 +196,16 @@ func (c *Client) OrderV2(ctx context.Context, orderNo string, p ...QueryParams) 
 	return o, err
 }
 
+// OrderV3 queries an order with the v3 shape.
+func (c *Client) OrderV3(ctx context.Context, orderNo string, p ...QueryParams) (OrderV3, error) {
+	var o OrderV3
+	r, err := c.call(ctx, http.MethodGet, "/api/v3/orders/query", orderParams(orderNo, p), &o)
+	if r != nil {
+		o.DeprecatedFields = r.Header.Get("Deprecated-Fields")
+	}
+	return o, err
+}
+
 // DeductRequest deducts Quantity units of SKU SkuID, once per BizNo.
 type DeductRequest struct {
 	BizNo    string
@@ -195,8 +224,9 @@ type DeductResult struct {
 	Replayed       bool   `json:"-"`
 }
 
-// Deduct calls POST /api/v1/inventory/deduct. Retrying with the same
-// BizNo is safe: the server deducts at most once.
+// Deduct calls POST /api/{DeductVersion}/inventory/deduct (v1 by
+// default). Retrying with the same BizNo is safe, on any version: the
+// server deducts at most once.
 func (c *Client) Deduct(ctx context.Context, d DeductRequest) (DeductResult, error) {
 	if d.BizNo == "" {
 		return DeductResult{}, errors.New("partnerclient: deduct: BizNo is required")
@@ -207,7 +237,11 @@ func (c *Client) Deduct(ctx context.Context, d DeductRequest) (DeductResult, err
 		"quantity": {strconv.FormatInt(d.Quantity, 10)},
 	}
 	var res DeductResult
-	r, err := c.call(ctx, http.MethodPost, "/api/v1/inventory/deduct", params, &res)
+	version := c.DeductVersion
+	if version == "" {
+		version = "v1"
+	}
+	r, err := c.call(ctx, http.MethodPost, "/api/"+url.PathEscape(version)+"/inventory/deduct", params, &res)
 	if r != nil {
 		res.Replayed = r.Header.Get("Idempotent-Replayed") == "true"
 	}
