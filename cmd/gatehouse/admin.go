@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"gatehouse/internal/apikey"
+	"gatehouse/internal/app"
 	"gatehouse/internal/config"
 	"gatehouse/internal/identity"
 	"gatehouse/internal/store"
@@ -23,7 +24,7 @@ func openStore(ctx context.Context, cmd *cli.Command) (*store.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("configuration:\n%w", err)
 	}
-	db, err := store.Open(ctx, cfg.Database.URL, store.WithSQLiteSync(cfg.Database.SQLiteSync))
+	db, err := store.Open(ctx, cfg.Database.URL, app.StoreOptions(cfg)...)
 	if err != nil {
 		return nil, err
 	}

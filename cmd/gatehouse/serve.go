@@ -100,7 +100,7 @@ func migrateCommand() *cli.Command {
 			if err != nil {
 				return fmt.Errorf("configuration:\n%w", err)
 			}
-			db, err := store.Open(ctx, cfg.Database.URL, store.WithSQLiteSync(cfg.Database.SQLiteSync))
+			db, err := store.Open(ctx, cfg.Database.URL, app.StoreOptions(cfg)...)
 			if err != nil {
 				return err
 			}

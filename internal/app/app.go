@@ -70,9 +70,20 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	if err != nil {
 		return nil, err
 	}
-	db, err := store.Open(ctx, cfg.Database.URL, store.WithSQLiteSync(cfg.Database.SQLiteSync))
+	db, err := store.Open(ctx, cfg.Database.URL, StoreOptions(cfg)...)
 	if err != nil {
 		return nil, err
+	}
+	if db.ThroughPooler() {
+		if cfg.Database.DirectURL == "" {
+			log.Warn("Postgres is reached through a connection pooler and GATEHOUSE_DATABASE_DIRECT_URL is not set: "+
+				"there is no session connection to LISTEN on, so webhook deliveries queued by other replicas wait "+
+				"for a poll (every 500 ms) instead of being woken by NOTIFY at once; the migration lock is held by "+
+				"an open transaction. Set GATEHOUSE_DATABASE_DIRECT_URL to the database without the pooler",
+				"lost", "instant cross-replica webhook wake-ups (LISTEN/NOTIFY)")
+		} else {
+			log.Info("Postgres is reached through a connection pooler: statements are not prepared by name; LISTEN and the migration lock use GATEHOUSE_DATABASE_DIRECT_URL")
+		}
 	}
 	rep, err := db.MigrateReport(ctx)
 	if err != nil {
@@ -122,6 +133,12 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	a.Public = a.publicHandler()
 	a.Admin = a.adminHandler()
 	return a, nil
+}
+
+// StoreOptions are the database settings of cfg beyond the URL.
+func StoreOptions(cfg config.Config) []store.Option {
+	return []store.Option{store.WithSQLiteSync(cfg.Database.SQLiteSync), store.WithDirectURL(cfg.Database.DirectURL),
+		store.WithPoolSizes(cfg.Database.MaxConns, cfg.Database.ReadConns)}
 }
 
 // ReplayFile is where the in-process store saves its replay memory at a

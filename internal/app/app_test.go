@@ -132,7 +132,7 @@ func TestHeaderLimit(t *testing.T) {
 // still serving, then stops accepting.
 func TestShutdownDrain(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	a := newEmbeddedApp(t, func(c *config.Config) { c.Server.ShutdownDrain = 2 * time.Second })
+	a := newEmbeddedApp(t, func(c *config.Config) { c.Server.ShutdownDrainRaw = "2s" })
 	ls, err := a.Listen()
 	if err != nil {
 		t.Fatal(err)

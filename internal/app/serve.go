@@ -141,7 +141,7 @@ func (a *App) Serve(ctx context.Context, l *Listeners) error {
 	case serveErr = <-errc:
 	}
 	a.draining.Store(true)
-	if d := a.Cfg.Server.ShutdownDrain; d > 0 && serveErr == nil {
+	if d := a.Cfg.ShutdownDrain; d > 0 && serveErr == nil {
 		// Keep serving while load balancers notice /readyz failing.
 		a.Log.Info("draining before shutdown", "for", d.String())
 		time.Sleep(d)

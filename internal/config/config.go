@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"time"
 
 	"gatehouse/internal/requestlog"
 	"gatehouse/internal/secret"
@@ -42,6 +43,9 @@ type Config struct {
 	JWTSecret []byte
 	// TrustedProxies are the parsed Server.TrustedProxiesRaw.
 	TrustedProxies []netip.Prefix
+	// ShutdownDrain is Server.ShutdownDrainRaw, or its default for the
+	// database.
+	ShutdownDrain time.Duration
 	// GeneratedKeys lists the dev keys Resolve generated into the data dir.
 	GeneratedKeys []string
 
@@ -114,6 +118,7 @@ func (c *Config) Resolve() error {
 		c.Database.URL = "sqlite:" + filepath.Join(c.Database.DataDir, "gatehouse.db")
 	}
 	c.TrustedProxies, _ = ParseTrustedProxies(c.Server.TrustedProxiesRaw) // validated above
+	c.ShutdownDrain, _ = c.Server.shutdownDrain(c.Database.Postgres())    // validated above
 	if c.Auth.MasterKeyB64 != "" {
 		c.MasterKey, _ = secret.ParseKey(c.Auth.MasterKeyB64) // validated above
 	}

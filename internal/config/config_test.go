@@ -102,3 +102,55 @@ func TestSQLiteSync(t *testing.T) {
 		}
 	}
 }
+
+// The drain defaults to 5s with Postgres (a rolling restart behind a
+// balancer loses nothing) and to none embedded; a set value wins.
+func TestShutdownDrainDefaultsByDatabase(t *testing.T) {
+	key := base64.StdEncoding.EncodeToString(make([]byte, 32))
+	for _, c := range []struct {
+		url, raw string
+		want     string
+	}{
+		{"postgres://localhost/x", "", "5s"},
+		{"", "", "0s"},
+		{"postgres://localhost/x", "0s", "0s"},
+		{"", "3s", "3s"},
+	} {
+		cfg := Defaults()
+		cfg.Database.DataDir = t.TempDir()
+		cfg.Database.URL = c.url
+		cfg.Server.ShutdownDrainRaw = c.raw
+		cfg.Auth.MasterKeyB64, cfg.Auth.JWTSecretRaw = key, strings.Repeat("j", 32)
+		if err := cfg.Resolve(); err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.ShutdownDrain.String(); got != c.want {
+			t.Errorf("url %q, drain %q: %s, want %s", c.url, c.raw, got, c.want)
+		}
+	}
+	cfg := Defaults()
+	cfg.Server.ShutdownDrainRaw = "2m"
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "GATEHOUSE_SHUTDOWN_DRAIN") {
+		t.Errorf("a 2m drain: %v", err)
+	}
+}
+
+func TestDatabasePoolSettings(t *testing.T) {
+	cfg := Defaults()
+	cfg.Database.URL = "sqlite:x.db"
+	cfg.Database.DirectURL = "postgres://db/x"
+	cfg.Database.MaxConns = 0
+	cfg.Database.ReadConns = -1
+	err := cfg.Validate()
+	for _, want := range []string{"GATEHOUSE_DATABASE_DIRECT_URL: set without a Postgres", "GATEHOUSE_DATABASE_MAX_CONNS", "GATEHOUSE_DATABASE_READ_CONNS"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %s: %v", want, err)
+		}
+	}
+	cfg = Defaults()
+	cfg.Database.URL = "postgres://pgbouncer:6432/x"
+	cfg.Database.DirectURL = "mysql://db/x"
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "GATEHOUSE_DATABASE_DIRECT_URL: must start with postgres://") {
+		t.Errorf("a direct URL of another scheme: %v", err)
+	}
+}

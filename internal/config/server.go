@@ -16,7 +16,29 @@ type Server struct {
 	// TrustedProxiesRaw is read into Config.TrustedProxies by Resolve.
 	TrustedProxiesRaw string        `flag:"trusted-proxies" usage:"comma-separated CIDRs of reverse proxies whose X-Forwarded-For/-Proto are believed" doc:"comma-separated CIDRs of reverse proxies: only from them are X-Forwarded-For (client address for throttling and logs) and X-Forwarded-Proto (HTTPS, Secure cookies, HSTS) believed"`
 	RequestTimeout    time.Duration `flag:"request-timeout" default:"10s" usage:"deadline of each request's database and Redis work (then 503)" doc:"deadline of every request's database and Redis work; past it (or when the client hangs up) the work is cancelled, transactions roll back, and the reply is 503"`
-	ShutdownDrain     time.Duration `flag:"shutdown-drain" usage:"after SIGTERM, answer /readyz with 503 this long before closing the listeners" doc:"after SIGTERM, answer /readyz with 503 this long (≤ 1m) before closing the listeners, so load balancers stop routing first"`
+	// ShutdownDrainRaw is read into Config.ShutdownDrain by Resolve: its
+	// default depends on the database.
+	ShutdownDrainRaw string `flag:"shutdown-drain" empty:"5s with Postgres, 0s embedded" usage:"after SIGTERM, answer /readyz with 503 this long before closing the listeners (default 5s with Postgres, 0s embedded)" doc:"after SIGTERM, answer /readyz with 503 this long (≤ 1m) while still serving, then close the listeners, so load balancers stop routing first ([rolling restarts](deploy.md#rolling-restarts-the-drain)); the embedded default is 0s since one process holds the SQLite file and cannot be replaced without a gap anyway"`
+}
+
+// DefaultShutdownDrain is the drain with Postgres when none is set: more
+// than a balancer checking /readyz every second needs to see two failures.
+const DefaultShutdownDrain = 5 * time.Second
+
+// shutdownDrain is the drain set, or the default for the database
+// (DefaultShutdownDrain with Postgres, none embedded).
+func (s *Server) shutdownDrain(postgres bool) (time.Duration, error) {
+	if s.ShutdownDrainRaw == "" {
+		if postgres {
+			return DefaultShutdownDrain, nil
+		}
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s.ShutdownDrainRaw)
+	if err != nil || d < 0 || d > time.Minute {
+		return 0, errors.New("GATEHOUSE_SHUTDOWN_DRAIN: must be a duration between 0s and 1m")
+	}
+	return d, nil
 }
 
 // Validate checks the addresses, proxies and durations.
@@ -33,8 +55,8 @@ func (s *Server) Validate() error {
 	if s.RequestTimeout <= 0 || s.RequestTimeout > 10*time.Minute {
 		errs = append(errs, errors.New("GATEHOUSE_REQUEST_TIMEOUT: must be positive and at most 10m"))
 	}
-	if s.ShutdownDrain < 0 || s.ShutdownDrain > time.Minute {
-		errs = append(errs, errors.New("GATEHOUSE_SHUTDOWN_DRAIN: must be between 0s and 1m"))
+	if _, err := s.shutdownDrain(false); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -20,7 +20,7 @@ func TestDefaultsAreTheDeclaredOnes(t *testing.T) {
 		{d.Redis.KeyPrefix, "gatehouse:"}, {d.Webhooks.RetryBase, time.Second}, {d.Audit.Retention, 8760 * time.Hour},
 		{d.Webhooks.PerApp, 4}, {d.Webhooks.Retention, 720 * time.Hour}, {d.Demo.Receiver, "127.0.0.1:9099"},
 		{d.Server.RequestTimeout, 10 * time.Second}, {d.Auth.JWTTTL, 7_200_000 * time.Millisecond}, {d.Log.Level, "info"},
-		{d.Log.Format, "text"}, {d.Server.ShutdownDrain, time.Duration(0)}, {d.Database.URL, ""}, {d.Redis.URL, ""},
+		{d.Log.Format, "text"}, {d.Server.ShutdownDrainRaw, ""}, {d.Database.MaxConns, 40}, {d.Database.ReadConns, 0}, {d.Database.DirectURL, ""}, {d.Database.URL, ""}, {d.Redis.URL, ""},
 		{d.Demo.Enabled, false},
 	} {
 		if c.got != c.want {

@@ -18,10 +18,12 @@ const listenRetry = time.Second
 // Listen runs until ctx ends, calling onNotify for every Postgres
 // notification on channel (see NOTIFY), and once more after each
 // (re)connection, since notifications sent while disconnected are lost.
-// It holds one dedicated connection outside the pool and reconnects after
-// a failure. On SQLite there is nothing to listen to: it returns at once.
+// It holds one dedicated session connection outside the pools (to the
+// direct URL when one was given) and reconnects after a failure. On
+// SQLite there is nothing to listen to, and through a pooler without a
+// direct URL no session to listen on (see CanListen): it returns at once.
 func (d *DB) Listen(ctx context.Context, channel string, onNotify func(), log *slog.Logger) {
-	if d.Dialect != dialect.Postgres {
+	if d.Dialect != dialect.Postgres || !d.CanListen() {
 		return
 	}
 	for ctx.Err() == nil {
@@ -39,7 +41,7 @@ func (d *DB) Listen(ctx context.Context, channel string, onNotify func(), log *s
 
 func (d *DB) listenOnce(ctx context.Context, channel string, onNotify func()) error {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	conn, err := pgx.Connect(cctx, d.url)
+	conn, err := pgx.Connect(cctx, d.sessionURL())
 	cancel()
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)

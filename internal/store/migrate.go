@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"entgo.io/ent/dialect"
 	"entgo.io/ent/dialect/sql/schema"
+	"github.com/jackc/pgx/v5"
 
 	atlas "ariga.io/atlas/sql/schema"
 
@@ -82,21 +84,95 @@ func (d *DB) MigrateReport(ctx context.Context) (Report, error) {
 		}
 		return Report{Dialect: d.Dialect, AutoChanges: changes}, nil
 	}
+	unlock, err := d.migrationLock(ctx)
+	if err != nil {
+		return Report{}, fmt.Errorf("migrate: lock: %w", err)
+	}
+	defer unlock()
 	conn, err := d.SQL.Conn(ctx)
 	if err != nil {
 		return Report{}, fmt.Errorf("migrate: %w", err)
 	}
 	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock($1)", migrationLock); err != nil {
-		return Report{}, fmt.Errorf("migrate: lock: %w", err)
-	}
-	defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", migrationLock) //nolint:errcheck // the lock dies with the session anyway
 	rep, err := migratePostgres(ctx, conn)
 	if err != nil {
 		return rep, fmt.Errorf("migrate: %w", err)
 	}
 	return rep, nil
 }
+
+// migrationLock takes the migration lock on a connection of its own and
+// returns the function that gives it back.
+//
+// On a session connection (the server reached directly, or the direct
+// URL) it is a session advisory lock. Through a pooler without a direct
+// URL a session lock would stay with whichever server connection the
+// pooler lent, and could not be given back: the lock is then a
+// transaction's (pg_try_advisory_xact_lock, tried again until it is
+// got), held by a transaction kept open on that connection while the
+// migrations run on another; the pooler keeps one server connection for
+// an open transaction. Either way the
+// lock dies with the connection if this process does.
+func (d *DB) migrationLock(ctx context.Context) (unlock func(), err error) {
+	cfg, err := pgx.ParseConfig(d.sessionURL())
+	if err != nil {
+		return nil, err
+	}
+	// Nothing prepared by name: through a pooler it would outlive this
+	// connection on the server's.
+	cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	conn, err := pgx.ConnectConfig(cctx, cfg)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	closeConn := func() { _ = conn.Close(context.WithoutCancel(ctx)) }
+	if d.directURL != "" || !d.pooler {
+		if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", migrationLock); err != nil {
+			closeConn()
+			return nil, err
+		}
+		return func() {
+			_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", migrationLock)
+			closeConn()
+		}, nil
+	}
+	// Waiting is done between transactions, not in one: a waiting replica
+	// holds none of the pooler's server connections.
+	for {
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			closeConn()
+			return nil, err
+		}
+		var got bool
+		if err := tx.QueryRow(ctx, "SELECT pg_try_advisory_xact_lock($1)", migrationLock).Scan(&got); err != nil {
+			closeConn()
+			return nil, err
+		}
+		if got {
+			return func() {
+				_ = tx.Rollback(context.WithoutCancel(ctx))
+				closeConn()
+			}, nil
+		}
+		if err := tx.Rollback(ctx); err != nil {
+			closeConn()
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			closeConn()
+			return nil, ctx.Err()
+		case <-time.After(lockRetry):
+		}
+	}
+}
+
+// lockRetry is the pause between two tries of the migration lock through
+// a pooler.
+const lockRetry = 200 * time.Millisecond
 
 // autoMigrate runs Ent's auto-migrate and lists what it changed.
 func (d *DB) autoMigrate(ctx context.Context) ([]string, error) {

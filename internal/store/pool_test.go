@@ -38,14 +38,26 @@ func TestHotReadsHaveTheirOwnPool(t *testing.T) {
 		if db.pgReads == nil {
 			t.Fatal("Postgres: the hot reads share the write pool")
 		}
-		if got, want := db.pgReads.Config().MaxConns, int32(readPoolSize()); got != want {
+		if got, want := db.pgReads.Config().MaxConns, int32(DefaultReadConns()); got != want {
 			t.Errorf("read pool: %d connections, want %d", got, want)
 		}
-		if got := db.SQL.Stats().MaxOpenConnections; got != writePoolSize {
-			t.Errorf("write pool: %d connections, want %d", got, writePoolSize)
+		if got := db.SQL.Stats().MaxOpenConnections; got != DefaultMaxConns {
+			t.Errorf("write pool: %d connections, want %d", got, DefaultMaxConns)
 		}
 		if db.pgReads.Stat().TotalConns() == 0 || db.SQL.Stats().InUse != 0 {
 			t.Error("the hot read did not run on the read pool")
+		}
+		// The sizes are settings (GATEHOUSE_DATABASE_MAX_CONNS, _READ_CONNS).
+		sized, err := Open(ctx, url, WithPoolSizes(3, 5))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sized.Close()
+		if got := sized.SQL.Stats().MaxOpenConnections; got != 3 {
+			t.Errorf("write pool with MaxConns 3: %d connections", got)
+		}
+		if got := sized.pgReads.Config().MaxConns; got != 5 {
+			t.Errorf("read pool with ReadConns 5: %d connections", got)
 		}
 		// No row is sql.ErrNoRows, as on SQLite.
 		if err := NewStmt(db, "SELECT 1 WHERE false").QueryRow(ctx, nil, &one); !errors.Is(err, sql.ErrNoRows) {

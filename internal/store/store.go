@@ -5,6 +5,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -19,9 +20,10 @@ import (
 
 	"entgo.io/ent/dialect"
 	entsql "entgo.io/ent/dialect/sql"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
-	_ "modernc.org/sqlite"             // registers the "sqlite" driver (pure Go, no cgo)
+	"github.com/jackc/pgx/v5/stdlib" // also registers the "pgx" driver
+	_ "modernc.org/sqlite"           // registers the "sqlite" driver (pure Go, no cgo)
 
 	"gatehouse/ent"
 	_ "gatehouse/ent/runtime" // registers schema defaults and hooks
@@ -40,6 +42,10 @@ type DB struct {
 	// migration reads its results as *sql.Rows.
 	raw dialect.Driver
 	url string // for the dedicated connections of Listen
+	// directURL is the session connection's URL (WithDirectURL).
+	directURL string
+	// pooler: url leads to a connection pooler (detectPooler).
+	pooler bool
 	// writers is the SQLite write turn shared with the Ent driver (nil on
 	// Postgres); see WriteTurn.
 	writers chan struct{}
@@ -91,7 +97,24 @@ func SQLiteDSN(path, sync string) string {
 // Option changes how Open opens the database.
 type Option func(*options)
 
-type options struct{ sqliteSync string }
+type options struct {
+	sqliteSync          string
+	directURL           string
+	maxConns, readConns int
+}
+
+// WithDirectURL names a session connection to the same Postgres database
+// (GATEHOUSE_DATABASE_DIRECT_URL), for LISTEN and the migration lock when
+// the database URL goes through a transaction pooler; empty: the database
+// URL itself.
+func WithDirectURL(url string) Option { return func(o *options) { o.directURL = url } }
+
+// WithPoolSizes bounds the Postgres write pool (transactions and writes;
+// 0: DefaultMaxConns) and the pool of the hot single-statement reads (0:
+// DefaultReadConns()).
+func WithPoolSizes(maxConns, readConns int) Option {
+	return func(o *options) { o.maxConns, o.readConns = maxConns, readConns }
+}
 
 // WithSQLiteSync sets SQLite's synchronous setting (SQLiteSyncFull, the
 // default, or SQLiteSyncNormal; empty keeps the default); it has no
@@ -104,7 +127,19 @@ func WithSQLiteSync(mode string) Option {
 	}
 }
 
-// Open connects to url ("sqlite:PATH" or "postgres://…") without migrating.
+// Open connects to url ("sqlite:PATH" or "postgres://…") without
+// migrating.
+//
+// On Postgres it first finds out whether url leads to the server itself
+// or to a connection pooler (see detectPooler). Through a pooler no
+// statement is prepared by name: pgx's default statement cache names
+// prepared statements per client connection, which a pooler in
+// transaction mode hands from one server connection to another
+// (PgBouncer before 1.21 then fails with SQLSTATE 42P05 or 26000).
+// Statements run as unnamed ones instead, their descriptions cached
+// (pgx's cache_describe mode): still one round trip each, the server
+// parses and plans them every time. A default_query_exec_mode given in
+// the URL is kept as it is.
 func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 	o := options{sqliteSync: SQLiteSyncFull}
 	for _, opt := range opts {
@@ -114,6 +149,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 		db          *sql.DB
 		pgReads     *pgxpool.Pool
 		dialectName string
+		pooler      bool
 		err         error
 	)
 	switch {
@@ -140,23 +176,37 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 		db.SetMaxOpenConns(8)
 		db.SetMaxIdleConns(8)
 		dialectName = dialect.SQLite
-	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
-		db, err = sql.Open("pgx", url)
+	case IsPostgresURL(url):
+		cfg, err := pgxpool.ParseConfig(url)
 		if err != nil {
 			return nil, fmt.Errorf("open postgres: %w", err)
 		}
+		if o.directURL != "" {
+			if !IsPostgresURL(o.directURL) {
+				return nil, errors.New("open postgres: the direct URL must start with postgres:// or postgresql://")
+			}
+			if _, err := pgx.ParseConfig(o.directURL); err != nil {
+				return nil, fmt.Errorf("open postgres: direct URL: %w", err)
+			}
+		}
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		pooler, err = detectPooler(pctx, cfg.ConnConfig)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("connect to database: %w", err)
+		}
+		if pooler && !strings.Contains(url, "default_query_exec_mode") {
+			cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+		}
+		db = stdlib.OpenDB(*cfg.ConnConfig.Copy())
 		// Idle = open: with fewer idle than open slots, more concurrent
 		// requests than idle slots close and reopen connections all the
 		// time (a new server process each, and pgx's statement cache lost).
-		db.SetMaxOpenConns(writePoolSize)
-		db.SetMaxIdleConns(writePoolSize)
+		writes := cmp.Or(o.maxConns, DefaultMaxConns)
+		db.SetMaxOpenConns(writes)
+		db.SetMaxIdleConns(writes)
 		db.SetConnMaxIdleTime(5 * time.Minute)
-		cfg, err := pgxpool.ParseConfig(url)
-		if err != nil {
-			db.Close()
-			return nil, fmt.Errorf("open postgres: %w", err)
-		}
-		cfg.MaxConns = int32(readPoolSize())
+		cfg.MaxConns = int32(cmp.Or(o.readConns, DefaultReadConns()))
 		cfg.MaxConnIdleTime = 5 * time.Minute
 		// Connections are opened on first use, as database/sql does.
 		if pgReads, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
@@ -184,21 +234,69 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 	} else {
 		drv.pg = &pgWrites{db: db}
 	}
-	return &DB{Client: ent.NewClient(ent.Driver(drv)), SQL: db, pgReads: pgReads, Dialect: dialectName, raw: raw, url: url, writers: drv.writers, writes: drv.sqlite}, nil
+	return &DB{Client: ent.NewClient(ent.Driver(drv)), SQL: db, pgReads: pgReads, Dialect: dialectName, raw: raw,
+		url: url, directURL: o.directURL, pooler: pooler, writers: drv.writers, writes: drv.sqlite}, nil
 }
 
-// Postgres pool sizes. Transactions and writes share the write pool: a
+// IsPostgresURL reports whether url names a Postgres server.
+func IsPostgresURL(url string) bool {
+	return strings.HasPrefix(url, "postgres://") || strings.HasPrefix(url, "postgresql://")
+}
+
+// detectPooler connects once and reports whether a connection pooler
+// stands between this process and the server. The server names its
+// process in the BackendKeyData message of the start-up, and
+// pg_backend_pid() names the process that runs the query: they are the
+// same process when connected to the server itself. A pooler (PgBouncer,
+// Odyssey, PgCat, RDS Proxy…) hands its clients a cancel key of its own,
+// since a client's queries may run on any of its server connections.
+func detectPooler(ctx context.Context, cc *pgx.ConnConfig) (bool, error) {
+	c := cc.Copy()
+	c.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol // nothing prepared
+	conn, err := pgx.ConnectConfig(ctx, c)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var pid int64
+	if err := conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+		return false, err
+	}
+	return pid != int64(conn.PgConn().PID()), nil
+}
+
+// ThroughPooler reports whether the database URL leads to a connection
+// pooler rather than to the Postgres server itself (see detectPooler).
+func (d *DB) ThroughPooler() bool { return d.pooler }
+
+// CanListen reports whether LISTEN has a session connection: on Postgres,
+// reached directly or given a direct URL. Through a pooler without one, a
+// LISTEN would run on whichever server connection the pooler lends and
+// its notifications would reach nobody; Listen then does nothing and the
+// callers poll.
+func (d *DB) CanListen() bool {
+	return d.Dialect == dialect.Postgres && (!d.pooler || d.directURL != "")
+}
+
+// sessionURL is the URL of a session connection: the direct URL when one
+// was given, else the database URL.
+func (d *DB) sessionURL() string { return cmp.Or(d.directURL, d.url) }
+
+// DefaultMaxConns is the default size of the Postgres write pool
+// (GATEHOUSE_DATABASE_MAX_CONNS). Transactions and writes share it: a
 // commit waits for the WAL to reach the disk, and the more commits wait
 // together, the more each flush carries (on 2 cores, ticket creation held
-// 0.84 of its plain-INSERT floor with 40 connections, 0.64 with 8). The hot
-// single-statement reads (Stmt) have a pool of their own, sized by CPU: a
-// read is CPU work only, and every connection is a server process competing
-// for the same cores (on 2 cores, the signed order query used ~10 % less
-// machine CPU per request through 8 connections than through 40).
-// docs/performance.md has the measurements.
-const writePoolSize = 40
+// 0.84 of its plain-INSERT floor with 40 connections, 0.64 with 8). The
+// hot single-statement reads (Stmt) have a pool of their own, sized by
+// CPU (DefaultReadConns): a read is CPU work only, and every connection
+// is a server process competing for the same cores (on 2 cores, the
+// signed order query used ~10 % less machine CPU per request through 8
+// connections than through 40). docs/performance.md has the measurements.
+const DefaultMaxConns = 40
 
-func readPoolSize() int { return min(max(4*runtime.GOMAXPROCS(0), 8), 32) }
+// DefaultReadConns is the default size of the hot reads' pool
+// (GATEHOUSE_DATABASE_READ_CONNS): 4 per CPU, at least 8, at most 32.
+func DefaultReadConns() int { return min(max(4*runtime.GOMAXPROCS(0), 8), 32) }
 
 // sqliteBusyTimeout is how long an SQLite writer waits for the write lock.
 const sqliteBusyTimeout = 10 * time.Second

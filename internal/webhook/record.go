@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"entgo.io/ent/dialect"
+
+	"gatehouse/internal/store"
 )
 
 // attemptRow is one DeliveryAttempt as stored.
@@ -138,13 +140,20 @@ func (s *Service) recordNumbered(ctx context.Context, id int, args func(no int) 
 // statements runs the dispatcher's hot statements prepared once per
 // process (database/sql re-prepares them per connection as needed):
 // SQLite would otherwise parse every statement on every call.
+//
+// Through a connection pooler nothing is prepared by name (a named
+// statement would stay on whichever server connection the pooler lent):
+// the statements run as they are, and pgx runs them unnamed.
 type statements struct {
-	db *sql.DB
-	mu sync.Mutex
-	m  map[string]*sql.Stmt
+	db         *sql.DB
+	unprepared bool
+	mu         sync.Mutex
+	m          map[string]*sql.Stmt
 }
 
-func newStatements(db *sql.DB) *statements { return &statements{db: db, m: map[string]*sql.Stmt{}} }
+func newStatements(db *store.DB) *statements {
+	return &statements{db: db.SQL, unprepared: db.ThroughPooler(), m: map[string]*sql.Stmt{}}
+}
 
 func (p *statements) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
 	p.mu.Lock()
@@ -162,6 +171,12 @@ func (p *statements) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
 
 // exec runs q, in tx when it is not nil.
 func (p *statements) exec(ctx context.Context, tx *sql.Tx, q string, args ...any) (sql.Result, error) {
+	if p.unprepared {
+		if tx != nil {
+			return tx.ExecContext(ctx, q, args...)
+		}
+		return p.db.ExecContext(ctx, q, args...)
+	}
 	st, err := p.stmt(ctx, q)
 	if err != nil {
 		return nil, err
@@ -174,6 +189,9 @@ func (p *statements) exec(ctx context.Context, tx *sql.Tx, q string, args ...any
 
 // query runs q in tx (prepared once, like exec).
 func (p *statements) query(ctx context.Context, tx *sql.Tx, q string, args ...any) (*sql.Rows, error) {
+	if p.unprepared {
+		return tx.QueryContext(ctx, q, args...)
+	}
 	st, err := p.stmt(ctx, q)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"entgo.io/ent/dialect"
+
 	"gatehouse/ent"
 	"gatehouse/internal/errs"
 	"gatehouse/internal/outbound"
@@ -53,6 +55,11 @@ const (
 	// others). Work queued in this process wakes it at once, and on
 	// Postgres work queued by any replica too (LISTEN/NOTIFY).
 	DefaultPollInterval = time.Second
+	// PollWithoutListen is the poll interval on Postgres without a session
+	// connection to LISTEN on (through a transaction pooler without
+	// GATEHOUSE_DATABASE_DIRECT_URL): work queued by other replicas is
+	// found within it.
+	PollWithoutListen = 500 * time.Millisecond
 	// DefaultDrainTimeout bounds how long Close lets in-flight attempts
 	// finish before it aborts them and releases their leases.
 	DefaultDrainTimeout = 10 * time.Second
@@ -172,6 +179,9 @@ type Service struct {
 // delivery created through it wakes the dispatchers (this process at
 // once, every replica on Postgres) as soon as its transaction commits.
 func NewService(db *store.DB, masterKey []byte, log *slog.Logger, opt Options) (*Service, error) {
+	if opt.PollInterval <= 0 && db.Dialect == dialect.Postgres && !db.CanListen() {
+		opt.PollInterval = PollWithoutListen
+	}
 	opt.defaults()
 	if opt.Lease <= opt.AttemptTimeout {
 		return nil, fmt.Errorf("webhook: lease (%s) must exceed the attempt timeout (%s)", opt.Lease, opt.AttemptTimeout)
@@ -207,7 +217,7 @@ func NewService(db *store.DB, masterKey []byte, log *slog.Logger, opt Options) (
 		}
 	}
 	s.apps = newAppCache(s.loadApp)
-	s.sql = newStatements(db.SQL)
+	s.sql = newStatements(db)
 	s.watch()
 	registerBreakers(s)
 	return s, nil
@@ -259,6 +269,10 @@ func (s *Service) writer() *outcomeWriter {
 	defer s.mu.Unlock()
 	return s.out
 }
+
+// PollInterval is the longest the dispatcher sleeps without looking at
+// the table (Options.PollInterval, or its default for the database).
+func (s *Service) PollInterval() time.Duration { return s.opt.PollInterval }
 
 // Notify wakes the dispatcher: new work may be due. It never blocks.
 func (s *Service) Notify() {

@@ -1,0 +1,98 @@
+package webhook_test
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"gatehouse/internal/order"
+	"gatehouse/internal/partner"
+	"gatehouse/internal/secret"
+	"gatehouse/internal/store"
+	"gatehouse/internal/testenv"
+	"gatehouse/internal/testenv/fleet"
+	"gatehouse/internal/webhook"
+)
+
+// TestWakeUpThroughPgBouncer: two replicas reach Postgres through
+// PgBouncer in transaction mode. Replica A queues a delivery (its
+// dispatcher does not run); replica B must attempt it.
+//
+//   - With a direct URL, B LISTENs on a session connection to the server
+//     and A's NOTIFY (sent through the pooler at commit) wakes it: with a
+//     poll interval of an hour nothing else could deliver it.
+//   - Without one, B has no session to LISTEN on: it polls every 500 ms
+//     and finds the delivery; nothing LISTENs through the pooler (which
+//     would log "got packet 'A' from server when not linked" and lose the
+//     notification).
+func TestWakeUpThroughPgBouncer(t *testing.T) {
+	bouncer := fleet.StartPgBouncer(t, "transaction")
+	for _, c := range []struct {
+		name   string
+		direct bool
+		poll   time.Duration // B's Options.PollInterval
+	}{
+		{"direct URL", true, time.Hour},
+		{"no direct URL", false, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			direct := testenv.PostgresURL(t)
+			pooled := bouncer.URL(t, direct)
+			opt := webhook.Options{AllowPrivate: true, PollInterval: c.poll}
+			e := &env{url: pooled, masterKey: secret.RandomBytes(32), logs: &syncBuffer{}, opt: opt}
+
+			var opts []store.Option
+			if c.direct {
+				opts = append(opts, store.WithDirectURL(direct))
+			}
+			dbB, err := store.Open(t.Context(), pooled, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { dbB.Close() })
+			if err := dbB.Migrate(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if dbB.CanListen() != c.direct {
+				t.Fatalf("replica B CanListen %v, want %v", dbB.CanListen(), c.direct)
+			}
+			svcB := e.startService(t, dbB)
+			if want := map[bool]time.Duration{true: time.Hour, false: webhook.PollWithoutListen}[c.direct]; svcB.PollInterval() != want {
+				t.Fatalf("replica B polls every %s, want %s", svcB.PollInterval(), want)
+			}
+
+			// Replica A: the services that queue work, and the webhook
+			// service's hooks that announce it, but no dispatcher.
+			dbA, err := store.Open(t.Context(), pooled)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { dbA.Close() })
+			e.db = dbA
+			if _, err := webhook.NewService(dbA, e.masterKey, slog.New(slog.DiscardHandler), opt); err != nil {
+				t.Fatal(err)
+			}
+			if e.partners, err = partner.NewService(dbA.Client, e.masterKey, partner.WithWebhookSecretGen(webhook.NewSecret)); err != nil {
+				t.Fatal(err)
+			}
+			e.orders = order.NewService(dbA)
+
+			rcv := newReceiver(t, always(200))
+			appID, _ := e.newApp(t, rcv.URL)
+			for i := range 3 {
+				d := e.pay(t, appID)
+				waitFor(t, 15*time.Second, func() bool { return rcv.count() == i+1 },
+					func() string { return "the delivery queued on replica A was not attempted by replica B" })
+				at := rcv.requests()[i].at
+				t.Logf("queued on A → attempted by B: %s", at.Sub(d.CreateTime))
+				if lag := at.Sub(d.CreateTime); lag > 5*time.Second {
+					t.Errorf("attempted %s after it was queued", lag)
+				}
+			}
+			if log := bouncer.Log(); strings.Contains(log, "got packet 'A'") {
+				t.Fatalf("something LISTENed through the pooler:\n%s", log)
+			}
+		})
+	}
+}
