@@ -277,3 +277,53 @@ func revToken(t *testing.T, e *apptest.Env, f *revocationFixture, v url.Values) 
 	}
 	return r.Status, body
 }
+
+// TestRevocationsReachReplicasWithoutRedis: two replicas on one Postgres
+// database that share no Redis keys (each its own prefix) — a logout and
+// a disable on one are refused by the other within a second: its mirror
+// learns them from the database (NOTIFY, else the 500 ms poll).
+func TestRevocationsReachReplicasWithoutRedis(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		if b.Embedded() {
+			t.Skip("the embedded database serves one process; replicas need Postgres")
+		}
+		cfg := apptest.Config(t, b)
+		one := apptest.Start(t, b, func(c *config.Config) { *c = cfg; c.Redis.KeyPrefix = b.KeyPrefix + "one:" })
+		two := apptest.Start(t, b, func(c *config.Config) { *c = cfg; c.Redis.KeyPrefix = b.KeyPrefix + "two:" })
+		ctx := context.Background()
+		ids := map[string]int{}
+		for _, name := range []string{"logged-out", "disabled"} {
+			u, err := one.App.Users.Create(ctx, identity.NewUser{Username: name, Password: "password 1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids[name] = u.ID
+		}
+		out, dis := revLogin(t, one, "logged-out"), revLogin(t, one, "disabled")
+		me := func(tok string) int {
+			return two.Do(t, "GET", two.PublicURL+"/api/auth/me", "", "Authorization", "Bearer "+tok).Status
+		}
+		if me(out) != 200 || me(dis) != 200 {
+			t.Fatal("the second replica refuses live tokens")
+		}
+		refusedWithin := func(what, tok string) {
+			t.Helper()
+			start := time.Now()
+			for me(tok) != 401 {
+				if time.Since(start) > time.Second {
+					t.Fatalf("%s: the other replica still accepts the token after 1 s", what)
+				}
+				time.Sleep(5 * time.Millisecond) // polling the other replica
+			}
+			t.Logf("%s reached the other replica in %v", what, time.Since(start))
+		}
+		if r := one.Do(t, "POST", one.PublicURL+"/auth/logout", "", "Authorization", "Bearer "+out); r.Status != 200 {
+			t.Fatalf("logout: %d %s", r.Status, r.Body)
+		}
+		refusedWithin("logout", out)
+		if _, err := one.App.Users.Disable(ctx, ids["disabled"]); err != nil {
+			t.Fatal(err)
+		}
+		refusedWithin("disable", dis)
+	})
+}
