@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"mime"
@@ -66,27 +67,58 @@ func boundDocument(next http.Handler) http.Handler {
 // documentOf returns the query text of a GET (?query=) or a JSON POST,
 // whose body readBody has already read and bounded.
 func documentOf(r *http.Request) (string, bool) {
+	p, ok := paramsOf(r)
+	return p.Query, ok
+}
+
+// params are a GraphQL request's parameters.
+type params struct {
+	Query         string
+	OperationName string
+	Variables     map[string]any
+	Extensions    struct {
+		PersistedQuery *struct {
+			Sha256Hash string `json:"sha256Hash"`
+		} `json:"persistedQuery"`
+	}
+}
+
+// paramsOf reads the parameters of a GET (query string) or a JSON POST
+// (the body readBody has read). Each is read on its own: a malformed
+// variables object leaves the query readable (gqlgen refuses the request).
+func paramsOf(r *http.Request) (params, bool) {
+	var p params
+	var raw struct {
+		Query, OperationName, Variables, Extensions json.RawMessage
+	}
 	switch r.Method {
 	case http.MethodGet:
-		return r.URL.Query().Get("query"), true
+		q := r.URL.Query()
+		p.Query, p.OperationName = q.Get("query"), q.Get("operationName")
+		raw.Variables, raw.Extensions = json.RawMessage(q.Get("variables")), json.RawMessage(q.Get("extensions"))
 	case http.MethodPost:
 		mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 		if mt != "application/json" {
-			return "", false
+			return p, false
 		}
 		b, ok := r.Body.(*bodyBytes)
-		if !ok {
-			return "", false
+		if !ok || json.Unmarshal(b.data, &raw) != nil {
+			return p, false
 		}
-		var p struct {
-			Query string `json:"query"`
-		}
-		if json.Unmarshal(b.data, &p) != nil {
-			return "", false
-		}
-		return p.Query, true
+		_ = json.Unmarshal(raw.Query, &p.Query)
+		_ = json.Unmarshal(raw.OperationName, &p.OperationName)
+	default:
+		return p, false
 	}
-	return "", false
+	if len(raw.Variables) > 0 {
+		d := json.NewDecoder(bytes.NewReader(raw.Variables))
+		d.UseNumber()
+		_ = d.Decode(&p.Variables)
+	}
+	if len(raw.Extensions) > 0 {
+		_ = json.Unmarshal(raw.Extensions, &p.Extensions)
+	}
+	return p, true
 }
 
 // measureDocument walks doc as validation will (operations and fragment

@@ -51,6 +51,7 @@ func (g mutationGate) aroundRootField(ctx context.Context, next graphql.RootReso
 	if oc == nil || oc.Operation == nil || oc.Operation.Operation != ast.Mutation || rf == nil || rf.Field.Field == nil {
 		return next(ctx)
 	}
+	markGateRan(ctx)
 	field := rf.Field
 	key := apikey.FromContext(ctx)
 	ev := audit.Event{Mutation: field.Name, RequestID: httpx.GetRequestID(ctx)}

@@ -30,20 +30,23 @@ func NewHandler(resolver *Resolver, log *slog.Logger) http.Handler {
 	srv.AddTransport(transport.POST{})
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
 	srv.Use(extension.Introspection{})
-	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](100)})
+	apq := lru.New[string](100)
+	srv.Use(extension.AutomaticPersistedQuery{Cache: apq})
 	srv.Use(limits{})
 	srv.Use(noNUL{})
 	srv.AroundFields(wrapResolverErrors)
 	srv.AroundFields(webhookWarnings)
 	srv.AroundFields(traceResult)
-	srv.AroundRootFields(mutationGate{schema: schema.Schema(), audit: resolver.Audit}.aroundRootField)
+	gate := mutationGate{schema: schema.Schema(), audit: resolver.Audit}
+	srv.AroundRootFields(gate.aroundRootField)
 	srv.SetErrorPresenter(errorPresenter(log))
 	srv.SetRecoverFunc(func(ctx context.Context, v any) error {
 		log.ErrorContext(ctx, "graphql panic", "panic", v, "request_id", httpx.GetRequestID(ctx))
 		return &gqlerror.Error{Message: "internal error", Extensions: map[string]any{"code": CodeInternal}}
 	})
 	srv.SetParserTokenLimit(MaxTokens)
-	return readBody(boundDocument(unavailableStatus(srv)))
+	refusals := refusalAuditor{gate: gate, apq: apq, log: log}
+	return refusals.readBody(refusals.wrap(boundDocument(refusals.refuseGETMutations(unavailableStatus(srv)))))
 }
 
 // bodyBytes is a request body read up front: boundDocument reads the
@@ -55,20 +58,24 @@ type bodyBytes struct {
 
 func (*bodyBytes) Close() error { return nil }
 
-// readBody reads a POST body up front so that one over httpx.MaxBodyBytes
-// (sent without Content-Length, so LimitBody could not refuse it early) is
-// answered 413 like everywhere else, not as a GraphQL error.
-func readBody(next http.Handler) http.Handler {
+// readBody reads a POST body up front, at most httpx.MaxBodyBytes of it,
+// so that a larger one is answered 413 like everywhere else, not as a
+// GraphQL error, and audited when what was read mentions a mutation. The
+// admin listener leaves the size of /graphql bodies to it (a body declared
+// too large is still read up to the bound), so that the refusal comes
+// after the API key is known.
+func (a refusalAuditor) readBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Body == nil {
 			next.ServeHTTP(w, r)
 			return
 		}
-		b, err := io.ReadAll(r.Body)
+		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, httpx.MaxBodyBytes))
 		var mbe *http.MaxBytesError
 		switch {
 		case errors.As(err, &mbe):
 			httpx.WriteError(w, http.StatusRequestEntityTooLarge, "payload_too_large", "request body must be at most 64 KiB")
+			a.tooLarge(r.Context(), b)
 			return
 		case err != nil:
 			httpx.WriteError(w, http.StatusBadRequest, "invalid_request", "could not read the request body")
