@@ -50,3 +50,32 @@ func TestReadyzRefusedWrites(t *testing.T) {
 		}
 	})
 }
+
+// TestReadyzFrozenRedis: /readyz checks the database and the key-value
+// store at once, each within its own 2 s, and reports each truly: with
+// Redis frozen (SIGSTOP: connections open, nothing answers) it says the kv
+// store is unavailable and the database ok, and answers within about 2 s
+// rather than waiting for Redis. Once Redis is thawed, /readyz is 200
+// again without a restart.
+func TestReadyzFrozenRedis(t *testing.T) {
+	t.Parallel()
+	rds := fleet.StartRedis(t)
+	f := setup(t, rds.URL())
+	if st, m := f.readyz(t); st != 200 || m["kv"] != "ok" || m["database"] != "ok" {
+		t.Fatalf("readyz before: %d %v", st, m)
+	}
+	rds.Freeze()
+	defer rds.Thaw()
+	t0 := time.Now()
+	st, m := f.readyz(t)
+	took := time.Since(t0)
+	if st != 503 || m["kv"] != "unavailable" || m["database"] != "ok" {
+		t.Fatalf("readyz with Redis frozen: %d %v, want 503 with kv unavailable and database ok", st, m)
+	}
+	t.Logf("readyz answered in %v with Redis frozen", took)
+	if took > 3*time.Second {
+		t.Fatalf("readyz took %v with Redis frozen (each check has 2 s)", took)
+	}
+	rds.Thaw()
+	waitFor(t, 10*time.Second, func() bool { st, _ := f.readyz(t); return st == 200 })
+}
