@@ -16,7 +16,8 @@ import (
 )
 
 // Auth serves the signed user token scheme (docs/auth.md):
-// POST /api/auth/login, GET /api/auth/me and POST /auth/logout.
+// POST /api/auth/login, GET /api/auth/me and POST /auth/logout (also at
+// POST /api/auth/logout, next to the other two: the same handler).
 type Auth struct {
 	Users    *identity.Users
 	Tokens   *identity.TokenService
@@ -32,6 +33,7 @@ func (h Auth) Routes() chi.Router {
 	r.Post("/api/auth/login", h.login)
 	r.Get("/api/auth/me", h.me)
 	r.Post("/auth/logout", h.logout)
+	r.Post("/api/auth/logout", h.logout)
 	return r
 }
 

@@ -157,8 +157,8 @@ func TestJWTRefusals(t *testing.T) {
 		good := f.loginToken(t)
 		parts := strings.Split(good, ".")
 		none := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"none","typ":"JWT"}`)) + "." + parts[1] + "."
-		for _, path := range []string{"/api/auth/me", "/auth/logout"} {
-			method := map[string]string{"/api/auth/me": "GET", "/auth/logout": "POST"}[path]
+		for _, path := range []string{"/api/auth/me", "/auth/logout", "/api/auth/logout"} {
+			method := map[string]string{"/api/auth/me": "GET", "/auth/logout": "POST", "/api/auth/logout": "POST"}[path]
 			for name, hdr := range map[string][]string{
 				"no header":        nil,
 				"empty bearer":     {"Authorization", "Bearer "},
@@ -192,13 +192,22 @@ func TestJWTRefusals(t *testing.T) {
 }
 
 // TestJWTLogout: logout answers the envelope without data, and the token
-// is refused from then on (me and a second logout); other tokens of the
-// same user still work.
+// is refused from then on (me and a second logout, on either path); other
+// tokens of the same user still work. POST /api/auth/logout is the same
+// as POST /auth/logout.
 func TestJWTLogout(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		f := auSetup(t, b)
+		for _, path := range []string{"/auth/logout", "/api/auth/logout"} {
+			t.Run(path, func(t *testing.T) { testLogout(t, f, path) })
+		}
+	})
+}
+
+func testLogout(t *testing.T, f *auFix, path string) {
+	{
 		tok, other := f.loginToken(t), f.loginToken(t)
-		r := auDo(t, f.Client, "POST", f.PublicURL+"/auth/logout", nil, "Authorization", "Bearer "+tok)
+		r := auDo(t, f.Client, "POST", f.PublicURL+path, nil, "Authorization", "Bearer "+tok)
 		if r.status != 200 {
 			t.Fatalf("logout: HTTP %d %s", r.status, r.body)
 		}
@@ -214,11 +223,17 @@ func TestJWTLogout(t *testing.T) {
 			t.Fatalf("timestamp %s is not milliseconds of now", env["timestamp"])
 		}
 		f.me(t, "Authorization", "Bearer "+tok).expectError(t, 401, "invalid_token")
-		auDo(t, f.Client, "POST", f.PublicURL+"/auth/logout", nil, "Authorization", "Bearer "+tok).expectError(t, 401, "invalid_token")
+		for _, p := range []string{"/auth/logout", "/api/auth/logout"} {
+			auDo(t, f.Client, "POST", f.PublicURL+p, nil, "Authorization", "Bearer "+tok).expectError(t, 401, "invalid_token")
+			auDo(t, f.Client, "POST", f.PublicURL+p, nil).expectError(t, 401, "missing_token")
+			if r := auDo(t, f.Client, "GET", f.PublicURL+p, nil, "Authorization", "Bearer "+other); r.status != 405 {
+				t.Fatalf("GET %s: HTTP %d, want 405", p, r.status)
+			}
+		}
 		if r := f.me(t, "Authorization", "Bearer "+other); r.status != 200 {
 			t.Fatalf("another token of the user: HTTP %d %s", r.status, r.body)
 		}
-	})
+	}
 }
 
 // TestJWTLogoutAcrossInstances: a token logged out on one instance is

@@ -42,6 +42,9 @@ type OAuth struct {
 	Throttle *identity.LoginThrottle
 	Sessions *scs.SessionManager
 	Log      *slog.Logger
+	// Issuer is the OAuth issuer identifier (GATEHOUSE_PUBLIC_URL); empty:
+	// each request's own scheme and host.
+	Issuer string
 }
 
 // Routes returns the OAuth router (/oauth/… and the /login page). Its
@@ -63,6 +66,7 @@ func (h OAuth) Routes() chi.Router {
 		r.Get(approvePath, h.approvePage)
 		r.Method(http.MethodPost, "/oauth/confirm", cop.Handler(http.HandlerFunc(h.confirm)))
 	})
+	r.Get(oauth.PathMetadata, h.metadata)
 	r.Group(func(r chi.Router) {
 		r.Use(refuseNULQuery)
 		r.Post("/oauth/token", h.token)
@@ -72,6 +76,26 @@ func (h OAuth) Routes() chi.Router {
 		r.Post("/oauth/introspect", h.introspect)
 	})
 	return r
+}
+
+// metadata serves the authorization server metadata (RFC 8414) at
+// /.well-known/oauth-authorization-server.
+func (h OAuth) metadata(w http.ResponseWriter, r *http.Request) {
+	issuer := h.Issuer
+	if issuer == "" {
+		scheme := "http"
+		if httpx.RequestHTTPS(r) {
+			scheme = "https"
+		}
+		issuer = scheme + "://" + r.Host
+	}
+	m, err := h.Svc.Metadata(r.Context(), issuer)
+	if err != nil {
+		h.internal(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	httpx.WriteJSON(w, http.StatusOK, m)
 }
 
 func (h OAuth) internal(w http.ResponseWriter, r *http.Request, err error) {

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/alexedwards/scs/v2"
@@ -102,5 +103,5 @@ func (a *App) startOAuthPurge() {
 // mountAuth mounts /oauth/…, /login and /api/auth/….
 func (a *App) mountAuth(r chi.Router) {
 	rest.MountWhole(r, rest.Auth{Users: a.Users, Tokens: a.UserTokens, Throttle: a.LoginThrottle, Log: a.Log}.Routes())
-	rest.MountWhole(r, rest.OAuth{Svc: a.OAuth, Users: a.Users, Throttle: a.LoginThrottle, Sessions: a.Sessions, Log: a.Log}.Routes())
+	rest.MountWhole(r, rest.OAuth{Svc: a.OAuth, Users: a.Users, Throttle: a.LoginThrottle, Sessions: a.Sessions, Log: a.Log, Issuer: strings.TrimRight(a.Cfg.Server.PublicURL, "/")}.Routes())
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -14,6 +15,7 @@ type Server struct {
 	Addr      string `flag:"addr" default:"127.0.0.1:8080" usage:"public listener" doc:"public listener: tickets, partner REST, OAuth, login"`
 	AdminAddr string `flag:"admin-addr" default:"127.0.0.1:8081" usage:"admin listener (GraphQL, Playground, /metrics)" doc:"admin listener: GraphQL, Playground, /metrics"`
 	// TrustedProxiesRaw is read into Config.TrustedProxies by Resolve.
+	PublicURL         string        `flag:"public-url" usage:"the URL clients reach the public listener at, e.g. https://gatehouse.example.com (OAuth issuer)" doc:"the URL clients reach the public listener at, e.g. https://gatehouse.example.com: the OAuth issuer and the base of the endpoints in /.well-known/oauth-authorization-server; empty: each request's own (Host, and https when it came over TLS or a trusted proxy says so)"`
 	TrustedProxiesRaw string        `flag:"trusted-proxies" usage:"comma-separated CIDRs of reverse proxies whose X-Forwarded-For/-Proto are believed" doc:"comma-separated CIDRs of reverse proxies: only from them are X-Forwarded-For (client address for throttling and logs) and X-Forwarded-Proto (HTTPS, Secure cookies, HSTS) believed"`
 	RequestTimeout    time.Duration `flag:"request-timeout" default:"10s" usage:"deadline of each request's database and Redis work (then 503)" doc:"deadline of every request's database and Redis work; past it (or when the client hangs up) the work is cancelled, transactions roll back, and the reply is 503"`
 	// ShutdownDrainRaw is read into Config.ShutdownDrain by Resolve: its
@@ -51,6 +53,12 @@ func (s *Server) Validate() error {
 	}
 	if _, err := ParseTrustedProxies(s.TrustedProxiesRaw); err != nil {
 		errs = append(errs, fmt.Errorf("GATEHOUSE_TRUSTED_PROXIES: %w", err))
+	}
+	if s.PublicURL != "" {
+		u, err := url.Parse(s.PublicURL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || strings.Trim(u.Path, "/") != "" {
+			errs = append(errs, fmt.Errorf("GATEHOUSE_PUBLIC_URL: %q must be an http(s) URL with a host and nothing after it, e.g. https://gatehouse.example.com", s.PublicURL))
+		}
 	}
 	if s.RequestTimeout <= 0 || s.RequestTimeout > 10*time.Minute {
 		errs = append(errs, errors.New("GATEHOUSE_REQUEST_TIMEOUT: must be positive and at most 10m"))

@@ -12,11 +12,14 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/go-chi/chi/v5"
+
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
+	"gatehouse/internal/app/apptest"
 	"gatehouse/internal/testenv"
 	"gatehouse/rest"
 )
@@ -219,6 +222,9 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 			c.do(nil, c.req("POST", "/auth/logout", "", bearer...), 200)
 			c.do(nil, c.req("GET", "/api/auth/me", "", bearer...), 401)
 			c.do(nil, c.req("POST", "/auth/logout", ""), 401)
+			again := c.do(nil, c.req("POST", "/api/auth/login", `{"username":"`+userName+`","password":"`+userPassword+`"}`, json...), 200).object(t)
+			c.do(nil, c.req("POST", "/api/auth/logout", "", "Authorization", "Bearer "+again["access_token"].(string)), 200)
+			c.do(nil, c.req("POST", "/api/auth/logout", "", "Authorization", "Bearer "+again["access_token"].(string)), 401)
 			c.do(nil, c.req("POST", "/api/auth/login", `{"username":"`+userName+`"}`, json...), 400)
 			c.do(nil, c.req("POST", "/api/auth/login", `[`, json...), 400)
 			c.do(nil, c.req("POST", "/api/auth/login", `{"username":"nobody-here","password":"wrong password"}`, json...), 401)
@@ -232,6 +238,7 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 		t.Run("oauth", func(t *testing.T) {
 			c.t = t
 			br := browser(t)
+			c.do(nil, c.req("GET", "/.well-known/oauth-authorization-server", ""), 200)
 			authorize := "/oauth/authorize?" + url.Values{"client_id": {f.app.AppKey}, "redirect_uri": {f.redirect}, "response_type": {"code"},
 				"scope": {"profile"}, "state": {"st-1"}}.Encode()
 			id := pendingID(t, c.do(br, c.req("GET", authorize, ""), 302).header.Get("Location"))
@@ -287,6 +294,9 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 			in.Set("token", rotated["access_token"].(string))
 			c.do(nil, c.req("POST", "/oauth/revoke", in.Encode(), form...), 200)
 			c.do(nil, c.req("POST", "/oauth/revoke", "token=x", form...), 401)
+			c.do(nil, c.req("POST", "/oauth/revoke", clientAuth.Encode(), form...), 400)
+			c.do(nil, c.req("POST", "/oauth/introspect", clientAuth.Encode()+"&token=a&token=b", form...), 400)
+			c.do(nil, c.req("POST", "/oauth/introspect", `{"token":"x","client_id":"`+f.app.AppKey+`","client_secret":"`+f.secret+`"}`, json...), 200)
 			id = pendingID(t, c.do(br, c.req("GET", authorize, ""), 302).header.Get("Location"))
 			denied := url.Values{"approved": {"false"}, "request_id": {id}}
 			c.do(br, c.req("POST", "/oauth/confirm", denied.Encode(), form...), 302)
@@ -297,4 +307,61 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 			t.Errorf("only %d operation/status pairs validated", len(c.seen))
 		}
 	})
+}
+
+// TestOpenAPIListsEveryRoute: every method and path the public router
+// serves is an operation of docs/openapi.yaml, and every operation there
+// is served (catch-alls of the partner API and of unknown versions
+// excepted: they answer 404/405 only).
+func TestOpenAPIListsEveryRoute(t *testing.T) {
+	loadSpec(t)
+	doc, err := openapi3.NewLoader().LoadFromFile(specPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := apptest.Start(t, testenv.Backend{Name: "sqlite"})
+	served := map[string]bool{}
+	var walk func(r chi.Routes, only string)
+	walk = func(r chi.Routes, only string) {
+		err := chi.Walk(r, func(method, route string, h http.Handler, _ ...func(http.Handler) http.Handler) error {
+			route = strings.TrimSuffix(route, "/")
+			if strings.ContainsAny(route, "*:") || route == "" {
+				return nil
+			}
+			if only != "" && route != only {
+				return nil
+			}
+			// MountWhole hands whole paths to a router: its own routes say
+			// which methods it serves.
+			if sub, ok := h.(chi.Routes); ok && only == "" {
+				walk(sub, route)
+				return nil
+			}
+			served[method+" "+route] = true
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	walk(e.App.Public.(chi.Routes), "")
+	documented := map[string]bool{}
+	for path, item := range doc.Paths.Map() {
+		for method := range item.Operations() {
+			documented[method+" "+path] = true
+		}
+	}
+	for r := range served {
+		if !documented[r] {
+			t.Errorf("%s is served but not in docs/openapi.yaml", r)
+		}
+	}
+	for r := range documented {
+		if !served[r] {
+			t.Errorf("docs/openapi.yaml has %s, which the server does not serve", r)
+		}
+	}
+	if len(served) < 25 {
+		t.Fatalf("only %d routes found: %v", len(served), served)
+	}
 }

@@ -56,6 +56,16 @@ func ClientAddr(r *http.Request) string {
 	return peerAddr(r).String()
 }
 
+// RequestHTTPS reports whether the caller used HTTPS, as set by [Client]
+// (TLS on this connection, or X-Forwarded-Proto of a trusted proxy).
+// Without the middleware it is whether this connection is TLS.
+func RequestHTTPS(r *http.Request) bool {
+	if ri := infoFrom(r.Context()); ri != nil && ri.clientSet {
+		return ri.client.https
+	}
+	return r.TLS != nil
+}
+
 func peerAddr(r *http.Request) netip.Addr {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {

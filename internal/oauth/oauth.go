@@ -92,6 +92,8 @@ type Service struct {
 	// pendingSealer seals pending authorization requests into cookies.
 	pendingSealer *secret.Sealer
 	clock         atomic.Pointer[func() time.Time]
+	// scopes caches scopes_supported of the metadata.
+	scopes scopeCache
 }
 
 func (s *Service) now() time.Time { return (*s.clock.Load())() }
