@@ -17,9 +17,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/failsafe-go/failsafe-go"
@@ -38,6 +40,9 @@ var (
 	// ErrReadTimeout means the response headers, or the next part of the
 	// body, did not arrive within the read timeout.
 	ErrReadTimeout = errors.New("outbound: read timeout")
+	// ErrReplyCut ends the reads of a response body still arriving when
+	// Config.ReplyTimeout ran out; what was read before it is whole.
+	ErrReplyCut = errors.New("outbound: response body cut at the reply timeout")
 )
 
 // Breaker states as reported by BreakerState, named as in the specification.
@@ -237,6 +242,11 @@ func (e *OpenError) Unwrap() error { return ErrCircuitOpen }
 // it is canceled when the body is closed or the read timeout fires.
 func (c *Client) attempt(ctx context.Context, req *http.Request, retry bool, opt CallOptions) (*http.Response, error) {
 	actx, cancel := context.WithCancelCause(ctx)
+	var replyOver *atomic.Bool
+	if c.cfg.ReplyTimeout > 0 {
+		replyOver = new(atomic.Bool)
+		actx = c.replyDeadline(actx, cancel, replyOver)
+	}
 	r := req.Clone(context.WithValue(actx, requestCtxKey{}, actx))
 	if retry && req.GetBody != nil {
 		body, err := req.GetBody()
@@ -255,14 +265,39 @@ func (c *Client) attempt(ctx context.Context, req *http.Request, retry bool, opt
 	resp, err := c.http.Do(r)
 	if err != nil {
 		cancel(nil)
+		if replyOver != nil && replyOver.Load() && ctx.Err() == nil {
+			// Not wrapping err: a context cancellation is not counted
+			// against the host, a reply that never came is.
+			return nil, fmt.Errorf("%w: no response headers within %s of the connection", ErrReadTimeout, c.cfg.ReplyTimeout)
+		}
 		if ctx.Err() == nil && !errors.Is(err, ErrConnectTimeout) && isTimeout(err) {
 			// The transport's ResponseHeaderTimeout fired.
 			return nil, fmt.Errorf("%w (%s): %w", ErrReadTimeout, c.cfg.ReadTimeout, err)
 		}
 		return nil, err
 	}
-	resp.Body = newTimedBody(resp.Body, c.cfg.ReadTimeout, cancel)
+	tb := newTimedBody(resp.Body, c.cfg.ReadTimeout, cancel)
+	tb.replyOver = replyOver
+	resp.Body = tb
 	return resp, nil
+}
+
+// replyDeadline returns ctx with a trace that, once the attempt has its
+// connection, cancels the attempt (cancel) after Config.ReplyTimeout and
+// sets over first.
+func (c *Client) replyDeadline(ctx context.Context, cancel context.CancelCauseFunc, over *atomic.Bool) context.Context {
+	var once sync.Once
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn: func(httptrace.GotConnInfo) {
+			once.Do(func() {
+				t := time.AfterFunc(c.cfg.ReplyTimeout, func() {
+					over.Store(true)
+					cancel(ErrReplyCut)
+				})
+				context.AfterFunc(ctx, func() { t.Stop() })
+			})
+		},
+	})
 }
 
 // retryable reports whether an attempt's outcome is worth another attempt.

@@ -23,6 +23,14 @@ type Config struct {
 	// ReadTimeout bounds the wait for the response headers after the request
 	// was written, and then each wait for more of the response body.
 	ReadTimeout time.Duration
+	// ReplyTimeout, when positive, bounds everything after the connection
+	// is obtained: writing the request, the response headers and reading
+	// the body together, so a reply dripped a byte at a time cannot hold
+	// an attempt longer (ReadTimeout alone restarts with every read).
+	// Headers not complete by then fail the attempt with ErrReadTimeout;
+	// a body still arriving is cut: its reads end with ErrReplyCut. Zero:
+	// no such bound.
+	ReplyTimeout time.Duration
 	// MaxConns caps the connections open at once over all hosts.
 	MaxConns int
 	// MaxConnsPerHost caps the connections open at once to one host:port.
@@ -82,6 +90,9 @@ func (c Config) Validate() error {
 	}
 	positive("connect timeout", c.ConnectTimeout)
 	positive("read timeout", c.ReadTimeout)
+	if c.ReplyTimeout < 0 {
+		errs = append(errs, fmt.Errorf("outbound: reply timeout must not be negative, got %s", c.ReplyTimeout))
+	}
 	positive("breaker open wait", c.BreakerOpenWait)
 	if c.MaxConns < 1 {
 		errs = append(errs, fmt.Errorf("outbound: max connections must be at least 1, got %d", c.MaxConns))

@@ -129,6 +129,8 @@ type timedBody struct {
 	timer   *time.Timer
 	cancel  context.CancelCauseFunc
 	expired atomic.Bool
+	// replyOver is set when Config.ReplyTimeout ran out (nil without one).
+	replyOver *atomic.Bool
 }
 
 func newTimedBody(body io.ReadCloser, timeout time.Duration, cancel context.CancelCauseFunc) *timedBody {
@@ -142,6 +144,9 @@ func newTimedBody(body io.ReadCloser, timeout time.Duration, cancel context.Canc
 
 func (b *timedBody) Read(p []byte) (int, error) {
 	n, err := b.body.Read(p)
+	if err != nil && err != io.EOF && b.replyOver != nil && b.replyOver.Load() {
+		return n, ErrReplyCut
+	}
 	if b.expired.Load() {
 		return n, fmt.Errorf("outbound: reading response body: %w (%s)", ErrReadTimeout, b.timeout)
 	}

@@ -125,9 +125,15 @@ func (s *Service) attempt(abort context.Context, j job) {
 		o.status = resp.StatusCode
 		o.respHeaders = resp.Header
 		// Only the first 64 KiB are read: a receiver answering a huge (or
-		// endless) body costs no more than that.
+		// endless) body costs no more than that. A body still arriving
+		// when the reply timeout (or the attempt's) runs out is cut there:
+		// the status has arrived and decides, the body kept is what came.
 		o.respBody, err = io.ReadAll(io.LimitReader(resp.Body, MaxStoredResponseBody))
 		_ = resp.Body.Close()
+		if errors.Is(err, outbound.ErrReplyCut) || (err != nil && abort.Err() == nil && errors.Is(ctx.Err(), context.DeadlineExceeded)) {
+			s.log.Debug("webhook: response body cut at the reply timeout", "delivery_id", j.ID, "status", o.status, "kept_bytes", len(o.respBody))
+			err = nil
+		}
 		if err != nil {
 			err = fmt.Errorf("reading the response body: %w", err)
 		}

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+
+	"gatehouse/internal/outbound"
 )
 
 // Test-only access to the alert counter.
@@ -20,3 +22,9 @@ func FailedTotal(eventType string) float64 {
 func UntilNextDue(s *Service, claimedAt time.Time) time.Duration {
 	return newDispatcher(s).untilNextDue(claimedAt)
 }
+
+// ClientConfig is the outbound configuration of s's attempts.
+func ClientConfig(s *Service) outbound.Config { return s.clientConfig() }
+
+// AttemptTimeout is the bound of one of s's attempts.
+func AttemptTimeout(s *Service) time.Duration { return s.opt.AttemptTimeout }

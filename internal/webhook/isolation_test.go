@@ -38,6 +38,7 @@ func (e *env) queue(t testing.TB, appID, n int) {
 func hangingOptions() webhook.Options {
 	oc := outbound.DefaultConfig()
 	oc.ReadTimeout = time.Minute
+	oc.ReplyTimeout = time.Minute
 	return webhook.Options{AllowPrivate: true, AttemptTimeout: 2 * time.Minute, Lease: 3 * time.Minute, DrainTimeout: time.Second, Outbound: &oc}
 }
 

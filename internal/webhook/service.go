@@ -47,8 +47,14 @@ const (
 	// must exceed AttemptTimeout plus the time to store the outcome; after a
 	// crash the delivery is picked up again once it has run out.
 	DefaultLease = 30 * time.Second
-	// DefaultAttemptTimeout bounds one HTTP attempt, body read included.
-	DefaultAttemptTimeout = 15 * time.Second
+	// DefaultAttemptTimeout bounds one HTTP attempt, body read included:
+	// the connect timeout (3 s) and then DefaultReplyTimeout.
+	DefaultAttemptTimeout = 8 * time.Second
+	// DefaultReplyTimeout bounds, once the connection is open, the wait
+	// for the response headers and the reading of up to
+	// MaxStoredResponseBody of the body together: a receiver dripping its
+	// reply is cut there (a 2xx still counts as success).
+	DefaultReplyTimeout = 5 * time.Second
 	// DefaultPollInterval is the longest the dispatcher sleeps without
 	// looking at the table: it finds leases left behind by crashed
 	// replicas (and, should a notification be lost, work queued by
@@ -225,9 +231,11 @@ func NewService(db *store.DB, masterKey []byte, log *slog.Logger, opt Options) (
 
 func dialer() *net.Dialer { return &net.Dialer{KeepAlive: 30 * time.Second} }
 
-// newClient builds an HTTP client for attempts: the outbound limits and
-// a breaker per callback endpoint, dialing through d (an SSRF guard).
-func (s *Service) newClient(d *net.Dialer) (*outbound.Client, error) {
+// clientConfig is the outbound configuration of attempts: Options.Outbound
+// (default: the outbound limits, connect 3 s), never retried by the
+// client, with the reply bounded by DefaultReplyTimeout unless it says
+// otherwise.
+func (s *Service) clientConfig() outbound.Config {
 	cfg := outbound.DefaultConfig()
 	if s.opt.Outbound != nil {
 		cfg = *s.opt.Outbound
@@ -239,6 +247,16 @@ func (s *Service) newClient(d *net.Dialer) (*outbound.Client, error) {
 	// outbound call): a single delivery (6 attempts at most) never opens
 	// its endpoint's breaker by itself, so its schedule stays 1, 2, 4, 8,
 	// 16 × base.
+	if cfg.ReplyTimeout == 0 {
+		cfg.ReplyTimeout = DefaultReplyTimeout
+	}
+	return cfg
+}
+
+// newClient builds an HTTP client for attempts: the outbound limits and
+// a breaker per callback endpoint, dialing through d (an SSRF guard).
+func (s *Service) newClient(d *net.Dialer) (*outbound.Client, error) {
+	cfg := s.clientConfig()
 	cfg.Dialer = d.DialContext
 	var hc *outbound.Client
 	hc, err := outbound.New(cfg, outbound.WithClock(s.opt.Now), outbound.WithStateListener(func(key, from, to string) {
