@@ -11119,6 +11119,8 @@ type WebhookDeliveryMutation struct {
 	last_error       *string
 	create_time      *time.Time
 	update_time      *time.Time
+	traceparent      *string
+	tracestate       *string
 	clearedFields    map[string]struct{}
 	app              *int
 	clearedapp       bool
@@ -11818,6 +11820,104 @@ func (m *WebhookDeliveryMutation) ResetUpdateTime() {
 	m.update_time = nil
 }
 
+// SetTraceparent sets the "traceparent" field.
+func (m *WebhookDeliveryMutation) SetTraceparent(s string) {
+	m.traceparent = &s
+}
+
+// Traceparent returns the value of the "traceparent" field in the mutation.
+func (m *WebhookDeliveryMutation) Traceparent() (r string, exists bool) {
+	v := m.traceparent
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTraceparent returns the old "traceparent" field's value of the WebhookDelivery entity.
+// If the WebhookDelivery object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *WebhookDeliveryMutation) OldTraceparent(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTraceparent is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTraceparent requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTraceparent: %w", err)
+	}
+	return oldValue.Traceparent, nil
+}
+
+// ClearTraceparent clears the value of the "traceparent" field.
+func (m *WebhookDeliveryMutation) ClearTraceparent() {
+	m.traceparent = nil
+	m.clearedFields[webhookdelivery.FieldTraceparent] = struct{}{}
+}
+
+// TraceparentCleared returns if the "traceparent" field was cleared in this mutation.
+func (m *WebhookDeliveryMutation) TraceparentCleared() bool {
+	_, ok := m.clearedFields[webhookdelivery.FieldTraceparent]
+	return ok
+}
+
+// ResetTraceparent resets all changes to the "traceparent" field.
+func (m *WebhookDeliveryMutation) ResetTraceparent() {
+	m.traceparent = nil
+	delete(m.clearedFields, webhookdelivery.FieldTraceparent)
+}
+
+// SetTracestate sets the "tracestate" field.
+func (m *WebhookDeliveryMutation) SetTracestate(s string) {
+	m.tracestate = &s
+}
+
+// Tracestate returns the value of the "tracestate" field in the mutation.
+func (m *WebhookDeliveryMutation) Tracestate() (r string, exists bool) {
+	v := m.tracestate
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTracestate returns the old "tracestate" field's value of the WebhookDelivery entity.
+// If the WebhookDelivery object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *WebhookDeliveryMutation) OldTracestate(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTracestate is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTracestate requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTracestate: %w", err)
+	}
+	return oldValue.Tracestate, nil
+}
+
+// ClearTracestate clears the value of the "tracestate" field.
+func (m *WebhookDeliveryMutation) ClearTracestate() {
+	m.tracestate = nil
+	m.clearedFields[webhookdelivery.FieldTracestate] = struct{}{}
+}
+
+// TracestateCleared returns if the "tracestate" field was cleared in this mutation.
+func (m *WebhookDeliveryMutation) TracestateCleared() bool {
+	_, ok := m.clearedFields[webhookdelivery.FieldTracestate]
+	return ok
+}
+
+// ResetTracestate resets all changes to the "tracestate" field.
+func (m *WebhookDeliveryMutation) ResetTracestate() {
+	m.tracestate = nil
+	delete(m.clearedFields, webhookdelivery.FieldTracestate)
+}
+
 // ClearApp clears the "app" edge to the PartnerApp entity.
 func (m *WebhookDeliveryMutation) ClearApp() {
 	m.clearedapp = true
@@ -11933,7 +12033,7 @@ func (m *WebhookDeliveryMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *WebhookDeliveryMutation) Fields() []string {
-	fields := make([]string, 0, 14)
+	fields := make([]string, 0, 16)
 	if m.app != nil {
 		fields = append(fields, webhookdelivery.FieldAppID)
 	}
@@ -11976,6 +12076,12 @@ func (m *WebhookDeliveryMutation) Fields() []string {
 	if m.update_time != nil {
 		fields = append(fields, webhookdelivery.FieldUpdateTime)
 	}
+	if m.traceparent != nil {
+		fields = append(fields, webhookdelivery.FieldTraceparent)
+	}
+	if m.tracestate != nil {
+		fields = append(fields, webhookdelivery.FieldTracestate)
+	}
 	return fields
 }
 
@@ -12012,6 +12118,10 @@ func (m *WebhookDeliveryMutation) Field(name string) (ent.Value, bool) {
 		return m.CreateTime()
 	case webhookdelivery.FieldUpdateTime:
 		return m.UpdateTime()
+	case webhookdelivery.FieldTraceparent:
+		return m.Traceparent()
+	case webhookdelivery.FieldTracestate:
+		return m.Tracestate()
 	}
 	return nil, false
 }
@@ -12049,6 +12159,10 @@ func (m *WebhookDeliveryMutation) OldField(ctx context.Context, name string) (en
 		return m.OldCreateTime(ctx)
 	case webhookdelivery.FieldUpdateTime:
 		return m.OldUpdateTime(ctx)
+	case webhookdelivery.FieldTraceparent:
+		return m.OldTraceparent(ctx)
+	case webhookdelivery.FieldTracestate:
+		return m.OldTracestate(ctx)
 	}
 	return nil, fmt.Errorf("unknown WebhookDelivery field %s", name)
 }
@@ -12156,6 +12270,20 @@ func (m *WebhookDeliveryMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetUpdateTime(v)
 		return nil
+	case webhookdelivery.FieldTraceparent:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTraceparent(v)
+		return nil
+	case webhookdelivery.FieldTracestate:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTracestate(v)
+		return nil
 	}
 	return fmt.Errorf("unknown WebhookDelivery field %s", name)
 }
@@ -12231,6 +12359,12 @@ func (m *WebhookDeliveryMutation) ClearedFields() []string {
 	if m.FieldCleared(webhookdelivery.FieldLastError) {
 		fields = append(fields, webhookdelivery.FieldLastError)
 	}
+	if m.FieldCleared(webhookdelivery.FieldTraceparent) {
+		fields = append(fields, webhookdelivery.FieldTraceparent)
+	}
+	if m.FieldCleared(webhookdelivery.FieldTracestate) {
+		fields = append(fields, webhookdelivery.FieldTracestate)
+	}
 	return fields
 }
 
@@ -12250,6 +12384,12 @@ func (m *WebhookDeliveryMutation) ClearField(name string) error {
 		return nil
 	case webhookdelivery.FieldLastError:
 		m.ClearLastError()
+		return nil
+	case webhookdelivery.FieldTraceparent:
+		m.ClearTraceparent()
+		return nil
+	case webhookdelivery.FieldTracestate:
+		m.ClearTracestate()
 		return nil
 	}
 	return fmt.Errorf("unknown WebhookDelivery nullable field %s", name)
@@ -12300,6 +12440,12 @@ func (m *WebhookDeliveryMutation) ResetField(name string) error {
 		return nil
 	case webhookdelivery.FieldUpdateTime:
 		m.ResetUpdateTime()
+		return nil
+	case webhookdelivery.FieldTraceparent:
+		m.ResetTraceparent()
+		return nil
+	case webhookdelivery.FieldTracestate:
+		m.ResetTracestate()
 		return nil
 	}
 	return fmt.Errorf("unknown WebhookDelivery field %s", name)

@@ -513,4 +513,12 @@ func init() {
 	webhookdelivery.DefaultUpdateTime = webhookdeliveryDescUpdateTime.Default.(func() time.Time)
 	// webhookdelivery.UpdateDefaultUpdateTime holds the default value on update for the update_time field.
 	webhookdelivery.UpdateDefaultUpdateTime = webhookdeliveryDescUpdateTime.UpdateDefault.(func() time.Time)
+	// webhookdeliveryDescTraceparent is the schema descriptor for traceparent field.
+	webhookdeliveryDescTraceparent := webhookdeliveryFields[14].Descriptor()
+	// webhookdelivery.TraceparentValidator is a validator for the "traceparent" field. It is called by the builders before save.
+	webhookdelivery.TraceparentValidator = webhookdeliveryDescTraceparent.Validators[0].(func(string) error)
+	// webhookdeliveryDescTracestate is the schema descriptor for tracestate field.
+	webhookdeliveryDescTracestate := webhookdeliveryFields[15].Descriptor()
+	// webhookdelivery.TracestateValidator is a validator for the "tracestate" field. It is called by the builders before save.
+	webhookdelivery.TracestateValidator = webhookdeliveryDescTracestate.Validators[0].(func(string) error)
 }

@@ -46,6 +46,10 @@ type WebhookDelivery struct {
 	CreateTime time.Time `json:"create_time,omitempty"`
 	// UpdateTime holds the value of the "update_time" field.
 	UpdateTime time.Time `json:"update_time,omitempty"`
+	// Traceparent holds the value of the "traceparent" field.
+	Traceparent string `json:"traceparent,omitempty"`
+	// Tracestate holds the value of the "tracestate" field.
+	Tracestate string `json:"tracestate,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the WebhookDeliveryQuery when eager-loading is set.
 	Edges        WebhookDeliveryEdges `json:"edges"`
@@ -94,7 +98,7 @@ func (*WebhookDelivery) scanValues(columns []string) ([]any, error) {
 		switch columns[i] {
 		case webhookdelivery.FieldID, webhookdelivery.FieldAppID, webhookdelivery.FieldRetryCount, webhookdelivery.FieldAttemptCount, webhookdelivery.FieldMaxRetry:
 			values[i] = new(sql.NullInt64)
-		case webhookdelivery.FieldEventID, webhookdelivery.FieldEventType, webhookdelivery.FieldBizData, webhookdelivery.FieldCallbackURL, webhookdelivery.FieldStatus, webhookdelivery.FieldLastError:
+		case webhookdelivery.FieldEventID, webhookdelivery.FieldEventType, webhookdelivery.FieldBizData, webhookdelivery.FieldCallbackURL, webhookdelivery.FieldStatus, webhookdelivery.FieldLastError, webhookdelivery.FieldTraceparent, webhookdelivery.FieldTracestate:
 			values[i] = new(sql.NullString)
 		case webhookdelivery.FieldNextAttemptAt, webhookdelivery.FieldLeaseUntil, webhookdelivery.FieldCreateTime, webhookdelivery.FieldUpdateTime:
 			values[i] = new(sql.NullTime)
@@ -204,6 +208,18 @@ func (_m *WebhookDelivery) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.UpdateTime = value.Time
 			}
+		case webhookdelivery.FieldTraceparent:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field traceparent", values[i])
+			} else if value.Valid {
+				_m.Traceparent = value.String
+			}
+		case webhookdelivery.FieldTracestate:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field tracestate", values[i])
+			} else if value.Valid {
+				_m.Tracestate = value.String
+			}
 		default:
 			_m.selectValues.Set(columns[i], values[i])
 		}
@@ -293,6 +309,12 @@ func (_m *WebhookDelivery) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("update_time=")
 	builder.WriteString(_m.UpdateTime.Format(time.ANSIC))
+	builder.WriteString(", ")
+	builder.WriteString("traceparent=")
+	builder.WriteString(_m.Traceparent)
+	builder.WriteString(", ")
+	builder.WriteString("tracestate=")
+	builder.WriteString(_m.Tracestate)
 	builder.WriteByte(')')
 	return builder.String()
 }

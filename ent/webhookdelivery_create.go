@@ -180,6 +180,34 @@ func (_c *WebhookDeliveryCreate) SetNillableUpdateTime(v *time.Time) *WebhookDel
 	return _c
 }
 
+// SetTraceparent sets the "traceparent" field.
+func (_c *WebhookDeliveryCreate) SetTraceparent(v string) *WebhookDeliveryCreate {
+	_c.mutation.SetTraceparent(v)
+	return _c
+}
+
+// SetNillableTraceparent sets the "traceparent" field if the given value is not nil.
+func (_c *WebhookDeliveryCreate) SetNillableTraceparent(v *string) *WebhookDeliveryCreate {
+	if v != nil {
+		_c.SetTraceparent(*v)
+	}
+	return _c
+}
+
+// SetTracestate sets the "tracestate" field.
+func (_c *WebhookDeliveryCreate) SetTracestate(v string) *WebhookDeliveryCreate {
+	_c.mutation.SetTracestate(v)
+	return _c
+}
+
+// SetNillableTracestate sets the "tracestate" field if the given value is not nil.
+func (_c *WebhookDeliveryCreate) SetNillableTracestate(v *string) *WebhookDeliveryCreate {
+	if v != nil {
+		_c.SetTracestate(*v)
+	}
+	return _c
+}
+
 // SetApp sets the "app" edge to the PartnerApp entity.
 func (_c *WebhookDeliveryCreate) SetApp(v *PartnerApp) *WebhookDeliveryCreate {
 	return _c.SetAppID(v.ID)
@@ -338,6 +366,16 @@ func (_c *WebhookDeliveryCreate) check() error {
 	if _, ok := _c.mutation.UpdateTime(); !ok {
 		return &ValidationError{Name: "update_time", err: errors.New(`ent: missing required field "WebhookDelivery.update_time"`)}
 	}
+	if v, ok := _c.mutation.Traceparent(); ok {
+		if err := webhookdelivery.TraceparentValidator(v); err != nil {
+			return &ValidationError{Name: "traceparent", err: fmt.Errorf(`ent: validator failed for field "WebhookDelivery.traceparent": %w`, err)}
+		}
+	}
+	if v, ok := _c.mutation.Tracestate(); ok {
+		if err := webhookdelivery.TracestateValidator(v); err != nil {
+			return &ValidationError{Name: "tracestate", err: fmt.Errorf(`ent: validator failed for field "WebhookDelivery.tracestate": %w`, err)}
+		}
+	}
 	if len(_c.mutation.AppIDs()) == 0 {
 		return &ValidationError{Name: "app", err: errors.New(`ent: missing required edge "WebhookDelivery.app"`)}
 	}
@@ -419,6 +457,14 @@ func (_c *WebhookDeliveryCreate) createSpec() (*WebhookDelivery, *sqlgraph.Creat
 	if value, ok := _c.mutation.UpdateTime(); ok {
 		_spec.SetField(webhookdelivery.FieldUpdateTime, field.TypeTime, value)
 		_node.UpdateTime = value
+	}
+	if value, ok := _c.mutation.Traceparent(); ok {
+		_spec.SetField(webhookdelivery.FieldTraceparent, field.TypeString, value)
+		_node.Traceparent = value
+	}
+	if value, ok := _c.mutation.Tracestate(); ok {
+		_spec.SetField(webhookdelivery.FieldTracestate, field.TypeString, value)
+		_node.Tracestate = value
 	}
 	if nodes := _c.mutation.AppIDs(); len(nodes) > 0 {
 		edge := &sqlgraph.EdgeSpec{
@@ -668,6 +714,12 @@ func (u *WebhookDeliveryUpsertOne) UpdateNewValues() *WebhookDeliveryUpsertOne {
 		}
 		if _, exists := u.create.mutation.CreateTime(); exists {
 			s.SetIgnore(webhookdelivery.FieldCreateTime)
+		}
+		if _, exists := u.create.mutation.Traceparent(); exists {
+			s.SetIgnore(webhookdelivery.FieldTraceparent)
+		}
+		if _, exists := u.create.mutation.Tracestate(); exists {
+			s.SetIgnore(webhookdelivery.FieldTracestate)
 		}
 	}))
 	return u
@@ -1051,6 +1103,12 @@ func (u *WebhookDeliveryUpsertBulk) UpdateNewValues() *WebhookDeliveryUpsertBulk
 			}
 			if _, exists := b.mutation.CreateTime(); exists {
 				s.SetIgnore(webhookdelivery.FieldCreateTime)
+			}
+			if _, exists := b.mutation.Traceparent(); exists {
+				s.SetIgnore(webhookdelivery.FieldTraceparent)
+			}
+			if _, exists := b.mutation.Tracestate(); exists {
+				s.SetIgnore(webhookdelivery.FieldTracestate)
 			}
 		}
 	}))

@@ -351,6 +351,12 @@ func (_u *WebhookDeliveryUpdate) sqlSave(ctx context.Context) (_node int, err er
 	if value, ok := _u.mutation.UpdateTime(); ok {
 		_spec.SetField(webhookdelivery.FieldUpdateTime, field.TypeTime, value)
 	}
+	if _u.mutation.TraceparentCleared() {
+		_spec.ClearField(webhookdelivery.FieldTraceparent, field.TypeString)
+	}
+	if _u.mutation.TracestateCleared() {
+		_spec.ClearField(webhookdelivery.FieldTracestate, field.TypeString)
+	}
 	if _u.mutation.AttemptsCleared() {
 		edge := &sqlgraph.EdgeSpec{
 			Rel:     sqlgraph.O2M,
@@ -768,6 +774,12 @@ func (_u *WebhookDeliveryUpdateOne) sqlSave(ctx context.Context) (_node *Webhook
 	}
 	if value, ok := _u.mutation.UpdateTime(); ok {
 		_spec.SetField(webhookdelivery.FieldUpdateTime, field.TypeTime, value)
+	}
+	if _u.mutation.TraceparentCleared() {
+		_spec.ClearField(webhookdelivery.FieldTraceparent, field.TypeString)
+	}
+	if _u.mutation.TracestateCleared() {
+		_spec.ClearField(webhookdelivery.FieldTracestate, field.TypeString)
 	}
 	if _u.mutation.AttemptsCleared() {
 		edge := &sqlgraph.EdgeSpec{

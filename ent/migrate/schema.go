@@ -359,6 +359,8 @@ var (
 		{Name: "last_error", Type: field.TypeString, Nullable: true, Size: 2147483647},
 		{Name: "create_time", Type: field.TypeTime},
 		{Name: "update_time", Type: field.TypeTime},
+		{Name: "traceparent", Type: field.TypeString, Nullable: true, Size: 128},
+		{Name: "tracestate", Type: field.TypeString, Nullable: true, Size: 512},
 		{Name: "app_id", Type: field.TypeInt},
 	}
 	// WebhookDeliveriesTable holds the schema information for the "webhook_deliveries" table.
@@ -369,7 +371,7 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "webhook_deliveries_partner_apps_webhook_deliveries",
-				Columns:    []*schema.Column{WebhookDeliveriesColumns[14]},
+				Columns:    []*schema.Column{WebhookDeliveriesColumns[16]},
 				RefColumns: []*schema.Column{PartnerAppsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -378,12 +380,12 @@ var (
 			{
 				Name:    "webhookdelivery_app_id_status_next_attempt_at",
 				Unique:  false,
-				Columns: []*schema.Column{WebhookDeliveriesColumns[14], WebhookDeliveriesColumns[5], WebhookDeliveriesColumns[9]},
+				Columns: []*schema.Column{WebhookDeliveriesColumns[16], WebhookDeliveriesColumns[5], WebhookDeliveriesColumns[9]},
 			},
 			{
 				Name:    "webhookdelivery_leased_by_app",
 				Unique:  false,
-				Columns: []*schema.Column{WebhookDeliveriesColumns[14], WebhookDeliveriesColumns[10]},
+				Columns: []*schema.Column{WebhookDeliveriesColumns[16], WebhookDeliveriesColumns[10]},
 				Annotation: &entsql.IndexAnnotation{
 					Where: "lease_until IS NOT NULL",
 				},

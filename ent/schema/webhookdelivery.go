@@ -42,6 +42,14 @@ func (WebhookDelivery) Fields() []ent.Field {
 		field.Time("create_time").Default(time.Now).Immutable().
 			Annotations(entgql.OrderField("CREATE_TIME")),
 		field.Time("update_time").Default(time.Now).UpdateDefault(time.Now),
+		// The W3C trace context (traceparent and tracestate headers) of
+		// the business transaction that queued the event, empty when it
+		// was not traced: each attempt's span links to it, so a trace
+		// shows the payOrder that caused a delivery. Not shown to clients.
+		field.String("traceparent").MaxLen(128).Optional().Immutable().
+			Annotations(entgql.Skip()),
+		field.String("tracestate").MaxLen(512).Optional().Immutable().
+			Annotations(entgql.Skip()),
 	}
 }
 

@@ -45,6 +45,10 @@ const (
 	FieldCreateTime = "create_time"
 	// FieldUpdateTime holds the string denoting the update_time field in the database.
 	FieldUpdateTime = "update_time"
+	// FieldTraceparent holds the string denoting the traceparent field in the database.
+	FieldTraceparent = "traceparent"
+	// FieldTracestate holds the string denoting the tracestate field in the database.
+	FieldTracestate = "tracestate"
 	// EdgeApp holds the string denoting the app edge name in mutations.
 	EdgeApp = "app"
 	// EdgeAttempts holds the string denoting the attempts edge name in mutations.
@@ -84,6 +88,8 @@ var Columns = []string{
 	FieldLastError,
 	FieldCreateTime,
 	FieldUpdateTime,
+	FieldTraceparent,
+	FieldTracestate,
 }
 
 // ValidColumn reports if the column name is valid (part of the table columns).
@@ -123,6 +129,10 @@ var (
 	DefaultUpdateTime func() time.Time
 	// UpdateDefaultUpdateTime holds the default value on update for the "update_time" field.
 	UpdateDefaultUpdateTime func() time.Time
+	// TraceparentValidator is a validator for the "traceparent" field. It is called by the builders before save.
+	TraceparentValidator func(string) error
+	// TracestateValidator is a validator for the "tracestate" field. It is called by the builders before save.
+	TracestateValidator func(string) error
 )
 
 // Status defines the type for the "status" enum field.
@@ -230,6 +240,16 @@ func ByCreateTime(opts ...sql.OrderTermOption) OrderOption {
 // ByUpdateTime orders the results by the update_time field.
 func ByUpdateTime(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldUpdateTime, opts...).ToFunc()
+}
+
+// ByTraceparent orders the results by the traceparent field.
+func ByTraceparent(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldTraceparent, opts...).ToFunc()
+}
+
+// ByTracestate orders the results by the tracestate field.
+func ByTracestate(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldTracestate, opts...).ToFunc()
 }
 
 // ByAppField orders the results by app field.

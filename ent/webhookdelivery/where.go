@@ -120,6 +120,16 @@ func UpdateTime(v time.Time) predicate.WebhookDelivery {
 	return predicate.WebhookDelivery(sql.FieldEQ(FieldUpdateTime, v))
 }
 
+// Traceparent applies equality check predicate on the "traceparent" field. It's identical to TraceparentEQ.
+func Traceparent(v string) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldEQ(FieldTraceparent, v))
+}
+
+// Tracestate applies equality check predicate on the "tracestate" field. It's identical to TracestateEQ.
+func Tracestate(v string) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldEQ(FieldTracestate, v))
+}
+
 // AppIDEQ applies the EQ predicate on the "app_id" field.
 func AppIDEQ(v int) predicate.WebhookDelivery {
 	return predicate.WebhookDelivery(sql.FieldEQ(FieldAppID, v))
@@ -783,6 +793,156 @@ func UpdateTimeLT(v time.Time) predicate.WebhookDelivery {
 // UpdateTimeLTE applies the LTE predicate on the "update_time" field.
 func UpdateTimeLTE(v time.Time) predicate.WebhookDelivery {
 	return predicate.WebhookDelivery(sql.FieldLTE(FieldUpdateTime, v))
+}
+
+// TraceparentEQ applies the EQ predicate on the "traceparent" field.
+func TraceparentEQ(v string) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldEQ(FieldTraceparent, v))
+}
+
+// TraceparentNEQ applies the NEQ predicate on the "traceparent" field.
+func TraceparentNEQ(v string) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldNEQ(FieldTraceparent, v))
+}
+
+// TraceparentIn applies the In predicate on the "traceparent" field.
+func TraceparentIn(vs ...string) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldIn(FieldTraceparent, vs...))
+}
+
+// TraceparentNotIn applies the NotIn predicate on the "traceparent" field.
+func TraceparentNotIn(vs ...string) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldNotIn(FieldTraceparent, vs...))
+}
+
+// TraceparentGT applies the GT predicate on the "traceparent" field.
+func TraceparentGT(v string) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldGT(FieldTraceparent, v))
+}
+
+// TraceparentGTE applies the GTE predicate on the "traceparent" field.
+func TraceparentGTE(v string) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldGTE(FieldTraceparent, v))
+}
+
+// TraceparentLT applies the LT predicate on the "traceparent" field.
+func TraceparentLT(v string) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldLT(FieldTraceparent, v))
+}
+
+// TraceparentLTE applies the LTE predicate on the "traceparent" field.
+func TraceparentLTE(v string) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldLTE(FieldTraceparent, v))
+}
+
+// TraceparentContains applies the Contains predicate on the "traceparent" field.
+func TraceparentContains(v string) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldContains(FieldTraceparent, v))
+}
+
+// TraceparentHasPrefix applies the HasPrefix predicate on the "traceparent" field.
+func TraceparentHasPrefix(v string) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldHasPrefix(FieldTraceparent, v))
+}
+
+// TraceparentHasSuffix applies the HasSuffix predicate on the "traceparent" field.
+func TraceparentHasSuffix(v string) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldHasSuffix(FieldTraceparent, v))
+}
+
+// TraceparentIsNil applies the IsNil predicate on the "traceparent" field.
+func TraceparentIsNil() predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldIsNull(FieldTraceparent))
+}
+
+// TraceparentNotNil applies the NotNil predicate on the "traceparent" field.
+func TraceparentNotNil() predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldNotNull(FieldTraceparent))
+}
+
+// TraceparentEqualFold applies the EqualFold predicate on the "traceparent" field.
+func TraceparentEqualFold(v string) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldEqualFold(FieldTraceparent, v))
+}
+
+// TraceparentContainsFold applies the ContainsFold predicate on the "traceparent" field.
+func TraceparentContainsFold(v string) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldContainsFold(FieldTraceparent, v))
+}
+
+// TracestateEQ applies the EQ predicate on the "tracestate" field.
+func TracestateEQ(v string) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldEQ(FieldTracestate, v))
+}
+
+// TracestateNEQ applies the NEQ predicate on the "tracestate" field.
+func TracestateNEQ(v string) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldNEQ(FieldTracestate, v))
+}
+
+// TracestateIn applies the In predicate on the "tracestate" field.
+func TracestateIn(vs ...string) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldIn(FieldTracestate, vs...))
+}
+
+// TracestateNotIn applies the NotIn predicate on the "tracestate" field.
+func TracestateNotIn(vs ...string) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldNotIn(FieldTracestate, vs...))
+}
+
+// TracestateGT applies the GT predicate on the "tracestate" field.
+func TracestateGT(v string) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldGT(FieldTracestate, v))
+}
+
+// TracestateGTE applies the GTE predicate on the "tracestate" field.
+func TracestateGTE(v string) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldGTE(FieldTracestate, v))
+}
+
+// TracestateLT applies the LT predicate on the "tracestate" field.
+func TracestateLT(v string) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldLT(FieldTracestate, v))
+}
+
+// TracestateLTE applies the LTE predicate on the "tracestate" field.
+func TracestateLTE(v string) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldLTE(FieldTracestate, v))
+}
+
+// TracestateContains applies the Contains predicate on the "tracestate" field.
+func TracestateContains(v string) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldContains(FieldTracestate, v))
+}
+
+// TracestateHasPrefix applies the HasPrefix predicate on the "tracestate" field.
+func TracestateHasPrefix(v string) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldHasPrefix(FieldTracestate, v))
+}
+
+// TracestateHasSuffix applies the HasSuffix predicate on the "tracestate" field.
+func TracestateHasSuffix(v string) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldHasSuffix(FieldTracestate, v))
+}
+
+// TracestateIsNil applies the IsNil predicate on the "tracestate" field.
+func TracestateIsNil() predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldIsNull(FieldTracestate))
+}
+
+// TracestateNotNil applies the NotNil predicate on the "tracestate" field.
+func TracestateNotNil() predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldNotNull(FieldTracestate))
+}
+
+// TracestateEqualFold applies the EqualFold predicate on the "tracestate" field.
+func TracestateEqualFold(v string) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldEqualFold(FieldTracestate, v))
+}
+
+// TracestateContainsFold applies the ContainsFold predicate on the "tracestate" field.
+func TracestateContainsFold(v string) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldContainsFold(FieldTracestate, v))
 }
 
 // HasApp applies the HasEdge predicate on the "app" edge.

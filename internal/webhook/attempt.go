@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"gatehouse/internal/outbound"
 )
 
@@ -67,7 +69,10 @@ func (o *outcome) success() bool { return o.status >= 200 && o.status < 300 }
 func (s *Service) attempt(abort context.Context, j job) {
 	ctx, cancel := context.WithTimeout(abort, s.opt.AttemptTimeout)
 	defer cancel()
+	ctx, span := s.traceAttempt(ctx, j)
+	defer span.End()
 	o := outcome{started: s.now()}
+	defer endAttempt(span, &o, j.CallbackURL)
 	app, err := s.apps.get(ctx, j.AppID)
 	if err != nil {
 		// The database is failing: nothing was sent. The lease is given
@@ -110,6 +115,7 @@ func (s *Service) attempt(abort context.Context, j job) {
 	req.Header.Set(HeaderTimestamp, strconv.FormatInt(ts.Unix(), 10))
 	req.Header.Set(HeaderSignature, sig)
 	req.Header.Set(HeaderLegacySignature, sig)
+	injectTrace(ctx, req.Header)
 	o.reqHeaders = req.Header.Clone()
 	o.reqHeaders.Set("Content-Length", strconv.Itoa(len(body)))
 	o.reqBody = body
@@ -118,6 +124,7 @@ func (s *Service) attempt(abort context.Context, j job) {
 	t0 := time.Now()
 	resp, err := ep.client.Do(ctx, req, outbound.CallOptions{BreakerKey: ep.key})
 	if errors.Is(err, outbound.ErrCircuitOpen) {
+		span.SetAttributes(attribute.Bool("gatehouse.webhook.breaker_open", true))
 		s.postpone(j, ep)
 		return
 	}

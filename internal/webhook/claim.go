@@ -10,6 +10,8 @@ import (
 	"entgo.io/ent/dialect"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
+
+	"gatehouse/internal/telemetry"
 )
 
 // job is a delivery leased to this process for one attempt: the columns
@@ -26,6 +28,9 @@ type job struct {
 	AttemptCount int
 	CreateTime   time.Time
 	Lease        time.Time
+	// Trace is the W3C trace context of the transaction that queued the
+	// event (zero when it was not traced).
+	Trace telemetry.Context
 }
 
 // The scheduler's SQL. Waiting: status PENDING or RETRYING. Due: waiting,
@@ -47,7 +52,7 @@ const (
 	receiving = `a.status = 1 AND (a.expire_date IS NULL OR a.expire_date > $2)`
 
 	// jobColumns are the columns of a job, in scanJobs's order.
-	jobColumns = `id, app_id, event_id, event_type, biz_data, callback_url, retry_count, max_retry, attempt_count, create_time`
+	jobColumns = `id, app_id, event_id, event_type, biz_data, callback_url, retry_count, max_retry, attempt_count, create_time, COALESCE(traceparent, ''), COALESCE(tracestate, '')`
 )
 
 // waitingOf selects (id, next_attempt_at) of the first limit deliveries of
@@ -107,7 +112,7 @@ var (
   ORDER BY p.rn, p.next_attempt_at, p.id LIMIT $4
 ))
 AND (w.status IN ('PENDING', 'RETRYING')) IS TRUE AND (w.lease_until IS NULL OR w.lease_until < $1)
-RETURNING w.id, w.app_id, w.event_id, w.event_type, w.biz_data, w.callback_url, w.retry_count, w.max_retry, w.attempt_count, w.create_time`
+RETURNING w.id, w.app_id, w.event_id, w.event_type, w.biz_data, w.callback_url, w.retry_count, w.max_retry, w.attempt_count, w.create_time, COALESCE(w.traceparent, ''), COALESCE(w.tracestate, '')`
 
 	// appDueSQLite lists one app's due deliveries, oldest first (SQLite
 	// has no LATERAL: the rounds are made in Go).
@@ -190,7 +195,7 @@ func (s *Service) claimPostgres(ctx context.Context, now, dayAgo, lease time.Tim
 		for rows.Next() {
 			var j job
 			if err := rows.Scan(&j.ID, &j.AppID, &j.EventID, &j.EventType, &j.BizData, &j.CallbackURL,
-				&j.RetryCount, &j.MaxRetry, &j.AttemptCount, &j.CreateTime); err != nil {
+				&j.RetryCount, &j.MaxRetry, &j.AttemptCount, &j.CreateTime, &j.Trace.Traceparent, &j.Trace.Tracestate); err != nil {
 				rows.Close()
 				_ = br.Close()
 				return err
@@ -326,7 +331,7 @@ func scanJobs(rows *sql.Rows, err error) ([]job, error) {
 	for rows.Next() {
 		var j job
 		if err := rows.Scan(&j.ID, &j.AppID, &j.EventID, &j.EventType, &j.BizData, &j.CallbackURL,
-			&j.RetryCount, &j.MaxRetry, &j.AttemptCount, &j.CreateTime); err != nil {
+			&j.RetryCount, &j.MaxRetry, &j.AttemptCount, &j.CreateTime, &j.Trace.Traceparent, &j.Trace.Tracestate); err != nil {
 			return nil, err
 		}
 		out = append(out, j)

@@ -8,6 +8,7 @@ import (
 
 	"gatehouse/ent"
 	"gatehouse/internal/secret"
+	"gatehouse/internal/telemetry"
 )
 
 // Event types.
@@ -66,6 +67,10 @@ type Queued struct {
 //
 // The notice is also recorded in ctx's collector, if any (CollectNotices).
 //
+// The row keeps ctx's W3C trace context (when ctx is traced): the
+// attempts' spans are its children, so a trace shows the business
+// transaction and every delivery attempt it caused.
+//
 // Nothing is sent here: the dispatcher picks the row up once the
 // transaction commits (at once in this process, and on Postgres in every
 // replica through NOTIFY, see Service).
@@ -85,6 +90,7 @@ func EnqueueEvent(ctx context.Context, c *ent.Client, appID int, eventType strin
 		return q, nil
 	}
 	now := dbTime(time.Now())
+	tc := telemetry.Capture(ctx)
 	d, err := c.WebhookDelivery.Create().
 		SetAppID(appID).
 		SetEventID(NewEventID()).
@@ -97,6 +103,8 @@ func EnqueueEvent(ctx context.Context, c *ent.Client, appID int, eventType strin
 		SetNextAttemptAt(now).
 		SetCreateTime(now).
 		SetUpdateTime(now).
+		SetTraceparent(tc.Traceparent).
+		SetTracestate(tc.Tracestate).
 		Save(ctx)
 	if err != nil {
 		return Queued{}, fmt.Errorf("webhook: enqueue %s for app %d: %w", eventType, appID, err)

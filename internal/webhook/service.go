@@ -15,6 +15,7 @@ import (
 	"gatehouse/internal/outbound"
 	"gatehouse/internal/secret"
 	"gatehouse/internal/store"
+	"gatehouse/internal/telemetry"
 )
 
 // Errors of the operator's operations, for errors.Is.
@@ -111,6 +112,8 @@ type Options struct {
 	// Outbound are the limits of the HTTP client; zero: outbound.DefaultConfig.
 	// Its Dialer is always replaced by the SSRF-guarded dialer.
 	Outbound *outbound.Config
+	// Tracing makes a span per attempt (nil: off).
+	Tracing *telemetry.Tracing
 	// Now is the clock of due times, leases and the circuit breakers' open
 	// wait (tests move it); default time.Now.
 	Now func() time.Time
