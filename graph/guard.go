@@ -33,6 +33,9 @@ func APIKeyGuard(keys *apikey.Service, log *slog.Logger) func(http.Handler) http
 			row, err := keys.Authenticate(r.Context(), key)
 			switch {
 			case err == nil:
+				if sp := httpx.SpanOf(r.Context()); sp != nil {
+					sp.SetAttributes(httpx.AttrAPIKeyName.String(row.Name))
+				}
 				// The key rides along: the role rule and the audit log read it.
 				next.ServeHTTP(w, r.WithContext(apikey.NewContext(r.Context(), row)))
 			case errors.Is(err, apikey.ErrMissing):

@@ -12,6 +12,7 @@ import (
 	"gatehouse/internal/order"
 	"gatehouse/internal/partner"
 	"gatehouse/internal/payment"
+	"gatehouse/internal/telemetry"
 	"gatehouse/internal/webhook"
 )
 
@@ -35,4 +36,6 @@ type Resolver struct {
 	Payments *payment.Service
 	// Audit records every mutation (see mutationGate).
 	Audit *audit.Service
+	// Tracing makes a span per root field (nil: off).
+	Tracing *telemetry.Tracing
 }

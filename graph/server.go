@@ -39,6 +39,9 @@ func NewHandler(resolver *Resolver, log *slog.Logger) http.Handler {
 	srv.AroundFields(traceResult)
 	gate := mutationGate{schema: schema.Schema(), audit: resolver.Audit}
 	srv.AroundRootFields(gate.aroundRootField)
+	if resolver.Tracing.On() {
+		srv.AroundRootFields(rootFieldSpans(resolver.Tracing))
+	}
 	srv.SetErrorPresenter(errorPresenter(log))
 	srv.SetRecoverFunc(func(ctx context.Context, v any) error {
 		log.ErrorContext(ctx, "graphql panic", "panic", v, "request_id", httpx.GetRequestID(ctx))

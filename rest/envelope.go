@@ -95,6 +95,9 @@ var (
 func writeEnvelope(w http.ResponseWriter, r *http.Request, status int, e Envelope) {
 	e.Timestamp = time.Now().UnixMilli()
 	e.RequestID = httpx.GetRequestID(r.Context())
+	if sp := httpx.SpanOf(r.Context()); sp != nil {
+		sp.SetAttributes(httpx.AttrCode.Int(e.Code))
+	}
 	h := w.Header()
 	// Shared, never modified value slices: Set would allocate one each.
 	h["Content-Type"] = headerJSON

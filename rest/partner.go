@@ -196,6 +196,9 @@ func (h Partner) signed(version string, next http.Handler) http.Handler {
 		if h.Usage != nil {
 			h.Usage.Add(adm.App.ID, version)
 		}
+		if sp := httpx.SpanOf(r.Context()); sp != nil {
+			sp.SetAttributes(httpx.AttrAppKey.String(adm.App.AppKey))
+		}
 		next.ServeHTTP(w, r.WithContext(partner.NewContext(r.Context(), &adm)))
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"gatehouse/internal/config"
 	"gatehouse/internal/demo"
 	"gatehouse/internal/store"
+	"gatehouse/internal/telemetry"
 )
 
 func serveCommand() *cli.Command {
@@ -32,6 +33,18 @@ func serveCommand() *cli.Command {
 			}
 			log, flushLog := cfg.NewLogger(os.Stderr)
 			defer flushLog()
+			// Tracing only when the OTEL_* variables ask for it; the app
+			// flushes it when it stops (docs/operations.md).
+			if cfg.Tracing, err = telemetry.FromEnv(ctx, version); err != nil {
+				return fmt.Errorf("tracing:\n%w", err)
+			}
+			if cfg.Tracing.On() {
+				sampler := os.Getenv("OTEL_TRACES_SAMPLER")
+				if sampler == "" {
+					sampler = "parentbased_always_on"
+				}
+				log.Info("tracing on: spans go to the OTLP/HTTP endpoint of the OTEL_* variables", "sampler", sampler)
+			}
 			gogc := tuneGC(ctx, cfg.Redis.URL)
 			for _, k := range cfg.GeneratedKeys {
 				log.Warn("generated a development key; set GATEHOUSE_MASTER_KEY and GATEHOUSE_JWT_SECRET in production", "file", k, "data_dir", cfg.Database.DataDir)

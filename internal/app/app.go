@@ -70,7 +70,11 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	if err != nil {
 		return nil, err
 	}
-	db, err := store.Open(ctx, cfg.Database.URL, StoreOptions(cfg)...)
+	dbOpts := StoreOptions(cfg)
+	if tp := cfg.Tracing.ChildOnly(); tp != nil {
+		dbOpts = append(dbOpts, store.WithTracing(tp))
+	}
+	db, err := store.Open(ctx, cfg.Database.URL, dbOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -151,6 +155,9 @@ func kvOptions(cfg config.Config, log *slog.Logger) ([]kv.Option, error) {
 	if cfg.Redis.KeyPrefix != "" {
 		opts = append(opts, kv.WithPrefix(cfg.Redis.KeyPrefix))
 	}
+	if tp := cfg.Tracing.ChildOnly(); tp != nil {
+		opts = append(opts, kv.WithTracing(tp))
+	}
 	if cfg.Redis.URL == "" {
 		opts = append(opts, kv.WithReplayFile(filepath.Join(cfg.Database.DataDir, ReplayFile)))
 	}
@@ -170,7 +177,7 @@ func kvOptions(cfg config.Config, log *slog.Logger) ([]kv.Option, error) {
 
 func (a *App) publicHandler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(httpx.RequestID, httpx.Client(a.Cfg.TrustedProxies), httpx.Logger(a.Log, "public"), httpx.Recoverer(a.Log),
+	r.Use(httpx.RequestID, httpx.Client(a.Cfg.TrustedProxies), httpx.Trace(a.Cfg.Tracing, "public"), httpx.Logger(a.Log, "public"), httpx.Recoverer(a.Log),
 		httpx.Deadline(a.Cfg.Server.RequestTimeout), httpx.CapBody)
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -190,7 +197,7 @@ func (a *App) publicHandler() http.Handler {
 
 func (a *App) adminHandler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(httpx.RequestID, httpx.Client(a.Cfg.TrustedProxies), httpx.Logger(a.Log, "admin"), httpx.Recoverer(a.Log),
+	r.Use(httpx.RequestID, httpx.Client(a.Cfg.TrustedProxies), httpx.Trace(a.Cfg.Tracing, "admin"), httpx.Logger(a.Log, "admin"), httpx.Recoverer(a.Log),
 		httpx.Deadline(a.Cfg.Server.RequestTimeout))
 	// /graphql bounds its body itself, after the API key is checked, so
 	// that an admin key's oversized mutation is audited (graph.NewHandler).
@@ -244,6 +251,8 @@ func (a *App) Close(ctx context.Context) error {
 			errs = append(errs, a.stops[i](ctx))
 		}
 		errs = append(errs, a.KV.Close(), a.DB.Close())
+		// Last: the spans of the shutdown itself are exported too.
+		errs = append(errs, a.Cfg.Tracing.Shutdown(ctx))
 		a.closeErr = errors.Join(errs...)
 	})
 	return a.closeErr

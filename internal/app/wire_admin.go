@@ -86,6 +86,7 @@ func (a *App) resolver() *graph.Resolver {
 		Usage:     a.Usage,
 		Payments:  a.Payments,
 		Audit:     a.Audit,
+		Tracing:   a.Cfg.Tracing,
 	}
 }
 

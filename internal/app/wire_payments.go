@@ -43,6 +43,6 @@ func (a *App) wirePayments(context.Context) error {
 	default:
 		a.Log.Info("no payment provider configured: refundOrder answers PAYMENT_NOT_CONFIGURED (set GATEHOUSE_PAYMENT_URL, _API_KEY, _SECRET)")
 	}
-	a.Payments = payment.NewService(a.Orders, a.KV, client, p, a.Log)
+	a.Payments = payment.NewService(a.Orders, a.KV, client, p, a.Log, payment.WithTracing(a.Cfg.Tracing))
 	return nil
 }

@@ -27,6 +27,7 @@ func (a *App) wireWebhooks(ctx context.Context) error {
 		LoopbackApps: a.Cfg.WebhookLoopbackApps,
 		PerApp:       a.Cfg.Webhooks.PerApp,
 		Retention:    retention,
+		Tracing:      a.Cfg.Tracing,
 	})
 	if err != nil {
 		return err

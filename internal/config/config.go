@@ -20,6 +20,7 @@ import (
 
 	"gatehouse/internal/requestlog"
 	"gatehouse/internal/secret"
+	"gatehouse/internal/telemetry"
 )
 
 // Config is the whole configuration of a gatehouse process. Each field
@@ -57,6 +58,10 @@ type Config struct {
 	// WebhookLoopbackApps are app keys whose callbacks may reach loopback
 	// addresses although private ones are refused: the demo app only.
 	WebhookLoopbackApps []string
+	// Tracing is the process's OpenTelemetry tracing, nil when off:
+	// gatehouse serve builds it from the standard OTEL_* variables
+	// (telemetry.FromEnv), tests pass their own provider.
+	Tracing *telemetry.Tracing
 }
 
 // Defaults returns the documented defaults: the `default` tags.

@@ -16,6 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"gatehouse/internal/requestlog"
 	"gatehouse/internal/secret"
 )
@@ -57,6 +59,10 @@ type requestInfo struct {
 	id        string
 	client    clientInfo
 	clientSet bool
+	// span and traceID are the server span and its trace id (Trace);
+	// nil and "" when tracing is off.
+	span    trace.Span
+	traceID string
 }
 
 func infoFrom(ctx context.Context) *requestInfo {
@@ -171,10 +177,14 @@ func Logger(log *slog.Logger, listener string) func(http.Handler) http.Handler {
 			// The line goes to the handler directly: Logger.LogAttrs would
 			// also capture the caller's program counter (runtime.Callers, a
 			// tenth of the line's cost), which no handler here reads.
-			requestlog.Write(ctx, h, time.Now(), lvl, &requestlog.Line{
+			l := requestlog.Line{
 				Listener: listener, Method: r.Method, Path: r.URL.Path, Status: rec.status, Bytes: rec.bytes,
-				Duration: d, RequestID: GetRequestID(ctx), Remote: ClientAddr(r),
-			})
+				Duration: d, Remote: ClientAddr(r),
+			}
+			if ri := infoFrom(ctx); ri != nil {
+				l.RequestID, l.TraceID = ri.id, ri.traceID
+			}
+			requestlog.Write(ctx, h, time.Now(), lvl, &l)
 		})
 	}
 }

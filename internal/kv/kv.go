@@ -14,6 +14,8 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Store is the shared fast state: nonces, rate limits, deny-lists, locks, counters.
@@ -89,6 +91,7 @@ type options struct {
 	nonceMax   int
 	replayFile string
 	log        *slog.Logger
+	tracer     trace.TracerProvider
 }
 
 // WithPrefix namespaces the store: every key (including Admit's internal
@@ -130,6 +133,13 @@ func WithReplayFile(path string) Option {
 
 // WithLogger is where the store logs what an operator must see (a full
 // replay memory, a replay file that could not be read). Default: slog's.
+// WithTracing makes a span per Redis command (or pipeline) through tp
+// (redisotel), without the commands' arguments. Nil: none.
+func WithTracing(tp trace.TracerProvider) Option {
+	return func(o *options) { o.tracer = tp }
+}
+
+// WithLogger sets the logger of the store's warnings (default slog.Default).
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) { o.log = l }
 }

@@ -10,6 +10,7 @@ import (
 	"gatehouse/internal/combine"
 	"gatehouse/internal/errs"
 
+	"github.com/redis/go-redis/extra/redisotel/v9"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -79,6 +80,15 @@ func openRedis(ctx context.Context, rawURL string, o options) (*redisStore, erro
 	c, topology, err := newRedisClient(rawURL, o.rootCAs)
 	if err != nil {
 		return nil, fmt.Errorf("kv: invalid Redis URL: %w", safeURLError(err))
+	}
+	if o.tracer != nil {
+		// Spans name the command, never its arguments (keys hold app
+		// keys and nonces, values session data).
+		if err := redisotel.InstrumentTracing(c, redisotel.WithTracerProvider(o.tracer),
+			redisotel.WithDBStatement(false), redisotel.WithCallerEnabled(false)); err != nil {
+			_ = c.Close()
+			return nil, fmt.Errorf("kv: Redis tracing: %w", err)
+		}
 	}
 	s := &redisStore{c: c, topology: topology, prefix: o.prefix}
 	s.admits = s.newAdmitCombiner()

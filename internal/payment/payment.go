@@ -18,6 +18,7 @@ import (
 	"gatehouse/internal/errs"
 	"gatehouse/internal/order"
 	"gatehouse/internal/outbound"
+	"gatehouse/internal/telemetry"
 )
 
 // BreakerKey names the payment provider's circuit breaker in the outbound
@@ -58,15 +59,23 @@ type Service struct {
 	provider Provider
 	signer   *outbound.Signer
 	log      *slog.Logger
+	tracing  *telemetry.Tracing
 }
+
+// Option configures a Service.
+type Option func(*Service)
+
+// WithTracing makes a span per refund call to the provider, whose
+// request carries its traceparent (nil: off).
+func WithTracing(tr *telemetry.Tracing) Option { return func(s *Service) { s.tracing = tr } }
 
 // NewService returns a Service calling provider through client (whose
 // breaker for BreakerKey guards the provider), keeping idempotency keys
 // and stored results in kv (the Redis or in-process store), and changing
 // orders through orders. With no provider configured every refund fails
 // with ErrNotConfigured.
-func NewService(orders *order.Service, kv outbound.KV, client *outbound.Client, provider Provider, log *slog.Logger) *Service {
-	return &Service{
+func NewService(orders *order.Service, kv outbound.KV, client *outbound.Client, provider Provider, log *slog.Logger, opts ...Option) *Service {
+	s := &Service{
 		orders:   orders,
 		kv:       kv,
 		client:   client,
@@ -74,6 +83,10 @@ func NewService(orders *order.Service, kv outbound.KV, client *outbound.Client, 
 		signer:   &outbound.Signer{APIKey: provider.APIKey, Secret: provider.Secret},
 		log:      log,
 	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // Configured reports whether a payment provider is configured.

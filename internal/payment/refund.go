@@ -10,10 +10,13 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"gatehouse/ent"
 	"gatehouse/internal/errs"
 	"gatehouse/internal/order"
 	"gatehouse/internal/outbound"
+	"gatehouse/internal/telemetry"
 )
 
 // MaxReasonLen is the longest refund reason, in characters.
@@ -129,9 +132,13 @@ func (s *Service) exchange(ctx context.Context, orderNo, reason string) ([]byte,
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "gatehouse")
 	req.Header.Set("Idempotency-Key", IdempotencyKey(orderNo))
+	xctx, span := s.traceRefund(xctx, orderNo)
+	defer span.End()
+	telemetry.Inject(xctx, propagation.HeaderCarrier(req.Header))
 	log := s.log.With("order_no", orderNo, "idempotency_key", IdempotencyKey(orderNo))
 	// Idempotent: the key makes a repeated POST safe, so it is retried.
 	resp, err := s.client.Do(xctx, req, outbound.CallOptions{Idempotent: true, Signer: s.signer, BreakerKey: BreakerKey})
+	endRefund(span, resp, err)
 	if err != nil {
 		var open *outbound.OpenError
 		if errors.As(err, &open) && open.Attempts == 0 {

@@ -27,6 +27,9 @@ type Line struct {
 	Duration  time.Duration
 	RequestID string
 	Remote    string // the client's address
+	// TraceID is the request's trace id when tracing is on; the line has
+	// no trace_id attribute when it is "".
+	TraceID string
 }
 
 // Msg is the line's message.
@@ -34,7 +37,7 @@ const Msg = "request"
 
 // Attrs are the line's attributes, in their order on the line.
 func (l *Line) Attrs() []slog.Attr {
-	return []slog.Attr{
+	attrs := []slog.Attr{
 		slog.String("listener", l.Listener),
 		slog.String("method", l.Method),
 		slog.String("path", l.Path),
@@ -44,6 +47,10 @@ func (l *Line) Attrs() []slog.Attr {
 		slog.String("request_id", l.RequestID),
 		slog.String("remote", l.Remote),
 	}
+	if l.TraceID != "" {
+		attrs = append(attrs, slog.String("trace_id", l.TraceID))
+	}
+	return attrs
 }
 
 func (l *Line) durationMillis() float64 { return float64(l.Duration.Microseconds()) / 1000 }
@@ -92,7 +99,8 @@ func Write(ctx context.Context, h slog.Handler, t time.Time, lvl slog.Level, l *
 // text handler quotes a value holding any of them, the JSON handler
 // escapes quotes and backslashes), and not empty (quoted as "").
 func (l *Line) plain() bool {
-	return plain(l.Listener) && plain(l.Method) && plain(l.Path) && plain(l.RequestID) && plain(l.Remote)
+	return plain(l.Listener) && plain(l.Method) && plain(l.Path) && plain(l.RequestID) && plain(l.Remote) &&
+		(l.TraceID == "" || plain(l.TraceID))
 }
 
 func plain(s string) bool {
@@ -142,6 +150,10 @@ func (h *Handler) write(t time.Time, lvl slog.Level, l *Line) {
 		b = append(b, l.RequestID...)
 		b = append(b, `","remote":"`...)
 		b = append(b, l.Remote...)
+		if l.TraceID != "" {
+			b = append(b, `","trace_id":"`...)
+			b = append(b, l.TraceID...)
+		}
 		b = append(b, "\"}\n"...)
 	} else {
 		b = append(b, "time="...)
@@ -164,6 +176,10 @@ func (h *Handler) write(t time.Time, lvl slog.Level, l *Line) {
 		b = append(b, l.RequestID...)
 		b = append(b, " remote="...)
 		b = append(b, l.Remote...)
+		if l.TraceID != "" {
+			b = append(b, " trace_id="...)
+			b = append(b, l.TraceID...)
+		}
 		b = append(b, '\n')
 	}
 	_, _ = h.w.Write(b)

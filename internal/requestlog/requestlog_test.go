@@ -77,6 +77,8 @@ func TestShortWayMatchesSlog(t *testing.T) {
 		{"unicode", func(l *Line) { l.Path = "/订单/é\u2028" }, false},
 		{"invalid UTF-8", func(l *Line) { l.Path = "/a\xff\xfe" }, false},
 		{"empty request id", func(l *Line) { l.RequestID = "" }, false},
+		{"traced", func(l *Line) { l.TraceID = "0af7651916cd43dd8448eb211c80319c" }, true},
+		{"traced, quoted path", func(l *Line) { l.TraceID, l.Path = "0af7651916cd43dd8448eb211c80319c", "/a b" }, false},
 		{"invalid remote", func(l *Line) { l.Remote = "invalid IP" }, false},
 		{"odd method", func(l *Line) { l.Method = "M=E" }, false},
 	}

@@ -20,10 +20,14 @@ import (
 
 	"entgo.io/ent/dialect"
 	entsql "entgo.io/ent/dialect/sql"
+	"github.com/XSAM/otelsql"
+	"github.com/exaring/otelpgx"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib" // also registers the "pgx" driver
-	_ "modernc.org/sqlite"           // registers the "sqlite" driver (pure Go, no cgo)
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver (pure Go, no cgo)
 
 	"gatehouse/ent"
 	_ "gatehouse/ent/runtime" // registers schema defaults and hooks
@@ -101,6 +105,7 @@ type options struct {
 	sqliteSync          string
 	directURL           string
 	maxConns, readConns int
+	tracer              trace.TracerProvider
 }
 
 // WithDirectURL names a session connection to the same Postgres database
@@ -114,6 +119,13 @@ func WithDirectURL(url string) Option { return func(o *options) { o.directURL = 
 // DefaultReadConns()).
 func WithPoolSizes(maxConns, readConns int) Option {
 	return func(o *options) { o.maxConns, o.readConns = maxConns, readConns }
+}
+
+// WithTracing makes a span per statement through tp: otelpgx on
+// Postgres (both pools), otelsql on SQLite. Statements are recorded
+// without their arguments. Nil: none (the drivers are not wrapped).
+func WithTracing(tp trace.TracerProvider) Option {
+	return func(o *options) { o.tracer = tp }
 }
 
 // WithSQLiteSync sets SQLite's synchronous setting (SQLiteSyncFull, the
@@ -166,7 +178,16 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 		if !slices.Contains(SQLiteSyncModes, strings.ToLower(o.sqliteSync)) {
 			return nil, fmt.Errorf("sqlite: synchronous setting %q: want one of %s", o.sqliteSync, strings.Join(SQLiteSyncModes, ", "))
 		}
-		db, err = sql.Open("sqlite", SQLiteDSN(path, o.sqliteSync))
+		if o.tracer != nil {
+			db, err = otelsql.Open("sqlite", SQLiteDSN(path, o.sqliteSync), otelsql.WithTracerProvider(o.tracer),
+				otelsql.WithAttributes(semconv.DBSystemNameSQLite),
+				otelsql.WithSpanOptions(otelsql.SpanOptions{
+					OmitConnResetSession: true, OmitConnPrepare: true, OmitRows: true, OmitConnectorConnect: true,
+					DisableErrSkip: true,
+				}))
+		} else {
+			db, err = sql.Open("sqlite", SQLiteDSN(path, o.sqliteSync))
+		}
 		if err != nil {
 			return nil, fmt.Errorf("open sqlite: %w", err)
 		}
@@ -197,6 +218,10 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 		}
 		if pooler && !strings.Contains(url, "default_query_exec_mode") {
 			cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+		}
+		if o.tracer != nil {
+			// Both pools: the database/sql one (a copy) and the reads'.
+			cfg.ConnConfig.Tracer = otelpgx.NewTracer(otelpgx.WithTracerProvider(o.tracer), otelpgx.WithTrimSQLInSpanName())
 		}
 		db = stdlib.OpenDB(*cfg.ConnConfig.Copy())
 		// Idle = open: with fewer idle than open slots, more concurrent

@@ -31,6 +31,8 @@ type Call struct {
 	Timestamp      string
 	Nonce          string
 	Signature      string
+	// Traceparent is the W3C trace context header sent, if any.
+	Traceparent string
 	// Problem says which check failed ("" when the request was correct);
 	// such a request is answered 401.
 	Problem string
@@ -151,7 +153,7 @@ func (p *Provider) Problems() []string {
 var amountRE = regexp.MustCompile(`^[0-9]+\.[0-9]{2}$`)
 
 func (p *Provider) serve(w http.ResponseWriter, r *http.Request) {
-	c := Call{At: time.Now()}
+	c := Call{At: time.Now(), Traceparent: r.Header.Get("traceparent")}
 	body, _ := io.ReadAll(r.Body)
 	c.Problem = p.check(r, body, &c)
 	p.mu.Lock()

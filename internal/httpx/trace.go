@@ -1,0 +1,95 @@
+package httpx
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+
+	"github.com/go-chi/chi/v5"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"gatehouse/internal/telemetry"
+)
+
+// Attribute keys of the server span that the front doors fill in.
+const (
+	// AttrAppKey is the partner app's key (public; never its secret).
+	AttrAppKey = attribute.Key("gatehouse.app_key")
+	// AttrAPIKeyName is the admin API key's name (never the key).
+	AttrAPIKeyName = attribute.Key("gatehouse.api_key_name")
+	// AttrCode is the business code of the reply (the envelope's code, or
+	// a GraphQL error's extensions.code).
+	AttrCode = attribute.Key("gatehouse.code")
+)
+
+// Trace makes the server span of each request: named by method and chi
+// route pattern once routing is done ("GET /api/v1/orders/{orderNo}"),
+// a child of the caller's traceparent when it sends one, with the route,
+// the status and what the front doors add (SpanOf). It must run after
+// RequestID and before Logger (whose line then carries the trace id).
+// With tracing off it is not installed at all.
+func Trace(tr *telemetry.Tracing, listener string) func(http.Handler) http.Handler {
+	if !tr.On() {
+		return func(next http.Handler) http.Handler { return next }
+	}
+	tracer := tr.Tracer()
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ctx := telemetry.Propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+			ctx, span := tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer),
+				trace.WithAttributes(
+					attribute.String("http.request.method", r.Method),
+					attribute.String("url.path", r.URL.Path), // never the query: signatures travel there
+					attribute.String("gatehouse.listener", listener),
+				))
+			defer span.End()
+			if ri := infoFrom(ctx); ri != nil {
+				ri.span = span
+				if sc := span.SpanContext(); sc.IsValid() {
+					ri.traceID = sc.TraceID().String()
+				}
+			}
+			rec := &statusRecorder{ResponseWriter: w}
+			next.ServeHTTP(rec, r.WithContext(ctx))
+			if !span.IsRecording() {
+				return
+			}
+			status := rec.status
+			if status == 0 {
+				status = http.StatusOK
+			}
+			route := "unmatched"
+			if rc := chi.RouteContext(ctx); rc != nil {
+				if p := rc.RoutePattern(); p != "" {
+					route = p
+				}
+			}
+			span.SetName(r.Method + " " + route)
+			span.SetAttributes(attribute.String("http.route", route), attribute.Int("http.response.status_code", status))
+			if status >= 500 {
+				span.SetStatus(codes.Error, strconv.Itoa(status)+" "+http.StatusText(status))
+			}
+		})
+	}
+}
+
+// SpanOf returns the request's server span, or nil when tracing is off
+// (or ctx is not a request's): front doors add their attributes to it
+// (AttrAppKey, AttrAPIKeyName, AttrCode) at no cost when off.
+func SpanOf(ctx context.Context) trace.Span {
+	if ri := infoFrom(ctx); ri != nil && ri.span != nil {
+		return ri.span
+	}
+	return nil
+}
+
+// TraceID returns the request's trace id ("" when untraced).
+func TraceID(ctx context.Context) string {
+	if ri := infoFrom(ctx); ri != nil {
+		return ri.traceID
+	}
+	return ""
+}
