@@ -51,7 +51,7 @@ func TestTracePayOrderToWebhookAndRefund(t *testing.T) {
 			return s.Name == "POST /graphql" && s.SpanContext.SpanID() == pay.Parent.SpanID()
 		})
 		if v, _ := telemetrytest.Attr(srv, httpx.AttrAPIKeyName); v.AsString() != "test" {
-			t.Errorf("api key name attribute = %q, want the key's name", v.Emit())
+			t.Errorf("api key name attribute = %q, want the key's name", v.String())
 		}
 		rec.Wait(t, "of the database under payOrder", func(s tracetest.SpanStub) bool {
 			return isDBScope(s.InstrumentationScope.Name) && rec.Under(s, pay.SpanContext)
@@ -95,7 +95,7 @@ func TestTracePayOrderToWebhookAndRefund(t *testing.T) {
 		})
 		for _, s := range rec.Spans() {
 			for _, kv := range s.Attributes {
-				if v := kv.Value.Emit(); strings.Contains(v, a.Key) || strings.Contains(v, "token=own") {
+				if v := kv.Value.String(); strings.Contains(v, a.Key) || strings.Contains(v, "token=own") {
 					t.Errorf("span %s attribute %s leaks a secret: %s", s.Name, kv.Key, v)
 				}
 			}

@@ -39,15 +39,15 @@ func TestServerSpanOfASignedQuery(t *testing.T) {
 		}
 		for k, want := range map[string]string{"http.route": "/api/v1/orders/query", string(httpx.AttrAppKey): app.AppKey} {
 			if v, _ := telemetrytest.Attr(srv, attrKey(k)); v.AsString() != want {
-				t.Errorf("attribute %s = %q, want %q", k, v.Emit(), want)
+				t.Errorf("attribute %s = %q, want %q", k, v.String(), want)
 			}
 		}
 		if v, _ := telemetrytest.Attr(srv, httpx.AttrCode); v.AsInt64() != 200 {
-			t.Errorf("code attribute = %s, want 200", v.Emit())
+			t.Errorf("code attribute = %s, want 200", v.String())
 		}
 		for _, s := range rec.Spans() {
 			for _, kv := range s.Attributes {
-				if v := kv.Value.Emit(); strings.Contains(v, sec) || strings.Contains(v, "sign=") {
+				if v := kv.Value.String(); strings.Contains(v, sec) || strings.Contains(v, "sign=") {
 					t.Errorf("span %s attribute %s leaks the secret or signature: %s", s.Name, kv.Key, v)
 				}
 			}

@@ -217,6 +217,7 @@ func (a *App) adminHandler() http.Handler {
 // Start launches background work (webhook dispatch, counter flushing,
 // the audit retention job).
 func (a *App) Start(ctx context.Context) error {
+	a.checkReadiness()
 	a.startWebhooks(ctx)
 	a.startAudit()
 	return nil

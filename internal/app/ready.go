@@ -3,8 +3,12 @@ package app
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"gatehouse/internal/httpx"
 	"gatehouse/internal/kv"
@@ -82,8 +86,48 @@ func (a *App) ready(w http.ResponseWriter, r *http.Request) {
 		checks["status"] = "shutting_down"
 		status = http.StatusServiceUnavailable
 	}
+	observeReadiness(dbErr == nil, kvState == "ok", status == http.StatusOK)
 	httpx.WriteJSON(w, status, checks)
 }
+
+// Readiness as /readyz last found it (at start and at every probe of the
+// load balancer or orchestrator), for the readiness alert.
+var (
+	readyGauge = promauto.NewGauge(prometheus.GaugeOpts{
+		Name: "gatehouse_ready",
+		Help: "1 when the last /readyz check (run once at start, then at every probe) answered 200, else 0.",
+	})
+	readyCheckGauge = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "gatehouse_ready_check",
+		Help: "1 when the last /readyz check found this dependency (database, kv) ready, else 0.",
+	}, []string{"check"})
+)
+
+func observeReadiness(db, kvOK, ready bool) {
+	b := func(v bool) float64 {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	readyCheckGauge.WithLabelValues("database").Set(b(db))
+	readyCheckGauge.WithLabelValues("kv").Set(b(kvOK))
+	readyGauge.Set(b(ready))
+}
+
+// checkReadiness runs /readyz's checks once (at start), so that the
+// readiness gauges mean something before the first probe.
+func (a *App) checkReadiness() {
+	r := httptest.NewRequest(http.MethodGet, "/readyz", nil)
+	a.ready(discardWriter{header: http.Header{}}, r)
+}
+
+// discardWriter is a ResponseWriter that drops the reply.
+type discardWriter struct{ header http.Header }
+
+func (d discardWriter) Header() http.Header       { return d.header }
+func (discardWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (discardWriter) WriteHeader(int)             {}
 
 // kvReadiness is the key-value store's state for /readyz: "ok",
 // "unavailable" (no answer), "refuses_writes" (an answer that refuses the

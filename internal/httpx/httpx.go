@@ -110,6 +110,31 @@ var requestDuration = promauto.NewHistogramVec(prometheus.HistogramOpts{
 	Buckets: prometheus.DefBuckets,
 }, []string{"listener", "method", "status"})
 
+var responsesTotal = promauto.NewCounterVec(prometheus.CounterOpts{
+	Name: "gatehouse_http_responses_total",
+	Help: "HTTP responses by listener and status class (2xx, 3xx, 4xx, 5xx); every class exists at 0 from the start (the error-rate alert divides them).",
+}, []string{"listener", "class"})
+
+// responseClasses are a listener's counters by status/100 (index 2 to 5;
+// a status outside 200-599 counts as 5xx, as it is no valid reply).
+type responseClasses [6]prometheus.Counter
+
+func newResponseClasses(listener string) *responseClasses {
+	var c responseClasses
+	for i, class := range []string{"2xx", "3xx", "4xx", "5xx"} {
+		c[i+2] = responsesTotal.WithLabelValues(listener, class)
+	}
+	return &c
+}
+
+func (c *responseClasses) count(status int) {
+	i := status / 100
+	if i < 2 || i > 5 {
+		i = 5
+	}
+	c[i].Inc()
+}
+
 // durationCache keeps the latency histogram of each method and status a
 // listener has answered, so that a request does not hash its labels.
 type durationCache struct {
@@ -155,6 +180,7 @@ func isStandardMethod(m string) bool {
 // nonces there.
 func Logger(log *slog.Logger, listener string) func(http.Handler) http.Handler {
 	durations := newDurationCache(listener)
+	classes := newResponseClasses(listener)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := time.Now()
@@ -165,6 +191,7 @@ func Logger(log *slog.Logger, listener string) func(http.Handler) http.Handler {
 			}
 			d := time.Since(start)
 			durations.observer(r.Method, rec.status).Observe(d.Seconds())
+			classes.count(rec.status)
 			lvl := slog.LevelInfo
 			if rec.status >= 500 {
 				lvl = slog.LevelError

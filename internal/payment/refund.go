@@ -142,12 +142,14 @@ func (s *Service) exchange(ctx context.Context, orderNo, reason string) ([]byte,
 	if err != nil {
 		var open *outbound.OpenError
 		if errors.As(err, &open) && open.Attempts == 0 {
+			countRefund(outcomeBreakerOpen)
 			log.WarnContext(ctx, "payment: refund refused at once, the provider's circuit breaker is open")
 			return nil, &errs.Error{Kind: errs.UpstreamUnavailable, Err: err, Msg: fmt.Sprintf(
 				"the payment provider is not being called: its circuit breaker is open after repeated failures; retry in %s",
 				max(s.client.BreakerRemaining(BreakerKey).Round(time.Second), time.Second))}
 		}
 		f := &Failure{OrderNo: orderNo, Problem: problem(err)}
+		countRefund(outcomeFailed)
 		if errors.As(err, &open) {
 			f.Status = open.LastStatus
 			f.Problem = httpProblem(open.LastStatus)
@@ -162,9 +164,11 @@ func (s *Service) exchange(ctx context.Context, orderNo, reason string) ([]byte,
 	discardReply(resp.Body)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		f := &Failure{OrderNo: orderNo, Status: resp.StatusCode, Problem: httpProblem(resp.StatusCode)}
+		countRefund(outcomeRefused)
 		log.WarnContext(ctx, "payment: the provider did not accept the refund", "status", resp.StatusCode)
 		return nil, f.err()
 	}
+	countRefund(outcomeAccepted)
 	log.InfoContext(ctx, "payment: the provider accepted the refund", "status", resp.StatusCode)
 	return json.Marshal(accepted{Status: resp.StatusCode, Reason: reason, At: time.Now().UTC()})
 }

@@ -32,7 +32,14 @@ var (
 )
 
 func init() {
-	prometheus.MustRegister(failedTotal, attemptsTotal, attemptSeconds, firstAttemptLatency)
+	prometheus.MustRegister(failedTotal, attemptsTotal, attemptSeconds, firstAttemptLatency, backlog)
+	// The alerts' counters exist at 0 from the start, per known label value.
+	for _, r := range []string{"success", "failure"} {
+		attemptsTotal.WithLabelValues(r)
+	}
+	for _, t := range []string{EventOrderPaid, EventOrderRefunded, EventOrderCancelled, EventTest} {
+		failedTotal.WithLabelValues(t)
+	}
 }
 
 func alertFailed(eventType string) { failedTotal.WithLabelValues(eventType).Inc() }

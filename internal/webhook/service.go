@@ -229,6 +229,7 @@ func NewService(db *store.DB, masterKey []byte, log *slog.Logger, opt Options) (
 	s.sql = newStatements(db)
 	s.watch()
 	registerBreakers(s)
+	backlog.add(s)
 	return s, nil
 }
 
@@ -359,6 +360,7 @@ func (s *Service) Close(ctx context.Context) error {
 		s.loopHTTP.Close()
 	}
 	unregisterBreakers(s)
+	backlog.remove(s)
 	s.sql.close()
 	return err
 }

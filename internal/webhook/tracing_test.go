@@ -70,8 +70,8 @@ func TestAttemptSpanIsChildOfTheBusinessTransaction(t *testing.T) {
 			t.Errorf("status attribute = %d", got)
 		}
 		for k, v := range attrs {
-			if strings.Contains(v.Emit(), "partner-own-token") {
-				t.Errorf("attribute %s leaks the callback URL's query: %s", k, v.Emit())
+			if strings.Contains(v.String(), "partner-own-token") {
+				t.Errorf("attribute %s leaks the callback URL's query: %s", k, v.String())
 			}
 		}
 		want := fmt.Sprintf("00-%s-%s-01", psc.TraceID(), attempt.SpanContext().SpanID())

@@ -1,0 +1,68 @@
+package webhook
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// maxBacklogCount caps the count of gatehouse_webhook_due_deliveries: a
+// scrape must stay cheap however large the backlog.
+const maxBacklogCount = 10000
+
+// dueSQL counts (up to $3) the deliveries due at $1 of apps that may
+// receive at $2: the backlog the dispatchers have not caught up with.
+const dueSQL = `SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries d JOIN partner_apps a ON a.id = d.app_id
+WHERE d.status IN ('PENDING', 'RETRYING') AND d.next_attempt_at <= $1 AND ` + receiving + ` LIMIT $3) x`
+
+var backlogDesc = prometheus.NewDesc("gatehouse_webhook_due_deliveries",
+	"Webhook deliveries due now and not yet attempted, of apps that may receive (counted up to 10000 at scrape time; held deliveries of disabled or expired apps are not counted).",
+	nil, nil)
+
+// backlog reports the due deliveries of the running Services (one is
+// enough: they share the table).
+var backlog = &backlogCollector{services: map[*Service]bool{}}
+
+type backlogCollector struct {
+	mu       sync.Mutex
+	services map[*Service]bool
+}
+
+func (c *backlogCollector) add(s *Service) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.services[s] = true
+}
+
+func (c *backlogCollector) remove(s *Service) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.services, s)
+}
+
+func (c *backlogCollector) Describe(ch chan<- *prometheus.Desc) { ch <- backlogDesc }
+
+func (c *backlogCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	var s *Service
+	for x := range c.services {
+		s = x
+		break
+	}
+	c.mu.Unlock()
+	if s == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	now := s.now()
+	var n int64
+	// A failing database leaves the metric out of this scrape (the
+	// readiness alert speaks for it).
+	if err := s.db.SQL.QueryRowContext(ctx, dueSQL, now, now.Add(-24*time.Hour), maxBacklogCount).Scan(&n); err != nil {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(backlogDesc, prometheus.GaugeValue, float64(n))
+}
