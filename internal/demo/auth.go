@@ -64,7 +64,10 @@ func seedAuth(ctx context.Context, e Env, b *strings.Builder) error {
 			return fmt.Errorf("demo OAuth client: %w", err)
 		}
 	}
-	sec := DemoSecret(e)
+	sec, err := liveSecret(ctx, e)
+	if err != nil {
+		return err
+	}
 	pub := e.PublicURL
 
 	fmt.Fprintf(b, "# Users: signed user token (JWT) login; see docs/auth.md\n")

@@ -44,7 +44,10 @@ func seedInventory(ctx context.Context, e Env, b *strings.Builder) error {
 	for _, s := range skus {
 		fmt.Fprintf(b, "sku_id %d: %s, stock %d\n", s.ID, s.Name, s.Stock)
 	}
-	sec := DemoSecret(e)
+	sec, err := liveSecret(ctx, e)
+	if err != nil {
+		return err
+	}
 	bizNo := "DEMO-" + time.Now().UTC().Format("20060102-150405")
 	deductURL := func(suffix string, skuID int, quantity int) string {
 		return e.PublicURL + "/api/v1/inventory/deduct?" + url.Values{

@@ -67,16 +67,18 @@ func seedPartner(ctx context.Context, e Env, b *strings.Builder) error {
 	if _, err := a.Orders.Create(ctx, order.CreateInput{AppID: other.ID, OrderNo: demoOtherOrderNo, Amount: "10.00"}); err != nil && !errors.Is(err, order.ErrConflict) {
 		return fmt.Errorf("demo order %s: %w", demoOtherOrderNo, err)
 	}
-	same, err := a.Partners.SecretMatches(ctx, DemoAppKey, sec)
-	if err != nil {
+	// The secret in force now: after a rotation the seeded one is dead, and
+	// every command below is signed with the live one.
+	seeded := sec
+	if sec, err = a.Partners.CurrentSecret(ctx, DemoAppKey); err != nil {
 		return err
 	}
 
 	fmt.Fprintf(b, "# Partner API (signed requests; see docs/partner-api.md)\n")
 	fmt.Fprintf(b, "app_key:    %s\n", DemoAppKey)
 	fmt.Fprintf(b, "app_secret: %s\n", sec)
-	if !same {
-		fmt.Fprintf(b, "            (the demo app's secret was rotated since: use the one the rotation returned)\n")
+	if sec != seeded {
+		fmt.Fprintf(b, "            (rotated since the demo was seeded: this is the secret in force now)\n")
 	}
 	orders, err := a.DB.Order.Query().Where(entorder.AppID(app.ID)).Order(entorder.ByOrderNo()).Limit(8).All(ctx)
 	if err != nil {
@@ -124,4 +126,14 @@ func ensureApp(ctx context.Context, e Env, in partner.CreateInput) (partner.App,
 		return e.App.Partners.GetByKey(ctx, in.AppKey)
 	}
 	return app, err
+}
+
+// liveSecret is the demo app's secret in force now (the seeded one until an
+// operator rotates it), so that no printed command is signed with a dead one.
+func liveSecret(ctx context.Context, e Env) (string, error) {
+	sec, err := e.App.Partners.CurrentSecret(ctx, DemoAppKey)
+	if err != nil {
+		return "", fmt.Errorf("demo app secret: %w", err)
+	}
+	return sec, nil
 }

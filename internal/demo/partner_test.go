@@ -1,7 +1,10 @@
 package demo_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os/exec"
 	"regexp"
@@ -74,6 +77,49 @@ func TestDemoPartner(t *testing.T) {
 		}
 		if !strings.Contains(string(got), `"code":200`) || !strings.Contains(string(got), `"order_no":"SO1001"`) {
 			t.Fatalf("shell snippet answered %s", got)
+		}
+	})
+}
+
+// TestDemoBannerAfterRotation: once the demo app's secret was rotated, the
+// banner prints the secret in force, never the dead seeded one, and its
+// ready-made call is signed with it.
+func TestDemoBannerAfterRotation(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		a, ls, _ := seedAndServe(t, b)
+		ctx := context.Background()
+		app, err := a.Partners.GetByKey(ctx, demo.DemoAppKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dead := demo.DemoSecret(demo.Env{App: a})
+		_, live, err := a.Partners.RotateSecret(ctx, app.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		if err := demo.Seed(ctx, a, ls, &out); err != nil {
+			t.Fatal(err)
+		}
+		text := out.String()
+		if strings.Contains(text, dead) {
+			t.Fatalf("banner prints the dead secret %q:\n%s", dead, text)
+		}
+		if !strings.Contains(text, "app_secret: "+live+"\n") || !strings.Contains(text, "rotated since the demo was seeded") {
+			t.Fatalf("banner lacks the live secret:\n%s", text)
+		}
+		ready := regexp.MustCompile(`(?m)^curl -s '([^']+)'$`).FindStringSubmatch(text)
+		if ready == nil {
+			t.Fatalf("no ready-made call in:\n%s", text)
+		}
+		resp, err := http.Get(ready[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(body), `"code":200`) {
+			t.Fatalf("ready-made call after rotation answered %s", body)
 		}
 	})
 }

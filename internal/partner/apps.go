@@ -347,6 +347,25 @@ func (s *Service) SecretMatches(ctx context.Context, appKey, candidate string) (
 	return secret.Equal(string(p), candidate), nil
 }
 
+// CurrentSecret unseals the current app secret of appKey. Only the demo's
+// start-up banner uses it (the operator's own process printing its own demo
+// credentials, so that after a rotation it prints the live secret, never a
+// dead one); no front door reveals a secret after it was issued.
+func (s *Service) CurrentSecret(ctx context.Context, appKey string) (string, error) {
+	row, err := s.client.PartnerApp.Query().Where(partnerapp.AppKey(appKey)).Only(ctx)
+	if ent.IsNotFound(err) {
+		return "", ErrNotFound
+	}
+	if err != nil {
+		return "", fmt.Errorf("partner app %q: %w", appKey, err)
+	}
+	p, err := s.sealer.Open(row.Secret)
+	if err != nil {
+		return "", fmt.Errorf("app secret of %q: %w", appKey, err)
+	}
+	return string(p), nil
+}
+
 // WebhookSecretMatches reports whether candidate is the current webhook
 // secret of the app with appKey (the demo tells whether its derived secret
 // is still the one in use).
