@@ -168,7 +168,7 @@ func hostileCases(t *testing.T, f *fixture) []hostileCase {
 		{name: "page zero", method: "GET", target: sign(q, url.Values{"order_no": {"SO1001"}, "page": {"0"}}), status: 400, shape: envelopeShape, code: 5002},
 		{name: "page_size not a number", method: "GET", target: sign("/api/v2/orders/query", url.Values{"order_no": {"SO1001"}, "page_size": {"1e2"}}), status: 400, shape: envelopeShape, code: 5002},
 		{name: "page overflows", method: "GET", target: sign(q, url.Values{"order_no": {"SO1001"}, "page": {"99999999999999999999999"}}), status: 400, shape: envelopeShape, code: 5002},
-		{name: "unknown version", method: "GET", target: "/api/v3/orders/query?order_no=SO1001", status: 404, shape: envelopeShape, code: 5002},
+		{name: "unknown version", method: "GET", target: "/api/v9/orders/query?order_no=SO1001", status: 404, shape: envelopeShape, code: 5002},
 		{name: "unknown partner path", method: "GET", target: "/api/v1/orders/..%2f..%2fadmin", status: 404, shape: envelopeShape, code: 5002},
 		{name: "POST to the order query", method: "POST", target: q + "?order_no=SO1001", status: 405, shape: envelopeShape, code: 5002},
 		{name: "GET the deduction", method: "GET", target: d, status: 405, shape: envelopeShape, code: 5002},
