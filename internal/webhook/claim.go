@@ -174,9 +174,16 @@ func (s *Service) claimPostgres(ctx context.Context, now, dayAgo, lease time.Tim
 		pc := dc.(*stdlib.Conn).Conn()
 		b := &pgx.Batch{}
 		// The plans do not depend on the values: planning them again on
-		// every claim (a custom plan) costs more than running them.
+		// every claim (a custom plan) costs more than running them. The
+		// generic plan is made once per connection, possibly on an empty,
+		// never analyzed outbox, whose size Postgres guesses from the row
+		// width: a wide row makes a sequential scan look cheapest, and that
+		// plan would then walk the whole backlog on every claim. The claim
+		// reads a few rows per app by index, so scans are ruled out for it (not
+		// for the apps' statement, which reads them all).
 		b.Queue(`SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`)
 		b.Queue(lockAppsPostgres, now, dayAgo, s.opt.PerApp, n)
+		b.Queue(`SELECT set_config('enable_seqscan', 'off', true)`)
 		b.Queue(claimPostgres, now, lease, s.opt.PerApp, n)
 		br := pc.SendBatch(ctx, b)
 		if _, err := br.Exec(); err != nil {
@@ -186,6 +193,10 @@ func (s *Service) claimPostgres(ctx context.Context, now, dayAgo, lease time.Tim
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
 			return fmt.Errorf("apps: %w", err)
+		}
+		if _, err := br.Exec(); err != nil {
+			_ = br.Close()
+			return err
 		}
 		rows, err := br.Query()
 		if err != nil {

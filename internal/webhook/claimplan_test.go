@@ -88,6 +88,7 @@ FROM generate_series(1, $3::int) i`, prefix, status, n)
 func (o *planOutbox) prepare() {
 	o.t.Helper()
 	o.exec(`SET plan_cache_mode = force_generic_plan`)
+	o.exec(`SET enable_seqscan = off`) // as claimPostgres sets them
 	o.exec(`PREPARE lock_apps (timestamptz, timestamptz, bigint, bigint) AS ` + lockAppsPostgres)
 	o.exec(`PREPARE claim (timestamptz, timestamptz, bigint, bigint) AS ` + claimPostgres)
 }
