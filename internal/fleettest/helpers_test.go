@@ -22,6 +22,7 @@ import (
 	"gatehouse/internal/config"
 	"gatehouse/internal/identity"
 	"gatehouse/internal/partner"
+	"gatehouse/internal/payment/paymenttest"
 	"gatehouse/internal/secret"
 	"gatehouse/internal/testenv"
 	"gatehouse/rest/partnerclient"
@@ -41,20 +42,28 @@ type fixture struct {
 	app    partner.App
 	secret string
 	skuID  int
+	// Set by setupHappy: the payment provider and the app's webhook receiver.
+	provider *paymenttest.Provider
+	hooks    *receiver
 }
 
+// setup is gatehouse on Postgres (a fresh database) and the Redis
+// deployment at redisURL, which the test started for itself.
 func setup(t *testing.T, redisURL string, opts ...apptest.Option) *fixture {
 	t.Helper()
-	b := testenv.Backend{Name: "postgres", DatabaseURL: testenv.PostgresURL(t)}
-	e := apptest.Start(t, b, append([]apptest.Option{func(c *config.Config) {
-		c.Redis.URL = redisURL
-		c.Redis.KeyPrefix = "fleet:"
-	}}, opts...)...)
+	return setupOn(t, privateRedis(t, redisURL), "", opts...)
+}
+
+// setupOn is gatehouse on backend b, with a partner app (callbackURL its
+// webhook receiver, if any), a SKU and a user.
+func setupOn(t *testing.T, b testenv.Backend, callbackURL string, opts ...apptest.Option) *fixture {
+	t.Helper()
+	e := apptest.Start(t, b, opts...)
 	ctx := context.Background()
 	f := &fixture{Env: e}
 	var sec partner.Secrets
 	var err error
-	if f.app, sec, err = e.App.Partners.Create(ctx, partner.CreateInput{AppName: "fleet partner"}); err != nil {
+	if f.app, sec, err = e.App.Partners.Create(ctx, partner.CreateInput{AppName: "fleet partner", CallbackURL: callbackURL}); err != nil {
 		t.Fatal(err)
 	}
 	f.secret = sec.AppSecret
@@ -67,6 +76,15 @@ func setup(t *testing.T, redisURL string, opts ...apptest.Option) *fixture {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// startReplica is another gatehouse on f's storage with f's keys.
+func startReplica(t *testing.T, f *fixture, b testenv.Backend, opts ...apptest.Option) *apptest.Env {
+	t.Helper()
+	return apptest.Start(t, b, append([]apptest.Option{func(c *config.Config) {
+		c.Auth.MasterKeyB64, c.Auth.JWTSecretRaw = f.App.Cfg.Auth.MasterKeyB64, f.App.Cfg.Auth.JWTSecretRaw
+		c.Webhooks.AllowPrivate = f.App.Cfg.Webhooks.AllowPrivate
+	}}, opts...)...)
 }
 
 // signedURL is an absolute signed URL of path with params, signed now.

@@ -1,6 +1,8 @@
 package kv
 
 import (
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -57,6 +59,36 @@ func TestKeySlot(t *testing.T) {
 	for tag, want := range map[string]uint16{"foo": 12182, "bar": 5061, "user1000": 3443} {
 		if got := keySlot(tag); got != want {
 			t.Errorf("keySlot(%q) = %d, want %d", tag, got, want)
+		}
+	}
+}
+
+// TestDeployDocRedisURLs: every GATEHOUSE_REDIS_URL a reader copies from
+// docs/deploy.md is accepted, as the topology its section names.
+func TestDeployDocRedisURLs(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/deploy.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Topology{"redis": Single, "rediss": Single, "redis+cluster": Cluster, "redis+sentinel": Sentinel}
+	seen := map[Topology]bool{}
+	for _, m := range regexp.MustCompile(`GATEHOUSE_REDIS_URL='([^']+)'`).FindAllStringSubmatch(string(doc), -1) {
+		raw := m[1]
+		c, topo, err := newRedisClient(raw, nil)
+		if err != nil {
+			t.Errorf("docs/deploy.md: %s: %v", raw, err)
+			continue
+		}
+		c.Close()
+		scheme, _, _ := strings.Cut(raw, "://")
+		if topo != want[scheme] {
+			t.Errorf("docs/deploy.md: %s is a %s URL, want %s", raw, topo, want[scheme])
+		}
+		seen[topo] = true
+	}
+	for _, topo := range []Topology{Single, Cluster, Sentinel} {
+		if !seen[topo] {
+			t.Errorf("docs/deploy.md shows no %s URL", topo)
 		}
 	}
 }
