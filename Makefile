@@ -28,9 +28,10 @@ migration: generate
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/gatehouse
 
-## run: start on the embedded default (SQLite + in-process store) with demo data
+## run: start on the embedded default (SQLite + in-process store) with demo data;
+## make run ARGS=--reset starts the demo afresh (the previous database is moved to data/before-reset/)
 run: build
-	./$(BIN) serve --demo
+	./$(BIN) serve --demo $(ARGS)
 
 ## test: every test, on SQLite + memory and on Postgres + Redis
 test:

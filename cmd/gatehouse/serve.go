@@ -49,6 +49,11 @@ func serveCommand() *cli.Command {
 			for _, k := range cfg.GeneratedKeys {
 				log.Warn("generated a development key; set GATEHOUSE_MASTER_KEY and GATEHOUSE_JWT_SECRET in production", "file", k, "data_dir", cfg.Database.DataDir)
 			}
+			if cfg.Demo.Reset {
+				if err := demo.Reset(cfg, log); err != nil {
+					return err
+				}
+			}
 			if cfg.Demo.Enabled {
 				// The demo's payment SANDBOX, unless a provider is configured.
 				sb, err := demo.StartPaymentSandbox(&cfg, log)

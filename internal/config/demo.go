@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net"
 )
@@ -11,13 +12,19 @@ type Demo struct {
 	Enabled bool `flag:"demo" usage:"seed demo data and print credentials and example commands (serve)" doc:"gatehouse serve seeds demo data and prints credentials and example commands; starts the payment sandbox unless GATEHOUSE_PAYMENT_URL is set"`
 	// Receiver is the address of the webhook receiver the demo app calls
 	// back (`gatehouse webhook listen`).
-	Receiver string `flag:"demo-receiver" default:"127.0.0.1:9099" usage:"with --demo: the loopback address of the webhook receiver the demo app calls back (gatehouse webhook listen)" doc:"with --demo: the loopback address of the webhook receiver the demo app calls back (gatehouse webhook listen)"`
+	Receiver string `flag:"demo-receiver" default:"127.0.0.1:9099" usage:"with --demo: the loopback address of the webhook receiver the demo app calls back (gatehouse webhook listen) and of its OAuth callback page" doc:"with --demo: the loopback address of the webhook receiver the demo app calls back (gatehouse webhook listen), which also serves the demo's OAuth callback page"`
+	// Reset wipes the embedded demo's database before it is seeded.
+	Reset bool `flag:"reset" usage:"with --demo on the embedded database: delete the database file first and seed the demo afresh (refused with Postgres)" doc:"with --demo on the embedded SQLite database: delete the database file before starting, so the demo is seeded afresh (the dev keys and the replay memory in the data dir are kept). Refused with a Postgres GATEHOUSE_DATABASE_URL, and refused while another process listens on GATEHOUSE_ADDR (a demo still running). Set as an environment variable it resets at every start (see [decisions](decisions.md#demo-reset))"`
 }
 
-// Validate checks the receiver's address.
+// Validate checks the receiver's address, and that a reset comes with the
+// demo.
 func (d *Demo) Validate() error {
 	if _, _, err := net.SplitHostPort(d.Receiver); err != nil {
 		return fmt.Errorf("GATEHOUSE_DEMO_RECEIVER: %q is not host:port", d.Receiver)
+	}
+	if d.Reset && !d.Enabled {
+		return errors.New("GATEHOUSE_RESET: --reset starts the demo afresh and needs --demo (GATEHOUSE_DEMO=true)")
 	}
 	return nil
 }

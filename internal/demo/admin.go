@@ -38,7 +38,7 @@ func seedAdmin(ctx context.Context, e Env, b *strings.Builder) error {
 	}
 	fmt.Fprintf(b, "# GraphQL admin (API key in the X-API-Key header)\n")
 	fmt.Fprintf(b, "api key:    %s\n", key)
-	fmt.Fprintf(b, "playground: %s/  (Headers tab: {\"X-API-Key\": \"%s\"})\n", e.AdminURL, key)
+	fmt.Fprintf(b, "playground: %s/  (paste the api key into the \"API key\" bar at the top of the page; it is sent as X-API-Key)\n", e.AdminURL)
 	fmt.Fprintf(b, "\n# list partner apps:\n")
 	fmt.Fprintf(b, "curl -s %s/graphql -H 'Content-Type: application/json' -H 'X-API-Key: %s' \\\n  -d '{\"query\":\"%s\"}'\n",
 		e.AdminURL, key, strings.ReplaceAll(PartnerAppsQuery, `"`, `\"`))

@@ -15,15 +15,13 @@ import (
 
 func init() { register(40, seedAuth) }
 
-// The demo user, and the redirect URI the demo partner app gets as an
-// OAuth client. Nothing listens on the redirect URI: after approving, the
-// browser shows the code in its address bar, and the printed curl
-// exchanges it.
+// The demo user. The demo partner app is the OAuth client; its redirect
+// URI is the callback page of the demo receiver (DemoRedirectURI), which
+// shows the code and the command that exchanges it.
 const (
-	DemoUsername    = "demo"
-	DemoPassword    = "demo-password-local-only"
-	DemoRedirectURI = "http://127.0.0.1:9999/callback"
-	demoScope       = "orders:read"
+	DemoUsername = "demo"
+	DemoPassword = "demo-password-local-only"
+	demoScope    = "orders:read"
 )
 
 // DemoUserPassword returns the demo user's password for this
@@ -54,8 +52,9 @@ func seedAuth(ctx context.Context, e Env, b *strings.Builder) error {
 	if err != nil {
 		return fmt.Errorf("demo OAuth client: %w", err)
 	}
-	if !slices.Contains(app.RedirectURIs, DemoRedirectURI) {
-		uris := append(slices.Clone(app.RedirectURIs), DemoRedirectURI)
+	redirect := DemoRedirectURI(e)
+	if !slices.Contains(app.RedirectURIs, redirect) {
+		uris := append(slices.Clone(app.RedirectURIs), redirect)
 		scopes := app.Scopes
 		if !slices.Contains(scopes, demoScope) {
 			scopes = append(slices.Clone(scopes), demoScope)
@@ -81,12 +80,13 @@ func seedAuth(ctx context.Context, e Env, b *strings.Builder) error {
 	fmt.Fprintf(b, "curl -s -X POST %s/auth/logout -H \"Authorization: Bearer $TOKEN\"\n", pub)
 	fmt.Fprintf(b, "curl -s %s/api/auth/me -H \"Authorization: Bearer $TOKEN\"   # 401 invalid_token: logged out\n", pub)
 
-	q := url.Values{"client_id": {DemoAppKey}, "redirect_uri": {DemoRedirectURI}, "response_type": {"code"}, "scope": {demoScope}, "state": {"demo-state"}}
-	fmt.Fprintf(b, "\n# OAuth authorization code: open this in a browser, sign in as %s, click Approve\n", DemoUsername)
+	q := url.Values{"client_id": {DemoAppKey}, "redirect_uri": {redirect}, "response_type": {"code"}, "scope": {demoScope}, "state": {"demo-state"}}
+	fmt.Fprintf(b, "\n# OAuth authorization code: start the demo receiver first (the webhook listen command under Webhooks below),\n")
+	fmt.Fprintf(b, "# then open this in a browser, sign in as %s, click Approve:\n", DemoUsername)
 	fmt.Fprintf(b, "%s/oauth/authorize?%s\n", pub, q.Encode())
-	fmt.Fprintf(b, "# the browser lands on %s?code=…&state=demo-state (nothing listens there: copy the code from the address bar)\n", DemoRedirectURI)
+	fmt.Fprintf(b, "# the browser lands on the receiver's page %s, which shows the code and these commands with it filled in:\n", redirect)
 	fmt.Fprintf(b, "CODE=paste-the-code-here\n")
-	fmt.Fprintf(b, "ACCESS=$(curl -s -X POST %s/oauth/token -u '%s:%s' -d grant_type=authorization_code -d \"code=$CODE\" --data-urlencode 'redirect_uri=%s' | sed -E 's/.*\"access_token\":\"([^\"]+)\".*/\\1/')\n", pub, DemoAppKey, sec, DemoRedirectURI)
+	fmt.Fprintf(b, "ACCESS=$(curl -s -X POST %s/oauth/token -u '%s:%s' -d grant_type=authorization_code -d \"code=$CODE\" --data-urlencode 'redirect_uri=%s' | sed -E 's/.*\"access_token\":\"([^\"]+)\".*/\\1/')\n", pub, DemoAppKey, sec, redirect)
 	fmt.Fprintf(b, "curl -s %s/oauth/userinfo -H \"Authorization: Bearer $ACCESS\"\n", pub)
 	return nil
 }

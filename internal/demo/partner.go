@@ -42,8 +42,8 @@ var demoOrders = []order.CreateInput{
 	{OrderNo: "SO1003", Amount: "250.05", Status: order.Refunded, CustomerName: "Carol Wu", CustomerPhone: "13700001111", CustomerEmail: "carol@example.com"},
 	// For the refund and cancel examples (payments.go), so that SO1001 and
 	// SO1002 keep serving the partner API and webhook examples.
-	{OrderNo: DemoRefundOrderNo, Amount: "42.50", Status: order.Paid, CustomerName: "Dan Zhou", CustomerPhone: "13600002222", CustomerEmail: "dan@example.com"},
-	{OrderNo: DemoCancelOrderNo, Amount: "8.80", CustomerName: "Eve Sun", CustomerPhone: "13500003333", CustomerEmail: "eve@example.com"},
+	{OrderNo: DemoRefundOrderNo, Amount: "42.50", Status: order.Paid, CustomerName: refundCustomer, CustomerPhone: "13600002222", CustomerEmail: "dan@example.com"},
+	{OrderNo: DemoCancelOrderNo, Amount: "8.80", CustomerName: cancelCustomer, CustomerPhone: "13500003333", CustomerEmail: "eve@example.com"},
 }
 
 func seedPartner(ctx context.Context, e Env, b *strings.Builder) error {

@@ -9,6 +9,7 @@ import (
 
 	"gatehouse/internal/config"
 	"gatehouse/internal/demo/paysandbox"
+	"gatehouse/internal/order"
 )
 
 func init() { register(45, seedPayments) }
@@ -37,10 +38,26 @@ func StartPaymentSandbox(cfg *config.Config, log *slog.Logger) (*paysandbox.Sand
 	return sb, nil
 }
 
-// RefundMutation is the demo's refund example.
-const RefundMutation = `mutation { refundOrder(orderNo: "` + DemoRefundOrderNo + `", reason: "customer returned the goods") { orderNo status } }`
+// RefundMutation is the demo's refund example for order orderNo.
+func RefundMutation(orderNo string) string {
+	return `mutation { refundOrder(orderNo: "` + orderNo + `", reason: "customer returned the goods") { orderNo status } }`
+}
 
-func seedPayments(_ context.Context, e Env, b *strings.Builder) error {
+func seedPayments(ctx context.Context, e Env, b *strings.Builder) error {
+	app, err := e.App.Partners.GetByKey(ctx, DemoAppKey)
+	if err != nil {
+		return fmt.Errorf("demo payments: %w", err)
+	}
+	// Orders as they are now: once the printed refund or cancel ran, the
+	// next start prints another order the same command still changes.
+	refund, err := exampleOrder(ctx, e, app.ID, order.Paid, refundCustomer, refundAmount)
+	if err != nil {
+		return err
+	}
+	cancel, err := exampleOrder(ctx, e, app.ID, order.Created, cancelCustomer, cancelAmount)
+	if err != nil {
+		return err
+	}
 	key := DemoAdminKey(e)
 	gql := func(query string) string {
 		body, _ := json.Marshal(map[string]string{"query": query})
@@ -57,11 +74,11 @@ func seedPayments(_ context.Context, e Env, b *strings.Builder) error {
 	case cfg.Payments.URL != "":
 		fmt.Fprintf(b, "provider:   GATEHOUSE_PAYMENT_URL (a real provider: the refund below is a real refund)\n")
 	}
-	fmt.Fprintf(b, "# refund %s (PAID -> REFUNDED, order.refunded webhook queued; a repeat returns it without a second call):\n", DemoRefundOrderNo)
-	b.WriteString(gql(RefundMutation))
+	fmt.Fprintf(b, "# refund %s (PAID -> REFUNDED, order.refunded webhook queued; a repeat returns it without a second call):\n", refund)
+	b.WriteString(gql(RefundMutation(refund)))
 	fmt.Fprintf(b, "# the provider and its circuit breaker (also gatehouse_outbound_* in %s/metrics):\n", e.AdminURL)
 	b.WriteString(gql(`{ paymentProvider { configured breaker } }`))
-	fmt.Fprintf(b, "# cancel %s (CREATED -> CANCELLED, order.cancelled webhook queued):\n", DemoCancelOrderNo)
-	b.WriteString(gql(`mutation { cancelOrder(orderNo: "` + DemoCancelOrderNo + `") { orderNo status } }`))
+	fmt.Fprintf(b, "# cancel %s (CREATED -> CANCELLED, order.cancelled webhook queued):\n", cancel)
+	b.WriteString(gql(`mutation { cancelOrder(orderNo: "` + cancel + `") { orderNo status } }`))
 	return nil
 }

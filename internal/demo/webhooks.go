@@ -53,6 +53,10 @@ func seedWebhooks(ctx context.Context, e Env, b *strings.Builder) error {
 	if err != nil {
 		return err
 	}
+	sec, err := liveSecret(ctx, e)
+	if err != nil {
+		return err
+	}
 	key := DemoAdminKey(e)
 	gql := func(query string) string {
 		body, _ := json.Marshal(map[string]string{"query": query})
@@ -69,7 +73,8 @@ func seedWebhooks(ctx context.Context, e Env, b *strings.Builder) error {
 		fmt.Fprintf(b, "#    (the demo app's webhook secret was rotated: use the one rotateWebhookSecret(id: %d) returned)\n", app.ID)
 		secret = "whsec_…"
 	}
-	fmt.Fprintf(b, "./bin/gatehouse webhook listen --addr %s --secret '%s'\n", e.App.Cfg.Demo.Receiver, secret)
+	fmt.Fprintf(b, "#    (it also serves the OAuth demo's callback page, %s)\n", DemoRedirectURI(e))
+	fmt.Fprintf(b, "%s\n", ListenCommand(e, secret, sec))
 	fmt.Fprintf(b, "# 2. pay order %s (CREATED): its order.paid webhook is queued in the same transaction and arrives at once:\n", payable)
 	b.WriteString(gql(fmt.Sprintf(`mutation { payOrder(orderNo: "%s") { orderNo status payTime } }`, payable)))
 	fmt.Fprintf(b, "#    or send a test webhook (event webhook.test):\n")
@@ -81,12 +86,36 @@ func seedWebhooks(ctx context.Context, e Env, b *strings.Builder) error {
 	return nil
 }
 
-// payableOrder returns a CREATED order of the demo app (not the one the
-// payments section offers to cancel), creating one when every demo order
-// was paid already (a restarted demo still has one).
+// ListenCommand is the command that starts the demo receiver: webhooks
+// verified with webhookSecret, and the OAuth callback page, whose exchange
+// command authenticates the demo app with appSecret at this demo's token
+// endpoint.
+func ListenCommand(e Env, webhookSecret, appSecret string) string {
+	cmd := fmt.Sprintf("./bin/gatehouse webhook listen --addr %s --secret '%s' --oauth-client-secret '%s'", e.App.Cfg.Demo.Receiver, webhookSecret, appSecret)
+	if tok := e.PublicURL + "/oauth/token"; tok != DefaultTokenURL {
+		cmd += fmt.Sprintf(" --oauth-token-url '%s'", tok)
+	}
+	return cmd
+}
+
+// The customers of the demo's example orders: an order of the payments
+// and webhooks sections is found by its customer and status, so that each
+// section prints one that its command can still change.
+const (
+	refundCustomer = "Dan Zhou" // PAID, for the refund example (SO1004 first)
+	cancelCustomer = "Eve Sun"  // CREATED, for the cancel example (SO1005 first)
+	payCustomer    = "Dana Xu"  // CREATED, made when no other is left to pay
+	payAmount      = "42.00"    // of a made order to pay
+	refundAmount   = "42.50"    // of a made order to refund
+	cancelAmount   = "8.80"     // of a made order to cancel
+)
+
+// payableOrder returns a CREATED order of the demo app for the payOrder
+// example (not one kept for the cancel example), creating one when every
+// demo order was paid already (a restarted demo still has one).
 func payableOrder(ctx context.Context, e Env, appID int) (string, error) {
 	o, err := e.App.DB.Order.Query().
-		Where(entorder.AppID(appID), entorder.StatusEQ(entorder.StatusCREATED), entorder.OrderNoNEQ(DemoCancelOrderNo)).
+		Where(entorder.AppID(appID), entorder.StatusEQ(entorder.StatusCREATED), entorder.Or(entorder.CustomerNameIsNil(), entorder.CustomerNameNEQ(cancelCustomer))).
 		Order(entorder.ByOrderNo()).First(ctx)
 	switch {
 	case err == nil:
@@ -94,16 +123,42 @@ func payableOrder(ctx context.Context, e Env, appID int) (string, error) {
 	case !ent.IsNotFound(err):
 		return "", fmt.Errorf("demo webhooks: %w", err)
 	}
-	n, cerr := e.App.DB.Order.Query().Where(entorder.AppID(appID)).Count(ctx)
-	if cerr != nil {
-		return "", cerr
+	return newDemoOrder(ctx, e, appID, order.CreateInput{Amount: payAmount, CustomerName: payCustomer})
+}
+
+// exampleOrder returns the first order (by number) of the demo app with
+// this customer and status, creating one when none is left: after the
+// printed refund or cancel ran, the next start prints another order that
+// the same command can change.
+func exampleOrder(ctx context.Context, e Env, appID int, status order.Status, customer, amount string) (string, error) {
+	o, err := e.App.DB.Order.Query().
+		Where(entorder.AppID(appID), entorder.StatusEQ(entorder.Status(status)), entorder.CustomerName(customer)).
+		Order(entorder.ByOrderNo()).First(ctx)
+	switch {
+	case err == nil:
+		return o.OrderNo, nil
+	case !ent.IsNotFound(err):
+		return "", fmt.Errorf("demo order: %w", err)
 	}
+	return newDemoOrder(ctx, e, appID, order.CreateInput{Amount: amount, CustomerName: customer, Status: status})
+}
+
+// newDemoOrder creates in under the next free demo order number.
+func newDemoOrder(ctx context.Context, e Env, appID int, in order.CreateInput) (string, error) {
+	n, err := e.App.DB.Order.Query().Where(entorder.AppID(appID)).Count(ctx)
+	if err != nil {
+		return "", err
+	}
+	in.AppID = appID
 	for i := n + 1; ; i++ {
-		no := fmt.Sprintf("SO%d", 1000+i)
-		_, err := e.App.Orders.Create(ctx, order.CreateInput{AppID: appID, OrderNo: no, Amount: "42.00", CustomerName: "Dana Xu"})
+		in.OrderNo = fmt.Sprintf("SO%d", 1000+i)
+		_, err := e.App.Orders.Create(ctx, in)
 		if errors.Is(err, order.ErrConflict) {
 			continue
 		}
-		return no, err
+		if err != nil {
+			return "", fmt.Errorf("demo order %s: %w", in.OrderNo, err)
+		}
+		return in.OrderNo, nil
 	}
 }

@@ -16,7 +16,7 @@ import (
 	"gatehouse/internal/webhook"
 )
 
-var listenRE = regexp.MustCompile(`(?m)^\./bin/gatehouse webhook listen --addr (\S+) --secret '(whsec_[^']+)'$`)
+var listenRE = regexp.MustCompile(`(?m)^\./bin/gatehouse webhook listen --addr (\S+) --secret '(whsec_[^']+)' --oauth-client-secret '[^']+'( --oauth-token-url '[^']+')?$`)
 
 // TestDemoWebhooks follows the banner's webhook steps as printed: the
 // receiver it names (started with its secret, as `gatehouse webhook
