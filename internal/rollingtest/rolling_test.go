@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +23,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"gopkg.in/yaml.v3"
 
 	"gatehouse/internal/app/apptest"
 	"gatehouse/internal/config"
@@ -34,10 +37,11 @@ import (
 )
 
 // TestRollingRestartLosesNothing: two gatehouse processes on Postgres (a
-// fresh database) and a private Redis, behind HAProxy checking /readyz,
-// serve a steady signed load (the partner order query) while each is
-// stopped with SIGTERM and started again in turn, with the default drain.
-// Every request succeeds, and each process exits 0.
+// fresh database) and a private Redis, behind HAProxy running compose.yaml's
+// configuration (GET /readyz every second; retries off), serve a steady
+// signed load (the partner order query) while each is stopped with SIGTERM
+// and started again in turn, with the default drain. Every request
+// succeeds, and each process exits 0.
 func TestRollingRestartLosesNothing(t *testing.T) {
 	t.Parallel()
 	haproxy, err := exec.LookPath("haproxy")
@@ -70,7 +74,7 @@ func TestRollingRestartLosesNothing(t *testing.T) {
 	env := append(os.Environ(), "GATEHOUSE_DATABASE_URL="+b.DatabaseURL, "GATEHOUSE_REDIS_URL="+b.RedisURL,
 		"GATEHOUSE_REDIS_PREFIX="+b.KeyPrefix, "GATEHOUSE_MASTER_KEY="+masterKey, "GATEHOUSE_JWT_SECRET="+jwtSecret,
 		"GATEHOUSE_LOG_LEVEL=info", "GATEHOUSE_SHUTDOWN_DRAIN=") // the default drain
-	replicas := []*replica{{addr: freeAddr(t)}, {addr: freeAddr(t)}}
+	replicas := []*replica{{addr: freeAddr(t), admin: freeAddr(t)}, {addr: freeAddr(t), admin: freeAddr(t)}}
 	for _, r := range replicas {
 		r.start(t, bin, env)
 	}
@@ -150,7 +154,7 @@ func TestRollingRestartLosesNothing(t *testing.T) {
 
 // replica is one gatehouse process.
 type replica struct {
-	addr string // public listener
+	addr, admin string // public and admin listeners
 
 	cmd  *exec.Cmd
 	done chan struct{}
@@ -162,7 +166,7 @@ type replica struct {
 func (r *replica) start(t *testing.T, bin string, env []string) {
 	t.Helper()
 	r.cmd = exec.Command(bin, "serve")
-	r.cmd.Env = append(env, "GATEHOUSE_ADDR="+r.addr, "GATEHOUSE_ADMIN_ADDR=127.0.0.1:0")
+	r.cmd.Env = append(env, "GATEHOUSE_ADDR="+r.addr, "GATEHOUSE_ADMIN_ADDR="+r.admin)
 	pipe, err := r.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -247,42 +251,117 @@ type balancer struct {
 	url, stats string
 }
 
-// startHAProxy runs haproxy in front of the replicas: round robin,
-// `option httpchk GET /readyz` every 200 ms, down after 2 failures, up
-// after 2 successes; no retries (retries would hide the requests a replica
-// refused).
+// composePath is the compose file whose HAProxy configuration the test runs.
+const composePath = "../../compose.yaml"
+
+// composeHAProxy is the HAProxy configuration compose.yaml ships (the one
+// docs/deploy.md shows), made to run here and to hide nothing:
+//
+//   - the frontends bind free loopback ports, and each server line names
+//     its replica's address instead of the compose service (the Docker
+//     DNS resolvers section goes with it);
+//   - `retries 0` instead of compose's `retries 2` + `option redispatch`:
+//     a request a replica refused fails instead of being sent to the
+//     other, so the drain alone must keep every request whole;
+//   - a stats frontend, for waitUp.
+//
+// The health check (`option httpchk GET /readyz`, `inter 1s fall 2 rise
+// 2`) is compose's, unchanged. Every rewrite must apply: a compose file
+// changed beyond them fails the test, which then needs a look.
+func composeHAProxy(t *testing.T, rs []*replica, public, admin, stats string) string {
+	t.Helper()
+	raw, err := os.ReadFile(composePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Configs map[string]struct {
+			Content string `yaml:"content"`
+		} `yaml:"configs"`
+	}
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatalf("compose.yaml: %v", err)
+	}
+	cfg := doc.Configs["haproxy"].Content
+	if !strings.Contains(cfg, "option httpchk GET /readyz") {
+		t.Fatalf("compose.yaml's HAProxy configuration does not check /readyz:\n%s", cfg)
+	}
+	applied := map[string]int{}
+	var out []string
+	inResolvers := false
+	for _, line := range strings.Split(cfg, "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 2 && f[0] == "resolvers":
+			inResolvers = true
+			applied["resolvers"]++
+			continue
+		case inResolvers && (len(f) == 0 || line[0] != ' '):
+			inResolvers = false
+		case inResolvers:
+			continue
+		}
+		switch {
+		case len(f) == 2 && f[0] == "bind" && f[1] == ":8080":
+			line = "  bind " + public
+			applied["bind public"]++
+		case len(f) == 2 && f[0] == "bind" && f[1] == ":8081":
+			line = "  bind " + admin
+			applied["bind admin"]++
+		case len(f) == 2 && f[0] == "retries":
+			line = "  retries 0"
+			applied["retries"]++
+		case len(f) == 2 && f[0] == "option" && f[1] == "redispatch":
+			applied["redispatch"]++
+			continue
+		case len(f) > 0 && f[0] == "default-server":
+			line = strings.Replace(line, " resolvers docker", "", 1)
+		case len(f) >= 4 && f[0] == "server":
+			n, err := strconv.Atoi(strings.TrimPrefix(f[1], "gatehouse"))
+			if err != nil || n < 1 || n > len(rs) {
+				t.Fatalf("compose.yaml's HAProxy names server %s, which the test does not run", f[1])
+			}
+			r := rs[n-1]
+			switch f[2] {
+			case f[1] + ":8080":
+				f[2] = r.addr
+				applied["public servers"]++
+			case f[1] + ":8081":
+				f[2] = r.admin
+				if j := slices.Index(f, "port"); j > 0 && j+1 < len(f) {
+					_, port, _ := net.SplitHostPort(r.addr)
+					f[j+1] = port
+				}
+				applied["admin servers"]++
+			default:
+				t.Fatalf("compose.yaml's HAProxy server line %q: unexpected address", line)
+			}
+			line = "  " + strings.Join(f, " ")
+		}
+		out = append(out, line)
+	}
+	for what, want := range map[string]int{"resolvers": 1, "bind public": 1, "bind admin": 1, "retries": 1, "redispatch": 1, "public servers": len(rs), "admin servers": len(rs)} {
+		if applied[what] != want {
+			t.Fatalf("compose.yaml's HAProxy configuration changed: rewrite %q applied %d times, want %d:\n%s", what, applied[what], want, cfg)
+		}
+	}
+	out = append(out, "frontend stats", "  bind "+stats, "  stats enable", "  stats uri /stats", "")
+	return strings.Join(out, "\n")
+}
+
+// startHAProxy runs haproxy with compose.yaml's configuration
+// (composeHAProxy) in front of the replicas.
 func startHAProxy(t *testing.T, bin string, rs []*replica) *balancer {
 	t.Helper()
-	front, stats := freeAddr(t), freeAddr(t)
-	var servers strings.Builder
-	for i, r := range rs {
-		fmt.Fprintf(&servers, "  server g%d %s check\n", i+1, r.addr)
-	}
-	cfg := fmt.Sprintf(`global
-  maxconn 2000
-defaults
-  mode http
-  retries 0
-  timeout connect 2s
-  timeout client 30s
-  timeout server 30s
-frontend public
-  bind %s
-  default_backend gatehouse
-frontend stats
-  bind %s
-  stats enable
-  stats uri /stats
-backend gatehouse
-  balance roundrobin
-  option httpchk GET /readyz
-  http-check expect status 200
-  default-server inter 200ms fall 2 rise 2
-%s`, front, stats, servers.String())
+	front, admin, stats := freeAddr(t), freeAddr(t), freeAddr(t)
+	cfg := composeHAProxy(t, rs, front, admin, stats)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "haproxy.cfg")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
+	}
+	if out, err := exec.Command(bin, "-c", "-f", path).CombinedOutput(); err != nil {
+		t.Fatalf("haproxy -c: %v\n%s\n%s", err, out, cfg)
 	}
 	cmd := exec.Command(bin, "-f", path, "-db")
 	logf, err := os.Create(filepath.Join(dir, "haproxy.log"))
@@ -322,7 +401,7 @@ func (b *balancer) waitUp(t *testing.T, n int) {
 				}
 				for _, l := range lines[1:] {
 					f := strings.Split(l, ",")
-					if col >= 0 && len(f) > col && f[0] == "gatehouse" && strings.HasPrefix(f[1], "g") && f[col] == "UP" {
+					if col >= 0 && len(f) > col && f[0] == "gatehouse_public" && strings.HasPrefix(f[1], "gatehouse") && f[col] == "UP" {
 						up++
 					}
 				}
