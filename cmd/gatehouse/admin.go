@@ -46,8 +46,8 @@ func apikeyCommand() *cli.Command {
 				"  KEY=$(gatehouse apikey create --name ops)\nkeeps just the key. A READ_ONLY key may query but not change anything:\n" +
 				"  gatehouse apikey create --name dashboard --role READ_ONLY",
 			Flags: []cli.Flag{
-				&cli.StringFlag{Name: "name", Usage: "what the key is for (1-128 characters)", Required: true},
-				&cli.StringFlag{Name: "role", Value: string(apikey.RoleAdmin), Usage: "ADMIN (query and change) or READ_ONLY (query only)"},
+				&cli.StringFlag{Name: "name", Usage: "what the key is for (1-128 characters)", Required: true, Sources: cli.EnvVars("GATEHOUSE_APIKEY_NAME")},
+				&cli.StringFlag{Name: "role", Value: string(apikey.RoleAdmin), Usage: "ADMIN (query and change) or READ_ONLY (query only)", Sources: cli.EnvVars("GATEHOUSE_APIKEY_ROLE")},
 			},
 			Action: func(ctx context.Context, cmd *cli.Command) error {
 				role, err := apikey.ParseRole(cmd.String("role"))
@@ -81,8 +81,8 @@ func userCommand() *cli.Command {
 			Description: "Example:\n  printf '%s\\n' \"$PASSWORD\" | gatehouse user create --username alice --role admin --role ops\n" +
 				"On a terminal the password is read as typed, and shown while typing: prefer a pipe.",
 			Flags: []cli.Flag{
-				&cli.StringFlag{Name: "username", Usage: "1-64 of [A-Za-z0-9._-]", Required: true},
-				&cli.StringSliceFlag{Name: "role", Usage: "a role of the user (repeat for more)"},
+				&cli.StringFlag{Name: "username", Usage: "1-64 of [A-Za-z0-9._-]", Required: true, Sources: cli.EnvVars("GATEHOUSE_USER_USERNAME")},
+				&cli.StringSliceFlag{Name: "role", Usage: "a role of the user (repeat for more; the variable: comma-separated)", Sources: cli.EnvVars("GATEHOUSE_USER_ROLES")},
 			},
 			Action: func(ctx context.Context, cmd *cli.Command) error {
 				in := cmd.Root().Reader

@@ -13,7 +13,15 @@ import (
 // root command with a GATEHOUSE_* environment variable behind it, generated
 // from its declaration in package config.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	root := &cli.Command{
+	return rootCommand(stdin, stdout, stderr).Run(ctx, args)
+}
+
+// rootCommand is the command tree. Every flag of every command has one
+// environment variable (TestEveryFlagHasAnEnvVar): the settings' are
+// GATEHOUSE_<FLAG>, a subcommand's GATEHOUSE_<COMMAND>_<FLAG> unless
+// another name reads better (documented in docs/configuration.md).
+func rootCommand(stdin io.Reader, stdout, stderr io.Writer) *cli.Command {
+	return &cli.Command{
 		Name:      "gatehouse",
 		Usage:     "the gateway between the company and partners, users and staff",
 		Writer:    stdout,
@@ -31,5 +39,4 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			userCommand(),
 		},
 	}
-	return root.Run(ctx, args)
 }

@@ -34,8 +34,8 @@ func healthcheckCommand() *cli.Command {
 			"  process is alive (/readyz also fails while the database or Redis does not answer, and while\n" +
 			"  the process drains before a shutdown).",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "url", Usage: "URL to GET (default: /readyz on GATEHOUSE_ADDR)"},
-			&cli.DurationFlag{Name: "timeout", Value: 4 * time.Second, Usage: "give up after this long (/readyz allows each of its checks 2s)"},
+			&cli.StringFlag{Name: "url", Usage: "URL to GET (default: /readyz on GATEHOUSE_ADDR)", Sources: cli.EnvVars("GATEHOUSE_HEALTHCHECK_URL")},
+			&cli.DurationFlag{Name: "timeout", Value: 4 * time.Second, Usage: "give up after this long (/readyz allows each of its checks 2s)", Sources: cli.EnvVars("GATEHOUSE_HEALTHCHECK_TIMEOUT")},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			target := cmd.String("url")

@@ -111,7 +111,7 @@ func migrateCommand() *cli.Command {
 			"  own transaction, under the same lock as at start-up; --status lists applied and pending ones\n" +
 			"  and changes nothing. The embedded SQLite database is kept by Ent's auto-migrate.",
 		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "status", Usage: "list the applied and pending migrations; change nothing"},
+			&cli.BoolFlag{Name: "status", Usage: "list the applied and pending migrations; change nothing", Sources: cli.EnvVars("GATEHOUSE_MIGRATE_STATUS")},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			cfg, err := config.FromCommand(cmd)

@@ -20,7 +20,7 @@ func signCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "app-key", Usage: "the app's public key", Required: true, Sources: cli.EnvVars("GATEHOUSE_APP_KEY")},
 			&cli.StringFlag{Name: "app-secret", Usage: "the app's secret (prefer the environment variable: flags show in ps)", Required: true, Sources: cli.EnvVars("GATEHOUSE_APP_SECRET")},
-			&cli.StringFlag{Name: "sign-type", Value: "MD5", Usage: "MD5 or HMAC-SHA256"},
+			&cli.StringFlag{Name: "sign-type", Value: "MD5", Usage: "MD5 or HMAC-SHA256", Sources: cli.EnvVars("GATEHOUSE_SIGN_TYPE")},
 		},
 		Action: func(_ context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() != 1 {
