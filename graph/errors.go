@@ -115,7 +115,14 @@ func errorPresenter(log *slog.Logger) graphql.ErrorPresenterFunc {
 		}
 		if ce, ok := domainError(err); ok {
 			if ce.code == CodeUnavailable {
-				log.ErrorContext(ctx, "graphql: dependency unavailable", "err", err, "path", out.Path.String(), "request_id", httpx.GetRequestID(ctx))
+				if httpx.ClientGoneContext(ctx) {
+					// The client hung up: the calls it cut short say
+					// nothing about the dependencies (the reply goes out
+					// as 499, to nobody).
+					log.DebugContext(ctx, "graphql: request abandoned by the client", "err", err, "path", out.Path.String(), "request_id", httpx.GetRequestID(ctx))
+				} else {
+					log.ErrorContext(ctx, "graphql: dependency unavailable", "err", err, "path", out.Path.String(), "request_id", httpx.GetRequestID(ctx))
+				}
 				markUnavailable(ctx)
 			}
 			out.Message = ce.msg
@@ -133,7 +140,12 @@ func errorPresenter(log *slog.Logger) graphql.ErrorPresenterFunc {
 		}
 		var re *resolverError
 		if errors.As(err, &re) {
-			log.ErrorContext(ctx, "graphql resolver failed", "err", err, "path", out.Path.String(), "request_id", httpx.GetRequestID(ctx))
+			if httpx.ClientGoneContext(ctx) {
+				log.DebugContext(ctx, "graphql: request abandoned by the client", "err", err, "path", out.Path.String(), "request_id", httpx.GetRequestID(ctx))
+				markUnavailable(ctx) // 499, see unavailableStatus
+			} else {
+				log.ErrorContext(ctx, "graphql resolver failed", "err", err, "path", out.Path.String(), "request_id", httpx.GetRequestID(ctx))
+			}
 			out.Message = "internal error"
 			out.Extensions = map[string]any{"code": CodeInternal}
 			return out

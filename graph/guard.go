@@ -42,6 +42,8 @@ func APIKeyGuard(keys *apikey.Service, log *slog.Logger) func(http.Handler) http
 				authError(w, "missing_api_key", "send an admin API key in the X-API-Key header")
 			case errors.Is(err, apikey.ErrInvalid):
 				authError(w, "invalid_api_key", "the API key is unknown or disabled")
+			case httpx.ClientGone(r):
+				httpx.Abandon(w, r, log, "graphql: check API key", err)
 			default:
 				log.ErrorContext(r.Context(), "check API key", "err", err, "request_id", httpx.GetRequestID(r.Context()))
 				// Both shapes: the listener's {"error"} and a GraphQL error

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"sync/atomic"
+
+	"gatehouse/internal/httpx"
 )
 
 type unavailableKey struct{}
@@ -18,11 +20,12 @@ func markUnavailable(ctx context.Context) {
 }
 
 // unavailableStatus answers 503 (with Retry-After) instead of 200 when an
-// error of the response was UNAVAILABLE.
+// error of the response was UNAVAILABLE; 499 (httpx.StatusClientClosed)
+// when the client went away, which is what cut the calls short.
 func unavailableStatus(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		flag := new(atomic.Bool)
-		sw := &statusWriter{ResponseWriter: w, flag: flag}
+		sw := &statusWriter{ResponseWriter: w, flag: flag, ctx: r.Context()}
 		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), unavailableKey{}, flag)))
 	})
 }
@@ -30,6 +33,7 @@ func unavailableStatus(next http.Handler) http.Handler {
 type statusWriter struct {
 	http.ResponseWriter
 	flag  *atomic.Bool
+	ctx   context.Context // the request's
 	wrote bool
 }
 
@@ -37,8 +41,12 @@ func (s *statusWriter) WriteHeader(code int) {
 	if !s.wrote {
 		s.wrote = true
 		if code == http.StatusOK && s.flag.Load() {
-			s.Header().Set("Retry-After", "1")
-			code = http.StatusServiceUnavailable
+			if httpx.ClientGoneContext(s.ctx) {
+				code = httpx.StatusClientClosed
+			} else {
+				s.Header().Set("Retry-After", "1")
+				code = http.StatusServiceUnavailable
+			}
 		}
 	}
 	s.ResponseWriter.WriteHeader(code)

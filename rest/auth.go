@@ -189,10 +189,16 @@ func writeThrottled(w http.ResponseWriter, t *identity.LoginThrottle) {
 // shape, the one place these front doors translate domain errors (their
 // own protocol outcomes, invalid_client and the like, are answered where
 // they arise): 503 when a dependency is down, else 500; the text of an
-// unexpected error goes to the log only.
+// unexpected error goes to the log only. A client that went away gets
+// neither (httpx.Abandon).
 func internalAuthError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	ctx := r.Context()
-	switch errs.KindOf(err) {
+	kind := errs.KindOf(err)
+	if (kind == errs.Unavailable || kind == errs.Internal) && httpx.ClientGone(r) {
+		httpx.Abandon(w, r, log, "auth", err)
+		return
+	}
+	switch kind {
 	case errs.Validation:
 		writeAuthError(w, http.StatusBadRequest, "invalid_request", errs.Message(err))
 	case errs.Unavailable:

@@ -117,14 +117,22 @@ func writeEnvelope(w http.ResponseWriter, r *http.Request, status int, e Envelop
 // signed request, then one case per error kind (validation 400/5002, not
 // found 404/5001, forbidden 403/5003, conflict and invalid state 409/5002,
 // a dependency that is down 503/6000), or anything else (500/6000, logged
-// with the request id; its text never reaches the caller).
+// with the request id; its text never reaches the caller). A failure of a
+// request whose client went away is no answer at all (httpx.Abandon).
 func WritePartnerError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	var rej *partner.RejectError
 	if errors.As(err, &rej) {
 		writeRejected(w, r, log, rej)
 		return
 	}
-	switch errs.KindOf(err) {
+	kind := errs.KindOf(err)
+	if (kind == errs.Unavailable || kind == errs.Internal) && httpx.ClientGone(r) {
+		// The client hung up: the calls it cut short say nothing about
+		// the dependencies.
+		httpx.Abandon(w, r, log, "partner API", err)
+		return
+	}
+	switch kind {
 	case errs.Validation:
 		WriteEnvelopeError(w, r, CodeParamInvalid, errs.Message(err))
 	case errs.NotFound:

@@ -194,7 +194,7 @@ func (h Tickets) fail(w http.ResponseWriter, r *http.Request, err error) {
 		httpx.WriteError(w, http.StatusForbidden, "forbidden", errs.Message(err))
 	case errs.Unavailable:
 		if httpx.ClientGone(r) {
-			h.abandoned(w, r, err)
+			httpx.Abandon(w, r, h.Log, "ticket request", err)
 			return
 		}
 		h.Log.ErrorContext(r.Context(), "ticket request: dependency unavailable", "err", err, "request_id", httpx.GetRequestID(r.Context()))
@@ -208,17 +208,9 @@ func (h Tickets) fail(w http.ResponseWriter, r *http.Request, err error) {
 // internal answers an unexpected error: its text goes to the log only.
 func (h Tickets) internal(w http.ResponseWriter, r *http.Request, err error) {
 	if httpx.ClientGone(r) {
-		h.abandoned(w, r, err)
+		httpx.Abandon(w, r, h.Log, "ticket request", err)
 		return
 	}
 	h.Log.ErrorContext(r.Context(), "ticket request failed", "err", err, "request_id", httpx.GetRequestID(r.Context()))
 	httpx.WriteError(w, http.StatusInternalServerError, "internal_error", "internal error")
-}
-
-// abandoned ends a request whose client went away: nothing is listening
-// for an answer. 499 is the conventional "client closed request" status
-// for the log line.
-func (h Tickets) abandoned(w http.ResponseWriter, r *http.Request, err error) {
-	h.Log.DebugContext(r.Context(), "ticket request abandoned by the client", "err", err, "request_id", httpx.GetRequestID(r.Context()))
-	w.WriteHeader(499)
 }

@@ -79,6 +79,10 @@ func (a *App) newSessions() *scs.SessionManager {
 	sm.Cookie.Secure = false
 	sm.Cookie.Persist = false
 	sm.ErrorFunc = func(w http.ResponseWriter, r *http.Request, err error) {
+		if httpx.ClientGone(r) {
+			httpx.Abandon(w, r, a.Log, "session store", err)
+			return
+		}
 		a.Log.ErrorContext(r.Context(), "session store", "err", err, "request_id", httpx.GetRequestID(r.Context()))
 		w.Header().Set("Retry-After", "1")
 		httpx.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "unavailable", "error_description": "the session store is unavailable, retry later"})

@@ -112,16 +112,22 @@ var requestDuration = promauto.NewHistogramVec(prometheus.HistogramOpts{
 
 var responsesTotal = promauto.NewCounterVec(prometheus.CounterOpts{
 	Name: "gatehouse_http_responses_total",
-	Help: "HTTP responses by listener and status class (2xx, 3xx, 4xx, 5xx); every class exists at 0 from the start (the error-rate alert divides them).",
+	Help: "HTTP responses by listener and status class (2xx, 3xx, 4xx, 5xx, and client_closed for requests whose client went away before the answer, logged as status 499); every class exists at 0 from the start (the error-rate alert divides them).",
 }, []string{"listener", "class"})
 
+// ClassClientClosed is the response class of a request whose client went
+// away before its answer (StatusClientClosed): neither a 4xx of the
+// client's nor a 5xx of the server's.
+const ClassClientClosed = "client_closed"
+
 // responseClasses are a listener's counters by status/100 (index 2 to 5;
-// a status outside 200-599 counts as 5xx, as it is no valid reply).
-type responseClasses [6]prometheus.Counter
+// a status outside 200-599 counts as 5xx, as it is no valid reply), and
+// at index 6 the requests whose client went away.
+type responseClasses [7]prometheus.Counter
 
 func newResponseClasses(listener string) *responseClasses {
 	var c responseClasses
-	for i, class := range []string{"2xx", "3xx", "4xx", "5xx"} {
+	for i, class := range []string{"2xx", "3xx", "4xx", "5xx", ClassClientClosed} {
 		c[i+2] = responsesTotal.WithLabelValues(listener, class)
 	}
 	return &c
@@ -129,7 +135,10 @@ func newResponseClasses(listener string) *responseClasses {
 
 func (c *responseClasses) count(status int) {
 	i := status / 100
-	if i < 2 || i > 5 {
+	switch {
+	case status == StatusClientClosed:
+		i = 6
+	case i < 2 || i > 5:
 		i = 5
 	}
 	c[i].Inc()
@@ -161,7 +170,11 @@ func (c *durationCache) observer(method string, status int) prometheus.Observer 
 	if o, ok := c.seen.Load(k); ok {
 		return o.(prometheus.Observer)
 	}
-	o := requestDuration.WithLabelValues(c.listener, method, http.StatusText(status))
+	text := http.StatusText(status)
+	if status == StatusClientClosed {
+		text = "Client Closed Request" // not a status net/http knows
+	}
+	o := requestDuration.WithLabelValues(c.listener, method, text)
 	c.seen.Store(k, o)
 	return o
 }
@@ -177,7 +190,9 @@ func isStandardMethod(m string) bool {
 
 // Logger writes one line per request (see package requestlog). It logs
 // the path without the query string: signed requests carry signatures and
-// nonces there.
+// nonces there. A request whose client went away before the answer is
+// logged at INFO with status 499 (StatusClientClosed), counted in its own
+// class, never as a server error.
 func Logger(log *slog.Logger, listener string) func(http.Handler) http.Handler {
 	durations := newDurationCache(listener)
 	classes := newResponseClasses(listener)
@@ -186,14 +201,12 @@ func Logger(log *slog.Logger, listener string) func(http.Handler) http.Handler {
 			start := time.Now()
 			rec := &statusRecorder{ResponseWriter: w}
 			next.ServeHTTP(rec, r)
-			if rec.status == 0 {
-				rec.status = http.StatusOK
-			}
+			status := outcome(r, rec.status)
 			d := time.Since(start)
-			durations.observer(r.Method, rec.status).Observe(d.Seconds())
-			classes.count(rec.status)
+			durations.observer(r.Method, status).Observe(d.Seconds())
+			classes.count(status)
 			lvl := slog.LevelInfo
-			if rec.status >= 500 {
+			if status >= 500 {
 				lvl = slog.LevelError
 			}
 			ctx := r.Context()
@@ -205,7 +218,7 @@ func Logger(log *slog.Logger, listener string) func(http.Handler) http.Handler {
 			// also capture the caller's program counter (runtime.Callers, a
 			// tenth of the line's cost), which no handler here reads.
 			l := requestlog.Line{
-				Listener: listener, Method: r.Method, Path: r.URL.Path, Status: rec.status, Bytes: rec.bytes,
+				Listener: listener, Method: r.Method, Path: r.URL.Path, Status: status, Bytes: rec.bytes,
 				Duration: d, Remote: ClientAddr(r),
 			}
 			if ri := infoFrom(ctx); ri != nil {

@@ -57,10 +57,7 @@ func Trace(tr *telemetry.Tracing, listener string) func(http.Handler) http.Handl
 			if !span.IsRecording() {
 				return
 			}
-			status := rec.status
-			if status == 0 {
-				status = http.StatusOK
-			}
+			status := outcome(r, rec.status)
 			route := "unmatched"
 			if rc := chi.RouteContext(ctx); rc != nil {
 				if p := rc.RoutePattern(); p != "" {
