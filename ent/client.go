@@ -25,6 +25,8 @@ import (
 	"gatehouse/ent/tokenrevocation"
 	"gatehouse/ent/user"
 	"gatehouse/ent/webhookdelivery"
+	"gatehouse/ent/webhookeventtype"
+	"gatehouse/ent/webhookpublication"
 
 	"entgo.io/ent"
 	"entgo.io/ent/dialect"
@@ -67,6 +69,10 @@ type Client struct {
 	User *UserClient
 	// WebhookDelivery is the client for interacting with the WebhookDelivery builders.
 	WebhookDelivery *WebhookDeliveryClient
+	// WebhookEventType is the client for interacting with the WebhookEventType builders.
+	WebhookEventType *WebhookEventTypeClient
+	// WebhookPublication is the client for interacting with the WebhookPublication builders.
+	WebhookPublication *WebhookPublicationClient
 	// additional fields for node api
 	tables tables
 }
@@ -94,6 +100,8 @@ func (c *Client) init() {
 	c.TokenRevocation = NewTokenRevocationClient(c.config)
 	c.User = NewUserClient(c.config)
 	c.WebhookDelivery = NewWebhookDeliveryClient(c.config)
+	c.WebhookEventType = NewWebhookEventTypeClient(c.config)
+	c.WebhookPublication = NewWebhookPublicationClient(c.config)
 }
 
 type (
@@ -184,22 +192,24 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 	cfg := c.config
 	cfg.driver = tx
 	return &Tx{
-		ctx:               ctx,
-		config:            cfg,
-		APIKey:            NewAPIKeyClient(cfg),
-		APIUsage:          NewAPIUsageClient(cfg),
-		AuditEvent:        NewAuditEventClient(cfg),
-		AuthCode:          NewAuthCodeClient(cfg),
-		DeliveryAttempt:   NewDeliveryAttemptClient(cfg),
-		IdempotencyRecord: NewIdempotencyRecordClient(cfg),
-		OAuthToken:        NewOAuthTokenClient(cfg),
-		Order:             NewOrderClient(cfg),
-		PartnerApp:        NewPartnerAppClient(cfg),
-		Sku:               NewSkuClient(cfg),
-		Ticket:            NewTicketClient(cfg),
-		TokenRevocation:   NewTokenRevocationClient(cfg),
-		User:              NewUserClient(cfg),
-		WebhookDelivery:   NewWebhookDeliveryClient(cfg),
+		ctx:                ctx,
+		config:             cfg,
+		APIKey:             NewAPIKeyClient(cfg),
+		APIUsage:           NewAPIUsageClient(cfg),
+		AuditEvent:         NewAuditEventClient(cfg),
+		AuthCode:           NewAuthCodeClient(cfg),
+		DeliveryAttempt:    NewDeliveryAttemptClient(cfg),
+		IdempotencyRecord:  NewIdempotencyRecordClient(cfg),
+		OAuthToken:         NewOAuthTokenClient(cfg),
+		Order:              NewOrderClient(cfg),
+		PartnerApp:         NewPartnerAppClient(cfg),
+		Sku:                NewSkuClient(cfg),
+		Ticket:             NewTicketClient(cfg),
+		TokenRevocation:    NewTokenRevocationClient(cfg),
+		User:               NewUserClient(cfg),
+		WebhookDelivery:    NewWebhookDeliveryClient(cfg),
+		WebhookEventType:   NewWebhookEventTypeClient(cfg),
+		WebhookPublication: NewWebhookPublicationClient(cfg),
 	}, nil
 }
 
@@ -217,22 +227,24 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 	cfg := c.config
 	cfg.driver = &txDriver{tx: tx, drv: c.driver}
 	return &Tx{
-		ctx:               ctx,
-		config:            cfg,
-		APIKey:            NewAPIKeyClient(cfg),
-		APIUsage:          NewAPIUsageClient(cfg),
-		AuditEvent:        NewAuditEventClient(cfg),
-		AuthCode:          NewAuthCodeClient(cfg),
-		DeliveryAttempt:   NewDeliveryAttemptClient(cfg),
-		IdempotencyRecord: NewIdempotencyRecordClient(cfg),
-		OAuthToken:        NewOAuthTokenClient(cfg),
-		Order:             NewOrderClient(cfg),
-		PartnerApp:        NewPartnerAppClient(cfg),
-		Sku:               NewSkuClient(cfg),
-		Ticket:            NewTicketClient(cfg),
-		TokenRevocation:   NewTokenRevocationClient(cfg),
-		User:              NewUserClient(cfg),
-		WebhookDelivery:   NewWebhookDeliveryClient(cfg),
+		ctx:                ctx,
+		config:             cfg,
+		APIKey:             NewAPIKeyClient(cfg),
+		APIUsage:           NewAPIUsageClient(cfg),
+		AuditEvent:         NewAuditEventClient(cfg),
+		AuthCode:           NewAuthCodeClient(cfg),
+		DeliveryAttempt:    NewDeliveryAttemptClient(cfg),
+		IdempotencyRecord:  NewIdempotencyRecordClient(cfg),
+		OAuthToken:         NewOAuthTokenClient(cfg),
+		Order:              NewOrderClient(cfg),
+		PartnerApp:         NewPartnerAppClient(cfg),
+		Sku:                NewSkuClient(cfg),
+		Ticket:             NewTicketClient(cfg),
+		TokenRevocation:    NewTokenRevocationClient(cfg),
+		User:               NewUserClient(cfg),
+		WebhookDelivery:    NewWebhookDeliveryClient(cfg),
+		WebhookEventType:   NewWebhookEventTypeClient(cfg),
+		WebhookPublication: NewWebhookPublicationClient(cfg),
 	}, nil
 }
 
@@ -264,7 +276,8 @@ func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
 		c.APIKey, c.APIUsage, c.AuditEvent, c.AuthCode, c.DeliveryAttempt,
 		c.IdempotencyRecord, c.OAuthToken, c.Order, c.PartnerApp, c.Sku, c.Ticket,
-		c.TokenRevocation, c.User, c.WebhookDelivery,
+		c.TokenRevocation, c.User, c.WebhookDelivery, c.WebhookEventType,
+		c.WebhookPublication,
 	} {
 		n.Use(hooks...)
 	}
@@ -276,7 +289,8 @@ func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
 		c.APIKey, c.APIUsage, c.AuditEvent, c.AuthCode, c.DeliveryAttempt,
 		c.IdempotencyRecord, c.OAuthToken, c.Order, c.PartnerApp, c.Sku, c.Ticket,
-		c.TokenRevocation, c.User, c.WebhookDelivery,
+		c.TokenRevocation, c.User, c.WebhookDelivery, c.WebhookEventType,
+		c.WebhookPublication,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -313,6 +327,10 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.User.mutate(ctx, m)
 	case *WebhookDeliveryMutation:
 		return c.WebhookDelivery.mutate(ctx, m)
+	case *WebhookEventTypeMutation:
+		return c.WebhookEventType.mutate(ctx, m)
+	case *WebhookPublicationMutation:
+		return c.WebhookPublication.mutate(ctx, m)
 	default:
 		return nil, fmt.Errorf("ent: unknown mutation type %T", m)
 	}
@@ -2436,17 +2454,283 @@ func (c *WebhookDeliveryClient) mutate(ctx context.Context, m *WebhookDeliveryMu
 	}
 }
 
+// WebhookEventTypeClient is a client for the WebhookEventType schema.
+type WebhookEventTypeClient struct {
+	config
+}
+
+// NewWebhookEventTypeClient returns a client for the WebhookEventType from the given config.
+func NewWebhookEventTypeClient(c config) *WebhookEventTypeClient {
+	return &WebhookEventTypeClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `webhookeventtype.Hooks(f(g(h())))`.
+func (c *WebhookEventTypeClient) Use(hooks ...Hook) {
+	c.hooks.WebhookEventType = append(c.hooks.WebhookEventType, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `webhookeventtype.Intercept(f(g(h())))`.
+func (c *WebhookEventTypeClient) Intercept(interceptors ...Interceptor) {
+	c.inters.WebhookEventType = append(c.inters.WebhookEventType, interceptors...)
+}
+
+// Create returns a builder for creating a WebhookEventType entity.
+func (c *WebhookEventTypeClient) Create() *WebhookEventTypeCreate {
+	mutation := newWebhookEventTypeMutation(c.config, OpCreate)
+	return &WebhookEventTypeCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of WebhookEventType entities.
+func (c *WebhookEventTypeClient) CreateBulk(builders ...*WebhookEventTypeCreate) *WebhookEventTypeCreateBulk {
+	return &WebhookEventTypeCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *WebhookEventTypeClient) MapCreateBulk(slice any, setFunc func(*WebhookEventTypeCreate, int)) *WebhookEventTypeCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &WebhookEventTypeCreateBulk{err: fmt.Errorf("calling to WebhookEventTypeClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*WebhookEventTypeCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &WebhookEventTypeCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for WebhookEventType.
+func (c *WebhookEventTypeClient) Update() *WebhookEventTypeUpdate {
+	mutation := newWebhookEventTypeMutation(c.config, OpUpdate)
+	return &WebhookEventTypeUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *WebhookEventTypeClient) UpdateOne(_m *WebhookEventType) *WebhookEventTypeUpdateOne {
+	mutation := newWebhookEventTypeMutation(c.config, OpUpdateOne, withWebhookEventType(_m))
+	return &WebhookEventTypeUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *WebhookEventTypeClient) UpdateOneID(id int) *WebhookEventTypeUpdateOne {
+	mutation := newWebhookEventTypeMutation(c.config, OpUpdateOne, withWebhookEventTypeID(id))
+	return &WebhookEventTypeUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for WebhookEventType.
+func (c *WebhookEventTypeClient) Delete() *WebhookEventTypeDelete {
+	mutation := newWebhookEventTypeMutation(c.config, OpDelete)
+	return &WebhookEventTypeDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *WebhookEventTypeClient) DeleteOne(_m *WebhookEventType) *WebhookEventTypeDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *WebhookEventTypeClient) DeleteOneID(id int) *WebhookEventTypeDeleteOne {
+	builder := c.Delete().Where(webhookeventtype.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &WebhookEventTypeDeleteOne{builder}
+}
+
+// Query returns a query builder for WebhookEventType.
+func (c *WebhookEventTypeClient) Query() *WebhookEventTypeQuery {
+	return &WebhookEventTypeQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeWebhookEventType},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a WebhookEventType entity by its id.
+func (c *WebhookEventTypeClient) Get(ctx context.Context, id int) (*WebhookEventType, error) {
+	return c.Query().Where(webhookeventtype.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *WebhookEventTypeClient) GetX(ctx context.Context, id int) *WebhookEventType {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *WebhookEventTypeClient) Hooks() []Hook {
+	return c.hooks.WebhookEventType
+}
+
+// Interceptors returns the client interceptors.
+func (c *WebhookEventTypeClient) Interceptors() []Interceptor {
+	return c.inters.WebhookEventType
+}
+
+func (c *WebhookEventTypeClient) mutate(ctx context.Context, m *WebhookEventTypeMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&WebhookEventTypeCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&WebhookEventTypeUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&WebhookEventTypeUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&WebhookEventTypeDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown WebhookEventType mutation op: %q", m.Op())
+	}
+}
+
+// WebhookPublicationClient is a client for the WebhookPublication schema.
+type WebhookPublicationClient struct {
+	config
+}
+
+// NewWebhookPublicationClient returns a client for the WebhookPublication from the given config.
+func NewWebhookPublicationClient(c config) *WebhookPublicationClient {
+	return &WebhookPublicationClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `webhookpublication.Hooks(f(g(h())))`.
+func (c *WebhookPublicationClient) Use(hooks ...Hook) {
+	c.hooks.WebhookPublication = append(c.hooks.WebhookPublication, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `webhookpublication.Intercept(f(g(h())))`.
+func (c *WebhookPublicationClient) Intercept(interceptors ...Interceptor) {
+	c.inters.WebhookPublication = append(c.inters.WebhookPublication, interceptors...)
+}
+
+// Create returns a builder for creating a WebhookPublication entity.
+func (c *WebhookPublicationClient) Create() *WebhookPublicationCreate {
+	mutation := newWebhookPublicationMutation(c.config, OpCreate)
+	return &WebhookPublicationCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of WebhookPublication entities.
+func (c *WebhookPublicationClient) CreateBulk(builders ...*WebhookPublicationCreate) *WebhookPublicationCreateBulk {
+	return &WebhookPublicationCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *WebhookPublicationClient) MapCreateBulk(slice any, setFunc func(*WebhookPublicationCreate, int)) *WebhookPublicationCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &WebhookPublicationCreateBulk{err: fmt.Errorf("calling to WebhookPublicationClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*WebhookPublicationCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &WebhookPublicationCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for WebhookPublication.
+func (c *WebhookPublicationClient) Update() *WebhookPublicationUpdate {
+	mutation := newWebhookPublicationMutation(c.config, OpUpdate)
+	return &WebhookPublicationUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *WebhookPublicationClient) UpdateOne(_m *WebhookPublication) *WebhookPublicationUpdateOne {
+	mutation := newWebhookPublicationMutation(c.config, OpUpdateOne, withWebhookPublication(_m))
+	return &WebhookPublicationUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *WebhookPublicationClient) UpdateOneID(id int) *WebhookPublicationUpdateOne {
+	mutation := newWebhookPublicationMutation(c.config, OpUpdateOne, withWebhookPublicationID(id))
+	return &WebhookPublicationUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for WebhookPublication.
+func (c *WebhookPublicationClient) Delete() *WebhookPublicationDelete {
+	mutation := newWebhookPublicationMutation(c.config, OpDelete)
+	return &WebhookPublicationDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *WebhookPublicationClient) DeleteOne(_m *WebhookPublication) *WebhookPublicationDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *WebhookPublicationClient) DeleteOneID(id int) *WebhookPublicationDeleteOne {
+	builder := c.Delete().Where(webhookpublication.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &WebhookPublicationDeleteOne{builder}
+}
+
+// Query returns a query builder for WebhookPublication.
+func (c *WebhookPublicationClient) Query() *WebhookPublicationQuery {
+	return &WebhookPublicationQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeWebhookPublication},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a WebhookPublication entity by its id.
+func (c *WebhookPublicationClient) Get(ctx context.Context, id int) (*WebhookPublication, error) {
+	return c.Query().Where(webhookpublication.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *WebhookPublicationClient) GetX(ctx context.Context, id int) *WebhookPublication {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *WebhookPublicationClient) Hooks() []Hook {
+	return c.hooks.WebhookPublication
+}
+
+// Interceptors returns the client interceptors.
+func (c *WebhookPublicationClient) Interceptors() []Interceptor {
+	return c.inters.WebhookPublication
+}
+
+func (c *WebhookPublicationClient) mutate(ctx context.Context, m *WebhookPublicationMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&WebhookPublicationCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&WebhookPublicationUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&WebhookPublicationUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&WebhookPublicationDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown WebhookPublication mutation op: %q", m.Op())
+	}
+}
+
 // hooks and interceptors per client, for fast access.
 type (
 	hooks struct {
 		APIKey, APIUsage, AuditEvent, AuthCode, DeliveryAttempt, IdempotencyRecord,
 		OAuthToken, Order, PartnerApp, Sku, Ticket, TokenRevocation, User,
-		WebhookDelivery []ent.Hook
+		WebhookDelivery, WebhookEventType, WebhookPublication []ent.Hook
 	}
 	inters struct {
 		APIKey, APIUsage, AuditEvent, AuthCode, DeliveryAttempt, IdempotencyRecord,
 		OAuthToken, Order, PartnerApp, Sku, Ticket, TokenRevocation, User,
-		WebhookDelivery []ent.Interceptor
+		WebhookDelivery, WebhookEventType, WebhookPublication []ent.Interceptor
 	}
 )
 

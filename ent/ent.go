@@ -20,6 +20,8 @@ import (
 	"gatehouse/ent/tokenrevocation"
 	"gatehouse/ent/user"
 	"gatehouse/ent/webhookdelivery"
+	"gatehouse/ent/webhookeventtype"
+	"gatehouse/ent/webhookpublication"
 	"reflect"
 	"sync"
 
@@ -86,20 +88,22 @@ var (
 func checkColumn(t, c string) error {
 	initCheck.Do(func() {
 		columnCheck = sql.NewColumnCheck(map[string]func(string) bool{
-			apikey.Table:            apikey.ValidColumn,
-			apiusage.Table:          apiusage.ValidColumn,
-			auditevent.Table:        auditevent.ValidColumn,
-			authcode.Table:          authcode.ValidColumn,
-			deliveryattempt.Table:   deliveryattempt.ValidColumn,
-			idempotencyrecord.Table: idempotencyrecord.ValidColumn,
-			oauthtoken.Table:        oauthtoken.ValidColumn,
-			order.Table:             order.ValidColumn,
-			partnerapp.Table:        partnerapp.ValidColumn,
-			sku.Table:               sku.ValidColumn,
-			ticket.Table:            ticket.ValidColumn,
-			tokenrevocation.Table:   tokenrevocation.ValidColumn,
-			user.Table:              user.ValidColumn,
-			webhookdelivery.Table:   webhookdelivery.ValidColumn,
+			apikey.Table:             apikey.ValidColumn,
+			apiusage.Table:           apiusage.ValidColumn,
+			auditevent.Table:         auditevent.ValidColumn,
+			authcode.Table:           authcode.ValidColumn,
+			deliveryattempt.Table:    deliveryattempt.ValidColumn,
+			idempotencyrecord.Table:  idempotencyrecord.ValidColumn,
+			oauthtoken.Table:         oauthtoken.ValidColumn,
+			order.Table:              order.ValidColumn,
+			partnerapp.Table:         partnerapp.ValidColumn,
+			sku.Table:                sku.ValidColumn,
+			ticket.Table:             ticket.ValidColumn,
+			tokenrevocation.Table:    tokenrevocation.ValidColumn,
+			user.Table:               user.ValidColumn,
+			webhookdelivery.Table:    webhookdelivery.ValidColumn,
+			webhookeventtype.Table:   webhookeventtype.ValidColumn,
+			webhookpublication.Table: webhookpublication.ValidColumn,
 		})
 	})
 	return columnCheck(t, c)

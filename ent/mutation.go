@@ -21,6 +21,8 @@ import (
 	"gatehouse/ent/tokenrevocation"
 	"gatehouse/ent/user"
 	"gatehouse/ent/webhookdelivery"
+	"gatehouse/ent/webhookeventtype"
+	"gatehouse/ent/webhookpublication"
 	"sync"
 	"time"
 
@@ -37,20 +39,22 @@ const (
 	OpUpdateOne = ent.OpUpdateOne
 
 	// Node types.
-	TypeAPIKey            = "APIKey"
-	TypeAPIUsage          = "APIUsage"
-	TypeAuditEvent        = "AuditEvent"
-	TypeAuthCode          = "AuthCode"
-	TypeDeliveryAttempt   = "DeliveryAttempt"
-	TypeIdempotencyRecord = "IdempotencyRecord"
-	TypeOAuthToken        = "OAuthToken"
-	TypeOrder             = "Order"
-	TypePartnerApp        = "PartnerApp"
-	TypeSku               = "Sku"
-	TypeTicket            = "Ticket"
-	TypeTokenRevocation   = "TokenRevocation"
-	TypeUser              = "User"
-	TypeWebhookDelivery   = "WebhookDelivery"
+	TypeAPIKey             = "APIKey"
+	TypeAPIUsage           = "APIUsage"
+	TypeAuditEvent         = "AuditEvent"
+	TypeAuthCode           = "AuthCode"
+	TypeDeliveryAttempt    = "DeliveryAttempt"
+	TypeIdempotencyRecord  = "IdempotencyRecord"
+	TypeOAuthToken         = "OAuthToken"
+	TypeOrder              = "Order"
+	TypePartnerApp         = "PartnerApp"
+	TypeSku                = "Sku"
+	TypeTicket             = "Ticket"
+	TypeTokenRevocation    = "TokenRevocation"
+	TypeUser               = "User"
+	TypeWebhookDelivery    = "WebhookDelivery"
+	TypeWebhookEventType   = "WebhookEventType"
+	TypeWebhookPublication = "WebhookPublication"
 )
 
 // APIKeyMutation represents an operation that mutates the APIKey nodes in the graph.
@@ -12551,4 +12555,1200 @@ func (m *WebhookDeliveryMutation) ResetEdge(name string) error {
 		return nil
 	}
 	return fmt.Errorf("unknown WebhookDelivery edge %s", name)
+}
+
+// WebhookEventTypeMutation represents an operation that mutates the WebhookEventType nodes in the graph.
+type WebhookEventTypeMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *int
+	name          *string
+	description   *string
+	schema        *string
+	example       *string
+	create_time   *time.Time
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*WebhookEventType, error)
+	predicates    []predicate.WebhookEventType
+}
+
+var _ ent.Mutation = (*WebhookEventTypeMutation)(nil)
+
+// webhookeventtypeOption allows management of the mutation configuration using functional options.
+type webhookeventtypeOption func(*WebhookEventTypeMutation)
+
+// newWebhookEventTypeMutation creates new mutation for the WebhookEventType entity.
+func newWebhookEventTypeMutation(c config, op Op, opts ...webhookeventtypeOption) *WebhookEventTypeMutation {
+	m := &WebhookEventTypeMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeWebhookEventType,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withWebhookEventTypeID sets the ID field of the mutation.
+func withWebhookEventTypeID(id int) webhookeventtypeOption {
+	return func(m *WebhookEventTypeMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *WebhookEventType
+		)
+		m.oldValue = func(ctx context.Context) (*WebhookEventType, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().WebhookEventType.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withWebhookEventType sets the old WebhookEventType of the mutation.
+func withWebhookEventType(node *WebhookEventType) webhookeventtypeOption {
+	return func(m *WebhookEventTypeMutation) {
+		m.oldValue = func(context.Context) (*WebhookEventType, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m WebhookEventTypeMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m WebhookEventTypeMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *WebhookEventTypeMutation) ID() (id int, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *WebhookEventTypeMutation) IDs(ctx context.Context) ([]int, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []int{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().WebhookEventType.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetName sets the "name" field.
+func (m *WebhookEventTypeMutation) SetName(s string) {
+	m.name = &s
+}
+
+// Name returns the value of the "name" field in the mutation.
+func (m *WebhookEventTypeMutation) Name() (r string, exists bool) {
+	v := m.name
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldName returns the old "name" field's value of the WebhookEventType entity.
+// If the WebhookEventType object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *WebhookEventTypeMutation) OldName(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldName is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldName requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldName: %w", err)
+	}
+	return oldValue.Name, nil
+}
+
+// ResetName resets all changes to the "name" field.
+func (m *WebhookEventTypeMutation) ResetName() {
+	m.name = nil
+}
+
+// SetDescription sets the "description" field.
+func (m *WebhookEventTypeMutation) SetDescription(s string) {
+	m.description = &s
+}
+
+// Description returns the value of the "description" field in the mutation.
+func (m *WebhookEventTypeMutation) Description() (r string, exists bool) {
+	v := m.description
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDescription returns the old "description" field's value of the WebhookEventType entity.
+// If the WebhookEventType object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *WebhookEventTypeMutation) OldDescription(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDescription is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDescription requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDescription: %w", err)
+	}
+	return oldValue.Description, nil
+}
+
+// ResetDescription resets all changes to the "description" field.
+func (m *WebhookEventTypeMutation) ResetDescription() {
+	m.description = nil
+}
+
+// SetSchema sets the "schema" field.
+func (m *WebhookEventTypeMutation) SetSchema(s string) {
+	m.schema = &s
+}
+
+// Schema returns the value of the "schema" field in the mutation.
+func (m *WebhookEventTypeMutation) Schema() (r string, exists bool) {
+	v := m.schema
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSchema returns the old "schema" field's value of the WebhookEventType entity.
+// If the WebhookEventType object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *WebhookEventTypeMutation) OldSchema(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSchema is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSchema requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSchema: %w", err)
+	}
+	return oldValue.Schema, nil
+}
+
+// ResetSchema resets all changes to the "schema" field.
+func (m *WebhookEventTypeMutation) ResetSchema() {
+	m.schema = nil
+}
+
+// SetExample sets the "example" field.
+func (m *WebhookEventTypeMutation) SetExample(s string) {
+	m.example = &s
+}
+
+// Example returns the value of the "example" field in the mutation.
+func (m *WebhookEventTypeMutation) Example() (r string, exists bool) {
+	v := m.example
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldExample returns the old "example" field's value of the WebhookEventType entity.
+// If the WebhookEventType object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *WebhookEventTypeMutation) OldExample(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldExample is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldExample requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldExample: %w", err)
+	}
+	return oldValue.Example, nil
+}
+
+// ClearExample clears the value of the "example" field.
+func (m *WebhookEventTypeMutation) ClearExample() {
+	m.example = nil
+	m.clearedFields[webhookeventtype.FieldExample] = struct{}{}
+}
+
+// ExampleCleared returns if the "example" field was cleared in this mutation.
+func (m *WebhookEventTypeMutation) ExampleCleared() bool {
+	_, ok := m.clearedFields[webhookeventtype.FieldExample]
+	return ok
+}
+
+// ResetExample resets all changes to the "example" field.
+func (m *WebhookEventTypeMutation) ResetExample() {
+	m.example = nil
+	delete(m.clearedFields, webhookeventtype.FieldExample)
+}
+
+// SetCreateTime sets the "create_time" field.
+func (m *WebhookEventTypeMutation) SetCreateTime(t time.Time) {
+	m.create_time = &t
+}
+
+// CreateTime returns the value of the "create_time" field in the mutation.
+func (m *WebhookEventTypeMutation) CreateTime() (r time.Time, exists bool) {
+	v := m.create_time
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreateTime returns the old "create_time" field's value of the WebhookEventType entity.
+// If the WebhookEventType object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *WebhookEventTypeMutation) OldCreateTime(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreateTime is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreateTime requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreateTime: %w", err)
+	}
+	return oldValue.CreateTime, nil
+}
+
+// ResetCreateTime resets all changes to the "create_time" field.
+func (m *WebhookEventTypeMutation) ResetCreateTime() {
+	m.create_time = nil
+}
+
+// Where appends a list predicates to the WebhookEventTypeMutation builder.
+func (m *WebhookEventTypeMutation) Where(ps ...predicate.WebhookEventType) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the WebhookEventTypeMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *WebhookEventTypeMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.WebhookEventType, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *WebhookEventTypeMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *WebhookEventTypeMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (WebhookEventType).
+func (m *WebhookEventTypeMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *WebhookEventTypeMutation) Fields() []string {
+	fields := make([]string, 0, 5)
+	if m.name != nil {
+		fields = append(fields, webhookeventtype.FieldName)
+	}
+	if m.description != nil {
+		fields = append(fields, webhookeventtype.FieldDescription)
+	}
+	if m.schema != nil {
+		fields = append(fields, webhookeventtype.FieldSchema)
+	}
+	if m.example != nil {
+		fields = append(fields, webhookeventtype.FieldExample)
+	}
+	if m.create_time != nil {
+		fields = append(fields, webhookeventtype.FieldCreateTime)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *WebhookEventTypeMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case webhookeventtype.FieldName:
+		return m.Name()
+	case webhookeventtype.FieldDescription:
+		return m.Description()
+	case webhookeventtype.FieldSchema:
+		return m.Schema()
+	case webhookeventtype.FieldExample:
+		return m.Example()
+	case webhookeventtype.FieldCreateTime:
+		return m.CreateTime()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *WebhookEventTypeMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case webhookeventtype.FieldName:
+		return m.OldName(ctx)
+	case webhookeventtype.FieldDescription:
+		return m.OldDescription(ctx)
+	case webhookeventtype.FieldSchema:
+		return m.OldSchema(ctx)
+	case webhookeventtype.FieldExample:
+		return m.OldExample(ctx)
+	case webhookeventtype.FieldCreateTime:
+		return m.OldCreateTime(ctx)
+	}
+	return nil, fmt.Errorf("unknown WebhookEventType field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *WebhookEventTypeMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case webhookeventtype.FieldName:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetName(v)
+		return nil
+	case webhookeventtype.FieldDescription:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDescription(v)
+		return nil
+	case webhookeventtype.FieldSchema:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSchema(v)
+		return nil
+	case webhookeventtype.FieldExample:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetExample(v)
+		return nil
+	case webhookeventtype.FieldCreateTime:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreateTime(v)
+		return nil
+	}
+	return fmt.Errorf("unknown WebhookEventType field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *WebhookEventTypeMutation) AddedFields() []string {
+	return nil
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *WebhookEventTypeMutation) AddedField(name string) (ent.Value, bool) {
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *WebhookEventTypeMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	}
+	return fmt.Errorf("unknown WebhookEventType numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *WebhookEventTypeMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(webhookeventtype.FieldExample) {
+		fields = append(fields, webhookeventtype.FieldExample)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *WebhookEventTypeMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *WebhookEventTypeMutation) ClearField(name string) error {
+	switch name {
+	case webhookeventtype.FieldExample:
+		m.ClearExample()
+		return nil
+	}
+	return fmt.Errorf("unknown WebhookEventType nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *WebhookEventTypeMutation) ResetField(name string) error {
+	switch name {
+	case webhookeventtype.FieldName:
+		m.ResetName()
+		return nil
+	case webhookeventtype.FieldDescription:
+		m.ResetDescription()
+		return nil
+	case webhookeventtype.FieldSchema:
+		m.ResetSchema()
+		return nil
+	case webhookeventtype.FieldExample:
+		m.ResetExample()
+		return nil
+	case webhookeventtype.FieldCreateTime:
+		m.ResetCreateTime()
+		return nil
+	}
+	return fmt.Errorf("unknown WebhookEventType field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *WebhookEventTypeMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *WebhookEventTypeMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *WebhookEventTypeMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *WebhookEventTypeMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *WebhookEventTypeMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *WebhookEventTypeMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *WebhookEventTypeMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown WebhookEventType unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *WebhookEventTypeMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown WebhookEventType edge %s", name)
+}
+
+// WebhookPublicationMutation represents an operation that mutates the WebhookPublication nodes in the graph.
+type WebhookPublicationMutation struct {
+	config
+	op              Op
+	typ             string
+	id              *int
+	app_id          *int
+	addapp_id       *int
+	idempotency_key *string
+	event_id        *string
+	event_type      *string
+	biz_data        *string
+	create_time     *time.Time
+	clearedFields   map[string]struct{}
+	done            bool
+	oldValue        func(context.Context) (*WebhookPublication, error)
+	predicates      []predicate.WebhookPublication
+}
+
+var _ ent.Mutation = (*WebhookPublicationMutation)(nil)
+
+// webhookpublicationOption allows management of the mutation configuration using functional options.
+type webhookpublicationOption func(*WebhookPublicationMutation)
+
+// newWebhookPublicationMutation creates new mutation for the WebhookPublication entity.
+func newWebhookPublicationMutation(c config, op Op, opts ...webhookpublicationOption) *WebhookPublicationMutation {
+	m := &WebhookPublicationMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeWebhookPublication,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withWebhookPublicationID sets the ID field of the mutation.
+func withWebhookPublicationID(id int) webhookpublicationOption {
+	return func(m *WebhookPublicationMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *WebhookPublication
+		)
+		m.oldValue = func(ctx context.Context) (*WebhookPublication, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().WebhookPublication.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withWebhookPublication sets the old WebhookPublication of the mutation.
+func withWebhookPublication(node *WebhookPublication) webhookpublicationOption {
+	return func(m *WebhookPublicationMutation) {
+		m.oldValue = func(context.Context) (*WebhookPublication, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m WebhookPublicationMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m WebhookPublicationMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *WebhookPublicationMutation) ID() (id int, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *WebhookPublicationMutation) IDs(ctx context.Context) ([]int, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []int{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().WebhookPublication.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetAppID sets the "app_id" field.
+func (m *WebhookPublicationMutation) SetAppID(i int) {
+	m.app_id = &i
+	m.addapp_id = nil
+}
+
+// AppID returns the value of the "app_id" field in the mutation.
+func (m *WebhookPublicationMutation) AppID() (r int, exists bool) {
+	v := m.app_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAppID returns the old "app_id" field's value of the WebhookPublication entity.
+// If the WebhookPublication object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *WebhookPublicationMutation) OldAppID(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAppID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAppID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAppID: %w", err)
+	}
+	return oldValue.AppID, nil
+}
+
+// AddAppID adds i to the "app_id" field.
+func (m *WebhookPublicationMutation) AddAppID(i int) {
+	if m.addapp_id != nil {
+		*m.addapp_id += i
+	} else {
+		m.addapp_id = &i
+	}
+}
+
+// AddedAppID returns the value that was added to the "app_id" field in this mutation.
+func (m *WebhookPublicationMutation) AddedAppID() (r int, exists bool) {
+	v := m.addapp_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetAppID resets all changes to the "app_id" field.
+func (m *WebhookPublicationMutation) ResetAppID() {
+	m.app_id = nil
+	m.addapp_id = nil
+}
+
+// SetIdempotencyKey sets the "idempotency_key" field.
+func (m *WebhookPublicationMutation) SetIdempotencyKey(s string) {
+	m.idempotency_key = &s
+}
+
+// IdempotencyKey returns the value of the "idempotency_key" field in the mutation.
+func (m *WebhookPublicationMutation) IdempotencyKey() (r string, exists bool) {
+	v := m.idempotency_key
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldIdempotencyKey returns the old "idempotency_key" field's value of the WebhookPublication entity.
+// If the WebhookPublication object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *WebhookPublicationMutation) OldIdempotencyKey(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldIdempotencyKey is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldIdempotencyKey requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldIdempotencyKey: %w", err)
+	}
+	return oldValue.IdempotencyKey, nil
+}
+
+// ResetIdempotencyKey resets all changes to the "idempotency_key" field.
+func (m *WebhookPublicationMutation) ResetIdempotencyKey() {
+	m.idempotency_key = nil
+}
+
+// SetEventID sets the "event_id" field.
+func (m *WebhookPublicationMutation) SetEventID(s string) {
+	m.event_id = &s
+}
+
+// EventID returns the value of the "event_id" field in the mutation.
+func (m *WebhookPublicationMutation) EventID() (r string, exists bool) {
+	v := m.event_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldEventID returns the old "event_id" field's value of the WebhookPublication entity.
+// If the WebhookPublication object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *WebhookPublicationMutation) OldEventID(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldEventID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldEventID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldEventID: %w", err)
+	}
+	return oldValue.EventID, nil
+}
+
+// ResetEventID resets all changes to the "event_id" field.
+func (m *WebhookPublicationMutation) ResetEventID() {
+	m.event_id = nil
+}
+
+// SetEventType sets the "event_type" field.
+func (m *WebhookPublicationMutation) SetEventType(s string) {
+	m.event_type = &s
+}
+
+// EventType returns the value of the "event_type" field in the mutation.
+func (m *WebhookPublicationMutation) EventType() (r string, exists bool) {
+	v := m.event_type
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldEventType returns the old "event_type" field's value of the WebhookPublication entity.
+// If the WebhookPublication object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *WebhookPublicationMutation) OldEventType(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldEventType is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldEventType requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldEventType: %w", err)
+	}
+	return oldValue.EventType, nil
+}
+
+// ResetEventType resets all changes to the "event_type" field.
+func (m *WebhookPublicationMutation) ResetEventType() {
+	m.event_type = nil
+}
+
+// SetBizData sets the "biz_data" field.
+func (m *WebhookPublicationMutation) SetBizData(s string) {
+	m.biz_data = &s
+}
+
+// BizData returns the value of the "biz_data" field in the mutation.
+func (m *WebhookPublicationMutation) BizData() (r string, exists bool) {
+	v := m.biz_data
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldBizData returns the old "biz_data" field's value of the WebhookPublication entity.
+// If the WebhookPublication object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *WebhookPublicationMutation) OldBizData(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldBizData is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldBizData requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldBizData: %w", err)
+	}
+	return oldValue.BizData, nil
+}
+
+// ResetBizData resets all changes to the "biz_data" field.
+func (m *WebhookPublicationMutation) ResetBizData() {
+	m.biz_data = nil
+}
+
+// SetCreateTime sets the "create_time" field.
+func (m *WebhookPublicationMutation) SetCreateTime(t time.Time) {
+	m.create_time = &t
+}
+
+// CreateTime returns the value of the "create_time" field in the mutation.
+func (m *WebhookPublicationMutation) CreateTime() (r time.Time, exists bool) {
+	v := m.create_time
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreateTime returns the old "create_time" field's value of the WebhookPublication entity.
+// If the WebhookPublication object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *WebhookPublicationMutation) OldCreateTime(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreateTime is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreateTime requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreateTime: %w", err)
+	}
+	return oldValue.CreateTime, nil
+}
+
+// ResetCreateTime resets all changes to the "create_time" field.
+func (m *WebhookPublicationMutation) ResetCreateTime() {
+	m.create_time = nil
+}
+
+// Where appends a list predicates to the WebhookPublicationMutation builder.
+func (m *WebhookPublicationMutation) Where(ps ...predicate.WebhookPublication) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the WebhookPublicationMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *WebhookPublicationMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.WebhookPublication, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *WebhookPublicationMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *WebhookPublicationMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (WebhookPublication).
+func (m *WebhookPublicationMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *WebhookPublicationMutation) Fields() []string {
+	fields := make([]string, 0, 6)
+	if m.app_id != nil {
+		fields = append(fields, webhookpublication.FieldAppID)
+	}
+	if m.idempotency_key != nil {
+		fields = append(fields, webhookpublication.FieldIdempotencyKey)
+	}
+	if m.event_id != nil {
+		fields = append(fields, webhookpublication.FieldEventID)
+	}
+	if m.event_type != nil {
+		fields = append(fields, webhookpublication.FieldEventType)
+	}
+	if m.biz_data != nil {
+		fields = append(fields, webhookpublication.FieldBizData)
+	}
+	if m.create_time != nil {
+		fields = append(fields, webhookpublication.FieldCreateTime)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *WebhookPublicationMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case webhookpublication.FieldAppID:
+		return m.AppID()
+	case webhookpublication.FieldIdempotencyKey:
+		return m.IdempotencyKey()
+	case webhookpublication.FieldEventID:
+		return m.EventID()
+	case webhookpublication.FieldEventType:
+		return m.EventType()
+	case webhookpublication.FieldBizData:
+		return m.BizData()
+	case webhookpublication.FieldCreateTime:
+		return m.CreateTime()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *WebhookPublicationMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case webhookpublication.FieldAppID:
+		return m.OldAppID(ctx)
+	case webhookpublication.FieldIdempotencyKey:
+		return m.OldIdempotencyKey(ctx)
+	case webhookpublication.FieldEventID:
+		return m.OldEventID(ctx)
+	case webhookpublication.FieldEventType:
+		return m.OldEventType(ctx)
+	case webhookpublication.FieldBizData:
+		return m.OldBizData(ctx)
+	case webhookpublication.FieldCreateTime:
+		return m.OldCreateTime(ctx)
+	}
+	return nil, fmt.Errorf("unknown WebhookPublication field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *WebhookPublicationMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case webhookpublication.FieldAppID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAppID(v)
+		return nil
+	case webhookpublication.FieldIdempotencyKey:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetIdempotencyKey(v)
+		return nil
+	case webhookpublication.FieldEventID:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetEventID(v)
+		return nil
+	case webhookpublication.FieldEventType:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetEventType(v)
+		return nil
+	case webhookpublication.FieldBizData:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetBizData(v)
+		return nil
+	case webhookpublication.FieldCreateTime:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreateTime(v)
+		return nil
+	}
+	return fmt.Errorf("unknown WebhookPublication field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *WebhookPublicationMutation) AddedFields() []string {
+	var fields []string
+	if m.addapp_id != nil {
+		fields = append(fields, webhookpublication.FieldAppID)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *WebhookPublicationMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case webhookpublication.FieldAppID:
+		return m.AddedAppID()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *WebhookPublicationMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case webhookpublication.FieldAppID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddAppID(v)
+		return nil
+	}
+	return fmt.Errorf("unknown WebhookPublication numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *WebhookPublicationMutation) ClearedFields() []string {
+	return nil
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *WebhookPublicationMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *WebhookPublicationMutation) ClearField(name string) error {
+	return fmt.Errorf("unknown WebhookPublication nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *WebhookPublicationMutation) ResetField(name string) error {
+	switch name {
+	case webhookpublication.FieldAppID:
+		m.ResetAppID()
+		return nil
+	case webhookpublication.FieldIdempotencyKey:
+		m.ResetIdempotencyKey()
+		return nil
+	case webhookpublication.FieldEventID:
+		m.ResetEventID()
+		return nil
+	case webhookpublication.FieldEventType:
+		m.ResetEventType()
+		return nil
+	case webhookpublication.FieldBizData:
+		m.ResetBizData()
+		return nil
+	case webhookpublication.FieldCreateTime:
+		m.ResetCreateTime()
+		return nil
+	}
+	return fmt.Errorf("unknown WebhookPublication field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *WebhookPublicationMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *WebhookPublicationMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *WebhookPublicationMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *WebhookPublicationMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *WebhookPublicationMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *WebhookPublicationMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *WebhookPublicationMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown WebhookPublication unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *WebhookPublicationMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown WebhookPublication edge %s", name)
 }

@@ -18,6 +18,8 @@ import (
 	"gatehouse/ent/tokenrevocation"
 	"gatehouse/ent/user"
 	"gatehouse/ent/webhookdelivery"
+	"gatehouse/ent/webhookeventtype"
+	"gatehouse/ent/webhookpublication"
 	"time"
 )
 
@@ -521,4 +523,88 @@ func init() {
 	webhookdeliveryDescTracestate := webhookdeliveryFields[15].Descriptor()
 	// webhookdelivery.TracestateValidator is a validator for the "tracestate" field. It is called by the builders before save.
 	webhookdelivery.TracestateValidator = webhookdeliveryDescTracestate.Validators[0].(func(string) error)
+	webhookeventtypeFields := schema.WebhookEventType{}.Fields()
+	_ = webhookeventtypeFields
+	// webhookeventtypeDescName is the schema descriptor for name field.
+	webhookeventtypeDescName := webhookeventtypeFields[0].Descriptor()
+	// webhookeventtype.NameValidator is a validator for the "name" field. It is called by the builders before save.
+	webhookeventtype.NameValidator = func() func(string) error {
+		validators := webhookeventtypeDescName.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(name string) error {
+			for _, fn := range fns {
+				if err := fn(name); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// webhookeventtypeDescCreateTime is the schema descriptor for create_time field.
+	webhookeventtypeDescCreateTime := webhookeventtypeFields[4].Descriptor()
+	// webhookeventtype.DefaultCreateTime holds the default value on creation for the create_time field.
+	webhookeventtype.DefaultCreateTime = webhookeventtypeDescCreateTime.Default.(func() time.Time)
+	webhookpublicationFields := schema.WebhookPublication{}.Fields()
+	_ = webhookpublicationFields
+	// webhookpublicationDescIdempotencyKey is the schema descriptor for idempotency_key field.
+	webhookpublicationDescIdempotencyKey := webhookpublicationFields[1].Descriptor()
+	// webhookpublication.IdempotencyKeyValidator is a validator for the "idempotency_key" field. It is called by the builders before save.
+	webhookpublication.IdempotencyKeyValidator = func() func(string) error {
+		validators := webhookpublicationDescIdempotencyKey.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(idempotency_key string) error {
+			for _, fn := range fns {
+				if err := fn(idempotency_key); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// webhookpublicationDescEventID is the schema descriptor for event_id field.
+	webhookpublicationDescEventID := webhookpublicationFields[2].Descriptor()
+	// webhookpublication.EventIDValidator is a validator for the "event_id" field. It is called by the builders before save.
+	webhookpublication.EventIDValidator = func() func(string) error {
+		validators := webhookpublicationDescEventID.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(event_id string) error {
+			for _, fn := range fns {
+				if err := fn(event_id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// webhookpublicationDescEventType is the schema descriptor for event_type field.
+	webhookpublicationDescEventType := webhookpublicationFields[3].Descriptor()
+	// webhookpublication.EventTypeValidator is a validator for the "event_type" field. It is called by the builders before save.
+	webhookpublication.EventTypeValidator = func() func(string) error {
+		validators := webhookpublicationDescEventType.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(event_type string) error {
+			for _, fn := range fns {
+				if err := fn(event_type); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// webhookpublicationDescCreateTime is the schema descriptor for create_time field.
+	webhookpublicationDescCreateTime := webhookpublicationFields[5].Descriptor()
+	// webhookpublication.DefaultCreateTime holds the default value on creation for the create_time field.
+	webhookpublication.DefaultCreateTime = webhookpublicationDescCreateTime.Default.(func() time.Time)
 }

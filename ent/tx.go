@@ -42,6 +42,10 @@ type Tx struct {
 	User *UserClient
 	// WebhookDelivery is the client for interacting with the WebhookDelivery builders.
 	WebhookDelivery *WebhookDeliveryClient
+	// WebhookEventType is the client for interacting with the WebhookEventType builders.
+	WebhookEventType *WebhookEventTypeClient
+	// WebhookPublication is the client for interacting with the WebhookPublication builders.
+	WebhookPublication *WebhookPublicationClient
 
 	// lazily loaded.
 	client     *Client
@@ -187,6 +191,8 @@ func (tx *Tx) init() {
 	tx.TokenRevocation = NewTokenRevocationClient(tx.config)
 	tx.User = NewUserClient(tx.config)
 	tx.WebhookDelivery = NewWebhookDeliveryClient(tx.config)
+	tx.WebhookEventType = NewWebhookEventTypeClient(tx.config)
+	tx.WebhookPublication = NewWebhookPublicationClient(tx.config)
 }
 
 // txDriver wraps the given dialect.Tx with a nop dialect.Driver implementation.

@@ -8,6 +8,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 
 	"gatehouse/ent"
+	"gatehouse/internal/webhook"
 )
 
 // TestAuditTargets: every mutation of the schema records a sensible
@@ -32,6 +33,8 @@ func TestAuditTargets(t *testing.T) {
 		{"cancelWebhookDelivery", map[string]any{"id": id}, nil, "WebhookDelivery", id},
 		{"resendFailedWebhookDeliveries", map[string]any{"appID": app}, nil, "PartnerApp", app},
 		{"sendTestWebhook", map[string]any{"appID": app}, &ent.WebhookDelivery{ID: 99}, "PartnerApp", app},
+		{"createWebhookEventType", map[string]any{"name": "invoice.issued", "description": "d"}, &webhook.EventType{Name: "invoice.issued"}, "WebhookEventType", "invoice.issued"},
+		{"publishWebhookEvent", map[string]any{"appID": app, "eventType": "invoice.issued"}, &webhook.Published{ID: "msg_x", AppID: 23}, "PartnerApp", app},
 		{"createSku", nil, &ent.Sku{ID: 42}, "Sku", "42"},
 		{"setSkuStock", map[string]any{"id": id}, nil, "Sku", id},
 		{"createOrder", nil, &ent.Order{ID: 43}, "Order", "43"},

@@ -54,7 +54,14 @@ func wrapResolverErrors(ctx context.Context, next graphql.Resolver) (any, error)
 type codedError struct {
 	code, field, msg string
 	providerStatus   int
+	// path is where in a JSON argument a validation error is (a JSONPath,
+	// see webhook.SchemaError).
+	path string
 }
+
+// jsonPather is implemented by validation errors that say where in a JSON
+// argument the fault is (webhook.SchemaError: bizData of a published event).
+type jsonPather interface{ JSONPath() string }
 
 // providerStatuser is implemented by errors that carry the HTTP status an
 // external service answered (see payment.Failure).
@@ -67,7 +74,12 @@ type providerStatuser interface{ ProviderStatus() int }
 func domainError(err error) (codedError, bool) {
 	switch errs.KindOf(err) {
 	case errs.Validation:
-		return codedError{code: CodeValidationFailed, field: errs.Field(err), msg: errs.Message(err)}, true
+		ce := codedError{code: CodeValidationFailed, field: errs.Field(err), msg: errs.Message(err)}
+		var jp jsonPather
+		if errors.As(err, &jp) {
+			ce.path = jp.JSONPath()
+		}
+		return ce, true
 	case errs.NotFound:
 		return codedError{code: CodeNotFound, msg: errs.Message(err)}, true
 	case errs.Conflict:
@@ -129,6 +141,9 @@ func errorPresenter(log *slog.Logger) graphql.ErrorPresenterFunc {
 			out.Extensions = map[string]any{"code": ce.code}
 			if ce.field != "" {
 				out.Extensions["field"] = ce.field
+			}
+			if ce.path != "" {
+				out.Extensions["path"] = ce.path
 			}
 			if ce.providerStatus != 0 {
 				out.Extensions["providerStatus"] = ce.providerStatus

@@ -15,6 +15,7 @@ import (
 	"gatehouse/ent/ticket"
 	"gatehouse/ent/webhookdelivery"
 	"gatehouse/graph/scalar"
+	"gatehouse/internal/webhook"
 	"math"
 	"strconv"
 	"sync/atomic"
@@ -44,6 +45,7 @@ type ResolverRoot interface {
 	PartnerApp() PartnerAppResolver
 	Query() QueryResolver
 	WebhookDelivery() WebhookDeliveryResolver
+	WebhookMessage() WebhookMessageResolver
 }
 
 type DirectiveRoot struct {
@@ -194,12 +196,14 @@ type ComplexityRoot struct {
 		CreatePartnerApp              func(childComplexity int, input CreatePartnerAppInput) int
 		CreateSku                     func(childComplexity int, input CreateSkuInput) int
 		CreateUser                    func(childComplexity int, input CreateUserInput) int
+		CreateWebhookEventType        func(childComplexity int, name string, description string, schema json.RawMessage, example json.RawMessage) int
 		DisableAPIKey                 func(childComplexity int, id int) int
 		DisableUser                   func(childComplexity int, id int) int
 		EnableAPIKey                  func(childComplexity int, id int) int
 		EnableUser                    func(childComplexity int, id int) int
 		EndSecretOverlap              func(childComplexity int, id int) int
 		PayOrder                      func(childComplexity int, orderNo string) int
+		PublishWebhookEvent           func(childComplexity int, appID int, eventType string, bizData json.RawMessage, idempotencyKey *string) int
 		RefundOrder                   func(childComplexity int, orderNo string, reason *string) int
 		ResendFailedWebhookDeliveries func(childComplexity int, appID *int) int
 		ResendWebhookDelivery         func(childComplexity int, id int) int
@@ -299,6 +303,7 @@ type ComplexityRoot struct {
 		Tickets            func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.TicketOrder, where *ent.TicketWhereInput) int
 		Users              func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.UserOrder, where *ent.UserWhereInput) int
 		WebhookDeliveries  func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.WebhookDeliveryOrder, where *ent.WebhookDeliveryWhereInput) int
+		WebhookEventTypes  func(childComplexity int) int
 	}
 
 	RemovedField struct {
@@ -393,6 +398,26 @@ type ComplexityRoot struct {
 		Cursor func(childComplexity int) int
 		Node   func(childComplexity int) int
 	}
+
+	WebhookEventType struct {
+		BuiltIn     func(childComplexity int) int
+		CreateTime  func(childComplexity int) int
+		Description func(childComplexity int) int
+		Example     func(childComplexity int) int
+		Name        func(childComplexity int) int
+		Schema      func(childComplexity int) int
+	}
+
+	WebhookMessage struct {
+		App            func(childComplexity int) int
+		BizData        func(childComplexity int) int
+		CreateTime     func(childComplexity int) int
+		Deliveries     func(childComplexity int) int
+		EventID        func(childComplexity int) int
+		EventType      func(childComplexity int) int
+		IdempotencyKey func(childComplexity int) int
+		Replayed       func(childComplexity int) int
+	}
 }
 
 // endregion ***************************** api!.gotpl *****************************
@@ -427,6 +452,8 @@ type MutationResolver interface {
 	CreateAPIKey(ctx context.Context, name string, role *apikey.Role) (*APIKeySecretPayload, error)
 	DisableAPIKey(ctx context.Context, id int) (*ent.APIKey, error)
 	CreateUser(ctx context.Context, input CreateUserInput) (*ent.User, error)
+	CreateWebhookEventType(ctx context.Context, name string, description string, schema json.RawMessage, example json.RawMessage) (*webhook.EventType, error)
+	PublishWebhookEvent(ctx context.Context, appID int, eventType string, bizData json.RawMessage, idempotencyKey *string) (*webhook.Published, error)
 	EnableAPIKey(ctx context.Context, id int) (*ent.APIKey, error)
 	DisableUser(ctx context.Context, id int) (*ent.User, error)
 	EnableUser(ctx context.Context, id int) (*ent.User, error)
@@ -451,10 +478,15 @@ type QueryResolver interface {
 	Users(ctx context.Context, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.UserOrder, where *ent.UserWhereInput) (*ent.UserConnection, error)
 	WebhookDeliveries(ctx context.Context, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.WebhookDeliveryOrder, where *ent.WebhookDeliveryWhereInput) (*ent.WebhookDeliveryConnection, error)
 	PaymentProvider(ctx context.Context) (*PaymentProvider, error)
+	WebhookEventTypes(ctx context.Context) ([]*webhook.EventType, error)
 	APIVersions(ctx context.Context) ([]*APIVersion, error)
 }
 type WebhookDeliveryResolver interface {
 	BizDataJSON(ctx context.Context, obj *ent.WebhookDelivery) (json.RawMessage, error)
+}
+type WebhookMessageResolver interface {
+	EventID(ctx context.Context, obj *webhook.Published) (string, error)
+	App(ctx context.Context, obj *webhook.Published) (*ent.PartnerApp, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -1079,6 +1111,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreateUser(childComplexity, args["input"].(CreateUserInput)), true
+	case "Mutation.createWebhookEventType":
+		if e.ComplexityRoot.Mutation.CreateWebhookEventType == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createWebhookEventType_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateWebhookEventType(childComplexity, args["name"].(string), args["description"].(string), args["schema"].(json.RawMessage), args["example"].(json.RawMessage)), true
 	case "Mutation.disableAPIKey":
 		if e.ComplexityRoot.Mutation.DisableAPIKey == nil {
 			break
@@ -1145,6 +1188,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.PayOrder(childComplexity, args["orderNo"].(string)), true
+	case "Mutation.publishWebhookEvent":
+		if e.ComplexityRoot.Mutation.PublishWebhookEvent == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_publishWebhookEvent_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.PublishWebhookEvent(childComplexity, args["appID"].(int), args["eventType"].(string), args["bizData"].(json.RawMessage), args["idempotencyKey"].(*string)), true
 	case "Mutation.refundOrder":
 		if e.ComplexityRoot.Mutation.RefundOrder == nil {
 			break
@@ -1680,6 +1734,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.WebhookDeliveries(childComplexity, args["after"].(*entgql.Cursor[int]), args["first"].(*int), args["before"].(*entgql.Cursor[int]), args["last"].(*int), args["orderBy"].(*ent.WebhookDeliveryOrder), args["where"].(*ent.WebhookDeliveryWhereInput)), true
+	case "Query.webhookEventTypes":
+		if e.ComplexityRoot.Query.WebhookEventTypes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.WebhookEventTypes(childComplexity), true
 
 	case "RemovedField.name":
 		if e.ComplexityRoot.RemovedField.Name == nil {
@@ -2023,6 +2083,92 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.WebhookDeliveryEdge.Node(childComplexity), true
 
+	case "WebhookEventType.builtIn":
+		if e.ComplexityRoot.WebhookEventType.BuiltIn == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEventType.BuiltIn(childComplexity), true
+	case "WebhookEventType.createTime":
+		if e.ComplexityRoot.WebhookEventType.CreateTime == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEventType.CreateTime(childComplexity), true
+	case "WebhookEventType.description":
+		if e.ComplexityRoot.WebhookEventType.Description == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEventType.Description(childComplexity), true
+	case "WebhookEventType.example":
+		if e.ComplexityRoot.WebhookEventType.Example == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEventType.Example(childComplexity), true
+	case "WebhookEventType.name":
+		if e.ComplexityRoot.WebhookEventType.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEventType.Name(childComplexity), true
+	case "WebhookEventType.schema":
+		if e.ComplexityRoot.WebhookEventType.Schema == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEventType.Schema(childComplexity), true
+
+	case "WebhookMessage.app":
+		if e.ComplexityRoot.WebhookMessage.App == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookMessage.App(childComplexity), true
+	case "WebhookMessage.bizData":
+		if e.ComplexityRoot.WebhookMessage.BizData == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookMessage.BizData(childComplexity), true
+	case "WebhookMessage.createTime":
+		if e.ComplexityRoot.WebhookMessage.CreateTime == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookMessage.CreateTime(childComplexity), true
+	case "WebhookMessage.deliveries":
+		if e.ComplexityRoot.WebhookMessage.Deliveries == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookMessage.Deliveries(childComplexity), true
+	case "WebhookMessage.eventID":
+		if e.ComplexityRoot.WebhookMessage.EventID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookMessage.EventID(childComplexity), true
+	case "WebhookMessage.eventType":
+		if e.ComplexityRoot.WebhookMessage.EventType == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookMessage.EventType(childComplexity), true
+	case "WebhookMessage.idempotencyKey":
+		if e.ComplexityRoot.WebhookMessage.IdempotencyKey == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookMessage.IdempotencyKey(childComplexity), true
+	case "WebhookMessage.replayed":
+		if e.ComplexityRoot.WebhookMessage.Replayed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookMessage.Replayed(childComplexity), true
+
 	}
 	return 0, false
 }
@@ -2358,6 +2504,91 @@ enum BreakerState {
   OPEN
   "Trial calls go out; if they all succeed the breaker closes, one failure opens it again."
   HALF_OPEN
+}
+`, BuiltIn: false},
+	{Name: "../web-schema/catalogue.graphql", Input: `# The webhook event catalogue and publishing for the company's other
+# services (docs/webhooks.md, "Event catalogue" and "Publishing events").
+
+extend type Query {
+  """
+  The webhook event catalogue: the built-in types (raised by gatehouse:
+  the order events and webhook.test) in a fixed order, then the custom
+  types declared with createWebhookEventType, by name.
+  """
+  webhookEventTypes: [WebhookEventType!]!
+}
+
+"A type of webhook event: the eventType of its messages and the shape of their bizData."
+type WebhookEventType {
+  "The messages' eventType (order.paid, invoice.issued)."
+  name: String!
+  description: String!
+  "The JSON Schema every bizData of this type satisfies."
+  schema: JSON!
+  "A bizData of this type (what sendTestWebhook with eventType sends); null when a custom type has none."
+  example: JSON
+  "Raised by gatehouse itself (cannot be published); false for custom types."
+  builtIn: Boolean!
+  "When a custom type was declared; null for built-in types."
+  createTime: Time
+}
+
+"""
+An event published to one app: one webhook-id and one body, delivered to
+each of the app's receivers.
+"""
+type WebhookMessage {
+  "The message id: the webhook-id header (and eventID) of each of its deliveries."
+  eventID: String!
+  app: PartnerApp!
+  eventType: String!
+  bizData: JSON!
+  "The idempotency key it was published with (\"\" when none)."
+  idempotencyKey: String!
+  createTime: Time!
+  """
+  true when an earlier publishWebhookEvent with the same idempotency key
+  (for the same app, within 24 h) made this message: this call sent nothing.
+  """
+  replayed: Boolean!
+  "Its deliveries; none when the app has nowhere to receive it (see extensions.warnings)."
+  deliveries: [WebhookDelivery!]!
+}
+
+extend type Mutation {
+  """
+  Declares a custom webhook event type for publishWebhookEvent. name: 3-64
+  characters, two or more dot-separated segments of a-z, 0-9 and _, each
+  starting with a letter (invoice.issued), outside the built-in namespaces
+  (order., webhook.). schema: a JSON Schema object (draft 2020-12 unless
+  it names another with $schema; formats are checked; no reference outside
+  the schema), at most 64 KiB. example: a bizData satisfying the schema
+  (default: the schema's first "examples" entry). A type never changes
+  once declared: a taken name is CONFLICT.
+  """
+  createWebhookEventType(
+    name: String! @auditTarget(type: "WebhookEventType")
+    description: String!
+    schema: JSON!
+    example: JSON
+  ): WebhookEventType!
+  """
+  Sends an event of a custom type to an app, for another service: bizData
+  must satisfy the type's schema (else VALIDATION_FAILED with
+  extensions.field "bizData" and extensions.path, the JSONPath of the first
+  offending value, e.g. "$.lines[0].qty"). The message goes out like a
+  built-in event (signed, retried, in the delivery log). With an
+  idempotencyKey (1-128 printable ASCII characters, no spaces), the same
+  key for the same app within 24 h returns the first message (replayed:
+  true) and sends nothing new; concurrent calls with one key make one
+  message. Built-in types cannot be published.
+  """
+  publishWebhookEvent(
+    appID: ID! @auditTarget(type: "PartnerApp")
+    eventType: String!
+    bizData: JSON!
+    idempotencyKey: String
+  ): WebhookMessage!
 }
 `, BuiltIn: false},
 	{Name: "../web-schema/ent.graphql", Input: `directive @goField(forceResolver: Boolean, name: String, omittable: Boolean) on FIELD_DEFINITION | INPUT_FIELD_DEFINITION
@@ -5639,6 +5870,46 @@ func (ec *executionContext) childFields_WebhookDeliveryEdge(ctx context.Context,
 	return nil, fmt.Errorf("no field named %q was found under type WebhookDeliveryEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_WebhookEventType(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_WebhookEventType_name(ctx, field)
+	case "description":
+		return ec.fieldContext_WebhookEventType_description(ctx, field)
+	case "schema":
+		return ec.fieldContext_WebhookEventType_schema(ctx, field)
+	case "example":
+		return ec.fieldContext_WebhookEventType_example(ctx, field)
+	case "builtIn":
+		return ec.fieldContext_WebhookEventType_builtIn(ctx, field)
+	case "createTime":
+		return ec.fieldContext_WebhookEventType_createTime(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type WebhookEventType", field.Name)
+}
+
+func (ec *executionContext) childFields_WebhookMessage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "eventID":
+		return ec.fieldContext_WebhookMessage_eventID(ctx, field)
+	case "app":
+		return ec.fieldContext_WebhookMessage_app(ctx, field)
+	case "eventType":
+		return ec.fieldContext_WebhookMessage_eventType(ctx, field)
+	case "bizData":
+		return ec.fieldContext_WebhookMessage_bizData(ctx, field)
+	case "idempotencyKey":
+		return ec.fieldContext_WebhookMessage_idempotencyKey(ctx, field)
+	case "createTime":
+		return ec.fieldContext_WebhookMessage_createTime(ctx, field)
+	case "replayed":
+		return ec.fieldContext_WebhookMessage_replayed(ctx, field)
+	case "deliveries":
+		return ec.fieldContext_WebhookMessage_deliveries(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type WebhookMessage", field.Name)
+}
+
 func (ec *executionContext) childFields___Directive(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "name":
@@ -5861,6 +6132,44 @@ func (ec *executionContext) field_Mutation_createUser_args(ctx context.Context, 
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_createWebhookEventType_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "name",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["name"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "description",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["description"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "schema",
+		func(ctx context.Context, v any) (json.RawMessage, error) {
+			return ec.unmarshalNJSON2encodingᚋjsonᚐRawMessage(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["schema"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "example",
+		func(ctx context.Context, v any) (json.RawMessage, error) {
+			return ec.unmarshalOJSON2encodingᚋjsonᚐRawMessage(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["example"] = arg3
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_disableAPIKey_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -5942,6 +6251,44 @@ func (ec *executionContext) field_Mutation_payOrder_args(ctx context.Context, ra
 		return nil, err
 	}
 	args["orderNo"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_publishWebhookEvent_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "appID",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["appID"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "eventType",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["eventType"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "bizData",
+		func(ctx context.Context, v any) (json.RawMessage, error) {
+			return ec.unmarshalNJSON2encodingᚋjsonᚐRawMessage(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["bizData"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "idempotencyKey",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["idempotencyKey"] = arg3
 	return args, nil
 }
 
@@ -9807,6 +10154,94 @@ func (ec *executionContext) fieldContext_Mutation_createUser(ctx context.Context
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_createWebhookEventType(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createWebhookEventType(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreateWebhookEventType(ctx, fc.Args["name"].(string), fc.Args["description"].(string), fc.Args["schema"].(json.RawMessage), fc.Args["example"].(json.RawMessage))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *webhook.EventType) graphql.Marshaler {
+			return ec.marshalNWebhookEventType2ᚖgatehouseᚋinternalᚋwebhookᚐEventType(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createWebhookEventType(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookEventType(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createWebhookEventType_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_publishWebhookEvent(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_publishWebhookEvent(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().PublishWebhookEvent(ctx, fc.Args["appID"].(int), fc.Args["eventType"].(string), fc.Args["bizData"].(json.RawMessage), fc.Args["idempotencyKey"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *webhook.Published) graphql.Marshaler {
+			return ec.marshalNWebhookMessage2ᚖgatehouseᚋinternalᚋwebhookᚐPublished(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_publishWebhookEvent(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookMessage(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_publishWebhookEvent_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_enableAPIKey(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11738,6 +12173,38 @@ func (ec *executionContext) fieldContext_Query_paymentProvider(_ context.Context
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_webhookEventTypes(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_webhookEventTypes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().WebhookEventTypes(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*webhook.EventType) graphql.Marshaler {
+			return ec.marshalNWebhookEventType2ᚕᚖgatehouseᚋinternalᚋwebhookᚐEventTypeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_webhookEventTypes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookEventType(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_apiVersions(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -13224,6 +13691,346 @@ func (ec *executionContext) _WebhookDeliveryEdge_cursor(ctx context.Context, fie
 }
 func (ec *executionContext) fieldContext_WebhookDeliveryEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("WebhookDeliveryEdge", field, false, false, errors.New("field of type Cursor does not have child fields"))
+}
+
+func (ec *executionContext) _WebhookEventType_name(ctx context.Context, field graphql.CollectedField, obj *webhook.EventType) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEventType_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEventType_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEventType", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _WebhookEventType_description(ctx context.Context, field graphql.CollectedField, obj *webhook.EventType) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEventType_description(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Description, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEventType_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEventType", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _WebhookEventType_schema(ctx context.Context, field graphql.CollectedField, obj *webhook.EventType) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEventType_schema(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Schema, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v json.RawMessage) graphql.Marshaler {
+			return ec.marshalNJSON2encodingᚋjsonᚐRawMessage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEventType_schema(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEventType", field, false, false, errors.New("field of type JSON does not have child fields"))
+}
+
+func (ec *executionContext) _WebhookEventType_example(ctx context.Context, field graphql.CollectedField, obj *webhook.EventType) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEventType_example(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Example, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v json.RawMessage) graphql.Marshaler {
+			return ec.marshalOJSON2encodingᚋjsonᚐRawMessage(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEventType_example(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEventType", field, false, false, errors.New("field of type JSON does not have child fields"))
+}
+
+func (ec *executionContext) _WebhookEventType_builtIn(ctx context.Context, field graphql.CollectedField, obj *webhook.EventType) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEventType_builtIn(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.BuiltIn, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEventType_builtIn(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEventType", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _WebhookEventType_createTime(ctx context.Context, field graphql.CollectedField, obj *webhook.EventType) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEventType_createTime(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreateTime, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEventType_createTime(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEventType", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _WebhookMessage_eventID(ctx context.Context, field graphql.CollectedField, obj *webhook.Published) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookMessage_eventID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.WebhookMessage().EventID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookMessage_eventID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookMessage", field, true, true, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _WebhookMessage_app(ctx context.Context, field graphql.CollectedField, obj *webhook.Published) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookMessage_app(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.WebhookMessage().App(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.PartnerApp) graphql.Marshaler {
+			return ec.marshalNPartnerApp2ᚖgatehouseᚋentᚐPartnerApp(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookMessage_app(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "WebhookMessage",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PartnerApp(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _WebhookMessage_eventType(ctx context.Context, field graphql.CollectedField, obj *webhook.Published) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookMessage_eventType(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EventType, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookMessage_eventType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookMessage", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _WebhookMessage_bizData(ctx context.Context, field graphql.CollectedField, obj *webhook.Published) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookMessage_bizData(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.BizData, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v json.RawMessage) graphql.Marshaler {
+			return ec.marshalNJSON2encodingᚋjsonᚐRawMessage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookMessage_bizData(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookMessage", field, false, false, errors.New("field of type JSON does not have child fields"))
+}
+
+func (ec *executionContext) _WebhookMessage_idempotencyKey(ctx context.Context, field graphql.CollectedField, obj *webhook.Published) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookMessage_idempotencyKey(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.IdempotencyKey, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookMessage_idempotencyKey(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookMessage", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _WebhookMessage_createTime(ctx context.Context, field graphql.CollectedField, obj *webhook.Published) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookMessage_createTime(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreateTime, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookMessage_createTime(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookMessage", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _WebhookMessage_replayed(ctx context.Context, field graphql.CollectedField, obj *webhook.Published) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookMessage_replayed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Replayed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookMessage_replayed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookMessage", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _WebhookMessage_deliveries(ctx context.Context, field graphql.CollectedField, obj *webhook.Published) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookMessage_deliveries(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Deliveries, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.WebhookDelivery) graphql.Marshaler {
+			return ec.marshalNWebhookDelivery2ᚕᚖgatehouseᚋentᚐWebhookDeliveryᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookMessage_deliveries(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "WebhookMessage",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookDelivery(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) ___Directive_name(ctx context.Context, field graphql.CollectedField, obj *introspection.Directive) (ret graphql.Marshaler) {
@@ -23513,6 +24320,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "createWebhookEventType":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createWebhookEventType(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "publishWebhookEvent":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_publishWebhookEvent(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "enableAPIKey":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_enableAPIKey(ctx, field)
@@ -24566,6 +25387,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "webhookEventTypes":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_webhookEventTypes(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "apiVersions":
 			field := field
 
@@ -25421,6 +26264,208 @@ func (ec *executionContext) _WebhookDeliveryEdge(ctx context.Context, sel ast.Se
 	return out
 }
 
+var webhookEventTypeImplementors = []string{"WebhookEventType"}
+
+func (ec *executionContext) _WebhookEventType(ctx context.Context, sel ast.SelectionSet, obj *webhook.EventType) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, webhookEventTypeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("WebhookEventType")
+		case "name":
+			out.Values[i] = ec._WebhookEventType_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "description":
+			out.Values[i] = ec._WebhookEventType_description(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "schema":
+			out.Values[i] = ec._WebhookEventType_schema(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "example":
+			out.Values[i] = ec._WebhookEventType_example(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "builtIn":
+			out.Values[i] = ec._WebhookEventType_builtIn(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createTime":
+			out.Values[i] = ec._WebhookEventType_createTime(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var webhookMessageImplementors = []string{"WebhookMessage"}
+
+func (ec *executionContext) _WebhookMessage(ctx context.Context, sel ast.SelectionSet, obj *webhook.Published) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, webhookMessageImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("WebhookMessage")
+		case "eventID":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._WebhookMessage_eventID(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "app":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._WebhookMessage_app(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "eventType":
+			out.Values[i] = ec._WebhookMessage_eventType(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "bizData":
+			out.Values[i] = ec._WebhookMessage_bizData(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "idempotencyKey":
+			out.Values[i] = ec._WebhookMessage_idempotencyKey(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "createTime":
+			out.Values[i] = ec._WebhookMessage_createTime(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "replayed":
+			out.Values[i] = ec._WebhookMessage_replayed(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "deliveries":
+			out.Values[i] = ec._WebhookMessage_deliveries(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var __DirectiveImplementors = []string{"__Directive"}
 
 func (ec *executionContext) ___Directive(ctx context.Context, sel ast.SelectionSet, obj *introspection.Directive) graphql.Marshaler {
@@ -26162,6 +27207,28 @@ func (ec *executionContext) marshalNInt2int64(ctx context.Context, sel ast.Selec
 	return res
 }
 
+func (ec *executionContext) unmarshalNJSON2encodingᚋjsonᚐRawMessage(ctx context.Context, v any) (json.RawMessage, error) {
+	res, err := scalar.UnmarshalRawJSON(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNJSON2encodingᚋjsonᚐRawMessage(ctx context.Context, sel ast.SelectionSet, v json.RawMessage) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	_ = sel
+	res := scalar.MarshalRawJSON(v)
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
+}
+
 func (ec *executionContext) marshalNOrder2gatehouseᚋentᚐOrder(ctx context.Context, sel ast.SelectionSet, v ent.Order) graphql.Marshaler {
 	return ec._Order(ctx, sel, &v)
 }
@@ -26522,6 +27589,22 @@ func (ec *executionContext) marshalNWebhookDelivery2gatehouseᚋentᚐWebhookDel
 	return ec._WebhookDelivery(ctx, sel, &v)
 }
 
+func (ec *executionContext) marshalNWebhookDelivery2ᚕᚖgatehouseᚋentᚐWebhookDeliveryᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.WebhookDelivery) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNWebhookDelivery2ᚖgatehouseᚋentᚐWebhookDelivery(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) marshalNWebhookDelivery2ᚖgatehouseᚋentᚐWebhookDelivery(ctx context.Context, sel ast.SelectionSet, v *ent.WebhookDelivery) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
@@ -26575,6 +27658,50 @@ func (ec *executionContext) marshalNWebhookDeliveryStatus2gatehouseᚋentᚋwebh
 func (ec *executionContext) unmarshalNWebhookDeliveryWhereInput2ᚖgatehouseᚋentᚐWebhookDeliveryWhereInput(ctx context.Context, v any) (*ent.WebhookDeliveryWhereInput, error) {
 	res, err := ec.unmarshalInputWebhookDeliveryWhereInput(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNWebhookEventType2gatehouseᚋinternalᚋwebhookᚐEventType(ctx context.Context, sel ast.SelectionSet, v webhook.EventType) graphql.Marshaler {
+	return ec._WebhookEventType(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNWebhookEventType2ᚕᚖgatehouseᚋinternalᚋwebhookᚐEventTypeᚄ(ctx context.Context, sel ast.SelectionSet, v []*webhook.EventType) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNWebhookEventType2ᚖgatehouseᚋinternalᚋwebhookᚐEventType(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNWebhookEventType2ᚖgatehouseᚋinternalᚋwebhookᚐEventType(ctx context.Context, sel ast.SelectionSet, v *webhook.EventType) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._WebhookEventType(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNWebhookMessage2gatehouseᚋinternalᚋwebhookᚐPublished(ctx context.Context, sel ast.SelectionSet, v webhook.Published) graphql.Marshaler {
+	return ec._WebhookMessage(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNWebhookMessage2ᚖgatehouseᚋinternalᚋwebhookᚐPublished(ctx context.Context, sel ast.SelectionSet, v *webhook.Published) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._WebhookMessage(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalN__Directive2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐDirective(ctx context.Context, sel ast.SelectionSet, v introspection.Directive) graphql.Marshaler {

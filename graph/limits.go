@@ -8,6 +8,8 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"gatehouse/internal/webhook"
 )
 
 // Bounds of one operation.
@@ -67,6 +69,11 @@ const (
 // use of a fragment on its own, so repeating a field under many aliases
 // costs as much as asking for it that many times.
 type limits struct{}
+
+// listRows prices the list fields that are not connections and may return
+// many rows, by the most they may return: the webhook catalogue holds at
+// most MaxCustomTypes custom types (and a few built-in ones).
+var listRows = map[string]int{"webhookEventTypes": webhook.MaxCustomTypes}
 
 var (
 	_ graphql.HandlerExtension        = limits{}
@@ -208,6 +215,9 @@ func (w *walker) field(f *ast.Field, depth, rows int, parent string) *gqlerror.E
 		// edges, node, pageInfo: the connection's own rows, already
 		// priced; scalars and enums: free.
 	case mutation:
+	case listRows[f.Name] > 0:
+		rows = min(rows*listRows[f.Name], MaxCost+1)
+		w.add(rows)
 	default:
 		w.add(rows) // an object: one row per parent row
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/vektah/gqlparser/v2"
+
+	"gatehouse/internal/webhook"
 )
 
 // EverydayQuery is the admin's everyday question: 100 FAILED deliveries
@@ -49,6 +51,7 @@ func TestPrice(t *testing.T) {
 		{"a type", `{ __type(name: "Order") { fields { name } } }`, TypeCost},
 		{"__typename is free", `{ __typename tickets(first: 1) { __typename } }`, 1},
 		{"aliased schemas", aliases(3, "__schema { queryType { name } }"), 3 * SchemaCost},
+		{"the webhook catalogue: as many rows as it may hold", `{ webhookEventTypes { name schema } }`, webhook.MaxCustomTypes},
 		{"a mutation", `mutation { createSku(input: {name: "x", stock: 1}) { id } }`, MutationCost},
 		{"aliased mutations", `mutation { a: payOrder(orderNo: "1") { id app { id } } b: payOrder(orderNo: "2") { id } }`, 2*MutationCost + 1},
 	} {

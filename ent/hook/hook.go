@@ -176,6 +176,30 @@ func (f WebhookDeliveryFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Va
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.WebhookDeliveryMutation", m)
 }
 
+// The WebhookEventTypeFunc type is an adapter to allow the use of ordinary
+// function as WebhookEventType mutator.
+type WebhookEventTypeFunc func(context.Context, *ent.WebhookEventTypeMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f WebhookEventTypeFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.WebhookEventTypeMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.WebhookEventTypeMutation", m)
+}
+
+// The WebhookPublicationFunc type is an adapter to allow the use of ordinary
+// function as WebhookPublication mutator.
+type WebhookPublicationFunc func(context.Context, *ent.WebhookPublicationMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f WebhookPublicationFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.WebhookPublicationMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.WebhookPublicationMutation", m)
+}
+
 // Condition is a hook condition function.
 type Condition func(context.Context, ent.Mutation) bool
 

@@ -397,6 +397,49 @@ var (
 			},
 		},
 	}
+	// WebhookEventTypesColumns holds the columns for the "webhook_event_types" table.
+	WebhookEventTypesColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "name", Type: field.TypeString, Unique: true, Size: 64},
+		{Name: "description", Type: field.TypeString, Size: 2147483647},
+		{Name: "schema", Type: field.TypeString, Size: 2147483647},
+		{Name: "example", Type: field.TypeString, Nullable: true, Size: 2147483647},
+		{Name: "create_time", Type: field.TypeTime},
+	}
+	// WebhookEventTypesTable holds the schema information for the "webhook_event_types" table.
+	WebhookEventTypesTable = &schema.Table{
+		Name:       "webhook_event_types",
+		Columns:    WebhookEventTypesColumns,
+		PrimaryKey: []*schema.Column{WebhookEventTypesColumns[0]},
+	}
+	// WebhookPublicationsColumns holds the columns for the "webhook_publications" table.
+	WebhookPublicationsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "app_id", Type: field.TypeInt},
+		{Name: "idempotency_key", Type: field.TypeString, Size: 128},
+		{Name: "event_id", Type: field.TypeString, Size: 64},
+		{Name: "event_type", Type: field.TypeString, Size: 64},
+		{Name: "biz_data", Type: field.TypeString, Size: 2147483647},
+		{Name: "create_time", Type: field.TypeTime},
+	}
+	// WebhookPublicationsTable holds the schema information for the "webhook_publications" table.
+	WebhookPublicationsTable = &schema.Table{
+		Name:       "webhook_publications",
+		Columns:    WebhookPublicationsColumns,
+		PrimaryKey: []*schema.Column{WebhookPublicationsColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "webhookpublication_app_id_idempotency_key",
+				Unique:  true,
+				Columns: []*schema.Column{WebhookPublicationsColumns[1], WebhookPublicationsColumns[2]},
+			},
+			{
+				Name:    "webhookpublication_create_time",
+				Unique:  false,
+				Columns: []*schema.Column{WebhookPublicationsColumns[6]},
+			},
+		},
+	}
 	// Tables holds all the tables in the schema.
 	Tables = []*schema.Table{
 		APIKeysTable,
@@ -413,6 +456,8 @@ var (
 		TokenRevocationsTable,
 		UsersTable,
 		WebhookDeliveriesTable,
+		WebhookEventTypesTable,
+		WebhookPublicationsTable,
 	}
 )
 

@@ -47,3 +47,9 @@ type User func(*sql.Selector)
 
 // WebhookDelivery is the predicate function for webhookdelivery builders.
 type WebhookDelivery func(*sql.Selector)
+
+// WebhookEventType is the predicate function for webhookeventtype builders.
+type WebhookEventType func(*sql.Selector)
+
+// WebhookPublication is the predicate function for webhookpublication builders.
+type WebhookPublication func(*sql.Selector)

@@ -21,7 +21,7 @@ func MarshalRawJSON(v json.RawMessage) graphql.Marshaler {
 
 // UnmarshalRawJSON reads the GraphQL JSON scalar from any input value.
 func UnmarshalRawJSON(v any) (json.RawMessage, error) {
-	b, err := json.Marshal(v)
+	b, err := json.Marshal(emptyLists(v))
 	if err != nil {
 		return nil, errors.New("not a JSON value")
 	}
@@ -40,4 +40,23 @@ func ParseJSON(s string) json.RawMessage {
 		return nil
 	}
 	return buf.Bytes()
+}
+
+// emptyLists keeps an empty list of an inline literal ({lines: []}, which
+// the parser hands over as a nil slice) an empty list rather than null.
+func emptyLists(v any) any {
+	switch x := v.(type) {
+	case []any:
+		if x == nil {
+			return []any{}
+		}
+		for i, e := range x {
+			x[i] = emptyLists(e)
+		}
+	case map[string]any:
+		for k, e := range x {
+			x[k] = emptyLists(e)
+		}
+	}
+	return v
 }

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 
+	"gatehouse/internal/order"
 	"gatehouse/internal/webhook"
 )
 
@@ -28,6 +29,8 @@ func (a *App) wireWebhooks(ctx context.Context) error {
 		PerApp:       a.Cfg.Webhooks.PerApp,
 		Retention:    retention,
 		Tracing:      a.Cfg.Tracing,
+		// The built-in event types, declared where they are raised.
+		EventTypes: order.EventTypes(),
 	})
 	if err != nil {
 		return err

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"gatehouse/ent"
-	"gatehouse/internal/webhook"
 )
 
 // Cancel moves order orderNo from CREATED to CANCELLED and queues its
@@ -18,7 +17,7 @@ func (s *Service) Cancel(ctx context.Context, orderNo string) (*ent.Order, error
 	return s.move(ctx, orderNo, transition{
 		from: Created, to: Cancelled, verb: "cancelled",
 		queue: func(ctx context.Context, c *ent.Client, o *ent.Order, now time.Time) error {
-			return queueEvent(ctx, c, o, webhook.EventOrderCancelled, CancelledEvent{
+			return queueEvent(ctx, c, o, EventCancelled, CancelledEvent{
 				OrderNo: o.OrderNo, Amount: Amount(o.Amount), Status: o.Status, CreateTime: stamp(o.CreateTime), CancelTime: stamp(now),
 			})
 		},

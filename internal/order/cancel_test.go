@@ -10,7 +10,6 @@ import (
 	"gatehouse/ent/hook"
 	"gatehouse/internal/order"
 	"gatehouse/internal/testenv"
-	"gatehouse/internal/webhook"
 )
 
 // TestCancel: CREATED → CANCELLED with its order.cancelled webhook in the
@@ -26,7 +25,7 @@ func TestCancel(t *testing.T) {
 			t.Fatalf("Cancel = %v, %v", got, err)
 		}
 		ds := e.deliveries(t, o.AppID)
-		if len(ds) != 1 || ds[0].EventType != webhook.EventOrderCancelled {
+		if len(ds) != 1 || ds[0].EventType != order.EventCancelled {
 			t.Fatalf("deliveries %v", ds)
 		}
 		var biz map[string]any
@@ -74,7 +73,7 @@ func TestCompleteRefund(t *testing.T) {
 			}
 		}
 		ds := e.deliveries(t, o.AppID)
-		if len(ds) != 1 || ds[0].EventType != webhook.EventOrderRefunded {
+		if len(ds) != 1 || ds[0].EventType != order.EventRefunded {
 			t.Fatalf("deliveries %v", ds)
 		}
 		var biz map[string]any

@@ -6,7 +6,6 @@ import (
 
 	"gatehouse/ent"
 	"gatehouse/internal/errs"
-	"gatehouse/internal/webhook"
 )
 
 // ErrInvalidState: the order's status does not allow the operation (for
@@ -23,7 +22,7 @@ func (s *Service) Pay(ctx context.Context, orderNo string) (*ent.Order, error) {
 		from: Created, to: Paid, verb: "paid",
 		set: func(u *ent.OrderUpdate, now time.Time) { u.SetPayTime(now) },
 		queue: func(ctx context.Context, c *ent.Client, o *ent.Order, _ time.Time) error {
-			return queueEvent(ctx, c, o, webhook.EventOrderPaid, PaidEvent{
+			return queueEvent(ctx, c, o, EventPaid, PaidEvent{
 				OrderNo: o.OrderNo, Amount: Amount(o.Amount), Status: o.Status, CreateTime: stamp(o.CreateTime), PayTime: payStamp(o),
 			})
 		},

@@ -8,7 +8,6 @@ import (
 
 	"gatehouse/ent"
 	entorder "gatehouse/ent/order"
-	"gatehouse/internal/webhook"
 )
 
 // CheckRefundable reports whether order o may be refunded: only PAID
@@ -34,7 +33,7 @@ func (s *Service) CompleteRefund(ctx context.Context, orderNo, reason string) (*
 	o, err := s.move(ctx, orderNo, transition{
 		from: Paid, to: Refunded, verb: "refunded",
 		queue: func(ctx context.Context, c *ent.Client, o *ent.Order, now time.Time) error {
-			return queueEvent(ctx, c, o, webhook.EventOrderRefunded, RefundedEvent{
+			return queueEvent(ctx, c, o, EventRefunded, RefundedEvent{
 				OrderNo: o.OrderNo, Amount: Amount(o.Amount), Status: o.Status, CreateTime: stamp(o.CreateTime), PayTime: payStamp(o),
 				RefundTime: stamp(now), Reason: reason,
 			})

@@ -16,6 +16,7 @@ import (
 
 	"gatehouse/ent/partnerapp"
 	"gatehouse/internal/errs"
+	"gatehouse/internal/order"
 	"gatehouse/internal/partner"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
@@ -188,7 +189,7 @@ func TestAlwaysFailingEndsFailedWithAlert(t *testing.T) {
 		rcv := newReceiver(t, always(http.StatusServiceUnavailable))
 		e := newEnv(t, b, webhook.Options{AllowPrivate: true, RetryBase: base, PollInterval: time.Hour, Now: clock.Now})
 		appID, _ := e.newApp(t, rcv.URL)
-		alerts := webhook.FailedTotal(webhook.EventOrderPaid)
+		alerts := webhook.FailedTotal(order.EventPaid)
 		d := e.pay(t, appID)
 
 		for n := 1; n <= 5; n++ {
@@ -236,8 +237,8 @@ func TestAlwaysFailingEndsFailedWithAlert(t *testing.T) {
 			}
 		}
 		// The alert follows the commit of FAILED: wait for it (briefly).
-		waitFor(t, 5*time.Second, func() bool { return webhook.FailedTotal(webhook.EventOrderPaid)-alerts >= 1 }, func() string {
-			return fmt.Sprintf("alert counter rose by %v, want at least 1", webhook.FailedTotal(webhook.EventOrderPaid)-alerts)
+		waitFor(t, 5*time.Second, func() bool { return webhook.FailedTotal(order.EventPaid)-alerts >= 1 }, func() string {
+			return fmt.Sprintf("alert counter rose by %v, want at least 1", webhook.FailedTotal(order.EventPaid)-alerts)
 		})
 		waitFor(t, 5*time.Second, func() bool {
 			logs := e.logs.String()

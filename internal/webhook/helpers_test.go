@@ -51,6 +51,9 @@ func dbURL(t testing.TB, b testenv.Backend) string {
 // newEnv opens and migrates a fresh database and starts a Service on it.
 func newEnv(t testing.TB, b testenv.Backend, opt webhook.Options) *env {
 	t.Helper()
+	if opt.EventTypes == nil {
+		opt.EventTypes = order.EventTypes() // as the service is wired
+	}
 	e := &env{url: dbURL(t, b), masterKey: secret.RandomBytes(32), logs: &syncBuffer{}, opt: opt}
 	e.db = storetest.OpenURL(t, e.url)
 	var err error

@@ -37,9 +37,8 @@ func init() {
 	for _, r := range []string{"success", "failure"} {
 		attemptsTotal.WithLabelValues(r)
 	}
-	for _, t := range []string{EventOrderPaid, EventOrderRefunded, EventOrderCancelled, EventTest} {
-		failedTotal.WithLabelValues(t)
-	}
+	// failedTotal's labels are the event types: the catalogue creates
+	// them when it learns a type (newCatalogue, catalogue.remember).
 }
 
 func alertFailed(eventType string) { failedTotal.WithLabelValues(eventType).Inc() }

@@ -11,17 +11,11 @@ import (
 	"gatehouse/internal/telemetry"
 )
 
-// Event types.
-const (
-	// EventOrderPaid is sent when an order moves from CREATED to PAID.
-	EventOrderPaid = "order.paid"
-	// EventOrderRefunded is sent when a PAID order is refunded.
-	EventOrderRefunded = "order.refunded"
-	// EventOrderCancelled is sent when a CREATED order is cancelled.
-	EventOrderCancelled = "order.cancelled"
-	// EventTest is the operator's test webhook (sendTestWebhook).
-	EventTest = "webhook.test"
-)
+// EventTest is the webhook package's own event type: the operator's test
+// webhook (sendTestWebhook). Every other type is data: declared by the
+// domain that raises it (Options.EventTypes) or by an operator
+// (CreateEventType), see catalogue.go.
+const EventTest = "webhook.test"
 
 // NewEventID returns a fresh event id: "msg_" and 22 URL-safe characters
 // (128 random bits). It is the webhook-id header, identical on every
@@ -75,6 +69,13 @@ type Queued struct {
 // transaction commits (at once in this process, and on Postgres in every
 // replica through NOTIFY, see Service).
 func EnqueueEvent(ctx context.Context, c *ent.Client, appID int, eventType string, bizData []byte) (Queued, error) {
+	return EnqueueMessage(ctx, c, NewEventID(), appID, eventType, bizData)
+}
+
+// EnqueueMessage is EnqueueEvent for a message whose id (its webhook-id,
+// from NewEventID) the caller chose: Publish stores it with the
+// idempotency key in the same transaction.
+func EnqueueMessage(ctx context.Context, c *ent.Client, eventID string, appID int, eventType string, bizData []byte) (Queued, error) {
 	if !json.Valid(bizData) {
 		return Queued{}, fmt.Errorf("webhook: bizData of %s is not JSON", eventType)
 	}
@@ -93,7 +94,7 @@ func EnqueueEvent(ctx context.Context, c *ent.Client, appID int, eventType strin
 	tc := telemetry.Capture(ctx)
 	d, err := c.WebhookDelivery.Create().
 		SetAppID(appID).
-		SetEventID(NewEventID()).
+		SetEventID(eventID).
 		SetEventType(eventType).
 		SetBizData(string(bizData)).
 		SetCallbackURL(app.CallbackURL).

@@ -48,12 +48,16 @@ SELECT (SELECT count(*) FROM deliveries), (SELECT count(*) FROM attempts)`
 )
 
 // retain runs the retention job until ctx ends: at start and then every
-// RetentionEvery, Purge with the cut-off now − Retention.
+// RetentionEvery, Purge with the cut-off now − Retention (unless deliveries
+// are kept forever), and the idempotency keys of Publish past their window.
 func (s *Service) retain(ctx context.Context) {
-	if s.opt.Retention < 0 {
-		return
-	}
 	periodic.Run(ctx, s.opt.RetentionEvery, func(ctx context.Context) {
+		if _, err := s.purgePublications(ctx); err != nil && ctx.Err() == nil {
+			s.log.Error("webhook: purging old idempotency keys failed; it runs again later", "err", err)
+		}
+		if s.opt.Retention < 0 {
+			return
+		}
 		p, err := s.Purge(ctx, s.opt.Now().Add(-s.opt.Retention))
 		switch {
 		case err != nil && ctx.Err() == nil:

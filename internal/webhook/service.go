@@ -114,6 +114,10 @@ type Options struct {
 	Outbound *outbound.Config
 	// Tracing makes a span per attempt (nil: off).
 	Tracing *telemetry.Tracing
+	// EventTypes are the built-in event types, declared by the domains
+	// that raise them (order.EventTypes); webhook.test is always there.
+	// With the custom types of the database they make the catalogue.
+	EventTypes []EventType
 	// Now is the clock of due times, leases and the circuit breakers' open
 	// wait (tests move it); default time.Now.
 	Now func() time.Time
@@ -171,6 +175,7 @@ type Service struct {
 	loopback map[string]bool
 	apps     *appCache
 	sql      *statements
+	types    *catalogue
 
 	// wake holds at most one pending wake-up of the dispatch loop.
 	wake chan struct{}
@@ -224,6 +229,9 @@ func NewService(db *store.DB, masterKey []byte, log *slog.Logger, opt Options) (
 		if s.loopHTTP, err = s.newClient(LoopbackDialer(dialer())); err != nil {
 			return nil, err
 		}
+	}
+	if s.types, err = newCatalogue(db.Client, opt.EventTypes); err != nil {
+		return nil, err
 	}
 	s.apps = newAppCache(s.loadApp)
 	s.sql = newStatements(db)

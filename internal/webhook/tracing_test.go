@@ -63,7 +63,7 @@ func TestAttemptSpanIsChildOfTheBusinessTransaction(t *testing.T) {
 		for _, kv := range attempt.Attributes() {
 			attrs[kv.Key] = kv.Value
 		}
-		if got := attrs["gatehouse.webhook.event_type"].AsString(); got != webhook.EventOrderPaid {
+		if got := attrs["gatehouse.webhook.event_type"].AsString(); got != order.EventPaid {
 			t.Errorf("event_type attribute = %q", got)
 		}
 		if got := attrs["http.response.status_code"].AsInt64(); got != http.StatusOK {

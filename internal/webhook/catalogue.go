@@ -1,0 +1,337 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"gatehouse/ent"
+	"gatehouse/ent/webhookeventtype"
+	"gatehouse/internal/errs"
+)
+
+// EventType is one type of the webhook catalogue: the eventType of its
+// messages, what it means, the JSON Schema its bizData satisfies and an
+// example bizData. Types are data: the webhook package sends whatever type
+// the catalogue holds and names none but its own webhook.test. The domain
+// that raises an event declares its type (order.EventTypes, handed to
+// Options.EventTypes); operators declare custom ones (CreateEventType) for
+// the events the company's other services publish (Publish).
+type EventType struct {
+	Name        string
+	Description string
+	// Schema is the JSON Schema of bizData (draft 2020-12 unless it names
+	// another with $schema).
+	Schema json.RawMessage
+	// Example is a bizData that satisfies Schema; sendTestWebhook with the
+	// type sends it. Nil when a custom type was declared without one.
+	Example json.RawMessage
+	// BuiltIn types are raised by gatehouse itself; only custom types may
+	// be published.
+	BuiltIn bool
+	// CreateTime is when a custom type was declared (nil for built-ins).
+	CreateTime *time.Time
+}
+
+// Limits of custom event types.
+const (
+	// MaxTypeNameLen is the longest event type name (the deliveries'
+	// event_type column).
+	MaxTypeNameLen = 64
+	// MaxTypeDescriptionLen bounds a custom type's description.
+	MaxTypeDescriptionLen = 1024
+	// MaxSchemaLen bounds a custom type's JSON Schema (and its example).
+	MaxSchemaLen = 64 << 10
+	// MaxCustomTypes is how many custom types the catalogue holds.
+	MaxCustomTypes = 500
+)
+
+// typeName is the shape of an event type name: two or more dot-separated
+// segments of lower-case letters, digits and underscores, each starting
+// with a letter ("invoice.issued", "shipment.label_printed").
+var typeName = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$`)
+
+// ErrTypeNotFound: no event type of the catalogue has the given name.
+var ErrTypeNotFound = errs.New(errs.NotFound, "event type not found")
+
+// schemaType is an event type with its compiled schema.
+type schemaType struct {
+	EventType
+	schema *jsonschema.Schema
+}
+
+// catalogue holds the built-in event types and caches the custom ones,
+// which never change once declared, with their compiled schemas.
+type catalogue struct {
+	client   *ent.Client
+	builtIn  []*schemaType // in declaration order
+	byName   map[string]*schemaType
+	reserved map[string]bool // first segments of built-in names
+
+	mu     sync.RWMutex
+	custom map[string]*schemaType
+}
+
+// testType is the webhook package's own event type: sendTestWebhook.
+var testType = EventType{
+	Name:        EventTest,
+	Description: "The operator's test webhook (sendTestWebhook without eventType): checks that a receiver gets and verifies deliveries.",
+	Schema: json.RawMessage(`{"type":"object","required":["app_key","message","sent_at"],"properties":{` +
+		`"app_key":{"type":"string","description":"The app the test was sent to."},` +
+		`"message":{"type":"string"},` +
+		`"sent_at":{"type":"string","format":"date-time","description":"When the test was queued (RFC 3339 UTC, milliseconds)."}}}`),
+	Example: json.RawMessage(`{"app_key":"demo-app","message":"Test webhook from gatehouse: if you can read this, your endpoint receives and can verify our deliveries.","sent_at":"2026-11-27T09:30:00.000Z"}`),
+}
+
+// newCatalogue compiles the built-in types (webhook.test and the given
+// ones) and checks each example against its schema: a type declared wrong
+// is a programming error, reported at start.
+func newCatalogue(client *ent.Client, types []EventType) (*catalogue, error) {
+	c := &catalogue{client: client, byName: map[string]*schemaType{}, reserved: map[string]bool{}, custom: map[string]*schemaType{}}
+	for _, t := range append([]EventType{testType}, types...) {
+		if !typeName.MatchString(t.Name) || len(t.Name) > MaxTypeNameLen {
+			return nil, fmt.Errorf("webhook: event type %q: not a valid name", t.Name)
+		}
+		if c.byName[t.Name] != nil {
+			return nil, fmt.Errorf("webhook: event type %s declared twice", t.Name)
+		}
+		sch, err := compileSchema(t.Name, t.Schema)
+		if err != nil {
+			return nil, fmt.Errorf("webhook: event type %s: schema: %w", t.Name, err)
+		}
+		if t.Example == nil {
+			return nil, fmt.Errorf("webhook: event type %s: no example", t.Name)
+		}
+		if err := validate(sch, t.Example); err != nil {
+			return nil, fmt.Errorf("webhook: event type %s: its example: %w", t.Name, err)
+		}
+		t.BuiltIn = true
+		st := &schemaType{EventType: t, schema: sch}
+		c.builtIn = append(c.builtIn, st)
+		c.byName[t.Name] = st
+		c.reserved[strings.SplitN(t.Name, ".", 2)[0]] = true
+		failedTotal.WithLabelValues(t.Name) // the alert's counter exists at 0
+	}
+	return c, nil
+}
+
+// lookup returns the type called name: a built-in one, or a custom one
+// (read once from the database, then cached). Unknown: ErrTypeNotFound.
+func (c *catalogue) lookup(ctx context.Context, name string) (*schemaType, error) {
+	if t := c.byName[name]; t != nil {
+		return t, nil
+	}
+	c.mu.RLock()
+	t := c.custom[name]
+	c.mu.RUnlock()
+	if t != nil {
+		return t, nil
+	}
+	row, err := c.client.WebhookEventType.Query().Where(webhookeventtype.Name(name)).Only(ctx)
+	if ent.IsNotFound(err) {
+		return nil, &errs.Error{Kind: errs.NotFound, Err: ErrTypeNotFound, Msg: fmt.Sprintf(
+			"no event type %q in the catalogue (webhookEventTypes lists them; createWebhookEventType declares one)", name)}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: event type %s: %w", errs.Unavailable, name, err)
+	}
+	return c.remember(row)
+}
+
+// remember compiles a stored custom type and caches it.
+func (c *catalogue) remember(row *ent.WebhookEventType) (*schemaType, error) {
+	sch, err := compileSchema(row.Name, []byte(row.Schema))
+	if err != nil {
+		return nil, fmt.Errorf("webhook: stored event type %s: %w", row.Name, err)
+	}
+	t := &schemaType{EventType: customType(row), schema: sch}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old := c.custom[row.Name]; old != nil {
+		return old, nil
+	}
+	c.custom[row.Name] = t
+	failedTotal.WithLabelValues(row.Name)
+	return t, nil
+}
+
+func customType(row *ent.WebhookEventType) EventType {
+	t := EventType{Name: row.Name, Description: row.Description, Schema: json.RawMessage(row.Schema), CreateTime: &row.CreateTime}
+	if row.Example != "" {
+		t.Example = json.RawMessage(row.Example)
+	}
+	return t
+}
+
+// EventTypes lists the catalogue: the built-in types in the order they
+// were declared, then the custom ones by name.
+func (s *Service) EventTypes(ctx context.Context) ([]EventType, error) {
+	out := make([]EventType, 0, len(s.types.builtIn))
+	for _, t := range s.types.builtIn {
+		out = append(out, t.EventType)
+	}
+	rows, err := s.client.WebhookEventType.Query().Order(ent.Asc(webhookeventtype.FieldName)).All(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: list event types: %w", errs.Unavailable, err)
+	}
+	for _, r := range rows {
+		out = append(out, customType(r))
+	}
+	return out, nil
+}
+
+// EventType returns the type called name (ErrTypeNotFound when the
+// catalogue has none).
+func (s *Service) EventType(ctx context.Context, name string) (EventType, error) {
+	t, err := s.types.lookup(ctx, name)
+	if err != nil {
+		return EventType{}, err
+	}
+	return t.EventType, nil
+}
+
+// CheckTypeName says whether name may name a new custom event type: 3 to
+// 64 characters, two or more dot-separated segments of lower-case letters,
+// digits and underscores each starting with a letter, and outside the
+// namespaces of the built-in types (their first segment: "order.",
+// "webhook."), so that a type gatehouse adds later cannot collide with one
+// of yours.
+func (s *Service) CheckTypeName(name string) error {
+	switch {
+	case len(name) > MaxTypeNameLen || !typeName.MatchString(name):
+		return errs.Invalid("name", "must be at most %d characters: two or more dot-separated segments of a-z, 0-9 and _, each starting with a letter (e.g. invoice.issued)", MaxTypeNameLen)
+	case s.types.reserved[strings.SplitN(name, ".", 2)[0]]:
+		return errs.Invalid("name", "%s. is the namespace of built-in event types; choose another first segment (e.g. your service's name)", strings.SplitN(name, ".", 2)[0])
+	}
+	return nil
+}
+
+// CreateEventType declares a custom event type: name (see CheckTypeName),
+// a description (1 to 1024 characters), the JSON Schema of its bizData
+// (an object, at most 64 KiB, that compiles; references may only point
+// inside it) and optionally an example, which must satisfy the schema
+// (without one, the schema's first "examples" entry is taken when it
+// does). A name already declared is a Conflict.
+func (s *Service) CreateEventType(ctx context.Context, name, description string, schema, example json.RawMessage) (EventType, error) {
+	if err := s.CheckTypeName(name); err != nil {
+		return EventType{}, err
+	}
+	if s.types.byName[name] != nil {
+		return EventType{}, &errs.Error{Kind: errs.Conflict, Msg: fmt.Sprintf("%s is a built-in event type", name)}
+	}
+	if n := len([]rune(description)); n == 0 || n > MaxTypeDescriptionLen {
+		return EventType{}, errs.Invalid("description", "must be 1 to %d characters", MaxTypeDescriptionLen)
+	}
+	if len(schema) > MaxSchemaLen || len(example) > MaxSchemaLen {
+		return EventType{}, errs.Invalid("schema", "the schema and the example must each be at most %d bytes", MaxSchemaLen)
+	}
+	if !bytes.HasPrefix(bytes.TrimSpace(schema), []byte("{")) {
+		return EventType{}, errs.Invalid("schema", "must be a JSON Schema object")
+	}
+	sch, err := compileSchema(name, schema)
+	if err != nil {
+		return EventType{}, errs.Invalid("schema", "does not compile as a JSON Schema: %s", err)
+	}
+	if example == nil || string(example) == "null" {
+		example = firstExample(sch, schema)
+	} else if err := validate(sch, example); err != nil {
+		var se *SchemaError
+		if errors.As(err, &se) {
+			return EventType{}, errs.Invalid("example", "does not satisfy the schema at %s: %s", se.Path, se.Reason)
+		}
+		return EventType{}, errs.Invalid("example", "%s", err)
+	}
+	n, err := s.client.WebhookEventType.Query().Count(ctx)
+	if err != nil {
+		return EventType{}, fmt.Errorf("%w: count event types: %w", errs.Unavailable, err)
+	}
+	if n >= MaxCustomTypes {
+		return EventType{}, &errs.Error{Kind: errs.InvalidState, Msg: fmt.Sprintf("the catalogue already holds %d custom event types, the most it may", n)}
+	}
+	c := s.client.WebhookEventType.Create().
+		SetName(name).
+		SetDescription(description).
+		SetSchema(string(schema)).
+		SetCreateTime(s.now())
+	if example != nil {
+		c.SetExample(string(example))
+	}
+	row, err := c.Save(ctx)
+	if ent.IsConstraintError(err) {
+		return EventType{}, &errs.Error{Kind: errs.Conflict, Msg: fmt.Sprintf("event type %s already exists (types never change once declared: declare a new name, e.g. %s_v2)", name, name)}
+	}
+	if err != nil {
+		return EventType{}, fmt.Errorf("create event type %s: %w", name, err)
+	}
+	if _, err := s.types.remember(row); err != nil {
+		return EventType{}, err
+	}
+	return customType(row), nil
+}
+
+// firstExample is the schema's first "examples" entry when it satisfies
+// the schema, else nil.
+func firstExample(sch *jsonschema.Schema, schema []byte) json.RawMessage {
+	var doc struct {
+		Examples []json.RawMessage `json:"examples"`
+	}
+	if json.Unmarshal(schema, &doc) != nil || len(doc.Examples) == 0 {
+		return nil
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, doc.Examples[0]) != nil || validate(sch, buf.Bytes()) != nil {
+		return nil
+	}
+	return buf.Bytes()
+}
+
+// noLoader refuses every schema reference that leaves the schema itself
+// (files, URLs): a declared schema must not make the service read a file
+// or call out. The standard meta-schemas are built into the library.
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("references outside the schema are not allowed (%s)", url)
+}
+
+// compileSchema compiles a type's JSON Schema: draft 2020-12 unless it
+// names another, formats asserted ("format": "date-time" is checked), and
+// no reference outside the document.
+func compileSchema(name string, schema []byte) (*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
+	if err != nil {
+		return nil, fmt.Errorf("not JSON: %w", err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	c.UseLoader(noLoader{})
+	loc := "mem:///event-types/" + name + ".json"
+	if err := c.AddResource(loc, doc); err != nil {
+		return nil, err
+	}
+	sch, err := c.Compile(loc)
+	if err != nil {
+		return nil, errors.New(strings.ReplaceAll(err.Error(), loc, "schema"))
+	}
+	return sch, nil
+}
+
+// Check validates bizData against the type's schema (a *SchemaError,
+// wrapped as a validation error, when it does not satisfy it). For tests
+// and tools; the service keeps its types compiled.
+func (t EventType) Check(bizData []byte) error {
+	sch, err := compileSchema(t.Name, t.Schema)
+	if err != nil {
+		return err
+	}
+	return validate(sch, bizData)
+}
