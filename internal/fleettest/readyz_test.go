@@ -3,16 +3,18 @@ package fleettest_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"gatehouse/internal/kv"
 	"gatehouse/internal/testenv/fleet"
 )
 
 // TestReadyzRefusedWrites: a Redis that answers but refuses writes (a
 // demoted master answering READONLY; a cluster node named by a single-node
 // URL, answering MOVED) takes the replica out of rotation: /readyz 503
-// with kv "refuses_writes", and signed calls answer 503, not 500. Once the
+// with kv "refuses_writes", and calls answer 503, not 500. Once the
 // server takes writes again, /readyz is 200 without a restart.
 func TestReadyzRefusedWrites(t *testing.T) {
 	t.Parallel()
@@ -36,6 +38,9 @@ func TestReadyzRefusedWrites(t *testing.T) {
 		if _, r := f.query(t); r.status != 503 || r.code != 6000 {
 			t.Fatalf("signed call on a READONLY Redis: %s", r)
 		}
+		if r := f.Do(t, "POST", f.PublicURL+"/api/auth/login", `{"username":"`+userName+`","password":"`+userPassword+`"}`, "Content-Type", "application/json"); r.Status != 503 {
+			t.Fatalf("login on a READONLY Redis: %d %s", r.Status, r.Body)
+		}
 		if err := c.ReplicaOf(ctx, "NO", "ONE").Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -47,6 +52,26 @@ func TestReadyzRefusedWrites(t *testing.T) {
 		f := setup(t, cl.Nodes[0].URL())
 		if st, m := f.readyz(t); st != 503 || m["kv"] != "refuses_writes" {
 			t.Fatalf("readyz on a cluster node named by redis://: %d %v", st, m)
+		}
+		// What a caller gets there: served (the app's keys live on this
+		// node) or 503/6000 (they are MOVED elsewhere), never a 500.
+		for range 5 {
+			if _, r := f.query(t); !admitted(r) && (r.status != 503 || r.code != 6000) {
+				t.Fatalf("signed call on a cluster node named by redis://: %s", r)
+			}
+		}
+		if r := f.Do(t, "POST", f.PublicURL+"/api/auth/login", `{"username":"`+userName+`","password":"`+userPassword+`"}`, "Content-Type", "application/json"); r.Status != 200 && r.Status != 503 {
+			t.Fatalf("login on a cluster node named by redis://: %d %s", r.Status, r.Body)
+		}
+		// A real MOVED reply (the node asked to write a key another master
+		// owns) is a refused write, as /readyz reports it.
+		c := cl.Nodes[0].Client()
+		var moved error
+		for i := 0; moved == nil && i < 100; i++ {
+			moved = c.Set(context.Background(), "fleet:moved:"+strconv.Itoa(i), "1", time.Second).Err()
+		}
+		if moved == nil || !strings.HasPrefix(moved.Error(), "MOVED") || !kv.WriteRefused(moved) {
+			t.Fatalf("a write to a key of another master: %v, want MOVED, a refused write", moved)
 		}
 	})
 }
