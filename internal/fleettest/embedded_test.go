@@ -102,6 +102,12 @@ func startProcess(t *testing.T, bin, dataDir string) *process {
 	p.cmd.Env = append(os.Environ(),
 		"GATEHOUSE_DATA_DIR="+dataDir, "GATEHOUSE_ADDR=127.0.0.1:0", "GATEHOUSE_ADMIN_ADDR=127.0.0.1:0",
 		"GATEHOUSE_LOG_LEVEL=info", "GATEHOUSE_REDIS_URL=", "GATEHOUSE_DATABASE_URL=")
+	return p.start(t)
+}
+
+// start runs p.cmd and waits for its listening line.
+func (p *process) start(t *testing.T) *process {
+	t.Helper()
 	out, err := p.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
