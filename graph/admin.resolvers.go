@@ -88,8 +88,8 @@ func (r *mutationResolver) ResendFailedWebhookDeliveries(ctx context.Context, ap
 }
 
 // SendTestWebhook is the resolver for the sendTestWebhook field.
-func (r *mutationResolver) SendTestWebhook(ctx context.Context, appID int) (*ent.WebhookDelivery, error) {
-	return r.Webhooks.SendTest(ctx, appID)
+func (r *mutationResolver) SendTestWebhook(ctx context.Context, appID int, eventType *string) (*ent.WebhookDelivery, error) {
+	return r.Webhooks.SendTest(ctx, appID, deref(eventType))
 }
 
 // CancelWebhookDelivery is the resolver for the cancelWebhookDelivery field.

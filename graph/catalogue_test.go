@@ -105,6 +105,15 @@ func TestWebhookCatalogueAndPublish(t *testing.T) {
 			t.Fatalf("%v deliveries, %d received: the repeat sent something", n, received.Load())
 		}
 
+		// sendTestWebhook sends a type's example; its appID form still works.
+		ex := a.gql(t, `mutation($app: ID!) { sendTestWebhook(appID: $app, eventType: "invoice.issued") { eventType bizDataJSON } }`, map[string]any{"app": appID}).ok(t, "sendTestWebhook")
+		if str(ex, "eventType") != "invoice.issued" || str(ex, "bizDataJSON", "invoice_no") != "INV-1" {
+			t.Errorf("test of invoice.issued: %v", ex)
+		}
+		if plain := a.gql(t, `mutation($app: ID!) { sendTestWebhook(appID: $app) { eventType } }`, map[string]any{"app": appID}).ok(t, "sendTestWebhook"); str(plain, "eventType") != "webhook.test" {
+			t.Errorf("sendTestWebhook(appID): %v", plain)
+		}
+
 		audit := a.gql(t, `{ auditEvents(where: {mutationIn: ["createWebhookEventType", "publishWebhookEvent"]}, orderBy: {field: TIME, direction: ASC}) {
   edges { node { mutation targetType targetID outcome errorCode } } } }`, nil).ok(t, "auditEvents")
 		edges, _ := audit["edges"].([]any)

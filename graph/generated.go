@@ -209,7 +209,7 @@ type ComplexityRoot struct {
 		ResendWebhookDelivery         func(childComplexity int, id int) int
 		RotatePartnerAppSecret        func(childComplexity int, id int) int
 		RotateWebhookSecret           func(childComplexity int, id int) int
-		SendTestWebhook               func(childComplexity int, appID int) int
+		SendTestWebhook               func(childComplexity int, appID int, eventType *string) int
 		SetSkuStock                   func(childComplexity int, id int, stock int) int
 		SetUserPassword               func(childComplexity int, id int, password string) int
 		UpdatePartnerApp              func(childComplexity int, id int, input UpdatePartnerAppInput) int
@@ -441,7 +441,7 @@ type MutationResolver interface {
 	RotateWebhookSecret(ctx context.Context, id int) (*PartnerAppSecretPayload, error)
 	ResendWebhookDelivery(ctx context.Context, id int) (*ent.WebhookDelivery, error)
 	ResendFailedWebhookDeliveries(ctx context.Context, appID *int) (int, error)
-	SendTestWebhook(ctx context.Context, appID int) (*ent.WebhookDelivery, error)
+	SendTestWebhook(ctx context.Context, appID int, eventType *string) (*ent.WebhookDelivery, error)
 	CancelWebhookDelivery(ctx context.Context, id int) (*ent.WebhookDelivery, error)
 	CreateSku(ctx context.Context, input CreateSkuInput) (*ent.Sku, error)
 	SetSkuStock(ctx context.Context, id int, stock int) (*ent.Sku, error)
@@ -1264,7 +1264,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.SendTestWebhook(childComplexity, args["appID"].(int)), true
+		return e.ComplexityRoot.Mutation.SendTestWebhook(childComplexity, args["appID"].(int), args["eventType"].(*string)), true
 	case "Mutation.setSkuStock":
 		if e.ComplexityRoot.Mutation.SetSkuStock == nil {
 			break
@@ -2322,10 +2322,14 @@ type Mutation {
   resendFailedWebhookDeliveries(appID: ID @auditTarget(type: "PartnerApp")): Int!
   """
   Queues a webhook.test event for the app, signed and delivered like any
-  other event: a way to check a partner's receiver. An app without a
-  callback URL, or one that is disabled or expired, is INVALID_STATE.
+  other event: a way to check a partner's receiver. With eventType (a type
+  of webhookEventTypes, built-in or custom) it sends that type's example
+  instead, as an event of that type (a type without an example is
+  INVALID_STATE; an unknown one NOT_FOUND). An app without a callback URL,
+  or one that is disabled or expired, is INVALID_STATE; at most 5 tests
+  (of one example) may wait per app (CONFLICT).
   """
-  sendTestWebhook(appID: ID! @auditTarget(type: "PartnerApp")): WebhookDelivery!
+  sendTestWebhook(appID: ID! @auditTarget(type: "PartnerApp"), eventType: String): WebhookDelivery!
   """
   Cancels a PENDING or RETRYING delivery: it becomes CANCELLED and is never
   attempted again (an attempt already in flight is recorded but changes
@@ -6381,6 +6385,14 @@ func (ec *executionContext) field_Mutation_sendTestWebhook_args(ctx context.Cont
 		return nil, err
 	}
 	args["appID"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "eventType",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["eventType"] = arg1
 	return args, nil
 }
 
@@ -9680,7 +9692,7 @@ func (ec *executionContext) _Mutation_sendTestWebhook(ctx context.Context, field
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().SendTestWebhook(ctx, fc.Args["appID"].(int))
+			return ec.Resolvers.Mutation().SendTestWebhook(ctx, fc.Args["appID"].(int), fc.Args["eventType"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.WebhookDelivery) graphql.Marshaler {

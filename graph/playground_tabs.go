@@ -30,22 +30,24 @@ query FailedDeliveries {
 }
 `},
 	{Query: `# Resend one delivery: back to PENDING with retryCount 0, its attempts
-# kept. Put its id (from the FailedDeliveries tab) in Variables below,
-# then run ResendDelivery. ResendAllFailed re-queues every FAILED
-# delivery (add appID: "…" for one app's) and says how many.
+# kept. Put its id (from the FailedDeliveries tab) in Variables below
+# (0 is no delivery: nothing is resent until you do), then run
+# ResendDelivery. ResendFailedOfApp re-queues the FAILED deliveries of
+# one app (its id in appID) and says how many.
 mutation ResendDelivery($id: ID!) {
   resendWebhookDelivery(id: $id) { id status retryCount nextAttemptAt }
 }
 
-mutation ResendAllFailed {
-  resendFailedWebhookDeliveries
+mutation ResendFailedOfApp($appID: ID!) {
+  resendFailedWebhookDeliveries(appID: $appID)
 }
-`, Variables: `{"id": "1"}`},
+`, Variables: `{"id": "0", "appID": "0"}`},
 	{Query: `# Rotate an app's secret. The new secret is shown here once; the old one
 # keeps verifying for 24 h while the partner switches. If the old one
 # leaked, run EndOverlap: the previous app secret and webhook secret stop
 # working at once, on every replica within a second.
-# Set appID in Variables (ListApps shows the ids).
+# Set appID in Variables (ListApps shows the ids; 0 is no app, so nothing
+# rotates until you do).
 mutation RotateAppSecret($appID: ID!) {
   rotatePartnerAppSecret(id: $appID) { appSecret app { id appKey previousSecretExpiresAt } }
 }
@@ -63,7 +65,40 @@ query ListApps {
     edges { node { id appName appKey status previousSecretExpiresAt previousWebhookSecretExpiresAt } }
   }
 }
-`, Variables: `{"appID": "1"}`},
+`, Variables: `{"appID": "0"}`},
+	{Query: `# Publish a test event. EventTypes lists the catalogue (built-in and
+# custom types, each with its bizData schema and an example).
+# SendExample sends a type's example to an app (appID in Variables; 0 is
+# no app, so nothing is sent until you set it). A custom type is declared
+# once with DeclareType (set name, e.g. "invoice.issued"; a type never
+# changes), then other services publish it with PublishEvent: bizData is
+# checked against the schema (VALIDATION_FAILED with extensions.path), and
+# a repeat of the idempotency key within 24 h sends nothing new.
+query EventTypes {
+  webhookEventTypes { name description builtIn schema example }
+}
+
+mutation SendExample($appID: ID!, $eventType: String) {
+  sendTestWebhook(appID: $appID, eventType: $eventType) { id eventID eventType status bizDataJSON }
+}
+
+mutation DeclareType($name: String!, $schema: JSON!) {
+  createWebhookEventType(name: $name, description: "An invoice was issued.", schema: $schema) { name schema example }
+}
+
+mutation PublishEvent($appID: ID!, $bizData: JSON!, $key: String) {
+  publishWebhookEvent(appID: $appID, eventType: "invoice.issued", bizData: $bizData, idempotencyKey: $key) {
+    eventID replayed deliveries { id status }
+  }
+}
+`, Variables: `{
+  "appID": "0",
+  "eventType": "order.paid",
+  "name": "",
+  "schema": {"type": "object", "required": ["invoice_no"], "properties": {"invoice_no": {"type": "string"}}},
+  "bizData": {"invoice_no": "INV-1"},
+  "key": "invoice-INV-1"
+}`},
 	{Query: `# Calls per partner API version: each version's lifecycle (deprecation,
 # sunset) and calls over the last 30 days, then the daily counts per app.
 query UsagePerVersion {

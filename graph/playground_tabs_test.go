@@ -2,13 +2,17 @@ package graph_test
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/parser"
 
+	"gatehouse/internal/config"
 	"gatehouse/internal/testenv"
 )
 
@@ -72,6 +76,74 @@ func TestPlaygroundTabsRun(t *testing.T) {
 		}
 		if ran < 11 {
 			t.Fatalf("ran %d operations", ran)
+		}
+	})
+}
+
+// TestPlaygroundTabsAreHarmless: with live rows in the database (an app,
+// a delivered webhook, ids 1), every mutation of every tab, run as served
+// with an ADMIN key (one click), changes nothing: its ids are
+// placeholders (NOT_FOUND) or its input is left for the operator to fill
+// in (VALIDATION_FAILED). Only creating a read-only key is a one-click
+// mutation, and it changes nothing that exists.
+func TestPlaygroundTabsAreHarmless(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		a := startAdmin(t, b, func(c *config.Config) { c.Webhooks.AllowPrivate = true })
+		sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }))
+		t.Cleanup(sink.Close)
+		p := a.gql(t, createAppMutation, map[string]any{"in": map[string]any{"appName": "Live", "callbackURL": sink.URL + "/h"}}).ok(t, "createPartnerApp")
+		appID := str(p, "app", "id")
+		a.gql(t, `mutation($app: ID!) { createOrder(input: {appID: $app, orderNo: "LIVE-1", amount: "2.00"}) { id } }`, map[string]any{"app": appID}).ok(t, "createOrder")
+		a.gql(t, `mutation { payOrder(orderNo: "LIVE-1") { id } }`, nil).ok(t, "payOrder")
+		const state = `{ webhookDeliveries(first: 100) { edges { node { id status retryCount } } } partnerApps(first: 100) { edges { node { id previousSecretExpiresAt previousWebhookSecretExpiresAt } } } webhookEventTypes { name } }`
+		eventually(t, 10*time.Second, "the live delivery is delivered", func() bool {
+			r := a.gql(t, `{ webhookDeliveries(where: {status: SUCCESS}) { totalCount } }`, nil).ok(t, "webhookDeliveries")
+			return num(r, "totalCount") == 1
+		})
+		before := a.gql(t, state, nil).Body
+
+		page := a.Do(t, "GET", a.AdminURL+"/", "")
+		m := regexp.MustCompile(`(?m)const tabs = (\[.*\]);$`).FindSubmatch(page.Body)
+		var tabs []struct {
+			Query     string `json:"query"`
+			Variables string `json:"variables"`
+		}
+		if m == nil || json.Unmarshal(m[1], &tabs) != nil {
+			t.Fatal("no tabs in the page")
+		}
+		mutations := 0
+		for _, tab := range tabs {
+			doc, err := parser.ParseQuery(&ast.Source{Input: tab.Query})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var vars map[string]any
+			if tab.Variables != "" {
+				if err := json.Unmarshal([]byte(tab.Variables), &vars); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, op := range doc.Operations {
+				if op.Operation != ast.Mutation || op.Name == "CreateReadOnlyKey" {
+					continue
+				}
+				mutations++
+				body, _ := json.Marshal(map[string]any{"query": tab.Query, "variables": vars, "operationName": op.Name})
+				r := a.Do(t, "POST", a.AdminURL+"/graphql", string(body), "Content-Type", "application/json", "X-API-Key", a.Key)
+				var out struct {
+					Errors []gqlError `json:"errors"`
+				}
+				_ = json.Unmarshal(r.Body, &out)
+				if len(out.Errors) != 1 || (out.Errors[0].code() != "NOT_FOUND" && out.Errors[0].code() != "VALIDATION_FAILED") {
+					t.Errorf("mutation %s, one click with an ADMIN key: %s", op.Name, r.Body)
+				}
+			}
+		}
+		if mutations < 8 {
+			t.Fatalf("%d mutations in the tabs", mutations)
+		}
+		if after := a.gql(t, state, nil).Body; after != before {
+			t.Errorf("the tabs changed something:\nbefore %s\nafter  %s", before, after)
 		}
 	})
 }

@@ -94,7 +94,7 @@ func TestPlaygroundInBrowser(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, want := range []string{"FailedDeliveries", "ResendDelivery", "RotateAppSecret", "UsagePerVersion", "AuditLog", "CreateReadOnlyKey"} {
+		for _, want := range []string{"FailedDeliveries", "ResendDelivery", "RotateAppSecret", "UsagePerVersion", "AuditLog", "CreateReadOnlyKey", "EventTypes"} {
 			if !strings.Contains(strings.Join(tabs, ","), want) {
 				t.Fatalf("tabs %v lack %s", tabs, want)
 			}

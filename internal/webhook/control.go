@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"gatehouse/ent"
+	"gatehouse/ent/predicate"
 	"gatehouse/ent/webhookdelivery"
 	"gatehouse/internal/errs"
 )
@@ -31,7 +32,23 @@ const MaxWaitingTests = 5
 // or one that is disabled or expired (its deliveries are held), is
 // ErrInvalidState; an app with MaxWaitingTests tests still waiting is a
 // Conflict (requests racing each other may each pass the count).
-func (s *Service) SendTest(ctx context.Context, appID int) (*ent.WebhookDelivery, error) {
+//
+// With eventType (a type of the catalogue, built-in or custom) the event
+// is of that type and its bizData is the type's example (a type without
+// one is ErrInvalidState); the cap then counts the waiting copies of
+// that example.
+func (s *Service) SendTest(ctx context.Context, appID int, eventType string) (*ent.WebhookDelivery, error) {
+	typ, biz := EventTest, []byte(nil)
+	if eventType != "" && eventType != EventTest {
+		t, err := s.types.lookup(ctx, eventType)
+		if err != nil {
+			return nil, err
+		}
+		if t.Example == nil {
+			return nil, invalidState("event type %s has no example to send (declare a type with an example, or use its schema's \"examples\")", eventType)
+		}
+		typ, biz = t.Name, t.Example
+	}
 	app, err := s.client.PartnerApp.Get(ctx, appID)
 	if ent.IsNotFound(err) {
 		return nil, ErrAppNotFound
@@ -46,8 +63,12 @@ func (s *Service) SendTest(ctx context.Context, appID int) (*ent.WebhookDelivery
 	case why != "":
 		return nil, invalidState("app %s %s, so its webhooks are held (enable it or move its expire date first)", app.AppKey, why)
 	}
-	waiting, err := s.client.WebhookDelivery.Query().Where(webhookdelivery.AppID(appID),
-		webhookdelivery.EventType(EventTest), webhookdelivery.StatusIn(StatusPending, StatusRetrying)).Count(ctx)
+	same := []predicate.WebhookDelivery{webhookdelivery.AppID(appID),
+		webhookdelivery.EventType(typ), webhookdelivery.StatusIn(StatusPending, StatusRetrying)}
+	if biz != nil {
+		same = append(same, webhookdelivery.BizData(string(biz)))
+	}
+	waiting, err := s.client.WebhookDelivery.Query().Where(same...).Count(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("send test webhook: %w", err)
 	}
@@ -56,15 +77,16 @@ func (s *Service) SendTest(ctx context.Context, appID int) (*ent.WebhookDelivery
 			"app %s already has %d test webhooks waiting to be delivered; wait for them (or cancel them with cancelWebhookDelivery) before sending another",
 			app.AppKey, waiting)}
 	}
-	biz, err := json.Marshal(TestEvent{
-		AppKey:  app.AppKey,
-		Message: "Test webhook from gatehouse: if you can read this, your endpoint receives and can verify our deliveries.",
-		SentAt:  now.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
-	})
-	if err != nil {
-		return nil, err
+	if biz == nil {
+		if biz, err = json.Marshal(TestEvent{
+			AppKey:  app.AppKey,
+			Message: "Test webhook from gatehouse: if you can read this, your endpoint receives and can verify our deliveries.",
+			SentAt:  now.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
+		}); err != nil {
+			return nil, err
+		}
 	}
-	d, err := Enqueue(ctx, s.client, appID, EventTest, biz)
+	d, err := Enqueue(ctx, s.client, appID, typ, biz)
 	if err != nil {
 		return nil, fmt.Errorf("send test webhook: %w", err)
 	}

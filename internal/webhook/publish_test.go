@@ -274,3 +274,59 @@ func TestPublishIdempotencyKey(t *testing.T) {
 		}
 	})
 }
+
+// TestSendTestOfAType: sendTestWebhook with an event type sends that
+// type's example as an event of the type (built-in or custom); an unknown
+// type, or a custom one without an example, is refused; the example's
+// waiting copies are capped like webhook.test.
+func TestSendTestOfAType(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		e := newEnv(t, b, webhook.Options{AllowPrivate: true})
+		ctx := context.Background()
+		rcv := newReceiver(t, always(http.StatusNoContent))
+		appID, _ := e.newApp(t, rcv.URL)
+		declareInvoice(t, e)
+		if _, err := e.svc.CreateEventType(ctx, "invoice.voided", "An invoice was voided.", json.RawMessage(`{"type":"object"}`), nil); err != nil {
+			t.Fatal(err)
+		}
+		paidType, err := e.svc.EventType(ctx, order.EventPaid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			typ     string
+			example string
+		}{
+			{order.EventPaid, string(paidType.Example)},
+			{"invoice.issued", `{"invoice_no":"INV-1","lines":[{"sku":"A-1","qty":2}]}`},
+		} {
+			d, err := e.svc.SendTest(ctx, appID, c.typ)
+			if err != nil {
+				t.Fatalf("%s: %v", c.typ, err)
+			}
+			e.waitStatus(t, d.ID, webhook.StatusSuccess, 10*time.Second)
+			if d.EventType != c.typ || d.BizData != c.example {
+				t.Errorf("test of %s: %s %s", c.typ, d.EventType, d.BizData)
+			}
+		}
+		if _, err := e.svc.SendTest(ctx, appID, "invoice.voided"); !errors.Is(err, webhook.ErrInvalidState) {
+			t.Errorf("a type without an example: %v", err)
+		}
+		if _, err := e.svc.SendTest(ctx, appID, "nothing.here"); !errors.Is(err, webhook.ErrTypeNotFound) {
+			t.Errorf("an unknown type: %v", err)
+		}
+		// The cap counts waiting copies of the example.
+		down, _ := e.newApp(t, "http://127.0.0.1:1/refused")
+		for range webhook.MaxWaitingTests {
+			if _, err := e.svc.SendTest(ctx, down, order.EventPaid); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := e.svc.SendTest(ctx, down, order.EventPaid); errs.KindOf(err) != errs.Conflict {
+			t.Errorf("test %d of one example: %v, want a conflict", webhook.MaxWaitingTests+1, err)
+		}
+		if _, err := e.svc.SendTest(ctx, down, ""); err != nil {
+			t.Errorf("a webhook.test beside them: %v", err)
+		}
+	})
+}
