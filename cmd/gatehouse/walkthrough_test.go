@@ -21,6 +21,7 @@ var fromBlock = regexp.MustCompile("(?s)<!-- from: ([^ ]+) -->\n```[a-z]*\n(.*?)
 var walkthroughs = map[string]int{
 	"docs/versioning.md": 3,
 	"docs/deploy.md":     2, // the balancer's configuration, from compose.yaml
+	"docs/webhooks.md":   4, // declare, try, publish and refuse a custom event type
 }
 
 // TestWalkthroughsAreCode: every code block of docs/ and the README marked
