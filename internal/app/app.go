@@ -55,6 +55,8 @@ type App struct {
 
 	// draining is set when shutdown begins: /readyz answers 503 from then on.
 	draining atomic.Bool
+	// readyCheckedAt is when the readiness checks last ran (Unix ns).
+	readyCheckedAt atomic.Int64
 }
 
 // maxClockOffset is how far the database's clock may be from this host's
@@ -217,7 +219,8 @@ func (a *App) adminHandler() http.Handler {
 // Start launches background work (webhook dispatch, counter flushing,
 // the audit retention job).
 func (a *App) Start(ctx context.Context) error {
-	a.checkReadiness()
+	a.checkReadiness(ctx)
+	a.runInBackground(a.refreshReadiness)
 	a.startWebhooks(ctx)
 	a.startAudit()
 	return nil

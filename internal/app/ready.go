@@ -86,16 +86,20 @@ func (a *App) ready(w http.ResponseWriter, r *http.Request) {
 		checks["status"] = "shutting_down"
 		status = http.StatusServiceUnavailable
 	}
-	observeReadiness(dbErr == nil, kvState == "ok", status == http.StatusOK)
+	if r.Context().Err() == nil { // not a check cut short by a stop or a client
+		observeReadiness(dbErr == nil, kvState == "ok", status == http.StatusOK)
+		a.readyCheckedAt.Store(time.Now().UnixNano())
+	}
 	httpx.WriteJSON(w, status, checks)
 }
 
-// Readiness as /readyz last found it (at start and at every probe of the
-// load balancer or orchestrator), for the readiness alert.
+// Readiness as /readyz last found it (at start, at every probe of the load
+// balancer or orchestrator, and at least every readyRefresh without one),
+// for the readiness alert.
 var (
 	readyGauge = promauto.NewGauge(prometheus.GaugeOpts{
 		Name: "gatehouse_ready",
-		Help: "1 when the last /readyz check (run once at start, then at every probe) answered 200, else 0.",
+		Help: "1 when the last /readyz check (at start, at every probe, and every 5 s without one) answered 200, else 0.",
 	})
 	readyCheckGauge = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "gatehouse_ready_check",
@@ -115,11 +119,33 @@ func observeReadiness(db, kvOK, ready bool) {
 	readyGauge.Set(b(ready))
 }
 
-// checkReadiness runs /readyz's checks once (at start), so that the
-// readiness gauges mean something before the first probe.
-func (a *App) checkReadiness() {
-	r := httptest.NewRequest(http.MethodGet, "/readyz", nil)
+// readyRefresh is how often the readiness gauges are refreshed without
+// any probe: they must not keep an old "ready" while nobody calls /readyz
+// (a replica behind no load balancer, or whose balancer stopped probing).
+const readyRefresh = 5 * time.Second
+
+// checkReadiness runs /readyz's checks once, so that the readiness gauges
+// mean something before the first probe.
+func (a *App) checkReadiness(ctx context.Context) {
+	r := httptest.NewRequestWithContext(ctx, http.MethodGet, "/readyz", nil)
 	a.ready(discardWriter{header: http.Header{}}, r)
+}
+
+// refreshReadiness runs the checks every readyRefresh unless a probe (or
+// the last refresh) ran them more recently, until ctx ends.
+func (a *App) refreshReadiness(ctx context.Context) {
+	t := time.NewTicker(readyRefresh / 5)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if time.Since(time.Unix(0, a.readyCheckedAt.Load())) >= readyRefresh {
+			a.checkReadiness(ctx)
+		}
+	}
 }
 
 // discardWriter is a ResponseWriter that drops the reply.

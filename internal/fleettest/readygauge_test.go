@@ -1,0 +1,81 @@
+package fleettest_test
+
+import (
+	"bufio"
+	"encoding/base64"
+	"encoding/hex"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"gatehouse/internal/secret"
+	"gatehouse/internal/testenv"
+	"gatehouse/internal/testenv/fleet"
+)
+
+// TestReadyGaugeWithoutProbes: the readiness gauges follow reality when
+// nobody calls /readyz. A gatehouse process on Postgres and a private
+// Redis (its own process, so that its gauges are its own) is scraped only:
+// ready at start; with Redis frozen, gatehouse_ready and
+// gatehouse_ready_check{check="kv"} turn 0 (the database's stays 1)
+// within the refresh period and the checks' budget; thawed, 1 again.
+func TestReadyGaugeWithoutProbes(t *testing.T) {
+	t.Parallel()
+	bin := filepath.Join(t.TempDir(), "gatehouse")
+	if out, err := exec.Command("go", "build", "-o", bin, "gatehouse/cmd/gatehouse").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	rds := fleet.StartRedis(t)
+	p := launch(t, bin, []string{"serve"}, t.TempDir(),
+		"GATEHOUSE_DATABASE_URL="+testenv.PostgresURL(t), "GATEHOUSE_REDIS_URL="+rds.URL(),
+		"GATEHOUSE_MASTER_KEY="+base64.StdEncoding.EncodeToString(secret.RandomBytes(32)),
+		"GATEHOUSE_JWT_SECRET="+hex.EncodeToString(secret.RandomBytes(32)), "GATEHOUSE_SHUTDOWN_DRAIN=0s")
+	gauges := func() (ready, db, kv string) {
+		res, err := http.Get(p.admin + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		sc := bufio.NewScanner(res.Body)
+		for sc.Scan() {
+			name, v, _ := strings.Cut(sc.Text(), " ")
+			switch name {
+			case "gatehouse_ready":
+				ready = v
+			case `gatehouse_ready_check{check="database"}`:
+				db = v
+			case `gatehouse_ready_check{check="kv"}`:
+				kv = v
+			}
+		}
+		return
+	}
+	expect := func(what, ready, db, kv string, within time.Duration) {
+		t.Helper()
+		deadline := time.Now().Add(within)
+		for {
+			r, d, k := gauges()
+			if r == ready && d == db && k == kv {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: gatehouse_ready %s, database %s, kv %s; want %s, %s, %s", what, r, d, k, ready, db, kv)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	expect("at start", "1", "1", "1", 0)
+	rds.Freeze()
+	defer rds.Thaw()
+	t0 := time.Now()
+	expect("Redis frozen, no probe", "0", "1", "0", 10*time.Second) // 5 s refresh + 2 s budget
+	t.Logf("the gauges saw the frozen Redis after %v", time.Since(t0))
+	rds.Thaw()
+	expect("Redis thawed, no probe", "1", "1", "1", 10*time.Second)
+	if strings.Contains(p.logs(), "path=/readyz") {
+		t.Fatal("something probed /readyz")
+	}
+}
