@@ -106,6 +106,12 @@ func runBaseline(ctx context.Context, args []string) error {
 			}
 			benchfloor.WriteJSON(w, map[string]any{"code": 200, "message": "success"})
 		})
+	case "publish-pg":
+		closeDB, err := servePublishFloor(ctx, mux, *pgURL)
+		if err != nil {
+			return err
+		}
+		defer closeDB()
 	case "insert-sqlite", "insert-pg":
 		closeDB, err := serveTicketFloor(ctx, mux, *mode, *sqlitePath, *sqliteSync, *pgURL)
 		if err != nil {

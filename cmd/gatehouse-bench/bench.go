@@ -58,7 +58,7 @@ func benchmark(ctx context.Context, o options, rep *report) error {
 		return err
 	}
 	rep.Baselines["bare net/http JSON handler"] = bareLoad
-	if o.deductOnly {
+	if o.deductOnly || o.publishOnly {
 		if err := externalPhases(ctx, o, rep, self, tmp, client, bareLoad); err != nil {
 			rep.skip("Postgres + Redis figures", err.Error())
 		}
@@ -382,6 +382,9 @@ func externalPhases(ctx context.Context, o options, rep *report, self, tmp strin
 		costPhase(ctx, o, client, rep, costs, "signed v1 order query, Postgres + Redis", urls(list))
 		return nil
 	}
+	if o.publishOnly {
+		return publishPhases(ctx, o, rep, g, client, self, tmp, dbURL)
+	}
 	if o.deductOnly {
 		return deductPhases(ctx, o, rep, g, client, bare, self, tmp, "Postgres", []string{"-mode", "update-pg", "-postgres", dbURL}, costs)
 	}
@@ -447,6 +450,9 @@ func externalPhases(ctx context.Context, o options, rep *report, self, tmp strin
 	}
 	if err := webhookPhases(ctx, rep, g, dbURL, "Postgres", self, tmp, 200, []string{"-mode", "outbox-pg", "-postgres", dbURL}); err != nil {
 		return err
+	}
+	if err := publishPhases(ctx, o, rep, g, client, self, tmp, dbURL); err != nil {
+		return fmt.Errorf("publish: %w", err)
 	}
 	rss, err := g.proc.peakRSS()
 	if err == nil {

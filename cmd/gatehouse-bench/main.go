@@ -72,6 +72,8 @@ type options struct {
 	signedOnly bool
 	// deductOnly measures the Postgres deduction phases and their floor only.
 	deductOnly bool
+	// publishOnly measures the webhook publishing phases (Postgres) only.
+	publishOnly bool
 	// binary overrides gatehouse for one startGatehouse (the -before runs).
 	binary string
 	// sqliteSync is GATEHOUSE_SQLITE_SYNC of every embedded gatehouse
@@ -92,6 +94,7 @@ func run(ctx context.Context, args []string) error {
 	fs.StringVar(&o.redisURL, "redis", envOr("GATEHOUSE_BENCH_REDIS_URL", "redis://127.0.0.1:6379/0"), "Redis server (a private key prefix is used); empty: skip")
 	fs.StringVar(&o.before, "before", "", "an earlier gatehouse binary: its webhook drain and isolation are measured too (embedded; adds minutes)")
 	fs.BoolVar(&o.deductOnly, "deduct-only", false, "measure only the signed deductions on Postgres + Redis and their floor (for A/B runs of that path)")
+	fs.BoolVar(&o.publishOnly, "publish-only", false, "measure only publishWebhookEvent and the fan-out drain on Postgres + Redis against their floors")
 	fs.BoolVar(&o.signedOnly, "signed-only", false, "measure only the signed order query and its floors (for A/B runs of that path)")
 	fs.StringVar(&o.sqliteSync, "sqlite-sync", defaultSQLiteSync, "GATEHOUSE_SQLITE_SYNC of the embedded gatehouse and the synchronous setting of its SQLite floors: full (the server's default) or normal")
 	if err := fs.Parse(args); err != nil {
