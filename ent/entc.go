@@ -5,7 +5,9 @@
 package main
 
 import (
+	"fmt"
 	"log"
+	"strings"
 
 	"entgo.io/contrib/entgql"
 	"entgo.io/ent/entc"
@@ -19,7 +21,7 @@ func main() {
 		entgql.WithWhereInputs(true),
 		entgql.WithConfigPath("gqlgen.yml"),
 		entgql.WithSchemaPath("web-schema/ent.graphql"),
-		entgql.WithSchemaHook(dropNodeQueries),
+		entgql.WithSchemaHook(dropNodeQueries, int64Filters),
 	)
 	if err != nil {
 		log.Fatalf("creating entgql extension: %v", err)
@@ -60,3 +62,57 @@ func dropNodeQueries(_ *gen.Graph, s *ast.Schema) error {
 	q.Fields = kept
 	return nil
 }
+
+// int64Filters gives the where input of each field GraphQL shows as Int64
+// (a 64-bit integer the 32-bit Int cannot carry) filters of that type
+// under the field's current name, next to the old Int filters, which stay
+// as deprecated aliases setting the same Go fields (Order.amount became
+// amountMinor).
+func int64Filters(_ *gen.Graph, s *ast.Schema) error {
+	for _, a := range []struct{ input, from, to, reason string }{
+		{"OrderWhereInput", "amount", "amountMinor",
+			"GraphQL's Int is 32-bit and an amount can exceed it: use the amountMinor filters (Int64)."},
+	} {
+		in, ok := s.Types[a.input]
+		if !ok {
+			return fmt.Errorf("int64Filters: no input %s", a.input)
+		}
+		var added ast.FieldList
+		for _, f := range in.Fields {
+			op, ok := strings.CutPrefix(f.Name, a.from)
+			if !ok || !filterOps[op] {
+				continue
+			}
+			alias := *f.Type
+			if alias.Elem != nil {
+				elem := *alias.Elem
+				elem.NamedType = "Int64"
+				alias.Elem = &elem
+			} else {
+				alias.NamedType = "Int64"
+			}
+			added = append(added, &ast.FieldDefinition{
+				Name: a.to + op,
+				Type: &alias,
+				Directives: ast.DirectiveList{{
+					Name:      "goField",
+					Arguments: ast.ArgumentList{{Name: "name", Value: &ast.Value{Kind: ast.StringValue, Raw: pascal(a.from) + op}}},
+				}},
+			})
+			f.Directives = append(f.Directives, &ast.Directive{
+				Name:      "deprecated",
+				Arguments: ast.ArgumentList{{Name: "reason", Value: &ast.Value{Kind: ast.StringValue, Raw: a.reason}}},
+			})
+		}
+		if len(added) == 0 {
+			return fmt.Errorf("int64Filters: no %s filters in %s", a.from, a.input)
+		}
+		in.Fields = append(in.Fields, added...)
+	}
+	return nil
+}
+
+// filterOps are the suffixes of the where filters of an ordered field.
+var filterOps = map[string]bool{"": true, "NEQ": true, "In": true, "NotIn": true, "GT": true, "GTE": true, "LT": true, "LTE": true}
+
+func pascal(s string) string { return strings.ToUpper(s[:1]) + s[1:] }

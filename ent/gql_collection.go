@@ -1135,7 +1135,7 @@ func (_q *PartnerAppQuery) collectField(ctx context.Context, oneNode bool, opCtx
 				selectedFields = append(selectedFields, partnerapp.FieldPreviousWebhookSecretExpiresAt)
 				fieldSeen[partnerapp.FieldPreviousWebhookSecretExpiresAt] = struct{}{}
 			}
-		case "redirectUris":
+		case "redirectURIs":
 			if _, ok := fieldSeen[partnerapp.FieldRedirectUris]; !ok {
 				selectedFields = append(selectedFields, partnerapp.FieldRedirectUris)
 				fieldSeen[partnerapp.FieldRedirectUris] = struct{}{}

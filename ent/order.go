@@ -22,7 +22,7 @@ type Order struct {
 	OrderNo string `json:"order_no,omitempty"`
 	// AppID holds the value of the "app_id" field.
 	AppID int `json:"app_id,omitempty"`
-	// Amount in minor units (cents); amountDecimal shows it as "99.90".
+	// The amount in minor units (cents). In GraphQL a 32-bit Int kept for old clients; amountMinor and amountDecimal are its current forms.
 	Amount int64 `json:"amount,omitempty"`
 	// Status holds the value of the "status" field.
 	Status order.Status `json:"status,omitempty"`

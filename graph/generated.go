@@ -1299,7 +1299,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Mutation.UpdatePartnerApp(childComplexity, args["id"].(int), args["input"].(UpdatePartnerAppInput)), true
 
-	case "Order.amount":
+	case "Order.amount", "Order.amountMinor":
 		if e.ComplexityRoot.Order.Amount == nil {
 			break
 		}
@@ -1494,7 +1494,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.PartnerApp.RateLimit(childComplexity), true
-	case "PartnerApp.redirectUris":
+	case "PartnerApp.redirectURIs", "PartnerApp.redirectUris":
 		if e.ComplexityRoot.PartnerApp.RedirectUris == nil {
 			break
 		}
@@ -2510,6 +2510,16 @@ enum BreakerState {
   HALF_OPEN
 }
 `, BuiltIn: false},
+	{Name: "../web-schema/aliases.graphql", Input: `# Old spellings kept as deprecated aliases. The schema spells URL, URIs and
+# ID in capitals everywhere (callbackURL, redirectURIs, appID); fields
+# generated from ent/schema are renamed there (entgql.MapsTo) and their old
+# names answer here with the same data.
+
+extend type PartnerApp {
+  "OAuth redirect URIs: the old spelling of redirectURIs."
+  redirectUris: [String!] @deprecated(reason: "Use redirectURIs (URL, URIs and ID are spelled in capitals everywhere).") @goField(name: "RedirectUris")
+}
+`, BuiltIn: false},
 	{Name: "../web-schema/catalogue.graphql", Input: `# The webhook event catalogue and publishing for the company's other
 # services (docs/webhooks.md, "Event catalogue" and "Publishing events").
 
@@ -2908,7 +2918,7 @@ input APIUsageWhereInput {
 type AuditEvent implements Node {
   id: ID!
   time: Time!
-  apiKeyID: Int!
+  apiKeyID: ID!
   apiKeyName: String!
   mutation: String!
   targetType: String
@@ -3009,14 +3019,14 @@ input AuditEventWhereInput {
   """
   api_key_id field predicates
   """
-  apiKeyID: Int
-  apiKeyIDNEQ: Int
-  apiKeyIDIn: [Int!]
-  apiKeyIDNotIn: [Int!]
-  apiKeyIDGT: Int
-  apiKeyIDGTE: Int
-  apiKeyIDLT: Int
-  apiKeyIDLTE: Int
+  apiKeyID: ID
+  apiKeyIDNEQ: ID
+  apiKeyIDIn: [ID!]
+  apiKeyIDNotIn: [ID!]
+  apiKeyIDGT: ID
+  apiKeyIDGTE: ID
+  apiKeyIDLT: ID
+  apiKeyIDLTE: ID
   """
   api_key_name field predicates
   """
@@ -3574,9 +3584,9 @@ type Order implements Node {
   orderNo: String!
   appID: ID!
   """
-  Amount in minor units (cents); amountDecimal shows it as "99.90".
+  The amount in minor units (cents). In GraphQL a 32-bit Int kept for old clients; amountMinor and amountDecimal are its current forms.
   """
-  amount: Int!
+  amount: Int! @deprecated(reason: "GraphQL's Int is 32-bit and an amount can exceed it: use amountMinor (Int64, minor units) or amountDecimal (\"99.90\").")
   status: OrderStatus!
   customerName: String
   customerPhone: String
@@ -3704,14 +3714,14 @@ input OrderWhereInput {
   """
   amount field predicates
   """
-  amount: Int
-  amountNEQ: Int
-  amountIn: [Int!]
-  amountNotIn: [Int!]
-  amountGT: Int
-  amountGTE: Int
-  amountLT: Int
-  amountLTE: Int
+  amount: Int @deprecated(reason: "GraphQL's Int is 32-bit and an amount can exceed it: use the amountMinor filters (Int64).")
+  amountNEQ: Int @deprecated(reason: "GraphQL's Int is 32-bit and an amount can exceed it: use the amountMinor filters (Int64).")
+  amountIn: [Int!] @deprecated(reason: "GraphQL's Int is 32-bit and an amount can exceed it: use the amountMinor filters (Int64).")
+  amountNotIn: [Int!] @deprecated(reason: "GraphQL's Int is 32-bit and an amount can exceed it: use the amountMinor filters (Int64).")
+  amountGT: Int @deprecated(reason: "GraphQL's Int is 32-bit and an amount can exceed it: use the amountMinor filters (Int64).")
+  amountGTE: Int @deprecated(reason: "GraphQL's Int is 32-bit and an amount can exceed it: use the amountMinor filters (Int64).")
+  amountLT: Int @deprecated(reason: "GraphQL's Int is 32-bit and an amount can exceed it: use the amountMinor filters (Int64).")
+  amountLTE: Int @deprecated(reason: "GraphQL's Int is 32-bit and an amount can exceed it: use the amountMinor filters (Int64).")
   """
   status field predicates
   """
@@ -3802,6 +3812,14 @@ input OrderWhereInput {
   """
   hasApp: Boolean
   hasAppWith: [PartnerAppWhereInput!]
+  amountMinor: Int64 @goField(name: "Amount")
+  amountMinorNEQ: Int64 @goField(name: "AmountNEQ")
+  amountMinorIn: [Int64!] @goField(name: "AmountIn")
+  amountMinorNotIn: [Int64!] @goField(name: "AmountNotIn")
+  amountMinorGT: Int64 @goField(name: "AmountGT")
+  amountMinorGTE: Int64 @goField(name: "AmountGTE")
+  amountMinorLT: Int64 @goField(name: "AmountLT")
+  amountMinorLTE: Int64 @goField(name: "AmountLTE")
 }
 """
 Information about pagination in a connection.
@@ -3835,7 +3853,7 @@ type PartnerApp implements Node {
   expireDate: Time
   callbackURL: String
   previousWebhookSecretExpiresAt: Time
-  redirectUris: [String!]
+  redirectURIs: [String!] @goField(name: "RedirectUris", forceResolver: false)
   scopes: [String!]
   createTime: Time!
   updateTime: Time!
@@ -5149,6 +5167,25 @@ input WebhookDeliveryWhereInput {
   hasAttemptsWith: [DeliveryAttemptWhereInput!]
 }
 `, BuiltIn: false},
+	{Name: "../web-schema/int64.graphql", Input: `# 64-bit integers. GraphQL's Int is a signed 32-bit integer (at most
+# 2147483647); an amount or a counter can exceed it, so those are Int64.
+
+"""
+A signed 64-bit integer written as a JSON string of base-10 digits
+("999999999999999", "-5"), so that no client's number type can overflow or
+round it. As input it also accepts an integer literal or a JSON number
+that is a whole number.
+"""
+scalar Int64
+
+extend type Order {
+  """
+  The amount in minor units (cents): "9990" is 99.90. amountDecimal is the
+  same value as "99.90", the form createOrder takes.
+  """
+  amountMinor: Int64! @goField(name: "Amount")
+}
+`, BuiltIn: false},
 	{Name: "../web-schema/json.graphql", Input: `"""
 Any JSON value (object, array, string, number, boolean). Fields ending in
 JSON show stored JSON text as a value: null when the text is not JSON.
@@ -5564,6 +5601,8 @@ func (ec *executionContext) childFields_Order(ctx context.Context, field graphql
 		return ec.fieldContext_Order_app(ctx, field)
 	case "amountDecimal":
 		return ec.fieldContext_Order_amountDecimal(ctx, field)
+	case "amountMinor":
+		return ec.fieldContext_Order_amountMinor(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Order", field.Name)
 }
@@ -5624,8 +5663,8 @@ func (ec *executionContext) childFields_PartnerApp(ctx context.Context, field gr
 		return ec.fieldContext_PartnerApp_callbackURL(ctx, field)
 	case "previousWebhookSecretExpiresAt":
 		return ec.fieldContext_PartnerApp_previousWebhookSecretExpiresAt(ctx, field)
-	case "redirectUris":
-		return ec.fieldContext_PartnerApp_redirectUris(ctx, field)
+	case "redirectURIs":
+		return ec.fieldContext_PartnerApp_redirectURIs(ctx, field)
 	case "scopes":
 		return ec.fieldContext_PartnerApp_scopes(ctx, field)
 	case "createTime":
@@ -5640,6 +5679,8 @@ func (ec *executionContext) childFields_PartnerApp(ctx context.Context, field gr
 		return ec.fieldContext_PartnerApp_usages(ctx, field)
 	case "webhookBreaker":
 		return ec.fieldContext_PartnerApp_webhookBreaker(ctx, field)
+	case "redirectUris":
+		return ec.fieldContext_PartnerApp_redirectUris(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type PartnerApp", field.Name)
 }
@@ -8191,14 +8232,14 @@ func (ec *executionContext) _AuditEvent_apiKeyID(ctx context.Context, field grap
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
-			return ec.marshalNInt2int(ctx, selections, v)
+			return ec.marshalNID2int(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
 func (ec *executionContext) fieldContext_AuditEvent_apiKeyID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("AuditEvent", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("AuditEvent", field, false, false, errors.New("field of type ID does not have child fields"))
 }
 
 func (ec *executionContext) _AuditEvent_apiKeyName(ctx context.Context, field graphql.CollectedField, obj *ent.AuditEvent) (ret graphql.Marshaler) {
@@ -10759,6 +10800,29 @@ func (ec *executionContext) fieldContext_Order_amountDecimal(_ context.Context, 
 	return graphql.NewScalarFieldContext("Order", field, true, true, errors.New("field of type String does not have child fields"))
 }
 
+func (ec *executionContext) _Order_amountMinor(ctx context.Context, field graphql.CollectedField, obj *ent.Order) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Order_amountMinor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Amount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Order_amountMinor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Order", field, false, false, errors.New("field of type Int64 does not have child fields"))
+}
+
 func (ec *executionContext) _OrderConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.OrderConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11200,13 +11264,13 @@ func (ec *executionContext) fieldContext_PartnerApp_previousWebhookSecretExpires
 	return graphql.NewScalarFieldContext("PartnerApp", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
-func (ec *executionContext) _PartnerApp_redirectUris(ctx context.Context, field graphql.CollectedField, obj *ent.PartnerApp) (ret graphql.Marshaler) {
+func (ec *executionContext) _PartnerApp_redirectURIs(ctx context.Context, field graphql.CollectedField, obj *ent.PartnerApp) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_PartnerApp_redirectUris(ctx, field)
+			return ec.fieldContext_PartnerApp_redirectURIs(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
 			return obj.RedirectUris, nil
@@ -11219,7 +11283,7 @@ func (ec *executionContext) _PartnerApp_redirectUris(ctx context.Context, field 
 		false,
 	)
 }
-func (ec *executionContext) fieldContext_PartnerApp_redirectUris(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_PartnerApp_redirectURIs(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("PartnerApp", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
@@ -11445,6 +11509,29 @@ func (ec *executionContext) _PartnerApp_webhookBreaker(ctx context.Context, fiel
 }
 func (ec *executionContext) fieldContext_PartnerApp_webhookBreaker(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("PartnerApp", field, true, true, errors.New("field of type BreakerState does not have child fields"))
+}
+
+func (ec *executionContext) _PartnerApp_redirectUris(ctx context.Context, field graphql.CollectedField, obj *ent.PartnerApp) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PartnerApp_redirectUris(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RedirectUris, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalOString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_PartnerApp_redirectUris(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PartnerApp", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _PartnerAppConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.PartnerAppConnection) (ret graphql.Marshaler) {
@@ -16308,56 +16395,56 @@ func (ec *executionContext) unmarshalInputAuditEventWhereInput(ctx context.Conte
 			it.TimeLTE = data
 		case "apiKeyID":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("apiKeyID"))
-			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			data, err := ec.unmarshalOID2ᚖint(ctx, v)
 			if err != nil {
 				return it, err
 			}
 			it.APIKeyID = data
 		case "apiKeyIDNEQ":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("apiKeyIDNEQ"))
-			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			data, err := ec.unmarshalOID2ᚖint(ctx, v)
 			if err != nil {
 				return it, err
 			}
 			it.APIKeyIDNEQ = data
 		case "apiKeyIDIn":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("apiKeyIDIn"))
-			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			data, err := ec.unmarshalOID2ᚕintᚄ(ctx, v)
 			if err != nil {
 				return it, err
 			}
 			it.APIKeyIDIn = data
 		case "apiKeyIDNotIn":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("apiKeyIDNotIn"))
-			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			data, err := ec.unmarshalOID2ᚕintᚄ(ctx, v)
 			if err != nil {
 				return it, err
 			}
 			it.APIKeyIDNotIn = data
 		case "apiKeyIDGT":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("apiKeyIDGT"))
-			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			data, err := ec.unmarshalOID2ᚖint(ctx, v)
 			if err != nil {
 				return it, err
 			}
 			it.APIKeyIDGT = data
 		case "apiKeyIDGTE":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("apiKeyIDGTE"))
-			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			data, err := ec.unmarshalOID2ᚖint(ctx, v)
 			if err != nil {
 				return it, err
 			}
 			it.APIKeyIDGTE = data
 		case "apiKeyIDLT":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("apiKeyIDLT"))
-			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			data, err := ec.unmarshalOID2ᚖint(ctx, v)
 			if err != nil {
 				return it, err
 			}
 			it.APIKeyIDLT = data
 		case "apiKeyIDLTE":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("apiKeyIDLTE"))
-			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			data, err := ec.unmarshalOID2ᚖint(ctx, v)
 			if err != nil {
 				return it, err
 			}
@@ -18963,7 +19050,7 @@ func (ec *executionContext) unmarshalInputOrderWhereInput(ctx context.Context, o
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "orderNo", "orderNoNEQ", "orderNoIn", "orderNoNotIn", "orderNoGT", "orderNoGTE", "orderNoLT", "orderNoLTE", "orderNoContains", "orderNoHasPrefix", "orderNoHasSuffix", "orderNoEqualFold", "orderNoContainsFold", "appID", "appIDNEQ", "appIDIn", "appIDNotIn", "amount", "amountNEQ", "amountIn", "amountNotIn", "amountGT", "amountGTE", "amountLT", "amountLTE", "status", "statusNEQ", "statusIn", "statusNotIn", "customerName", "customerNameNEQ", "customerNameIn", "customerNameNotIn", "customerNameGT", "customerNameGTE", "customerNameLT", "customerNameLTE", "customerNameContains", "customerNameHasPrefix", "customerNameHasSuffix", "customerNameIsNil", "customerNameNotNil", "customerNameEqualFold", "customerNameContainsFold", "customerPhone", "customerPhoneNEQ", "customerPhoneIn", "customerPhoneNotIn", "customerPhoneGT", "customerPhoneGTE", "customerPhoneLT", "customerPhoneLTE", "customerPhoneContains", "customerPhoneHasPrefix", "customerPhoneHasSuffix", "customerPhoneIsNil", "customerPhoneNotNil", "customerPhoneEqualFold", "customerPhoneContainsFold", "customerEmail", "customerEmailNEQ", "customerEmailIn", "customerEmailNotIn", "customerEmailGT", "customerEmailGTE", "customerEmailLT", "customerEmailLTE", "customerEmailContains", "customerEmailHasPrefix", "customerEmailHasSuffix", "customerEmailIsNil", "customerEmailNotNil", "customerEmailEqualFold", "customerEmailContainsFold", "createTime", "createTimeNEQ", "createTimeIn", "createTimeNotIn", "createTimeGT", "createTimeGTE", "createTimeLT", "createTimeLTE", "payTime", "payTimeNEQ", "payTimeIn", "payTimeNotIn", "payTimeGT", "payTimeGTE", "payTimeLT", "payTimeLTE", "payTimeIsNil", "payTimeNotNil", "hasApp", "hasAppWith"}
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "orderNo", "orderNoNEQ", "orderNoIn", "orderNoNotIn", "orderNoGT", "orderNoGTE", "orderNoLT", "orderNoLTE", "orderNoContains", "orderNoHasPrefix", "orderNoHasSuffix", "orderNoEqualFold", "orderNoContainsFold", "appID", "appIDNEQ", "appIDIn", "appIDNotIn", "amount", "amountNEQ", "amountIn", "amountNotIn", "amountGT", "amountGTE", "amountLT", "amountLTE", "status", "statusNEQ", "statusIn", "statusNotIn", "customerName", "customerNameNEQ", "customerNameIn", "customerNameNotIn", "customerNameGT", "customerNameGTE", "customerNameLT", "customerNameLTE", "customerNameContains", "customerNameHasPrefix", "customerNameHasSuffix", "customerNameIsNil", "customerNameNotNil", "customerNameEqualFold", "customerNameContainsFold", "customerPhone", "customerPhoneNEQ", "customerPhoneIn", "customerPhoneNotIn", "customerPhoneGT", "customerPhoneGTE", "customerPhoneLT", "customerPhoneLTE", "customerPhoneContains", "customerPhoneHasPrefix", "customerPhoneHasSuffix", "customerPhoneIsNil", "customerPhoneNotNil", "customerPhoneEqualFold", "customerPhoneContainsFold", "customerEmail", "customerEmailNEQ", "customerEmailIn", "customerEmailNotIn", "customerEmailGT", "customerEmailGTE", "customerEmailLT", "customerEmailLTE", "customerEmailContains", "customerEmailHasPrefix", "customerEmailHasSuffix", "customerEmailIsNil", "customerEmailNotNil", "customerEmailEqualFold", "customerEmailContainsFold", "createTime", "createTimeNEQ", "createTimeIn", "createTimeNotIn", "createTimeGT", "createTimeGTE", "createTimeLT", "createTimeLTE", "payTime", "payTimeNEQ", "payTimeIn", "payTimeNotIn", "payTimeGT", "payTimeGTE", "payTimeLT", "payTimeLTE", "payTimeIsNil", "payTimeNotNil", "hasApp", "hasAppWith", "amountMinor", "amountMinorNEQ", "amountMinorIn", "amountMinorNotIn", "amountMinorGT", "amountMinorGTE", "amountMinorLT", "amountMinorLTE"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -19705,6 +19792,62 @@ func (ec *executionContext) unmarshalInputOrderWhereInput(ctx context.Context, o
 				return it, err
 			}
 			it.HasAppWith = data
+		case "amountMinor":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("amountMinor"))
+			data, err := ec.unmarshalOInt642ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Amount = data
+		case "amountMinorNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("amountMinorNEQ"))
+			data, err := ec.unmarshalOInt642ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AmountNEQ = data
+		case "amountMinorIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("amountMinorIn"))
+			data, err := ec.unmarshalOInt642ᚕint64ᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AmountIn = data
+		case "amountMinorNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("amountMinorNotIn"))
+			data, err := ec.unmarshalOInt642ᚕint64ᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AmountNotIn = data
+		case "amountMinorGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("amountMinorGT"))
+			data, err := ec.unmarshalOInt642ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AmountGT = data
+		case "amountMinorGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("amountMinorGTE"))
+			data, err := ec.unmarshalOInt642ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AmountGTE = data
+		case "amountMinorLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("amountMinorLT"))
+			data, err := ec.unmarshalOInt642ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AmountLT = data
+		case "amountMinorLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("amountMinorLTE"))
+			data, err := ec.unmarshalOInt642ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AmountLTE = data
 		}
 	}
 	return it, nil
@@ -24540,6 +24683,11 @@ func (ec *executionContext) _Order(ctx context.Context, sel ast.SelectionSet, ob
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "amountMinor":
+			out.Values[i] = ec._Order_amountMinor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -24762,8 +24910,8 @@ func (ec *executionContext) _PartnerApp(ctx context.Context, sel ast.SelectionSe
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
-		case "redirectUris":
-			out.Values[i] = ec._PartnerApp_redirectUris(ctx, field, obj)
+		case "redirectURIs":
+			out.Values[i] = ec._PartnerApp_redirectURIs(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
@@ -24934,6 +25082,11 @@ func (ec *executionContext) _PartnerApp(ctx context.Context, sel ast.SelectionSe
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "redirectUris":
+			out.Values[i] = ec._PartnerApp_redirectUris(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -27219,6 +27372,22 @@ func (ec *executionContext) marshalNInt2int64(ctx context.Context, sel ast.Selec
 	return res
 }
 
+func (ec *executionContext) unmarshalNInt642int64(ctx context.Context, v any) (int64, error) {
+	res, err := scalar.UnmarshalInt64(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNInt642int64(ctx context.Context, sel ast.SelectionSet, v int64) graphql.Marshaler {
+	_ = sel
+	res := scalar.MarshalInt64(v)
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
+}
+
 func (ec *executionContext) unmarshalNJSON2encodingᚋjsonᚐRawMessage(ctx context.Context, v any) (json.RawMessage, error) {
 	res, err := scalar.UnmarshalRawJSON(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -28462,6 +28631,59 @@ func (ec *executionContext) marshalOInt2ᚖint64(ctx context.Context, sel ast.Se
 	_ = sel
 	_ = ctx
 	res := graphql.MarshalInt64(*v)
+	return res
+}
+
+func (ec *executionContext) unmarshalOInt642ᚕint64ᚄ(ctx context.Context, v any) ([]int64, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]int64, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNInt642int64(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOInt642ᚕint64ᚄ(ctx context.Context, sel ast.SelectionSet, v []int64) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNInt642int64(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalOInt642ᚖint64(ctx context.Context, v any) (*int64, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := scalar.UnmarshalInt64(v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOInt642ᚖint64(ctx context.Context, sel ast.SelectionSet, v *int64) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := scalar.MarshalInt64(*v)
 	return res
 }
 

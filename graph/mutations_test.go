@@ -54,7 +54,7 @@ func TestCreatePartnerApp(t *testing.T) {
 		}}).ok(t, "createPartnerApp")
 		app = dig(full, "app")
 		if str(app, "appKey") != "full_app-1" || num(app, "rateLimit") != 25 ||
-			str(app, "expireDate") != "2031-05-17T00:00:00Z" || str(app, "callbackURL") != "https://partner.example.com/hooks" ||
+			str(app, "expireDate") != "2031-05-17T00:00:00.000Z" || str(app, "callbackURL") != "https://partner.example.com/hooks" ||
 			str(app, "redirectUris", 0) != "https://partner.example.com/cb" ||
 			len(dig(app, "scopes").([]any)) != 2 {
 			t.Fatalf("all fields: %v", app)
@@ -132,7 +132,7 @@ func TestUpdatePartnerApp(t *testing.T) {
 		}
 
 		app := upd(map[string]any{"appName": "Renamed", "rateLimit": 7, "expireDate": "2032-02-29T23:30:00-05:00", "scopes": []string{"b", "c"}}).ok(t, "updatePartnerApp")
-		if str(app, "appName") != "Renamed" || num(app, "rateLimit") != 7 || str(app, "expireDate") != "2032-02-29T00:00:00Z" ||
+		if str(app, "appName") != "Renamed" || num(app, "rateLimit") != 7 || str(app, "expireDate") != "2032-02-29T00:00:00.000Z" ||
 			len(dig(app, "scopes").([]any)) != 2 || str(app, "callbackURL") != "https://partner.example.com/h" {
 			t.Fatalf("after update: %v", app)
 		}

@@ -196,7 +196,7 @@ func TestAuditLog(t *testing.T) {
 			totalCount edges { node { id time apiKeyID apiKeyName mutation targetType targetID outcome errorCode requestID } } } }`
 		r := a.gql(t, q, nil).ok(t, "auditEvents")
 		type ev struct {
-			APIKeyID                                   int
+			APIKeyID                                   int `json:"apiKeyID,string"` // an ID: a JSON string
 			APIKeyName, Mutation, TargetType, TargetID string
 			Outcome, ErrorCode, RequestID, Time        string
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -29,6 +30,10 @@ const MaxRefusedEvents = 2 * MaxCost / MutationCost
 
 // CodeMethodNotAllowed refuses a mutation sent with GET (HTTP 405).
 const CodeMethodNotAllowed = "METHOD_NOT_ALLOWED"
+
+// CodeUnsupportedMediaType refuses a POST whose body is not declared as
+// JSON (HTTP 415): no Content-Type (curl -d sends a form's), or another one.
+const CodeUnsupportedMediaType = "UNSUPPORTED_MEDIA_TYPE"
 
 // CodePayloadTooLarge is the audit code of a request body over 64 KiB
 // (the reply is the listener's 413 {"error": "payload_too_large"}).
@@ -276,6 +281,46 @@ func (a refusalAuditor) refuseGETMutations(next http.Handler) http.Handler {
 		w.Header().Set("Allow", http.MethodPost)
 		writeGraphQLError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed,
 			"mutations must be sent with POST; GET runs queries only", nil)
+	})
+}
+
+// requireJSON answers a POST whose Content-Type is not application/json
+// (charset parameters aside) with 415 Unsupported Media Type: the
+// listener's {"error": "unsupported_media_type", "message"} and a GraphQL
+// error coded UNSUPPORTED_MEDIA_TYPE, both naming the content type
+// expected and the one received, and Accept-Post: application/json. (gqlgen alone
+// answers 400 "transport not supported", which does not say what to fix.)
+// A mutation in such a body, when it reads as JSON, is audited as refused.
+func (a refusalAuditor) requireJSON(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ct := r.Header.Get("Content-Type")
+		if mt, _, err := mime.ParseMediaType(ct); r.Method != http.MethodPost || (err == nil && mt == "application/json") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		got := "none"
+		if ct != "" {
+			got = strconv.Quote(ct)
+		}
+		msg := "a GraphQL POST must be sent with Content-Type: application/json (got " + got + "); the body is {\"query\": …, \"variables\": …}"
+		// Both shapes, as the listener's other refusals of /graphql: its
+		// {"error", "message"} and a GraphQL error with its code.
+		w.Header().Set("Accept-Post", "application/json")
+		httpx.WriteJSON(w, http.StatusUnsupportedMediaType, map[string]any{
+			"error":   "unsupported_media_type",
+			"message": msg,
+			"errors":  []map[string]any{{"message": msg, "extensions": map[string]string{"code": CodeUnsupportedMediaType, "expected": "application/json"}}},
+		})
+		if b, ok := r.Body.(*bodyBytes); ok && a.gate.audit != nil {
+			var p struct {
+				Query         string         `json:"query"`
+				OperationName string         `json:"operationName"`
+				Variables     map[string]any `json:"variables"`
+			}
+			if json.Unmarshal(b.data, &p) == nil && strings.Contains(p.Query, "mutation") {
+				a.record(r.Context(), a.mutationFields(p.Query, p.OperationName, p.Variables), CodeUnsupportedMediaType)
+			}
+		}
 	})
 }
 

@@ -49,7 +49,7 @@ func NewHandler(resolver *Resolver, log *slog.Logger) http.Handler {
 	})
 	srv.SetParserTokenLimit(MaxTokens)
 	refusals := refusalAuditor{gate: gate, apq: apq, log: log}
-	return refusals.readBody(refusals.wrap(boundDocument(refusals.refuseGETMutations(unavailableStatus(srv)))))
+	return refusals.readBody(refusals.requireJSON(refusals.wrap(boundDocument(refusals.refuseGETMutations(unavailableStatus(srv))))))
 }
 
 // bodyBytes is a request body read up front: boundDocument reads the

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"gatehouse/graph/scalar"
 	"gatehouse/internal/config"
 	"gatehouse/internal/testenv"
 	"gatehouse/rest"
@@ -47,11 +48,11 @@ func TestAPIVersions(t *testing.T) {
 			t.Fatalf("%d versions, want %d: %s", len(got), len(rest.PartnerAPI), res.Body)
 		}
 		want := map[string]map[string]any{
-			"v1": {"deprecation": deprecated.Format(time.RFC3339), "sunset": sunset.Format(time.RFC3339), "retired": true, "callsLast30Days": float64(9)},
+			"v1": {"deprecation": deprecated.Format(scalar.TimeFormat), "sunset": sunset.Format(scalar.TimeFormat), "retired": true, "callsLast30Days": float64(9)},
 			"v2": {"deprecation": nil, "sunset": nil, "retired": false, "callsLast30Days": float64(5), "released": nil},
-			"v3": {"deprecation": nil, "sunset": nil, "retired": false, "callsLast30Days": float64(0), "released": "2026-12-01T00:00:00Z"},
+			"v3": {"deprecation": nil, "sunset": nil, "retired": false, "callsLast30Days": float64(0), "released": "2026-12-01T00:00:00.000Z"},
 		}
-		removed := map[string]string{"v1": "[]", "v2": "[]", "v3": `[{"name":"customer_info","removal":"2027-06-01T00:00:00Z"}]`}
+		removed := map[string]string{"v1": "[]", "v2": "[]", "v3": `[{"name":"customer_info","removal":"2027-06-01T00:00:00.000Z"}]`}
 		for i, v := range rest.PartnerAPI {
 			row := got[i].(map[string]any)
 			if row["name"] != v.Name {

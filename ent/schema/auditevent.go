@@ -24,8 +24,11 @@ func (AuditEvent) Fields() []ent.Field {
 	return []ent.Field{
 		field.Time("time").Default(time.Now).Immutable().
 			Annotations(entgql.OrderField("TIME")),
-		// The API key that called, and its name at that time.
-		field.Int("api_key_id").Immutable(),
+		// The API key that called, and its name at that time. An id of
+		// another object, so GraphQL types it ID (no edge: the event
+		// outlives nothing and must not hold the key row back).
+		field.Int("api_key_id").Immutable().
+			Annotations(entgql.Type("ID")),
 		field.String("api_key_name").MaxLen(4 * 128).Immutable(),
 		// mutation is the GraphQL field name (createPartnerApp, …).
 		field.String("mutation").MaxLen(128).NotEmpty().Immutable().

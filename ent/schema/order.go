@@ -22,9 +22,14 @@ func (Order) Fields() []ent.Field {
 		field.String("order_no").MaxLen(64).NotEmpty().Unique().Immutable().
 			Annotations(entgql.OrderField("ORDER_NO")),
 		field.Int("app_id").Immutable(),
+		// GraphQL's Int is 32-bit: amountMinor (Int64) and amountDecimal
+		// carry the amount in the admin schema; amount and its where
+		// filters stay as deprecated aliases (web-schema/int64.graphql,
+		// ent/entc.go).
 		field.Int64("amount").NonNegative().
-			Comment("Amount in minor units (cents); amountDecimal shows it as \"99.90\".").
-			Annotations(entgql.OrderField("AMOUNT")),
+			Comment("The amount in minor units (cents). In GraphQL a 32-bit Int kept for old clients; amountMinor and amountDecimal are its current forms.").
+			Annotations(entgql.OrderField("AMOUNT"),
+				entgql.Directives(entgql.Deprecated("GraphQL's Int is 32-bit and an amount can exceed it: use amountMinor (Int64, minor units) or amountDecimal (\"99.90\")."))),
 		field.Enum("status").Values("CREATED", "PAID", "CANCELLED", "REFUNDED").Default("CREATED").
 			Annotations(entgql.OrderField("STATUS")),
 		field.String("customer_name").Optional().MaxLen(4 * 128), // characters are checked in internal/order

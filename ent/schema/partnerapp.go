@@ -36,7 +36,11 @@ func (PartnerApp) Fields() []ent.Field {
 		field.Bytes("webhook_secret").Optional().Nillable().Sensitive(),
 		field.Bytes("previous_webhook_secret").Optional().Nillable().Sensitive(),
 		field.Time("previous_webhook_secret_expires_at").Optional().Nillable(),
-		field.Strings("redirect_uris").Optional(),
+		// redirectURIs in GraphQL (URL, URIs and ID in capitals everywhere);
+		// the old spelling redirectUris stays as a deprecated alias
+		// (web-schema/aliases.graphql).
+		field.Strings("redirect_uris").Optional().
+			Annotations(entgql.MapsTo("redirectURIs")),
 		field.Strings("scopes").Optional(),
 		field.Time("create_time").Default(time.Now).Immutable().
 			Annotations(entgql.OrderField("CREATE_TIME")),

@@ -10,15 +10,22 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 )
 
-// MarshalTime writes the GraphQL Time scalar: RFC 3339 in UTC, with the
-// fraction of a second when there is one, so that every time the API shows
-// reads the same whatever the database session's time zone.
+// TimeFormat is the one form of every Time the admin schema shows: RFC 3339
+// in UTC with exactly three decimals (milliseconds), as the partner API and
+// the webhooks write times. The stores keep times at different precisions
+// (milliseconds, microseconds, nanoseconds on SQLite); the API shows them
+// alike, cut (not rounded) to the millisecond.
+const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// MarshalTime writes the GraphQL Time scalar in TimeFormat, so that every
+// time the API shows reads the same whatever the field, the store and the
+// database session's time zone.
 func MarshalTime(t time.Time) graphql.Marshaler {
 	if t.IsZero() {
 		return graphql.Null
 	}
 	return graphql.WriterFunc(func(w io.Writer) {
-		_, _ = io.WriteString(w, strconv.Quote(t.UTC().Format(time.RFC3339Nano)))
+		_, _ = io.WriteString(w, strconv.Quote(t.UTC().Format(TimeFormat)))
 	})
 }
 

@@ -31,6 +31,19 @@ func TestTime(t *testing.T) {
 	if buf.String() != `"2026-11-22T10:00:00.123Z"` {
 		t.Fatalf("marshal: %s", buf.String())
 	}
+	// One precision whatever the value holds: three decimals, cut.
+	for in, want := range map[time.Time]string{
+		time.Date(2031, 5, 17, 0, 0, 0, 0, time.UTC):                      `"2031-05-17T00:00:00.000Z"`,
+		time.Date(2026, 11, 22, 10, 0, 0, 123456789, time.UTC):            `"2026-11-22T10:00:00.123Z"`,
+		time.Date(2026, 11, 22, 10, 0, 0, 999999, time.UTC):               `"2026-11-22T10:00:00.000Z"`,
+		time.Date(2026, 11, 22, 10, 0, 0, 5e8, time.FixedZone("", -3600)): `"2026-11-22T11:00:00.500Z"`,
+	} {
+		buf.Reset()
+		MarshalTime(in).MarshalGQL(&buf)
+		if buf.String() != want {
+			t.Errorf("marshal %v: %s, want %s", in, buf.String(), want)
+		}
+	}
 	buf.Reset()
 	MarshalTime(time.Time{}).MarshalGQL(&buf)
 	if buf.String() != "null" {

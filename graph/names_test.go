@@ -1,0 +1,263 @@
+package graph_test
+
+import (
+	"encoding/json"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"gatehouse/internal/config"
+	"gatehouse/internal/testenv"
+)
+
+// TestGraphQLNames: URL, URIs and ID are spelled in capitals, the old
+// spelling redirectUris still answers with the same data, and an audit
+// event's apiKeyID is an ID (read and filtered as one, an integer
+// literal still accepted).
+func TestGraphQLNames(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		a := startAdmin(t, b)
+		uris := []string{"https://partner.example.com/cb", "https://partner.example.com/cb2"}
+		p := a.gql(t, `mutation($in: CreatePartnerAppInput!) { createPartnerApp(input: $in) { app { id redirectURIs redirectUris } } }`,
+			map[string]any{"in": map[string]any{"appName": "Names", "redirectURIs": uris}}).ok(t, "createPartnerApp")
+		id := str(p, "app", "id")
+		for _, f := range []string{"redirectURIs", "redirectUris"} {
+			if got, _ := json.Marshal(dig(p, "app", f)); string(got) != `["https://partner.example.com/cb","https://partner.example.com/cb2"]` {
+				t.Fatalf("createPartnerApp %s = %s", f, got)
+			}
+		}
+		// Read on its own (entgql selects only the columns asked for), and
+		// after an update.
+		for _, f := range []string{"redirectURIs", "redirectUris"} {
+			r := a.gql(t, `query($id: ID!) { partnerApps(where: {id: $id}) { edges { node { `+f+` } } } }`, map[string]any{"id": id}).ok(t, "partnerApps")
+			if str(r, "edges", 0, "node", f, 1) != uris[1] {
+				t.Fatalf("%s alone: %v", f, r)
+			}
+		}
+		u := a.gql(t, `mutation($id: ID!) { updatePartnerApp(id: $id, input: {redirectURIs: ["https://new.example.com/cb"]}) { redirectURIs redirectUris } }`,
+			map[string]any{"id": id}).ok(t, "updatePartnerApp")
+		if str(u, "redirectURIs", 0) != "https://new.example.com/cb" || str(u, "redirectUris", 0) != "https://new.example.com/cb" {
+			t.Fatalf("after update: %v", u)
+		}
+
+		keyID := a.gql(t, `{ apiKeys(first: 1) { edges { node { id } } } }`, nil).ok(t, "apiKeys")
+		kid := str(keyID, "edges", 0, "node", "id")
+		n, err := strconv.Atoi(kid)
+		if err != nil {
+			t.Fatalf("api key id %q", kid)
+		}
+		for name, q := range map[string]struct {
+			query string
+			vars  map[string]any
+		}{
+			"ID variable":     {`query($k: ID!) { auditEvents(first: 100, where: {apiKeyID: $k}) { totalCount edges { node { apiKeyID } } } }`, map[string]any{"k": kid}},
+			"integer literal": {`{ auditEvents(first: 100, where: {apiKeyID: ` + kid + `}) { totalCount edges { node { apiKeyID } } } }`, nil},
+			"string In":       {`{ auditEvents(first: 100, where: {apiKeyIDIn: ["` + kid + `"]}) { totalCount edges { node { apiKeyID } } } }`, nil},
+			"integer GTE":     {`query($k: ID) { auditEvents(first: 100, where: {apiKeyIDGTE: $k}) { totalCount edges { node { apiKeyID } } } }`, map[string]any{"k": n}},
+		} {
+			r := a.gql(t, q.query, q.vars).ok(t, "auditEvents")
+			if num(r, "totalCount") < 2 {
+				t.Fatalf("%s: %v", name, r)
+			}
+			// An ID is a JSON string.
+			if v, ok := dig(r, "edges", 0, "node", "apiKeyID").(string); !ok || v != kid {
+				t.Fatalf("%s: apiKeyID = %#v, want %q", name, dig(r, "edges", 0, "node", "apiKeyID"), kid)
+			}
+		}
+		if r := a.gql(t, `{ auditEvents(first: 1, where: {apiKeyID: 999999}) { totalCount } }`, nil).ok(t, "auditEvents"); num(r, "totalCount") != 0 {
+			t.Fatalf("unknown key: %v", r)
+		}
+	})
+}
+
+// TestSchemaSpellings walks the schema by introspection: every field,
+// argument and input field spells URL, URI(s) and ID in capitals unless
+// it is a deprecated alias, every old spelling is marked @deprecated with
+// its replacement named, and every id of an object is typed ID.
+func TestSchemaSpellings(t *testing.T) {
+	a := startAdmin(t, testenv.Backend{Name: "sqlite"})
+	r := a.gql(t, `{ __schema { types { name kind
+		fields(includeDeprecated: true) { name isDeprecated deprecationReason type { ...T } args { name type { ...T } } }
+		inputFields(includeDeprecated: true) { name isDeprecated deprecationReason type { ...T } } } } }
+		fragment T on __Type { kind name ofType { kind name ofType { kind name ofType { kind name } } } }`, nil)
+	if len(r.Errors) > 0 {
+		t.Fatalf("%s", r.Body)
+	}
+	type typeRef struct {
+		Kind, Name string
+		OfType     *typeRef
+	}
+	named := func(tr *typeRef) string {
+		for tr != nil && tr.Name == "" {
+			tr = tr.OfType
+		}
+		if tr == nil {
+			return ""
+		}
+		return tr.Name
+	}
+	type field struct {
+		Name              string
+		IsDeprecated      bool
+		DeprecationReason string
+		Type              *typeRef
+		Args              []field
+	}
+	var schema struct {
+		Schema struct {
+			Types []struct {
+				Name, Kind  string
+				Fields      []field
+				InputFields []field
+			}
+		} `json:"__schema"`
+	}
+	if err := remarshal(r.Data, &schema); err != nil {
+		t.Fatal(err)
+	}
+	badSpelling := regexp.MustCompile(`(Url|Uri|Id)(s|[A-Z]|$)`)
+	// Fields named …ID that are not ids of an object: targetID may be an
+	// order number, requestID is the X-Request-Id, eventID the webhook-id.
+	notObjectIDs := map[string]bool{"targetID": true, "requestID": true, "eventID": true}
+	deprecated, current := map[string]string{}, map[string]bool{}
+	for _, ty := range schema.Schema.Types {
+		if strings.HasPrefix(ty.Name, "__") {
+			continue
+		}
+		var all []field
+		all = append(all, ty.Fields...)
+		all = append(all, ty.InputFields...)
+		for _, f := range ty.Fields {
+			all = append(all, f.Args...)
+		}
+		for _, f := range all {
+			where := ty.Name + "." + f.Name
+			if f.IsDeprecated {
+				deprecated[where] = f.DeprecationReason
+				if f.DeprecationReason == "" || !strings.Contains(f.DeprecationReason, "se ") {
+					t.Errorf("%s is deprecated without naming what to use: %q", where, f.DeprecationReason)
+				}
+				continue
+			}
+			current[where] = true
+			if badSpelling.MatchString(f.Name) {
+				t.Errorf("%s: spell URL, URI and ID in capitals", where)
+			}
+			base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(f.Name, "NEQ"), "NotIn"), "In")
+			for _, op := range []string{"GTE", "GT", "LTE", "LT"} {
+				base = strings.TrimSuffix(base, op)
+			}
+			if (base == "id" || strings.HasSuffix(base, "ID")) && !notObjectIDs[base] && f.Type != nil && named(f.Type) != "ID" {
+				t.Errorf("%s is an id typed %s, want ID", where, named(f.Type))
+			}
+		}
+	}
+	for _, w := range []string{"PartnerApp.redirectUris", "Order.amount", "OrderWhereInput.amount", "OrderWhereInput.amountGT", "OrderWhereInput.amountIn"} {
+		if _, ok := deprecated[w]; !ok {
+			t.Errorf("%s is not marked @deprecated", w)
+		}
+	}
+	for _, w := range []string{"PartnerApp.redirectURIs", "Order.amountMinor", "Order.amountDecimal", "OrderWhereInput.amountMinor",
+		"OrderWhereInput.amountMinorGTE", "OrderWhereInput.amountMinorIn", "AuditEvent.apiKeyID", "AuditEventWhereInput.apiKeyIDIn"} {
+		if !current[w] {
+			t.Errorf("%s is missing or deprecated", w)
+		}
+	}
+}
+
+// TestInt64Amount: the largest amount an order takes (9999999999999.99,
+// 999999999999999 minor units, beyond GraphQL's 32-bit Int) round-trips
+// without an error: amountMinor as an Int64 string, amountDecimal, the
+// deprecated amount as before, and every filter form.
+func TestInt64Amount(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		a := startAdmin(t, b)
+		appID := str(a.gql(t, createAppMutation, map[string]any{"in": map[string]any{"appName": "Big"}}).ok(t, "createPartnerApp"), "app", "id")
+		o := a.gql(t, `mutation($app: ID!) { createOrder(input: {appID: $app, orderNo: "BIG-1", amount: "9999999999999.99"}) { amountMinor amountDecimal amount } }`,
+			map[string]any{"app": appID}).ok(t, "createOrder")
+		if v, ok := dig(o, "amountMinor").(string); !ok || v != "999999999999999" || str(o, "amountDecimal") != "9999999999999.99" {
+			t.Fatalf("createOrder: %v", o)
+		}
+		// The deprecated Int keeps answering as it did: a JSON number.
+		if f, ok := dig(o, "amount").(float64); !ok || f != 999999999999999 {
+			t.Fatalf("amount = %#v", dig(o, "amount"))
+		}
+		a.gql(t, `mutation($app: ID!) { createOrder(input: {appID: $app, orderNo: "SMALL-1", amount: "1.50"}) { id } }`, map[string]any{"app": appID}).ok(t, "createOrder")
+
+		for name, q := range map[string]struct {
+			where string
+			vars  map[string]any
+		}{
+			"Int64 string":          {`{amountMinor: "999999999999999"}`, nil},
+			"Int64 integer literal": {`{amountMinorGTE: 999999999999999}`, nil},
+			"Int64 variable":        {`{amountMinorGT: $v}`, map[string]any{"v": "150"}},
+			"Int64 variable number": {`{amountMinorIn: [$v]}`, map[string]any{"v": 999999999999999}},
+			"deprecated Int":        {`{amountGT: 150}`, nil},
+			"deprecated big Int":    {`{amount: 999999999999999}`, nil},
+		} {
+			decl := ""
+			if q.vars != nil {
+				decl = "($v: Int64!)"
+			}
+			r := a.gql(t, `query`+decl+` { orders(first: 10, where: `+q.where+`) { totalCount edges { node { orderNo amountMinor } } } }`, q.vars)
+			got := r.ok(t, "orders")
+			if num(got, "totalCount") != 1 || str(got, "edges", 0, "node", "orderNo") != "BIG-1" {
+				t.Fatalf("%s: %s", name, r.Body)
+			}
+		}
+		for _, bad := range []any{"1e3", "12.5", "+5", "", "9223372036854775808", true} {
+			r := a.gql(t, `query($v: Int64!) { orders(first: 1, where: {amountMinor: $v}) { totalCount } }`, map[string]any{"v": bad})
+			if len(r.Errors) != 1 || !strings.Contains(r.Errors[0].Message, "Int64 must be a whole number") {
+				t.Fatalf("%v accepted or unclear: %s", bad, r.Body)
+			}
+		}
+	})
+}
+
+// TestTimePrecision: every Time field, whatever the store keeps (times
+// cut to milliseconds, microseconds, SQLite's nanoseconds, bare dates),
+// reads RFC 3339 in UTC with exactly three decimals.
+func TestTimePrecision(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		a := startAdmin(t, b, func(c *config.Config) { c.Webhooks.AllowPrivate = true })
+		p := a.gql(t, createAppMutation, map[string]any{"in": map[string]any{
+			"appName": "Times", "expireDate": "2031-05-17", "callbackURL": "http://127.0.0.1:1/hook",
+		}}).ok(t, "createPartnerApp")
+		appID := str(p, "app", "id")
+		a.gql(t, `mutation($id: ID!) { rotatePartnerAppSecret(id: $id) { appSecret } }`, map[string]any{"id": appID}).ok(t, "rotatePartnerAppSecret")
+		a.gql(t, `mutation($app: ID!) { createOrder(input: {appID: $app, orderNo: "T-1", amount: "1"}) { id } }`, map[string]any{"app": appID}).ok(t, "createOrder")
+		a.gql(t, `mutation { payOrder(orderNo: "T-1") { id } }`, nil).ok(t, "payOrder")
+		a.gql(t, `mutation { createUser(input: {username: "timely", password: "long enough"}) { id } }`, nil).ok(t, "createUser")
+		r := a.gql(t, `query($id: ID!) {
+			partnerApps(where: {id: $id}) { edges { node { createTime updateTime expireDate previousSecretExpiresAt } } }
+			orders(first: 1) { edges { node { createTime payTime } } }
+			webhookDeliveries(first: 1) { edges { node { createTime updateTime nextAttemptAt } } }
+			auditEvents(first: 1) { edges { node { time } } }
+			apiKeys(first: 1) { edges { node { createTime } } }
+			users(first: 1) { edges { node { createTime } } }
+		}`, map[string]any{"id": appID})
+		if len(r.Errors) > 0 {
+			t.Fatalf("%s", r.Body)
+		}
+		form := regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`)
+		for root, fields := range map[string][]string{
+			"partnerApps":       {"createTime", "updateTime", "expireDate", "previousSecretExpiresAt"},
+			"orders":            {"createTime", "payTime"},
+			"webhookDeliveries": {"createTime", "updateTime", "nextAttemptAt"},
+			"auditEvents":       {"time"},
+			"apiKeys":           {"createTime"},
+			"users":             {"createTime"},
+		} {
+			for _, f := range fields {
+				v := str(r.Data, root, "edges", 0, "node", f)
+				if !form.MatchString(v) {
+					t.Errorf("%s.%s = %q, want 2006-01-02T15:04:05.000Z", root, f, v)
+				}
+			}
+		}
+		if d := str(r.Data, "partnerApps", "edges", 0, "node", "expireDate"); d != "2031-05-17T00:00:00.000Z" {
+			t.Errorf("expireDate = %q", d)
+		}
+	})
+}

@@ -1,0 +1,75 @@
+package graph_test
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+
+	"gatehouse/internal/testenv"
+)
+
+// TestPOSTContentType: a POST without Content-Type: application/json (curl
+// -d sends a form's, or none at all) is answered 415 with a GraphQL error
+// that names the content type expected, and a mutation in it is audited;
+// a JSON content type with parameters runs; GET keeps its answers.
+func TestPOSTContentType(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		a := startAdmin(t, b)
+		const query = `{"query": "{ apiKeys(first: 1) { totalCount } }"}`
+		for _, ct := range []string{"", "application/x-www-form-urlencoded", "text/plain", "application/graphql", "multipart/form-data; boundary=x", "application/json;;"} {
+			headers := []string{"X-API-Key", a.Key}
+			if ct != "" {
+				headers = append(headers, "Content-Type", ct)
+			}
+			r := a.Do(t, "POST", a.AdminURL+"/graphql", query, headers...)
+			var body struct {
+				Error, Message string
+				Errors         []gqlError `json:"errors"`
+			}
+			r.JSON(t, &body)
+			if r.Status != 415 || len(body.Errors) != 1 || body.Error != "unsupported_media_type" || body.Message != body.Errors[0].Message || body.Errors[0].code() != "UNSUPPORTED_MEDIA_TYPE" ||
+				!strings.Contains(body.Errors[0].Message, "Content-Type: application/json") ||
+				body.Errors[0].Extensions["expected"] != "application/json" || r.Header.Get("Accept-Post") != "application/json" ||
+				!strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+				t.Fatalf("Content-Type %q: %d %v %s", ct, r.Status, r.Header, r.Body)
+			}
+			want := "(got none)"
+			if ct != "" {
+				want = `(got "` + ct + `")`
+			}
+			if !strings.Contains(body.Errors[0].Message, want) {
+				t.Fatalf("Content-Type %q: message %q does not say %s", ct, body.Errors[0].Message, want)
+			}
+		}
+		for _, ct := range []string{"application/json", "application/json; charset=utf-8", "Application/JSON"} {
+			r := a.Do(t, "POST", a.AdminURL+"/graphql", query, "X-API-Key", a.Key, "Content-Type", ct)
+			if r.Status != 200 || !strings.Contains(string(r.Body), `"totalCount":1`) {
+				t.Fatalf("Content-Type %q: %d %s", ct, r.Status, r.Body)
+			}
+		}
+
+		// A mutation sent as curl -d sends it is refused and audited.
+		before := lastEventID(t, a)
+		r := a.Do(t, "POST", a.AdminURL+"/graphql", `{"query": "mutation { createSku(input: {name: \"x\", stock: 1}) { id } }"}`,
+			"X-API-Key", a.Key, "Content-Type", "application/x-www-form-urlencoded")
+		if r.Status != 415 {
+			t.Fatalf("mutation: %d %s", r.Status, r.Body)
+		}
+		if got := eventsAfter(t, a, before, 1); len(got) != 1 || got[0].Mutation != "createSku" || got[0].Outcome != "REFUSED" || got[0].Code != "UNSUPPORTED_MEDIA_TYPE" {
+			t.Fatalf("audit: %+v", got)
+		}
+		if n, err := a.App.DB.Sku.Query().Count(t.Context()); err != nil || n != 0 {
+			t.Fatalf("skus: %d %v", n, err)
+		}
+
+		// GET: queries run whatever the Content-Type, mutations stay 405.
+		get := a.Do(t, "GET", a.AdminURL+"/graphql?query="+url.QueryEscape(`{ apiKeys(first: 1) { totalCount } }`), "", "X-API-Key", a.Key)
+		if get.Status != 200 || !strings.Contains(string(get.Body), `"totalCount":1`) {
+			t.Fatalf("GET query: %d %s", get.Status, get.Body)
+		}
+		get = a.Do(t, "GET", a.AdminURL+"/graphql?query="+url.QueryEscape(`mutation { createSku(input: {name: "x", stock: 1}) { id } }`), "", "X-API-Key", a.Key)
+		if get.Status != 405 || !strings.Contains(string(get.Body), "METHOD_NOT_ALLOWED") {
+			t.Fatalf("GET mutation: %d %s", get.Status, get.Body)
+		}
+	})
+}
