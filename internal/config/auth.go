@@ -13,7 +13,7 @@ import (
 // generated into the data dir in embedded mode when absent).
 type Auth struct {
 	MasterKeyB64    string        `flag:"master-key" empty:"dev: generated into the data dir" usage:"base64 of 32 bytes: AES-256-GCM key for stored secrets" doc:"base64 of 32 bytes; AES-256-GCM key for stored secrets (required with Postgres)"`
-	JWTSecretRaw    string        `flag:"jwt-secret" empty:"dev: generated into the data dir" usage:"HS256 key, at least 32 bytes" doc:"HS256 key, at least 32 bytes (required with Postgres)"`
+	JWTSecretRaw    string        `flag:"jwt-secret" empty:"dev: generated into the data dir" usage:"HS256 key: the value's bytes as written (base64 text is not decoded), at least 32" doc:"HS256 key: the value's bytes as written, never decoded (base64 text is used as text), at least 32 bytes (required with Postgres); see docs/auth.md"`
 	JWTTTL          time.Duration `flag:"jwt-ttl" default:"2h" usage:"lifetime of signed user tokens (login)" doc:"lifetime of signed user tokens (at least 1s)"`
 	BootstrapAPIKey string        `flag:"bootstrap-api-key" usage:"an enabled admin API key with this value exists after start" doc:"an enabled admin API key with exactly this value exists after start"`
 }
