@@ -221,7 +221,7 @@ func startGatehouse(ctx context.Context, o options, name, tmp string, env []stri
 
 // replica starts another gatehouse process on g's database, key-value
 // store and keys (no seeding: it serves g's app and order).
-func (g *gatehouse) replica(ctx context.Context, o options, name, tmp string) (*gatehouse, error) {
+func (g *gatehouse) replica(ctx context.Context, o options, name, tmp string, extraEnv ...string) (*gatehouse, error) {
 	pub, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -232,6 +232,7 @@ func (g *gatehouse) replica(ctx context.Context, o options, name, tmp string) (*
 	}
 	// A data dir of its own (the last of a repeated variable wins).
 	env := append(slices.Clip(g.env), "GATEHOUSE_ADDR="+pub, "GATEHOUSE_ADMIN_ADDR="+adm, "GATEHOUSE_DATA_DIR="+tmp+"/data-"+strings.ReplaceAll(name, " ", "-"))
+	env = append(env, extraEnv...)
 	p, err := startProc(ctx, name, o.gatehouse, []string{"serve"}, env, pub, tmp)
 	if err != nil {
 		return nil, err
@@ -418,12 +419,22 @@ func externalPhases(ctx context.Context, o options, rep *report, self, tmp strin
 	}
 	// The floor and gatehouse in turns (measurePair).
 	baseLoad, signed := measurePair(ctx, o, client, urls(list), urls(signedList))
+	rep.Baselines["minimal handler: one Redis SET NX + one Postgres SELECT"] = baseLoad
+	rep.add("signed v1 order query, Postgres + Redis", signed, "minimal handler: one Redis SET NX + one Postgres SELECT", baseLoad)
+	// The same with tracing on, against the same floor measured anew.
+	if err := tracedPhase(ctx, o, client, g, tmp, func() source {
+		fresh := make([]string, n)
+		for i := range fresh {
+			fresh[i] = base.base + "/q?order_no=" + orderNo + "&nonce=" + randomHex(16)
+		}
+		return urls(fresh)
+	}, n, "minimal handler: one Redis SET NX + one Postgres SELECT", rep); err != nil {
+		rep.skip(tracedName, err.Error())
+	}
 	if err := base.stop(); err != nil {
 		_ = g2.proc.stop()
 		return err
 	}
-	rep.Baselines["minimal handler: one Redis SET NX + one Postgres SELECT"] = baseLoad
-	rep.add("signed v1 order query, Postgres + Redis", signed, "minimal handler: one Redis SET NX + one Postgres SELECT", baseLoad)
 	if o.signedOnly {
 		if rss, err := g.proc.peakRSS(); err == nil {
 			rep.scalar("peak RSS, gatehouse on Postgres + Redis after its signed phase", float64(rss)/(1<<20), "MiB", "", 0)
@@ -558,5 +569,39 @@ func deductPhases(ctx context.Context, o options, rep *report, g *gatehouse, c *
 		}
 		costPhase(ctx, o, c, rep, costs, "signed deduction, 100 SKUs, "+label, urlsWith(http.MethodPost, list))
 	}
+	return nil
+}
+
+// tracedName is the line of the signed query with tracing on.
+const tracedName = "signed v1 order query, Postgres + Redis, tracing on (all sampled, OTLP/HTTP to a discarding sink)"
+
+// tracedPhase measures the signed query on a replica of g with tracing on
+// (every request sampled, its spans exported to a discarding OTLP/HTTP
+// sink), in turns with a fresh run of the floor, and stops the replica.
+func tracedPhase(ctx context.Context, o options, client *http.Client, g *gatehouse, tmp string, floor func() source, n int, floorName string, rep *report) error {
+	sink, err := startOTLPSink()
+	if err != nil {
+		return err
+	}
+	defer sink.close()
+	tr, err := g.replica(ctx, o, "gatehouse postgres traced", tmp, sink.tracingEnv()...)
+	if err != nil {
+		return err
+	}
+	list, err := tr.presign(n)
+	if err != nil {
+		_ = tr.proc.stop()
+		return err
+	}
+	floorLoad, traced, warm := measurePairWarm(ctx, o, client, floor(), urls(list))
+	if err := tr.proc.stop(); err != nil { // flushes its last spans
+		return err
+	}
+	rep.add(tracedName, traced, floorName, floorLoad)
+	if sink.exports.Load() == 0 {
+		return fmt.Errorf("the traced gatehouse exported nothing to the sink")
+	}
+	fmt.Printf("%-58s %d exports, %.1f MiB (%.0f bytes per request)\n", "  its discarding OTLP sink received", sink.exports.Load(),
+		float64(sink.bytes.Load())/(1<<20), float64(sink.bytes.Load())/float64(max(1, traced.Requests+warm.Requests)))
 	return nil
 }
