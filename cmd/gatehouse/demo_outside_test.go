@@ -76,10 +76,10 @@ func TestDemoFromTheOutside(t *testing.T) {
 			}
 		}
 
-		// 2. The Playground's rotate tab, as a curl: the seeded secret dies.
-		rotated := rotateDemoSecret(t, p)
-		if rotated == "" || rotated == seeded {
-			t.Fatalf("rotation gave %q (seeded %q)", rotated, seeded)
+		// 2. The Playground's rotate tab, as a curl: the seeded secrets die.
+		rotated, rotatedHook := rotateDemoSecrets(t, p)
+		if rotated == "" || rotated == seeded || !strings.HasPrefix(rotatedHook, "whsec_") {
+			t.Fatalf("rotation gave %q, %q (seeded %q)", rotated, rotatedHook, seeded)
 		}
 		p.stop(t)
 		rcv.stop(t)
@@ -88,6 +88,9 @@ func TestDemoFromTheOutside(t *testing.T) {
 		p = startDemo(t, bin, dir, env)
 		if strings.Contains(p.banner, seeded) || field(t, p.banner, "app_secret") != rotated {
 			t.Fatalf("after a rotation the banner prints a dead secret (want %q):\n%s", rotated, p.banner)
+		}
+		if !strings.Contains(bannerLine(t, p.banner, "./bin/gatehouse webhook listen "), "--secret '"+rotatedHook+"'") {
+			t.Fatalf("after a rotation the banner's receiver does not verify with the webhook secret in force %q:\n%s", rotatedHook, p.banner)
 		}
 		for _, stale := range []string{"refund " + demo.DemoRefundOrderNo, "cancel " + demo.DemoCancelOrderNo} {
 			if strings.Contains(p.banner, "# "+stale+" ") {
@@ -446,10 +449,10 @@ func oauthViaCallbackPage(t *testing.T, dir, banner string) {
 	}
 }
 
-// rotateDemoSecret rotates the demo app's secret over GraphQL with the
-// banner's API key (what the Playground's rotate tab does) and returns
-// the new one.
-func rotateDemoSecret(t *testing.T, p *proc) string {
+// rotateDemoSecrets rotates the demo app's secret and webhook secret over
+// GraphQL with the banner's API key (what the Playground's rotate tab
+// does) and returns the new ones.
+func rotateDemoSecrets(t *testing.T, p *proc) (string, string) {
 	t.Helper()
 	key := field(t, p.banner, "api key")
 	q := func(query string) map[string]any {
@@ -472,5 +475,7 @@ func rotateDemoSecret(t *testing.T, p *proc) string {
 	apps := q(`{ partnerApps(where: {appKey: "` + demo.DemoAppKey + `"}) { edges { node { id } } } }`)
 	id := apps["partnerApps"].(map[string]any)["edges"].([]any)[0].(map[string]any)["node"].(map[string]any)["id"].(string)
 	rot := q(`mutation { rotatePartnerAppSecret(id: "` + id + `") { appSecret } }`)
-	return rot["rotatePartnerAppSecret"].(map[string]any)["appSecret"].(string)
+	hook := q(`mutation { rotateWebhookSecret(id: "` + id + `") { webhookSecret } }`)
+	return rot["rotatePartnerAppSecret"].(map[string]any)["appSecret"].(string),
+		hook["rotateWebhookSecret"].(map[string]any)["webhookSecret"].(string)
 }

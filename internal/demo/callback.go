@@ -73,7 +73,7 @@ func (c *Callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	data := struct {
 		Code, State, Error, Description, Commands, TTL string
 		HasSecret, Odd                                 bool
-	}{State: q.Get("state"), Error: q.Get("error"), Description: q.Get("error_description"), TTL: oauth.CodeTTL.String(), HasSecret: c.ClientSecret != ""}
+	}{State: q.Get("state"), Error: q.Get("error"), Description: q.Get("error_description"), TTL: fmt.Sprintf("%d minutes", int(oauth.CodeTTL.Minutes())), HasSecret: c.ClientSecret != ""}
 	switch code := q.Get("code"); {
 	case data.Error != "":
 	case codeRE.MatchString(code):

@@ -48,11 +48,14 @@ func seedWebhooks(ctx context.Context, e Env, b *strings.Builder) error {
 	if err != nil {
 		return err
 	}
-	secret := DemoWebhookSecret(e)
-	same, err := a.Partners.WebhookSecretMatches(ctx, DemoAppKey, secret)
+	// The webhook secret in force: after a rotation (the Playground's
+	// rotate tab) the derived one is dead, and the receiver must verify
+	// with the new one.
+	secret, err := a.Partners.CurrentWebhookSecret(ctx, DemoAppKey)
 	if err != nil {
-		return err
+		return fmt.Errorf("demo webhooks: %w", err)
 	}
+	same := secret == DemoWebhookSecret(e)
 	sec, err := liveSecret(ctx, e)
 	if err != nil {
 		return err
@@ -69,9 +72,12 @@ func seedWebhooks(ctx context.Context, e Env, b *strings.Builder) error {
 	if app.CallbackURL != DemoCallbackURL(e) {
 		fmt.Fprintf(b, "#    (the demo app's callback URL was changed: run the receiver where it points, or set it back to %s)\n", DemoCallbackURL(e))
 	}
-	if !same {
-		fmt.Fprintf(b, "#    (the demo app's webhook secret was rotated: use the one rotateWebhookSecret(id: %d) returned)\n", app.ID)
+	switch {
+	case secret == "": // a demo app seeded before it had one
+		fmt.Fprintf(b, "#    (the demo app has no webhook secret: rotateWebhookSecret(id: %d) makes one; without --secret nothing is verified)\n", app.ID)
 		secret = "whsec_…"
+	case !same:
+		fmt.Fprintf(b, "#    (the demo app's webhook secret was rotated since the demo was seeded: this is the one in force now)\n")
 	}
 	fmt.Fprintf(b, "#    (it also serves the OAuth demo's callback page, %s)\n", DemoRedirectURI(e))
 	fmt.Fprintf(b, "%s\n", ListenCommand(e, secret, sec))

@@ -366,6 +366,27 @@ func (s *Service) CurrentSecret(ctx context.Context, appKey string) (string, err
 	return string(p), nil
 }
 
+// CurrentWebhookSecret returns the webhook signing secret in force of the
+// app with appKey, "" when it has none (the demo's banner prints the one
+// in force, also after a rotation).
+func (s *Service) CurrentWebhookSecret(ctx context.Context, appKey string) (string, error) {
+	row, err := s.client.PartnerApp.Query().Where(partnerapp.AppKey(appKey)).Only(ctx)
+	if ent.IsNotFound(err) {
+		return "", ErrNotFound
+	}
+	if err != nil {
+		return "", fmt.Errorf("partner app %q: %w", appKey, err)
+	}
+	if row.WebhookSecret == nil {
+		return "", nil
+	}
+	p, err := s.sealer.Open(*row.WebhookSecret)
+	if err != nil {
+		return "", fmt.Errorf("webhook secret of %q: %w", appKey, err)
+	}
+	return string(p), nil
+}
+
 // WebhookSecretMatches reports whether candidate is the current webhook
 // secret of the app with appKey (the demo tells whether its derived secret
 // is still the one in use).
