@@ -97,6 +97,16 @@ func TestDemoFromTheOutside(t *testing.T) {
 				t.Errorf("after the refund and the cancel ran, the banner still offers to %s:\n%s", stale, p.banner)
 			}
 		}
+		orders := field(t, p.banner, "orders")
+		offered := regexp.MustCompile(`(?m)^# (refund|cancel|2\. pay order) (SO\d+) \((PAID|CREATED)`).FindAllStringSubmatch(p.banner, -1)
+		if len(offered) != 3 {
+			t.Fatalf("want a refund, a cancel and a pay example in the banner:\n%s", p.banner)
+		}
+		for _, m := range offered {
+			if !strings.Contains(orders, m[2]+" ("+m[3]+")") {
+				t.Errorf("the banner offers to %s %s, which its orders line does not list as %s: %s", m[1], m[2], m[3], orders)
+			}
+		}
 		rcv = startReceiver(t, dir, p.banner)
 		runBanner(t, dir, p.banner, rcv)
 		oauthViaCallbackPage(t, dir, p.banner)

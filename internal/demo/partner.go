@@ -80,12 +80,27 @@ func seedPartner(ctx context.Context, e Env, b *strings.Builder) error {
 	if sec != seeded {
 		fmt.Fprintf(b, "            (rotated since the demo was seeded: this is the secret in force now)\n")
 	}
-	orders, err := a.DB.Order.Query().Where(entorder.AppID(app.ID)).Order(entorder.ByOrderNo()).Limit(8).All(ctx)
+	// The orders the refund, cancel and pay examples below will name (made
+	// now if the previous ones were used up), so that the list shows them.
+	if _, err := exampleOrder(ctx, e, app.ID, order.Paid, refundCustomer, refundAmount); err != nil {
+		return err
+	}
+	if _, err := exampleOrder(ctx, e, app.ID, order.Created, cancelCustomer, cancelAmount); err != nil {
+		return err
+	}
+	if _, err := payableOrder(ctx, e, app.ID); err != nil {
+		return err
+	}
+	orders, err := a.DB.Order.Query().Where(entorder.AppID(app.ID)).Order(entorder.ByOrderNo()).All(ctx)
 	if err != nil {
 		return err
 	}
 	var list []string
-	for _, o := range orders {
+	for i, o := range orders {
+		if i == 12 {
+			list = append(list, fmt.Sprintf("… %d more", len(orders)-i))
+			break
+		}
 		list = append(list, fmt.Sprintf("%s (%s)", o.OrderNo, o.Status)) // as they are now, not as seeded
 	}
 	fmt.Fprintf(b, "orders:     %s; %s belongs to another app (403, code 5003)\n", strings.Join(list, ", "), demoOtherOrderNo)
