@@ -29,10 +29,7 @@ import (
 // while a new request is served.
 func TestEmbeddedRestart(t *testing.T) {
 	t.Parallel()
-	bin := filepath.Join(t.TempDir(), "gatehouse")
-	if out, err := exec.Command("go", "build", "-o", bin, "gatehouse/cmd/gatehouse").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := gatehouseBinary(t)
 	dataDir := t.TempDir()
 	signed := func() string {
 		q, err := partnerclient.Signer{AppKey: demo.DemoAppKey, AppSecret: demo.DemoAppSecret}.Sign(url.Values{"order_no": {"SO1001"}})

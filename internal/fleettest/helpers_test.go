@@ -9,11 +9,16 @@ package fleettest_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/crypto/bcrypt"
@@ -29,6 +34,41 @@ import (
 )
 
 func init() { secret.PasswordCost = bcrypt.MinCost }
+
+// binary is the gatehouse command, built once for the package's tests
+// that run it as a process (they only run it, so they share it).
+var binary struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+// gatehouseBinary builds cmd/gatehouse on first use and returns its path.
+func gatehouseBinary(t *testing.T) string {
+	t.Helper()
+	binary.once.Do(func() {
+		if binary.dir, binary.err = os.MkdirTemp("", "fleettest-bin-"); binary.err != nil {
+			return
+		}
+		binary.path = filepath.Join(binary.dir, "gatehouse")
+		if out, err := exec.Command("go", "build", "-o", binary.path, "gatehouse/cmd/gatehouse").CombinedOutput(); err != nil {
+			binary.err = fmt.Errorf("go build: %w\n%s", err, out)
+		}
+	})
+	if binary.err != nil {
+		t.Fatal(binary.err)
+	}
+	return binary.path
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binary.dir != "" {
+		os.RemoveAll(binary.dir)
+	}
+	os.Exit(code)
+}
 
 const (
 	userName     = "fleet-user"

@@ -13,7 +13,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -50,10 +49,8 @@ import (
 //     the signed call's signature and nonce, the webhook's signature, the
 //     callback URL's token.
 func TestTracesOverOTLP(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "gatehouse")
-	if out, err := exec.Command("go", "build", "-o", bin, "gatehouse/cmd/gatehouse").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	t.Parallel()
+	bin := gatehouseBinary(t)
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		col := newCollector(t)
 		hooks := newHookReceiver(t)

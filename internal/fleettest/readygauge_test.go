@@ -5,8 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"net/http"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,10 +22,7 @@ import (
 // within the refresh period and the checks' budget; thawed, 1 again.
 func TestReadyGaugeWithoutProbes(t *testing.T) {
 	t.Parallel()
-	bin := filepath.Join(t.TempDir(), "gatehouse")
-	if out, err := exec.Command("go", "build", "-o", bin, "gatehouse/cmd/gatehouse").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := gatehouseBinary(t)
 	rds := fleet.StartRedis(t)
 	p := launch(t, bin, []string{"serve"}, t.TempDir(),
 		"GATEHOUSE_DATABASE_URL="+testenv.PostgresURL(t), "GATEHOUSE_REDIS_URL="+rds.URL(),

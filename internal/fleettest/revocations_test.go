@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,10 +22,7 @@ import (
 // that was not revoked keeps working until its user is disabled.
 func TestEmbeddedRestartKeepsRevocations(t *testing.T) {
 	t.Parallel()
-	bin := filepath.Join(t.TempDir(), "gatehouse")
-	if out, err := exec.Command("go", "build", "-o", bin, "gatehouse/cmd/gatehouse").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := gatehouseBinary(t)
 	dataDir := t.TempDir()
 	p := startProcess(t, bin, dataDir)
 	a, b, c := p.login(t), p.login(t), p.login(t)
