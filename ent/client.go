@@ -25,6 +25,7 @@ import (
 	"gatehouse/ent/tokenrevocation"
 	"gatehouse/ent/user"
 	"gatehouse/ent/webhookdelivery"
+	"gatehouse/ent/webhookendpoint"
 	"gatehouse/ent/webhookeventtype"
 	"gatehouse/ent/webhookpublication"
 
@@ -69,6 +70,8 @@ type Client struct {
 	User *UserClient
 	// WebhookDelivery is the client for interacting with the WebhookDelivery builders.
 	WebhookDelivery *WebhookDeliveryClient
+	// WebhookEndpoint is the client for interacting with the WebhookEndpoint builders.
+	WebhookEndpoint *WebhookEndpointClient
 	// WebhookEventType is the client for interacting with the WebhookEventType builders.
 	WebhookEventType *WebhookEventTypeClient
 	// WebhookPublication is the client for interacting with the WebhookPublication builders.
@@ -100,6 +103,7 @@ func (c *Client) init() {
 	c.TokenRevocation = NewTokenRevocationClient(c.config)
 	c.User = NewUserClient(c.config)
 	c.WebhookDelivery = NewWebhookDeliveryClient(c.config)
+	c.WebhookEndpoint = NewWebhookEndpointClient(c.config)
 	c.WebhookEventType = NewWebhookEventTypeClient(c.config)
 	c.WebhookPublication = NewWebhookPublicationClient(c.config)
 }
@@ -208,6 +212,7 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		TokenRevocation:    NewTokenRevocationClient(cfg),
 		User:               NewUserClient(cfg),
 		WebhookDelivery:    NewWebhookDeliveryClient(cfg),
+		WebhookEndpoint:    NewWebhookEndpointClient(cfg),
 		WebhookEventType:   NewWebhookEventTypeClient(cfg),
 		WebhookPublication: NewWebhookPublicationClient(cfg),
 	}, nil
@@ -243,6 +248,7 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		TokenRevocation:    NewTokenRevocationClient(cfg),
 		User:               NewUserClient(cfg),
 		WebhookDelivery:    NewWebhookDeliveryClient(cfg),
+		WebhookEndpoint:    NewWebhookEndpointClient(cfg),
 		WebhookEventType:   NewWebhookEventTypeClient(cfg),
 		WebhookPublication: NewWebhookPublicationClient(cfg),
 	}, nil
@@ -276,8 +282,8 @@ func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
 		c.APIKey, c.APIUsage, c.AuditEvent, c.AuthCode, c.DeliveryAttempt,
 		c.IdempotencyRecord, c.OAuthToken, c.Order, c.PartnerApp, c.Sku, c.Ticket,
-		c.TokenRevocation, c.User, c.WebhookDelivery, c.WebhookEventType,
-		c.WebhookPublication,
+		c.TokenRevocation, c.User, c.WebhookDelivery, c.WebhookEndpoint,
+		c.WebhookEventType, c.WebhookPublication,
 	} {
 		n.Use(hooks...)
 	}
@@ -289,8 +295,8 @@ func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
 		c.APIKey, c.APIUsage, c.AuditEvent, c.AuthCode, c.DeliveryAttempt,
 		c.IdempotencyRecord, c.OAuthToken, c.Order, c.PartnerApp, c.Sku, c.Ticket,
-		c.TokenRevocation, c.User, c.WebhookDelivery, c.WebhookEventType,
-		c.WebhookPublication,
+		c.TokenRevocation, c.User, c.WebhookDelivery, c.WebhookEndpoint,
+		c.WebhookEventType, c.WebhookPublication,
 	} {
 		n.Intercept(interceptors...)
 	}
@@ -327,6 +333,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.User.mutate(ctx, m)
 	case *WebhookDeliveryMutation:
 		return c.WebhookDelivery.mutate(ctx, m)
+	case *WebhookEndpointMutation:
+		return c.WebhookEndpoint.mutate(ctx, m)
 	case *WebhookEventTypeMutation:
 		return c.WebhookEventType.mutate(ctx, m)
 	case *WebhookPublicationMutation:
@@ -1652,6 +1660,22 @@ func (c *PartnerAppClient) QueryWebhookDeliveries(_m *PartnerApp) *WebhookDelive
 	return query
 }
 
+// QueryWebhookEndpoints queries the webhook_endpoints edge of a PartnerApp.
+func (c *PartnerAppClient) QueryWebhookEndpoints(_m *PartnerApp) *WebhookEndpointQuery {
+	query := (&WebhookEndpointClient{config: c.config}).Query()
+	query.path = func(context.Context) (fromV *sql.Selector, _ error) {
+		id := _m.ID
+		step := sqlgraph.NewStep(
+			sqlgraph.From(partnerapp.Table, partnerapp.FieldID, id),
+			sqlgraph.To(webhookendpoint.Table, webhookendpoint.FieldID),
+			sqlgraph.Edge(sqlgraph.O2M, false, partnerapp.WebhookEndpointsTable, partnerapp.WebhookEndpointsColumn),
+		)
+		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
+		return fromV, nil
+	}
+	return query
+}
+
 // QueryUsages queries the usages edge of a PartnerApp.
 func (c *PartnerAppClient) QueryUsages(_m *PartnerApp) *APIUsageQuery {
 	query := (&APIUsageClient{config: c.config}).Query()
@@ -2429,6 +2453,22 @@ func (c *WebhookDeliveryClient) QueryAttempts(_m *WebhookDelivery) *DeliveryAtte
 	return query
 }
 
+// QueryEndpoint queries the endpoint edge of a WebhookDelivery.
+func (c *WebhookDeliveryClient) QueryEndpoint(_m *WebhookDelivery) *WebhookEndpointQuery {
+	query := (&WebhookEndpointClient{config: c.config}).Query()
+	query.path = func(context.Context) (fromV *sql.Selector, _ error) {
+		id := _m.ID
+		step := sqlgraph.NewStep(
+			sqlgraph.From(webhookdelivery.Table, webhookdelivery.FieldID, id),
+			sqlgraph.To(webhookendpoint.Table, webhookendpoint.FieldID),
+			sqlgraph.Edge(sqlgraph.M2O, true, webhookdelivery.EndpointTable, webhookdelivery.EndpointColumn),
+		)
+		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
+		return fromV, nil
+	}
+	return query
+}
+
 // Hooks returns the client hooks.
 func (c *WebhookDeliveryClient) Hooks() []Hook {
 	return c.hooks.WebhookDelivery
@@ -2451,6 +2491,171 @@ func (c *WebhookDeliveryClient) mutate(ctx context.Context, m *WebhookDeliveryMu
 		return (&WebhookDeliveryDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
 	default:
 		return nil, fmt.Errorf("ent: unknown WebhookDelivery mutation op: %q", m.Op())
+	}
+}
+
+// WebhookEndpointClient is a client for the WebhookEndpoint schema.
+type WebhookEndpointClient struct {
+	config
+}
+
+// NewWebhookEndpointClient returns a client for the WebhookEndpoint from the given config.
+func NewWebhookEndpointClient(c config) *WebhookEndpointClient {
+	return &WebhookEndpointClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `webhookendpoint.Hooks(f(g(h())))`.
+func (c *WebhookEndpointClient) Use(hooks ...Hook) {
+	c.hooks.WebhookEndpoint = append(c.hooks.WebhookEndpoint, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `webhookendpoint.Intercept(f(g(h())))`.
+func (c *WebhookEndpointClient) Intercept(interceptors ...Interceptor) {
+	c.inters.WebhookEndpoint = append(c.inters.WebhookEndpoint, interceptors...)
+}
+
+// Create returns a builder for creating a WebhookEndpoint entity.
+func (c *WebhookEndpointClient) Create() *WebhookEndpointCreate {
+	mutation := newWebhookEndpointMutation(c.config, OpCreate)
+	return &WebhookEndpointCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of WebhookEndpoint entities.
+func (c *WebhookEndpointClient) CreateBulk(builders ...*WebhookEndpointCreate) *WebhookEndpointCreateBulk {
+	return &WebhookEndpointCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *WebhookEndpointClient) MapCreateBulk(slice any, setFunc func(*WebhookEndpointCreate, int)) *WebhookEndpointCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &WebhookEndpointCreateBulk{err: fmt.Errorf("calling to WebhookEndpointClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*WebhookEndpointCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &WebhookEndpointCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for WebhookEndpoint.
+func (c *WebhookEndpointClient) Update() *WebhookEndpointUpdate {
+	mutation := newWebhookEndpointMutation(c.config, OpUpdate)
+	return &WebhookEndpointUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *WebhookEndpointClient) UpdateOne(_m *WebhookEndpoint) *WebhookEndpointUpdateOne {
+	mutation := newWebhookEndpointMutation(c.config, OpUpdateOne, withWebhookEndpoint(_m))
+	return &WebhookEndpointUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *WebhookEndpointClient) UpdateOneID(id int) *WebhookEndpointUpdateOne {
+	mutation := newWebhookEndpointMutation(c.config, OpUpdateOne, withWebhookEndpointID(id))
+	return &WebhookEndpointUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for WebhookEndpoint.
+func (c *WebhookEndpointClient) Delete() *WebhookEndpointDelete {
+	mutation := newWebhookEndpointMutation(c.config, OpDelete)
+	return &WebhookEndpointDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *WebhookEndpointClient) DeleteOne(_m *WebhookEndpoint) *WebhookEndpointDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *WebhookEndpointClient) DeleteOneID(id int) *WebhookEndpointDeleteOne {
+	builder := c.Delete().Where(webhookendpoint.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &WebhookEndpointDeleteOne{builder}
+}
+
+// Query returns a query builder for WebhookEndpoint.
+func (c *WebhookEndpointClient) Query() *WebhookEndpointQuery {
+	return &WebhookEndpointQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypeWebhookEndpoint},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a WebhookEndpoint entity by its id.
+func (c *WebhookEndpointClient) Get(ctx context.Context, id int) (*WebhookEndpoint, error) {
+	return c.Query().Where(webhookendpoint.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *WebhookEndpointClient) GetX(ctx context.Context, id int) *WebhookEndpoint {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// QueryApp queries the app edge of a WebhookEndpoint.
+func (c *WebhookEndpointClient) QueryApp(_m *WebhookEndpoint) *PartnerAppQuery {
+	query := (&PartnerAppClient{config: c.config}).Query()
+	query.path = func(context.Context) (fromV *sql.Selector, _ error) {
+		id := _m.ID
+		step := sqlgraph.NewStep(
+			sqlgraph.From(webhookendpoint.Table, webhookendpoint.FieldID, id),
+			sqlgraph.To(partnerapp.Table, partnerapp.FieldID),
+			sqlgraph.Edge(sqlgraph.M2O, true, webhookendpoint.AppTable, webhookendpoint.AppColumn),
+		)
+		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
+		return fromV, nil
+	}
+	return query
+}
+
+// QueryDeliveries queries the deliveries edge of a WebhookEndpoint.
+func (c *WebhookEndpointClient) QueryDeliveries(_m *WebhookEndpoint) *WebhookDeliveryQuery {
+	query := (&WebhookDeliveryClient{config: c.config}).Query()
+	query.path = func(context.Context) (fromV *sql.Selector, _ error) {
+		id := _m.ID
+		step := sqlgraph.NewStep(
+			sqlgraph.From(webhookendpoint.Table, webhookendpoint.FieldID, id),
+			sqlgraph.To(webhookdelivery.Table, webhookdelivery.FieldID),
+			sqlgraph.Edge(sqlgraph.O2M, false, webhookendpoint.DeliveriesTable, webhookendpoint.DeliveriesColumn),
+		)
+		fromV = sqlgraph.Neighbors(_m.driver.Dialect(), step)
+		return fromV, nil
+	}
+	return query
+}
+
+// Hooks returns the client hooks.
+func (c *WebhookEndpointClient) Hooks() []Hook {
+	return c.hooks.WebhookEndpoint
+}
+
+// Interceptors returns the client interceptors.
+func (c *WebhookEndpointClient) Interceptors() []Interceptor {
+	return c.inters.WebhookEndpoint
+}
+
+func (c *WebhookEndpointClient) mutate(ctx context.Context, m *WebhookEndpointMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&WebhookEndpointCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&WebhookEndpointUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&WebhookEndpointUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&WebhookEndpointDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown WebhookEndpoint mutation op: %q", m.Op())
 	}
 }
 
@@ -2725,12 +2930,14 @@ type (
 	hooks struct {
 		APIKey, APIUsage, AuditEvent, AuthCode, DeliveryAttempt, IdempotencyRecord,
 		OAuthToken, Order, PartnerApp, Sku, Ticket, TokenRevocation, User,
-		WebhookDelivery, WebhookEventType, WebhookPublication []ent.Hook
+		WebhookDelivery, WebhookEndpoint, WebhookEventType,
+		WebhookPublication []ent.Hook
 	}
 	inters struct {
 		APIKey, APIUsage, AuditEvent, AuthCode, DeliveryAttempt, IdempotencyRecord,
 		OAuthToken, Order, PartnerApp, Sku, Ticket, TokenRevocation, User,
-		WebhookDelivery, WebhookEventType, WebhookPublication []ent.Interceptor
+		WebhookDelivery, WebhookEndpoint, WebhookEventType,
+		WebhookPublication []ent.Interceptor
 	}
 )
 

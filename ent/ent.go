@@ -20,6 +20,7 @@ import (
 	"gatehouse/ent/tokenrevocation"
 	"gatehouse/ent/user"
 	"gatehouse/ent/webhookdelivery"
+	"gatehouse/ent/webhookendpoint"
 	"gatehouse/ent/webhookeventtype"
 	"gatehouse/ent/webhookpublication"
 	"reflect"
@@ -102,6 +103,7 @@ func checkColumn(t, c string) error {
 			tokenrevocation.Table:    tokenrevocation.ValidColumn,
 			user.Table:               user.ValidColumn,
 			webhookdelivery.Table:    webhookdelivery.ValidColumn,
+			webhookendpoint.Table:    webhookendpoint.ValidColumn,
 			webhookeventtype.Table:   webhookeventtype.ValidColumn,
 			webhookpublication.Table: webhookpublication.ValidColumn,
 		})

@@ -17,6 +17,7 @@ import (
 	"gatehouse/ent/ticket"
 	"gatehouse/ent/user"
 	"gatehouse/ent/webhookdelivery"
+	"gatehouse/ent/webhookendpoint"
 
 	"entgo.io/contrib/entgql"
 	"entgo.io/ent/dialect/sql"
@@ -1007,6 +1008,19 @@ func (_q *PartnerAppQuery) collectField(ctx context.Context, oneNode bool, opCtx
 				*wq = *query
 			})
 
+		case "webhookEndpoints":
+			var (
+				alias = field.Alias
+				path  = append(path, alias)
+				query = (&WebhookEndpointClient{config: _q.config}).Query()
+			)
+			if err := query.collectField(ctx, false, opCtx, field, path, mayAddCondition(satisfies, webhookendpointImplementors)...); err != nil {
+				return err
+			}
+			_q.WithNamedWebhookEndpoints(alias, func(wq *WebhookEndpointQuery) {
+				*wq = *query
+			})
+
 		case "usages":
 			var (
 				alias = field.Alias
@@ -1050,10 +1064,10 @@ func (_q *PartnerAppQuery) collectField(ctx context.Context, oneNode bool, opCtx
 						}
 						for i := range nodes {
 							n := m[nodes[i].ID]
-							if nodes[i].Edges.totalCount[2] == nil {
-								nodes[i].Edges.totalCount[2] = make(map[string]int)
+							if nodes[i].Edges.totalCount[3] == nil {
+								nodes[i].Edges.totalCount[3] = make(map[string]int)
 							}
-							nodes[i].Edges.totalCount[2][alias] = n
+							nodes[i].Edges.totalCount[3][alias] = n
 						}
 						return nil
 					})
@@ -1061,10 +1075,10 @@ func (_q *PartnerAppQuery) collectField(ctx context.Context, oneNode bool, opCtx
 					_q.loadTotal = append(_q.loadTotal, func(_ context.Context, nodes []*PartnerApp) error {
 						for i := range nodes {
 							n := len(nodes[i].Edges.Usages)
-							if nodes[i].Edges.totalCount[2] == nil {
-								nodes[i].Edges.totalCount[2] = make(map[string]int)
+							if nodes[i].Edges.totalCount[3] == nil {
+								nodes[i].Edges.totalCount[3] = make(map[string]int)
 							}
-							nodes[i].Edges.totalCount[2][alias] = n
+							nodes[i].Edges.totalCount[3][alias] = n
 						}
 						return nil
 					})
@@ -1650,10 +1664,30 @@ func (_q *WebhookDeliveryQuery) collectField(ctx context.Context, oneNode bool, 
 			_q.WithNamedAttempts(alias, func(wq *DeliveryAttemptQuery) {
 				*wq = *query
 			})
+
+		case "endpoint":
+			var (
+				alias = field.Alias
+				path  = append(path, alias)
+				query = (&WebhookEndpointClient{config: _q.config}).Query()
+			)
+			if err := query.collectField(ctx, oneNode, opCtx, field, path, mayAddCondition(satisfies, webhookendpointImplementors)...); err != nil {
+				return err
+			}
+			_q.withEndpoint = query
+			if _, ok := fieldSeen[webhookdelivery.FieldEndpointID]; !ok {
+				selectedFields = append(selectedFields, webhookdelivery.FieldEndpointID)
+				fieldSeen[webhookdelivery.FieldEndpointID] = struct{}{}
+			}
 		case "appID":
 			if _, ok := fieldSeen[webhookdelivery.FieldAppID]; !ok {
 				selectedFields = append(selectedFields, webhookdelivery.FieldAppID)
 				fieldSeen[webhookdelivery.FieldAppID] = struct{}{}
+			}
+		case "endpointID":
+			if _, ok := fieldSeen[webhookdelivery.FieldEndpointID]; !ok {
+				selectedFields = append(selectedFields, webhookdelivery.FieldEndpointID)
+				fieldSeen[webhookdelivery.FieldEndpointID] = struct{}{}
 			}
 		case "eventID":
 			if _, ok := fieldSeen[webhookdelivery.FieldEventID]; !ok {
@@ -1779,6 +1813,128 @@ func newWebhookDeliveryPaginateArgs(rv map[string]any) *webhookdeliveryPaginateA
 	}
 	if v, ok := rv[whereField].(*WebhookDeliveryWhereInput); ok {
 		args.opts = append(args.opts, WithWebhookDeliveryFilter(v.Filter))
+	}
+	return args
+}
+
+// CollectFields tells the query-builder to eagerly load connected nodes by resolver context.
+func (_q *WebhookEndpointQuery) CollectFields(ctx context.Context, satisfies ...string) (*WebhookEndpointQuery, error) {
+	fc := graphql.GetFieldContext(ctx)
+	if fc == nil {
+		return _q, nil
+	}
+	if err := _q.collectField(ctx, false, graphql.GetOperationContext(ctx), fc.Field, nil, satisfies...); err != nil {
+		return nil, err
+	}
+	return _q, nil
+}
+
+func (_q *WebhookEndpointQuery) collectField(ctx context.Context, oneNode bool, opCtx *graphql.OperationContext, collected graphql.CollectedField, path []string, satisfies ...string) error {
+	path = append([]string(nil), path...)
+	var (
+		unknownSeen    bool
+		fieldSeen      = make(map[string]struct{}, len(webhookendpoint.Columns))
+		selectedFields = []string{webhookendpoint.FieldID}
+	)
+	for _, field := range graphql.CollectFields(opCtx, collected.Selections, satisfies) {
+		switch field.Name {
+
+		case "app":
+			var (
+				alias = field.Alias
+				path  = append(path, alias)
+				query = (&PartnerAppClient{config: _q.config}).Query()
+			)
+			if err := query.collectField(ctx, oneNode, opCtx, field, path, mayAddCondition(satisfies, partnerappImplementors)...); err != nil {
+				return err
+			}
+			_q.withApp = query
+			if _, ok := fieldSeen[webhookendpoint.FieldAppID]; !ok {
+				selectedFields = append(selectedFields, webhookendpoint.FieldAppID)
+				fieldSeen[webhookendpoint.FieldAppID] = struct{}{}
+			}
+		case "appID":
+			if _, ok := fieldSeen[webhookendpoint.FieldAppID]; !ok {
+				selectedFields = append(selectedFields, webhookendpoint.FieldAppID)
+				fieldSeen[webhookendpoint.FieldAppID] = struct{}{}
+			}
+		case "url":
+			if _, ok := fieldSeen[webhookendpoint.FieldURL]; !ok {
+				selectedFields = append(selectedFields, webhookendpoint.FieldURL)
+				fieldSeen[webhookendpoint.FieldURL] = struct{}{}
+			}
+		case "description":
+			if _, ok := fieldSeen[webhookendpoint.FieldDescription]; !ok {
+				selectedFields = append(selectedFields, webhookendpoint.FieldDescription)
+				fieldSeen[webhookendpoint.FieldDescription] = struct{}{}
+			}
+		case "eventTypes":
+			if _, ok := fieldSeen[webhookendpoint.FieldEventTypes]; !ok {
+				selectedFields = append(selectedFields, webhookendpoint.FieldEventTypes)
+				fieldSeen[webhookendpoint.FieldEventTypes] = struct{}{}
+			}
+		case "enabled":
+			if _, ok := fieldSeen[webhookendpoint.FieldEnabled]; !ok {
+				selectedFields = append(selectedFields, webhookendpoint.FieldEnabled)
+				fieldSeen[webhookendpoint.FieldEnabled] = struct{}{}
+			}
+		case "previousSecretExpiresAt":
+			if _, ok := fieldSeen[webhookendpoint.FieldPreviousSecretExpiresAt]; !ok {
+				selectedFields = append(selectedFields, webhookendpoint.FieldPreviousSecretExpiresAt)
+				fieldSeen[webhookendpoint.FieldPreviousSecretExpiresAt] = struct{}{}
+			}
+		case "rateLimit":
+			if _, ok := fieldSeen[webhookendpoint.FieldRateLimit]; !ok {
+				selectedFields = append(selectedFields, webhookendpoint.FieldRateLimit)
+				fieldSeen[webhookendpoint.FieldRateLimit] = struct{}{}
+			}
+		case "createTime":
+			if _, ok := fieldSeen[webhookendpoint.FieldCreateTime]; !ok {
+				selectedFields = append(selectedFields, webhookendpoint.FieldCreateTime)
+				fieldSeen[webhookendpoint.FieldCreateTime] = struct{}{}
+			}
+		case "updateTime":
+			if _, ok := fieldSeen[webhookendpoint.FieldUpdateTime]; !ok {
+				selectedFields = append(selectedFields, webhookendpoint.FieldUpdateTime)
+				fieldSeen[webhookendpoint.FieldUpdateTime] = struct{}{}
+			}
+		case "id":
+		case "__typename":
+		default:
+			unknownSeen = true
+		}
+	}
+	if !unknownSeen {
+		_q.Select(selectedFields...)
+	}
+	return nil
+}
+
+type webhookendpointPaginateArgs struct {
+	first, last   *int
+	after, before *Cursor
+	opts          []WebhookEndpointPaginateOption
+}
+
+func newWebhookEndpointPaginateArgs(rv map[string]any) *webhookendpointPaginateArgs {
+	args := &webhookendpointPaginateArgs{}
+	if rv == nil {
+		return args
+	}
+	if v := rv[firstField]; v != nil {
+		args.first = v.(*int)
+	}
+	if v := rv[lastField]; v != nil {
+		args.last = v.(*int)
+	}
+	if v := rv[afterField]; v != nil {
+		args.after = v.(*Cursor)
+	}
+	if v := rv[beforeField]; v != nil {
+		args.before = v.(*Cursor)
+	}
+	if v, ok := rv[whereField].(*WebhookEndpointWhereInput); ok {
+		args.opts = append(args.opts, WithWebhookEndpointFilter(v.Filter))
 	}
 	return args
 }

@@ -74,6 +74,18 @@ func (_m *PartnerApp) WebhookDeliveries(
 	return _m.QueryWebhookDeliveries().Paginate(ctx, after, first, before, last, opts...)
 }
 
+func (_m *PartnerApp) WebhookEndpoints(ctx context.Context) (result []*WebhookEndpoint, err error) {
+	if fc := graphql.GetFieldContext(ctx); fc != nil && fc.Field.Alias != "" {
+		result, err = _m.NamedWebhookEndpoints(graphql.GetFieldContext(ctx).Field.Alias)
+	} else {
+		result, err = _m.Edges.WebhookEndpointsOrErr()
+	}
+	if IsNotLoaded(err) {
+		result, err = _m.QueryWebhookEndpoints().All(ctx)
+	}
+	return result, err
+}
+
 func (_m *PartnerApp) Usages(
 	ctx context.Context, after *Cursor, first *int, before *Cursor, last *int, orderBy *APIUsageOrder, where *APIUsageWhereInput,
 ) (*APIUsageConnection, error) {
@@ -82,7 +94,7 @@ func (_m *PartnerApp) Usages(
 		WithAPIUsageFilter(where.Filter),
 	}
 	alias := graphql.GetFieldContext(ctx).Field.Alias
-	totalCount, hasTotalCount := _m.Edges.totalCount[2][alias]
+	totalCount, hasTotalCount := _m.Edges.totalCount[3][alias]
 	if nodes, err := _m.NamedUsages(alias); err == nil || hasTotalCount {
 		pager, err := newAPIUsagePager(opts, last != nil)
 		if err != nil {
@@ -122,4 +134,20 @@ func (_m *WebhookDelivery) Attempts(
 		return conn, nil
 	}
 	return _m.QueryAttempts().Paginate(ctx, after, first, before, last, opts...)
+}
+
+func (_m *WebhookDelivery) Endpoint(ctx context.Context) (*WebhookEndpoint, error) {
+	result, err := _m.Edges.EndpointOrErr()
+	if IsNotLoaded(err) {
+		result, err = _m.QueryEndpoint().Only(ctx)
+	}
+	return result, MaskNotFound(err)
+}
+
+func (_m *WebhookEndpoint) App(ctx context.Context) (*PartnerApp, error) {
+	result, err := _m.Edges.AppOrErr()
+	if IsNotLoaded(err) {
+		result, err = _m.QueryApp().Only(ctx)
+	}
+	return result, err
 }

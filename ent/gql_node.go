@@ -16,6 +16,7 @@ import (
 	"gatehouse/ent/ticket"
 	"gatehouse/ent/user"
 	"gatehouse/ent/webhookdelivery"
+	"gatehouse/ent/webhookendpoint"
 	"sync"
 	"sync/atomic"
 
@@ -87,6 +88,11 @@ var webhookdeliveryImplementors = []string{"WebhookDelivery", "Node"}
 
 // IsNode implements the Node interface check for GQLGen.
 func (*WebhookDelivery) IsNode() {}
+
+var webhookendpointImplementors = []string{"WebhookEndpoint", "Node"}
+
+// IsNode implements the Node interface check for GQLGen.
+func (*WebhookEndpoint) IsNode() {}
 
 var errNodeInvalidID = &NotFoundError{"node"}
 
@@ -241,6 +247,15 @@ func (c *Client) noder(ctx context.Context, table string, id int) (Noder, error)
 			Where(webhookdelivery.ID(id))
 		if fc := graphql.GetFieldContext(ctx); fc != nil {
 			if err := query.collectField(ctx, true, graphql.GetOperationContext(ctx), fc.Field, nil, webhookdeliveryImplementors...); err != nil {
+				return nil, err
+			}
+		}
+		return query.Only(ctx)
+	case webhookendpoint.Table:
+		query := c.WebhookEndpoint.Query().
+			Where(webhookendpoint.ID(id))
+		if fc := graphql.GetFieldContext(ctx); fc != nil {
+			if err := query.collectField(ctx, true, graphql.GetOperationContext(ctx), fc.Field, nil, webhookendpointImplementors...); err != nil {
 				return nil, err
 			}
 		}
@@ -482,6 +497,22 @@ func (c *Client) noders(ctx context.Context, table string, ids []int) ([]Noder, 
 		query := c.WebhookDelivery.Query().
 			Where(webhookdelivery.IDIn(ids...))
 		query, err := query.CollectFields(ctx, webhookdeliveryImplementors...)
+		if err != nil {
+			return nil, err
+		}
+		nodes, err := query.All(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, node := range nodes {
+			for _, noder := range idmap[node.ID] {
+				*noder = node
+			}
+		}
+	case webhookendpoint.Table:
+		query := c.WebhookEndpoint.Query().
+			Where(webhookendpoint.IDIn(ids...))
+		query, err := query.CollectFields(ctx, webhookendpointImplementors...)
 		if err != nil {
 			return nil, err
 		}

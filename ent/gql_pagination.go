@@ -17,6 +17,7 @@ import (
 	"gatehouse/ent/ticket"
 	"gatehouse/ent/user"
 	"gatehouse/ent/webhookdelivery"
+	"gatehouse/ent/webhookendpoint"
 	"io"
 	"strconv"
 
@@ -3791,6 +3792,255 @@ func (_m *WebhookDelivery) ToEdge(order *WebhookDeliveryOrder) *WebhookDeliveryE
 		order = DefaultWebhookDeliveryOrder
 	}
 	return &WebhookDeliveryEdge{
+		Node:   _m,
+		Cursor: order.Field.toCursor(_m),
+	}
+}
+
+// WebhookEndpointEdge is the edge representation of WebhookEndpoint.
+type WebhookEndpointEdge struct {
+	Node   *WebhookEndpoint `json:"node"`
+	Cursor Cursor           `json:"cursor"`
+}
+
+// WebhookEndpointConnection is the connection containing edges to WebhookEndpoint.
+type WebhookEndpointConnection struct {
+	Edges      []*WebhookEndpointEdge `json:"edges"`
+	PageInfo   PageInfo               `json:"pageInfo"`
+	TotalCount int                    `json:"totalCount"`
+}
+
+func (c *WebhookEndpointConnection) build(nodes []*WebhookEndpoint, pager *webhookendpointPager, after *Cursor, first *int, before *Cursor, last *int) {
+	c.PageInfo.HasNextPage = before != nil
+	c.PageInfo.HasPreviousPage = after != nil
+	if first != nil && *first+1 == len(nodes) {
+		c.PageInfo.HasNextPage = true
+		nodes = nodes[:len(nodes)-1]
+	} else if last != nil && *last+1 == len(nodes) {
+		c.PageInfo.HasPreviousPage = true
+		nodes = nodes[:len(nodes)-1]
+	}
+	var nodeAt func(int) *WebhookEndpoint
+	if last != nil {
+		n := len(nodes) - 1
+		nodeAt = func(i int) *WebhookEndpoint {
+			return nodes[n-i]
+		}
+	} else {
+		nodeAt = func(i int) *WebhookEndpoint {
+			return nodes[i]
+		}
+	}
+	c.Edges = make([]*WebhookEndpointEdge, len(nodes))
+	for i := range nodes {
+		node := nodeAt(i)
+		c.Edges[i] = &WebhookEndpointEdge{
+			Node:   node,
+			Cursor: pager.toCursor(node),
+		}
+	}
+	if l := len(c.Edges); l > 0 {
+		c.PageInfo.StartCursor = &c.Edges[0].Cursor
+		c.PageInfo.EndCursor = &c.Edges[l-1].Cursor
+	}
+	if c.TotalCount == 0 {
+		c.TotalCount = len(nodes)
+	}
+}
+
+// WebhookEndpointPaginateOption enables pagination customization.
+type WebhookEndpointPaginateOption func(*webhookendpointPager) error
+
+// WithWebhookEndpointOrder configures pagination ordering.
+func WithWebhookEndpointOrder(order *WebhookEndpointOrder) WebhookEndpointPaginateOption {
+	if order == nil {
+		order = DefaultWebhookEndpointOrder
+	}
+	o := *order
+	return func(pager *webhookendpointPager) error {
+		if err := o.Direction.Validate(); err != nil {
+			return err
+		}
+		if o.Field == nil {
+			o.Field = DefaultWebhookEndpointOrder.Field
+		}
+		pager.order = &o
+		return nil
+	}
+}
+
+// WithWebhookEndpointFilter configures pagination filter.
+func WithWebhookEndpointFilter(filter func(*WebhookEndpointQuery) (*WebhookEndpointQuery, error)) WebhookEndpointPaginateOption {
+	return func(pager *webhookendpointPager) error {
+		if filter == nil {
+			return errors.New("WebhookEndpointQuery filter cannot be nil")
+		}
+		pager.filter = filter
+		return nil
+	}
+}
+
+type webhookendpointPager struct {
+	reverse bool
+	order   *WebhookEndpointOrder
+	filter  func(*WebhookEndpointQuery) (*WebhookEndpointQuery, error)
+}
+
+func newWebhookEndpointPager(opts []WebhookEndpointPaginateOption, reverse bool) (*webhookendpointPager, error) {
+	pager := &webhookendpointPager{reverse: reverse}
+	for _, opt := range opts {
+		if err := opt(pager); err != nil {
+			return nil, err
+		}
+	}
+	if pager.order == nil {
+		pager.order = DefaultWebhookEndpointOrder
+	}
+	return pager, nil
+}
+
+func (p *webhookendpointPager) applyFilter(query *WebhookEndpointQuery) (*WebhookEndpointQuery, error) {
+	if p.filter != nil {
+		return p.filter(query)
+	}
+	return query, nil
+}
+
+func (p *webhookendpointPager) toCursor(_m *WebhookEndpoint) Cursor {
+	return p.order.Field.toCursor(_m)
+}
+
+func (p *webhookendpointPager) applyCursors(query *WebhookEndpointQuery, after, before *Cursor) (*WebhookEndpointQuery, error) {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	for _, predicate := range entgql.CursorsPredicate(after, before, DefaultWebhookEndpointOrder.Field.column, p.order.Field.column, direction) {
+		query = query.Where(predicate)
+	}
+	return query, nil
+}
+
+func (p *webhookendpointPager) applyOrder(query *WebhookEndpointQuery) *WebhookEndpointQuery {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	query = query.Order(p.order.Field.toTerm(direction.OrderTermOption()))
+	if p.order.Field != DefaultWebhookEndpointOrder.Field {
+		query = query.Order(DefaultWebhookEndpointOrder.Field.toTerm(direction.OrderTermOption()))
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(p.order.Field.column)
+	}
+	return query
+}
+
+func (p *webhookendpointPager) orderExpr(query *WebhookEndpointQuery) sql.Querier {
+	direction := p.order.Direction
+	if p.reverse {
+		direction = direction.Reverse()
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(p.order.Field.column)
+	}
+	return sql.ExprFunc(func(b *sql.Builder) {
+		b.Ident(p.order.Field.column).Pad().WriteString(string(direction))
+		if p.order.Field != DefaultWebhookEndpointOrder.Field {
+			b.Comma().Ident(DefaultWebhookEndpointOrder.Field.column).Pad().WriteString(string(direction))
+		}
+	})
+}
+
+// Paginate executes the query and returns a relay based cursor connection to WebhookEndpoint.
+func (_m *WebhookEndpointQuery) Paginate(
+	ctx context.Context, after *Cursor, first *int,
+	before *Cursor, last *int, opts ...WebhookEndpointPaginateOption,
+) (*WebhookEndpointConnection, error) {
+	if err := validateFirstLast(first, last); err != nil {
+		return nil, err
+	}
+	pager, err := newWebhookEndpointPager(opts, last != nil)
+	if err != nil {
+		return nil, err
+	}
+	if _m, err = pager.applyFilter(_m); err != nil {
+		return nil, err
+	}
+	conn := &WebhookEndpointConnection{Edges: []*WebhookEndpointEdge{}}
+	ignoredEdges := !hasCollectedField(ctx, edgesField)
+	if hasCollectedField(ctx, totalCountField) || hasCollectedField(ctx, pageInfoField) {
+		hasPagination := after != nil || first != nil || before != nil || last != nil
+		if hasPagination || ignoredEdges {
+			c := _m.Clone()
+			c.ctx.Fields = nil
+			if conn.TotalCount, err = c.Count(ctx); err != nil {
+				return nil, err
+			}
+			conn.PageInfo.HasNextPage = first != nil && conn.TotalCount > 0
+			conn.PageInfo.HasPreviousPage = last != nil && conn.TotalCount > 0
+		}
+	}
+	if ignoredEdges || (first != nil && *first == 0) || (last != nil && *last == 0) {
+		return conn, nil
+	}
+	if _m, err = pager.applyCursors(_m, after, before); err != nil {
+		return nil, err
+	}
+	limit := paginateLimit(first, last)
+	if limit != 0 {
+		_m.Limit(limit)
+	}
+	if field := collectedField(ctx, edgesField, nodeField); field != nil {
+		if err := _m.collectField(ctx, limit == 1, graphql.GetOperationContext(ctx), *field, []string{edgesField, nodeField}); err != nil {
+			return nil, err
+		}
+	}
+	_m = pager.applyOrder(_m)
+	nodes, err := _m.All(ctx)
+	if err != nil {
+		return nil, err
+	}
+	conn.build(nodes, pager, after, first, before, last)
+	return conn, nil
+}
+
+// WebhookEndpointOrderField defines the ordering field of WebhookEndpoint.
+type WebhookEndpointOrderField struct {
+	// Value extracts the ordering value from the given WebhookEndpoint.
+	Value    func(*WebhookEndpoint) (ent.Value, error)
+	column   string // field or computed.
+	toTerm   func(...sql.OrderTermOption) webhookendpoint.OrderOption
+	toCursor func(*WebhookEndpoint) Cursor
+}
+
+// WebhookEndpointOrder defines the ordering of WebhookEndpoint.
+type WebhookEndpointOrder struct {
+	Direction OrderDirection             `json:"direction"`
+	Field     *WebhookEndpointOrderField `json:"field"`
+}
+
+// DefaultWebhookEndpointOrder is the default ordering of WebhookEndpoint.
+var DefaultWebhookEndpointOrder = &WebhookEndpointOrder{
+	Direction: entgql.OrderDirectionAsc,
+	Field: &WebhookEndpointOrderField{
+		Value: func(_m *WebhookEndpoint) (ent.Value, error) {
+			return _m.ID, nil
+		},
+		column: webhookendpoint.FieldID,
+		toTerm: webhookendpoint.ByID,
+		toCursor: func(_m *WebhookEndpoint) Cursor {
+			return Cursor{ID: _m.ID}
+		},
+	},
+}
+
+// ToEdge converts WebhookEndpoint into WebhookEndpointEdge.
+func (_m *WebhookEndpoint) ToEdge(order *WebhookEndpointOrder) *WebhookEndpointEdge {
+	if order == nil {
+		order = DefaultWebhookEndpointOrder
+	}
+	return &WebhookEndpointEdge{
 		Node:   _m,
 		Cursor: order.Field.toCursor(_m),
 	}

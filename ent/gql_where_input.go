@@ -17,6 +17,7 @@ import (
 	"gatehouse/ent/ticket"
 	"gatehouse/ent/user"
 	"gatehouse/ent/webhookdelivery"
+	"gatehouse/ent/webhookendpoint"
 	"time"
 )
 
@@ -3126,6 +3127,10 @@ type PartnerAppWhereInput struct {
 	HasWebhookDeliveries     *bool                        `json:"hasWebhookDeliveries,omitempty"`
 	HasWebhookDeliveriesWith []*WebhookDeliveryWhereInput `json:"hasWebhookDeliveriesWith,omitempty"`
 
+	// "webhook_endpoints" edge predicates.
+	HasWebhookEndpoints     *bool                        `json:"hasWebhookEndpoints,omitempty"`
+	HasWebhookEndpointsWith []*WebhookEndpointWhereInput `json:"hasWebhookEndpointsWith,omitempty"`
+
 	// "usages" edge predicates.
 	HasUsages     *bool                 `json:"hasUsages,omitempty"`
 	HasUsagesWith []*APIUsageWhereInput `json:"hasUsagesWith,omitempty"`
@@ -3571,6 +3576,24 @@ func (i *PartnerAppWhereInput) P() (predicate.PartnerApp, error) {
 			with = append(with, p)
 		}
 		predicates = append(predicates, partnerapp.HasWebhookDeliveriesWith(with...))
+	}
+	if i.HasWebhookEndpoints != nil {
+		p := partnerapp.HasWebhookEndpoints()
+		if !*i.HasWebhookEndpoints {
+			p = partnerapp.Not(p)
+		}
+		predicates = append(predicates, p)
+	}
+	if len(i.HasWebhookEndpointsWith) > 0 {
+		with := make([]predicate.WebhookEndpoint, 0, len(i.HasWebhookEndpointsWith))
+		for _, w := range i.HasWebhookEndpointsWith {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'HasWebhookEndpointsWith'", err)
+			}
+			with = append(with, p)
+		}
+		predicates = append(predicates, partnerapp.HasWebhookEndpointsWith(with...))
 	}
 	if i.HasUsages != nil {
 		p := partnerapp.HasUsages()
@@ -4441,6 +4464,14 @@ type WebhookDeliveryWhereInput struct {
 	AppIDIn    []int `json:"appIDIn,omitempty"`
 	AppIDNotIn []int `json:"appIDNotIn,omitempty"`
 
+	// "endpoint_id" field predicates.
+	EndpointID       *int  `json:"endpointID,omitempty"`
+	EndpointIDNEQ    *int  `json:"endpointIDNEQ,omitempty"`
+	EndpointIDIn     []int `json:"endpointIDIn,omitempty"`
+	EndpointIDNotIn  []int `json:"endpointIDNotIn,omitempty"`
+	EndpointIDIsNil  bool  `json:"endpointIDIsNil,omitempty"`
+	EndpointIDNotNil bool  `json:"endpointIDNotNil,omitempty"`
+
 	// "event_id" field predicates.
 	EventID             *string  `json:"eventID,omitempty"`
 	EventIDNEQ          *string  `json:"eventIDNEQ,omitempty"`
@@ -4603,6 +4634,10 @@ type WebhookDeliveryWhereInput struct {
 	// "attempts" edge predicates.
 	HasAttempts     *bool                        `json:"hasAttempts,omitempty"`
 	HasAttemptsWith []*DeliveryAttemptWhereInput `json:"hasAttemptsWith,omitempty"`
+
+	// "endpoint" edge predicates.
+	HasEndpoint     *bool                        `json:"hasEndpoint,omitempty"`
+	HasEndpointWith []*WebhookEndpointWhereInput `json:"hasEndpointWith,omitempty"`
 }
 
 // AddPredicates adds custom predicates to the where input to be used during the filtering phase.
@@ -4711,6 +4746,24 @@ func (i *WebhookDeliveryWhereInput) P() (predicate.WebhookDelivery, error) {
 	}
 	if len(i.AppIDNotIn) > 0 {
 		predicates = append(predicates, webhookdelivery.AppIDNotIn(i.AppIDNotIn...))
+	}
+	if i.EndpointID != nil {
+		predicates = append(predicates, webhookdelivery.EndpointIDEQ(*i.EndpointID))
+	}
+	if i.EndpointIDNEQ != nil {
+		predicates = append(predicates, webhookdelivery.EndpointIDNEQ(*i.EndpointIDNEQ))
+	}
+	if len(i.EndpointIDIn) > 0 {
+		predicates = append(predicates, webhookdelivery.EndpointIDIn(i.EndpointIDIn...))
+	}
+	if len(i.EndpointIDNotIn) > 0 {
+		predicates = append(predicates, webhookdelivery.EndpointIDNotIn(i.EndpointIDNotIn...))
+	}
+	if i.EndpointIDIsNil {
+		predicates = append(predicates, webhookdelivery.EndpointIDIsNil())
+	}
+	if i.EndpointIDNotNil {
+		predicates = append(predicates, webhookdelivery.EndpointIDNotNil())
 	}
 	if i.EventID != nil {
 		predicates = append(predicates, webhookdelivery.EventIDEQ(*i.EventID))
@@ -5136,6 +5189,24 @@ func (i *WebhookDeliveryWhereInput) P() (predicate.WebhookDelivery, error) {
 		}
 		predicates = append(predicates, webhookdelivery.HasAttemptsWith(with...))
 	}
+	if i.HasEndpoint != nil {
+		p := webhookdelivery.HasEndpoint()
+		if !*i.HasEndpoint {
+			p = webhookdelivery.Not(p)
+		}
+		predicates = append(predicates, p)
+	}
+	if len(i.HasEndpointWith) > 0 {
+		with := make([]predicate.WebhookEndpoint, 0, len(i.HasEndpointWith))
+		for _, w := range i.HasEndpointWith {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'HasEndpointWith'", err)
+			}
+			with = append(with, p)
+		}
+		predicates = append(predicates, webhookdelivery.HasEndpointWith(with...))
+	}
 	switch len(predicates) {
 	case 0:
 		return nil, ErrEmptyWebhookDeliveryWhereInput
@@ -5143,5 +5214,439 @@ func (i *WebhookDeliveryWhereInput) P() (predicate.WebhookDelivery, error) {
 		return predicates[0], nil
 	default:
 		return webhookdelivery.And(predicates...), nil
+	}
+}
+
+// WebhookEndpointWhereInput represents a where input for filtering WebhookEndpoint queries.
+type WebhookEndpointWhereInput struct {
+	Predicates []predicate.WebhookEndpoint  `json:"-"`
+	Not        *WebhookEndpointWhereInput   `json:"not,omitempty"`
+	Or         []*WebhookEndpointWhereInput `json:"or,omitempty"`
+	And        []*WebhookEndpointWhereInput `json:"and,omitempty"`
+
+	// "id" field predicates.
+	ID      *int  `json:"id,omitempty"`
+	IDNEQ   *int  `json:"idNEQ,omitempty"`
+	IDIn    []int `json:"idIn,omitempty"`
+	IDNotIn []int `json:"idNotIn,omitempty"`
+	IDGT    *int  `json:"idGT,omitempty"`
+	IDGTE   *int  `json:"idGTE,omitempty"`
+	IDLT    *int  `json:"idLT,omitempty"`
+	IDLTE   *int  `json:"idLTE,omitempty"`
+
+	// "app_id" field predicates.
+	AppID      *int  `json:"appID,omitempty"`
+	AppIDNEQ   *int  `json:"appIDNEQ,omitempty"`
+	AppIDIn    []int `json:"appIDIn,omitempty"`
+	AppIDNotIn []int `json:"appIDNotIn,omitempty"`
+
+	// "url" field predicates.
+	URL             *string  `json:"url,omitempty"`
+	URLNEQ          *string  `json:"urlNEQ,omitempty"`
+	URLIn           []string `json:"urlIn,omitempty"`
+	URLNotIn        []string `json:"urlNotIn,omitempty"`
+	URLGT           *string  `json:"urlGT,omitempty"`
+	URLGTE          *string  `json:"urlGTE,omitempty"`
+	URLLT           *string  `json:"urlLT,omitempty"`
+	URLLTE          *string  `json:"urlLTE,omitempty"`
+	URLContains     *string  `json:"urlContains,omitempty"`
+	URLHasPrefix    *string  `json:"urlHasPrefix,omitempty"`
+	URLHasSuffix    *string  `json:"urlHasSuffix,omitempty"`
+	URLEqualFold    *string  `json:"urlEqualFold,omitempty"`
+	URLContainsFold *string  `json:"urlContainsFold,omitempty"`
+
+	// "description" field predicates.
+	Description             *string  `json:"description,omitempty"`
+	DescriptionNEQ          *string  `json:"descriptionNEQ,omitempty"`
+	DescriptionIn           []string `json:"descriptionIn,omitempty"`
+	DescriptionNotIn        []string `json:"descriptionNotIn,omitempty"`
+	DescriptionGT           *string  `json:"descriptionGT,omitempty"`
+	DescriptionGTE          *string  `json:"descriptionGTE,omitempty"`
+	DescriptionLT           *string  `json:"descriptionLT,omitempty"`
+	DescriptionLTE          *string  `json:"descriptionLTE,omitempty"`
+	DescriptionContains     *string  `json:"descriptionContains,omitempty"`
+	DescriptionHasPrefix    *string  `json:"descriptionHasPrefix,omitempty"`
+	DescriptionHasSuffix    *string  `json:"descriptionHasSuffix,omitempty"`
+	DescriptionEqualFold    *string  `json:"descriptionEqualFold,omitempty"`
+	DescriptionContainsFold *string  `json:"descriptionContainsFold,omitempty"`
+
+	// "enabled" field predicates.
+	Enabled    *bool `json:"enabled,omitempty"`
+	EnabledNEQ *bool `json:"enabledNEQ,omitempty"`
+
+	// "previous_secret_expires_at" field predicates.
+	PreviousSecretExpiresAt       *time.Time  `json:"previousSecretExpiresAt,omitempty"`
+	PreviousSecretExpiresAtNEQ    *time.Time  `json:"previousSecretExpiresAtNEQ,omitempty"`
+	PreviousSecretExpiresAtIn     []time.Time `json:"previousSecretExpiresAtIn,omitempty"`
+	PreviousSecretExpiresAtNotIn  []time.Time `json:"previousSecretExpiresAtNotIn,omitempty"`
+	PreviousSecretExpiresAtGT     *time.Time  `json:"previousSecretExpiresAtGT,omitempty"`
+	PreviousSecretExpiresAtGTE    *time.Time  `json:"previousSecretExpiresAtGTE,omitempty"`
+	PreviousSecretExpiresAtLT     *time.Time  `json:"previousSecretExpiresAtLT,omitempty"`
+	PreviousSecretExpiresAtLTE    *time.Time  `json:"previousSecretExpiresAtLTE,omitempty"`
+	PreviousSecretExpiresAtIsNil  bool        `json:"previousSecretExpiresAtIsNil,omitempty"`
+	PreviousSecretExpiresAtNotNil bool        `json:"previousSecretExpiresAtNotNil,omitempty"`
+
+	// "rate_limit" field predicates.
+	RateLimit       *int  `json:"rateLimit,omitempty"`
+	RateLimitNEQ    *int  `json:"rateLimitNEQ,omitempty"`
+	RateLimitIn     []int `json:"rateLimitIn,omitempty"`
+	RateLimitNotIn  []int `json:"rateLimitNotIn,omitempty"`
+	RateLimitGT     *int  `json:"rateLimitGT,omitempty"`
+	RateLimitGTE    *int  `json:"rateLimitGTE,omitempty"`
+	RateLimitLT     *int  `json:"rateLimitLT,omitempty"`
+	RateLimitLTE    *int  `json:"rateLimitLTE,omitempty"`
+	RateLimitIsNil  bool  `json:"rateLimitIsNil,omitempty"`
+	RateLimitNotNil bool  `json:"rateLimitNotNil,omitempty"`
+
+	// "create_time" field predicates.
+	CreateTime      *time.Time  `json:"createTime,omitempty"`
+	CreateTimeNEQ   *time.Time  `json:"createTimeNEQ,omitempty"`
+	CreateTimeIn    []time.Time `json:"createTimeIn,omitempty"`
+	CreateTimeNotIn []time.Time `json:"createTimeNotIn,omitempty"`
+	CreateTimeGT    *time.Time  `json:"createTimeGT,omitempty"`
+	CreateTimeGTE   *time.Time  `json:"createTimeGTE,omitempty"`
+	CreateTimeLT    *time.Time  `json:"createTimeLT,omitempty"`
+	CreateTimeLTE   *time.Time  `json:"createTimeLTE,omitempty"`
+
+	// "update_time" field predicates.
+	UpdateTime      *time.Time  `json:"updateTime,omitempty"`
+	UpdateTimeNEQ   *time.Time  `json:"updateTimeNEQ,omitempty"`
+	UpdateTimeIn    []time.Time `json:"updateTimeIn,omitempty"`
+	UpdateTimeNotIn []time.Time `json:"updateTimeNotIn,omitempty"`
+	UpdateTimeGT    *time.Time  `json:"updateTimeGT,omitempty"`
+	UpdateTimeGTE   *time.Time  `json:"updateTimeGTE,omitempty"`
+	UpdateTimeLT    *time.Time  `json:"updateTimeLT,omitempty"`
+	UpdateTimeLTE   *time.Time  `json:"updateTimeLTE,omitempty"`
+
+	// "app" edge predicates.
+	HasApp     *bool                   `json:"hasApp,omitempty"`
+	HasAppWith []*PartnerAppWhereInput `json:"hasAppWith,omitempty"`
+}
+
+// AddPredicates adds custom predicates to the where input to be used during the filtering phase.
+func (i *WebhookEndpointWhereInput) AddPredicates(predicates ...predicate.WebhookEndpoint) {
+	i.Predicates = append(i.Predicates, predicates...)
+}
+
+// Filter applies the WebhookEndpointWhereInput filter on the WebhookEndpointQuery builder.
+func (i *WebhookEndpointWhereInput) Filter(q *WebhookEndpointQuery) (*WebhookEndpointQuery, error) {
+	if i == nil {
+		return q, nil
+	}
+	p, err := i.P()
+	if err != nil {
+		if err == ErrEmptyWebhookEndpointWhereInput {
+			return q, nil
+		}
+		return nil, err
+	}
+	return q.Where(p), nil
+}
+
+// ErrEmptyWebhookEndpointWhereInput is returned in case the WebhookEndpointWhereInput is empty.
+var ErrEmptyWebhookEndpointWhereInput = errors.New("ent: empty predicate WebhookEndpointWhereInput")
+
+// P returns a predicate for filtering webhookendpoints.
+// An error is returned if the input is empty or invalid.
+func (i *WebhookEndpointWhereInput) P() (predicate.WebhookEndpoint, error) {
+	var predicates []predicate.WebhookEndpoint
+	if i.Not != nil {
+		p, err := i.Not.P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'not'", err)
+		}
+		predicates = append(predicates, webhookendpoint.Not(p))
+	}
+	switch n := len(i.Or); {
+	case n == 1:
+		p, err := i.Or[0].P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'or'", err)
+		}
+		predicates = append(predicates, p)
+	case n > 1:
+		or := make([]predicate.WebhookEndpoint, 0, n)
+		for _, w := range i.Or {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'or'", err)
+			}
+			or = append(or, p)
+		}
+		predicates = append(predicates, webhookendpoint.Or(or...))
+	}
+	switch n := len(i.And); {
+	case n == 1:
+		p, err := i.And[0].P()
+		if err != nil {
+			return nil, fmt.Errorf("%w: field 'and'", err)
+		}
+		predicates = append(predicates, p)
+	case n > 1:
+		and := make([]predicate.WebhookEndpoint, 0, n)
+		for _, w := range i.And {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'and'", err)
+			}
+			and = append(and, p)
+		}
+		predicates = append(predicates, webhookendpoint.And(and...))
+	}
+	predicates = append(predicates, i.Predicates...)
+	if i.ID != nil {
+		predicates = append(predicates, webhookendpoint.IDEQ(*i.ID))
+	}
+	if i.IDNEQ != nil {
+		predicates = append(predicates, webhookendpoint.IDNEQ(*i.IDNEQ))
+	}
+	if len(i.IDIn) > 0 {
+		predicates = append(predicates, webhookendpoint.IDIn(i.IDIn...))
+	}
+	if len(i.IDNotIn) > 0 {
+		predicates = append(predicates, webhookendpoint.IDNotIn(i.IDNotIn...))
+	}
+	if i.IDGT != nil {
+		predicates = append(predicates, webhookendpoint.IDGT(*i.IDGT))
+	}
+	if i.IDGTE != nil {
+		predicates = append(predicates, webhookendpoint.IDGTE(*i.IDGTE))
+	}
+	if i.IDLT != nil {
+		predicates = append(predicates, webhookendpoint.IDLT(*i.IDLT))
+	}
+	if i.IDLTE != nil {
+		predicates = append(predicates, webhookendpoint.IDLTE(*i.IDLTE))
+	}
+	if i.AppID != nil {
+		predicates = append(predicates, webhookendpoint.AppIDEQ(*i.AppID))
+	}
+	if i.AppIDNEQ != nil {
+		predicates = append(predicates, webhookendpoint.AppIDNEQ(*i.AppIDNEQ))
+	}
+	if len(i.AppIDIn) > 0 {
+		predicates = append(predicates, webhookendpoint.AppIDIn(i.AppIDIn...))
+	}
+	if len(i.AppIDNotIn) > 0 {
+		predicates = append(predicates, webhookendpoint.AppIDNotIn(i.AppIDNotIn...))
+	}
+	if i.URL != nil {
+		predicates = append(predicates, webhookendpoint.URLEQ(*i.URL))
+	}
+	if i.URLNEQ != nil {
+		predicates = append(predicates, webhookendpoint.URLNEQ(*i.URLNEQ))
+	}
+	if len(i.URLIn) > 0 {
+		predicates = append(predicates, webhookendpoint.URLIn(i.URLIn...))
+	}
+	if len(i.URLNotIn) > 0 {
+		predicates = append(predicates, webhookendpoint.URLNotIn(i.URLNotIn...))
+	}
+	if i.URLGT != nil {
+		predicates = append(predicates, webhookendpoint.URLGT(*i.URLGT))
+	}
+	if i.URLGTE != nil {
+		predicates = append(predicates, webhookendpoint.URLGTE(*i.URLGTE))
+	}
+	if i.URLLT != nil {
+		predicates = append(predicates, webhookendpoint.URLLT(*i.URLLT))
+	}
+	if i.URLLTE != nil {
+		predicates = append(predicates, webhookendpoint.URLLTE(*i.URLLTE))
+	}
+	if i.URLContains != nil {
+		predicates = append(predicates, webhookendpoint.URLContains(*i.URLContains))
+	}
+	if i.URLHasPrefix != nil {
+		predicates = append(predicates, webhookendpoint.URLHasPrefix(*i.URLHasPrefix))
+	}
+	if i.URLHasSuffix != nil {
+		predicates = append(predicates, webhookendpoint.URLHasSuffix(*i.URLHasSuffix))
+	}
+	if i.URLEqualFold != nil {
+		predicates = append(predicates, webhookendpoint.URLEqualFold(*i.URLEqualFold))
+	}
+	if i.URLContainsFold != nil {
+		predicates = append(predicates, webhookendpoint.URLContainsFold(*i.URLContainsFold))
+	}
+	if i.Description != nil {
+		predicates = append(predicates, webhookendpoint.DescriptionEQ(*i.Description))
+	}
+	if i.DescriptionNEQ != nil {
+		predicates = append(predicates, webhookendpoint.DescriptionNEQ(*i.DescriptionNEQ))
+	}
+	if len(i.DescriptionIn) > 0 {
+		predicates = append(predicates, webhookendpoint.DescriptionIn(i.DescriptionIn...))
+	}
+	if len(i.DescriptionNotIn) > 0 {
+		predicates = append(predicates, webhookendpoint.DescriptionNotIn(i.DescriptionNotIn...))
+	}
+	if i.DescriptionGT != nil {
+		predicates = append(predicates, webhookendpoint.DescriptionGT(*i.DescriptionGT))
+	}
+	if i.DescriptionGTE != nil {
+		predicates = append(predicates, webhookendpoint.DescriptionGTE(*i.DescriptionGTE))
+	}
+	if i.DescriptionLT != nil {
+		predicates = append(predicates, webhookendpoint.DescriptionLT(*i.DescriptionLT))
+	}
+	if i.DescriptionLTE != nil {
+		predicates = append(predicates, webhookendpoint.DescriptionLTE(*i.DescriptionLTE))
+	}
+	if i.DescriptionContains != nil {
+		predicates = append(predicates, webhookendpoint.DescriptionContains(*i.DescriptionContains))
+	}
+	if i.DescriptionHasPrefix != nil {
+		predicates = append(predicates, webhookendpoint.DescriptionHasPrefix(*i.DescriptionHasPrefix))
+	}
+	if i.DescriptionHasSuffix != nil {
+		predicates = append(predicates, webhookendpoint.DescriptionHasSuffix(*i.DescriptionHasSuffix))
+	}
+	if i.DescriptionEqualFold != nil {
+		predicates = append(predicates, webhookendpoint.DescriptionEqualFold(*i.DescriptionEqualFold))
+	}
+	if i.DescriptionContainsFold != nil {
+		predicates = append(predicates, webhookendpoint.DescriptionContainsFold(*i.DescriptionContainsFold))
+	}
+	if i.Enabled != nil {
+		predicates = append(predicates, webhookendpoint.EnabledEQ(*i.Enabled))
+	}
+	if i.EnabledNEQ != nil {
+		predicates = append(predicates, webhookendpoint.EnabledNEQ(*i.EnabledNEQ))
+	}
+	if i.PreviousSecretExpiresAt != nil {
+		predicates = append(predicates, webhookendpoint.PreviousSecretExpiresAtEQ(*i.PreviousSecretExpiresAt))
+	}
+	if i.PreviousSecretExpiresAtNEQ != nil {
+		predicates = append(predicates, webhookendpoint.PreviousSecretExpiresAtNEQ(*i.PreviousSecretExpiresAtNEQ))
+	}
+	if len(i.PreviousSecretExpiresAtIn) > 0 {
+		predicates = append(predicates, webhookendpoint.PreviousSecretExpiresAtIn(i.PreviousSecretExpiresAtIn...))
+	}
+	if len(i.PreviousSecretExpiresAtNotIn) > 0 {
+		predicates = append(predicates, webhookendpoint.PreviousSecretExpiresAtNotIn(i.PreviousSecretExpiresAtNotIn...))
+	}
+	if i.PreviousSecretExpiresAtGT != nil {
+		predicates = append(predicates, webhookendpoint.PreviousSecretExpiresAtGT(*i.PreviousSecretExpiresAtGT))
+	}
+	if i.PreviousSecretExpiresAtGTE != nil {
+		predicates = append(predicates, webhookendpoint.PreviousSecretExpiresAtGTE(*i.PreviousSecretExpiresAtGTE))
+	}
+	if i.PreviousSecretExpiresAtLT != nil {
+		predicates = append(predicates, webhookendpoint.PreviousSecretExpiresAtLT(*i.PreviousSecretExpiresAtLT))
+	}
+	if i.PreviousSecretExpiresAtLTE != nil {
+		predicates = append(predicates, webhookendpoint.PreviousSecretExpiresAtLTE(*i.PreviousSecretExpiresAtLTE))
+	}
+	if i.PreviousSecretExpiresAtIsNil {
+		predicates = append(predicates, webhookendpoint.PreviousSecretExpiresAtIsNil())
+	}
+	if i.PreviousSecretExpiresAtNotNil {
+		predicates = append(predicates, webhookendpoint.PreviousSecretExpiresAtNotNil())
+	}
+	if i.RateLimit != nil {
+		predicates = append(predicates, webhookendpoint.RateLimitEQ(*i.RateLimit))
+	}
+	if i.RateLimitNEQ != nil {
+		predicates = append(predicates, webhookendpoint.RateLimitNEQ(*i.RateLimitNEQ))
+	}
+	if len(i.RateLimitIn) > 0 {
+		predicates = append(predicates, webhookendpoint.RateLimitIn(i.RateLimitIn...))
+	}
+	if len(i.RateLimitNotIn) > 0 {
+		predicates = append(predicates, webhookendpoint.RateLimitNotIn(i.RateLimitNotIn...))
+	}
+	if i.RateLimitGT != nil {
+		predicates = append(predicates, webhookendpoint.RateLimitGT(*i.RateLimitGT))
+	}
+	if i.RateLimitGTE != nil {
+		predicates = append(predicates, webhookendpoint.RateLimitGTE(*i.RateLimitGTE))
+	}
+	if i.RateLimitLT != nil {
+		predicates = append(predicates, webhookendpoint.RateLimitLT(*i.RateLimitLT))
+	}
+	if i.RateLimitLTE != nil {
+		predicates = append(predicates, webhookendpoint.RateLimitLTE(*i.RateLimitLTE))
+	}
+	if i.RateLimitIsNil {
+		predicates = append(predicates, webhookendpoint.RateLimitIsNil())
+	}
+	if i.RateLimitNotNil {
+		predicates = append(predicates, webhookendpoint.RateLimitNotNil())
+	}
+	if i.CreateTime != nil {
+		predicates = append(predicates, webhookendpoint.CreateTimeEQ(*i.CreateTime))
+	}
+	if i.CreateTimeNEQ != nil {
+		predicates = append(predicates, webhookendpoint.CreateTimeNEQ(*i.CreateTimeNEQ))
+	}
+	if len(i.CreateTimeIn) > 0 {
+		predicates = append(predicates, webhookendpoint.CreateTimeIn(i.CreateTimeIn...))
+	}
+	if len(i.CreateTimeNotIn) > 0 {
+		predicates = append(predicates, webhookendpoint.CreateTimeNotIn(i.CreateTimeNotIn...))
+	}
+	if i.CreateTimeGT != nil {
+		predicates = append(predicates, webhookendpoint.CreateTimeGT(*i.CreateTimeGT))
+	}
+	if i.CreateTimeGTE != nil {
+		predicates = append(predicates, webhookendpoint.CreateTimeGTE(*i.CreateTimeGTE))
+	}
+	if i.CreateTimeLT != nil {
+		predicates = append(predicates, webhookendpoint.CreateTimeLT(*i.CreateTimeLT))
+	}
+	if i.CreateTimeLTE != nil {
+		predicates = append(predicates, webhookendpoint.CreateTimeLTE(*i.CreateTimeLTE))
+	}
+	if i.UpdateTime != nil {
+		predicates = append(predicates, webhookendpoint.UpdateTimeEQ(*i.UpdateTime))
+	}
+	if i.UpdateTimeNEQ != nil {
+		predicates = append(predicates, webhookendpoint.UpdateTimeNEQ(*i.UpdateTimeNEQ))
+	}
+	if len(i.UpdateTimeIn) > 0 {
+		predicates = append(predicates, webhookendpoint.UpdateTimeIn(i.UpdateTimeIn...))
+	}
+	if len(i.UpdateTimeNotIn) > 0 {
+		predicates = append(predicates, webhookendpoint.UpdateTimeNotIn(i.UpdateTimeNotIn...))
+	}
+	if i.UpdateTimeGT != nil {
+		predicates = append(predicates, webhookendpoint.UpdateTimeGT(*i.UpdateTimeGT))
+	}
+	if i.UpdateTimeGTE != nil {
+		predicates = append(predicates, webhookendpoint.UpdateTimeGTE(*i.UpdateTimeGTE))
+	}
+	if i.UpdateTimeLT != nil {
+		predicates = append(predicates, webhookendpoint.UpdateTimeLT(*i.UpdateTimeLT))
+	}
+	if i.UpdateTimeLTE != nil {
+		predicates = append(predicates, webhookendpoint.UpdateTimeLTE(*i.UpdateTimeLTE))
+	}
+
+	if i.HasApp != nil {
+		p := webhookendpoint.HasApp()
+		if !*i.HasApp {
+			p = webhookendpoint.Not(p)
+		}
+		predicates = append(predicates, p)
+	}
+	if len(i.HasAppWith) > 0 {
+		with := make([]predicate.PartnerApp, 0, len(i.HasAppWith))
+		for _, w := range i.HasAppWith {
+			p, err := w.P()
+			if err != nil {
+				return nil, fmt.Errorf("%w: field 'HasAppWith'", err)
+			}
+			with = append(with, p)
+		}
+		predicates = append(predicates, webhookendpoint.HasAppWith(with...))
+	}
+	switch len(predicates) {
+	case 0:
+		return nil, ErrEmptyWebhookEndpointWhereInput
+	case 1:
+		return predicates[0], nil
+	default:
+		return webhookendpoint.And(predicates...), nil
 	}
 }

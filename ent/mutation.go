@@ -21,6 +21,7 @@ import (
 	"gatehouse/ent/tokenrevocation"
 	"gatehouse/ent/user"
 	"gatehouse/ent/webhookdelivery"
+	"gatehouse/ent/webhookendpoint"
 	"gatehouse/ent/webhookeventtype"
 	"gatehouse/ent/webhookpublication"
 	"sync"
@@ -53,6 +54,7 @@ const (
 	TypeTokenRevocation    = "TokenRevocation"
 	TypeUser               = "User"
 	TypeWebhookDelivery    = "WebhookDelivery"
+	TypeWebhookEndpoint    = "WebhookEndpoint"
 	TypeWebhookEventType   = "WebhookEventType"
 	TypeWebhookPublication = "WebhookPublication"
 )
@@ -7038,6 +7040,9 @@ type PartnerAppMutation struct {
 	webhook_deliveries                 map[int]struct{}
 	removedwebhook_deliveries          map[int]struct{}
 	clearedwebhook_deliveries          bool
+	webhook_endpoints                  map[int]struct{}
+	removedwebhook_endpoints           map[int]struct{}
+	clearedwebhook_endpoints           bool
 	usages                             map[int]struct{}
 	removedusages                      map[int]struct{}
 	clearedusages                      bool
@@ -8023,6 +8028,60 @@ func (m *PartnerAppMutation) ResetWebhookDeliveries() {
 	m.removedwebhook_deliveries = nil
 }
 
+// AddWebhookEndpointIDs adds the "webhook_endpoints" edge to the WebhookEndpoint entity by ids.
+func (m *PartnerAppMutation) AddWebhookEndpointIDs(ids ...int) {
+	if m.webhook_endpoints == nil {
+		m.webhook_endpoints = make(map[int]struct{})
+	}
+	for i := range ids {
+		m.webhook_endpoints[ids[i]] = struct{}{}
+	}
+}
+
+// ClearWebhookEndpoints clears the "webhook_endpoints" edge to the WebhookEndpoint entity.
+func (m *PartnerAppMutation) ClearWebhookEndpoints() {
+	m.clearedwebhook_endpoints = true
+}
+
+// WebhookEndpointsCleared reports if the "webhook_endpoints" edge to the WebhookEndpoint entity was cleared.
+func (m *PartnerAppMutation) WebhookEndpointsCleared() bool {
+	return m.clearedwebhook_endpoints
+}
+
+// RemoveWebhookEndpointIDs removes the "webhook_endpoints" edge to the WebhookEndpoint entity by IDs.
+func (m *PartnerAppMutation) RemoveWebhookEndpointIDs(ids ...int) {
+	if m.removedwebhook_endpoints == nil {
+		m.removedwebhook_endpoints = make(map[int]struct{})
+	}
+	for i := range ids {
+		delete(m.webhook_endpoints, ids[i])
+		m.removedwebhook_endpoints[ids[i]] = struct{}{}
+	}
+}
+
+// RemovedWebhookEndpoints returns the removed IDs of the "webhook_endpoints" edge to the WebhookEndpoint entity.
+func (m *PartnerAppMutation) RemovedWebhookEndpointsIDs() (ids []int) {
+	for id := range m.removedwebhook_endpoints {
+		ids = append(ids, id)
+	}
+	return
+}
+
+// WebhookEndpointsIDs returns the "webhook_endpoints" edge IDs in the mutation.
+func (m *PartnerAppMutation) WebhookEndpointsIDs() (ids []int) {
+	for id := range m.webhook_endpoints {
+		ids = append(ids, id)
+	}
+	return
+}
+
+// ResetWebhookEndpoints resets all changes to the "webhook_endpoints" edge.
+func (m *PartnerAppMutation) ResetWebhookEndpoints() {
+	m.webhook_endpoints = nil
+	m.clearedwebhook_endpoints = false
+	m.removedwebhook_endpoints = nil
+}
+
 // AddUsageIDs adds the "usages" edge to the APIUsage entity by ids.
 func (m *PartnerAppMutation) AddUsageIDs(ids ...int) {
 	if m.usages == nil {
@@ -8657,12 +8716,15 @@ func (m *PartnerAppMutation) ResetField(name string) error {
 
 // AddedEdges returns all edge names that were set/added in this mutation.
 func (m *PartnerAppMutation) AddedEdges() []string {
-	edges := make([]string, 0, 5)
+	edges := make([]string, 0, 6)
 	if m.orders != nil {
 		edges = append(edges, partnerapp.EdgeOrders)
 	}
 	if m.webhook_deliveries != nil {
 		edges = append(edges, partnerapp.EdgeWebhookDeliveries)
+	}
+	if m.webhook_endpoints != nil {
+		edges = append(edges, partnerapp.EdgeWebhookEndpoints)
 	}
 	if m.usages != nil {
 		edges = append(edges, partnerapp.EdgeUsages)
@@ -8692,6 +8754,12 @@ func (m *PartnerAppMutation) AddedIDs(name string) []ent.Value {
 			ids = append(ids, id)
 		}
 		return ids
+	case partnerapp.EdgeWebhookEndpoints:
+		ids := make([]ent.Value, 0, len(m.webhook_endpoints))
+		for id := range m.webhook_endpoints {
+			ids = append(ids, id)
+		}
+		return ids
 	case partnerapp.EdgeUsages:
 		ids := make([]ent.Value, 0, len(m.usages))
 		for id := range m.usages {
@@ -8716,12 +8784,15 @@ func (m *PartnerAppMutation) AddedIDs(name string) []ent.Value {
 
 // RemovedEdges returns all edge names that were removed in this mutation.
 func (m *PartnerAppMutation) RemovedEdges() []string {
-	edges := make([]string, 0, 5)
+	edges := make([]string, 0, 6)
 	if m.removedorders != nil {
 		edges = append(edges, partnerapp.EdgeOrders)
 	}
 	if m.removedwebhook_deliveries != nil {
 		edges = append(edges, partnerapp.EdgeWebhookDeliveries)
+	}
+	if m.removedwebhook_endpoints != nil {
+		edges = append(edges, partnerapp.EdgeWebhookEndpoints)
 	}
 	if m.removedusages != nil {
 		edges = append(edges, partnerapp.EdgeUsages)
@@ -8751,6 +8822,12 @@ func (m *PartnerAppMutation) RemovedIDs(name string) []ent.Value {
 			ids = append(ids, id)
 		}
 		return ids
+	case partnerapp.EdgeWebhookEndpoints:
+		ids := make([]ent.Value, 0, len(m.removedwebhook_endpoints))
+		for id := range m.removedwebhook_endpoints {
+			ids = append(ids, id)
+		}
+		return ids
 	case partnerapp.EdgeUsages:
 		ids := make([]ent.Value, 0, len(m.removedusages))
 		for id := range m.removedusages {
@@ -8775,12 +8852,15 @@ func (m *PartnerAppMutation) RemovedIDs(name string) []ent.Value {
 
 // ClearedEdges returns all edge names that were cleared in this mutation.
 func (m *PartnerAppMutation) ClearedEdges() []string {
-	edges := make([]string, 0, 5)
+	edges := make([]string, 0, 6)
 	if m.clearedorders {
 		edges = append(edges, partnerapp.EdgeOrders)
 	}
 	if m.clearedwebhook_deliveries {
 		edges = append(edges, partnerapp.EdgeWebhookDeliveries)
+	}
+	if m.clearedwebhook_endpoints {
+		edges = append(edges, partnerapp.EdgeWebhookEndpoints)
 	}
 	if m.clearedusages {
 		edges = append(edges, partnerapp.EdgeUsages)
@@ -8802,6 +8882,8 @@ func (m *PartnerAppMutation) EdgeCleared(name string) bool {
 		return m.clearedorders
 	case partnerapp.EdgeWebhookDeliveries:
 		return m.clearedwebhook_deliveries
+	case partnerapp.EdgeWebhookEndpoints:
+		return m.clearedwebhook_endpoints
 	case partnerapp.EdgeUsages:
 		return m.clearedusages
 	case partnerapp.EdgeAuthCodes:
@@ -8829,6 +8911,9 @@ func (m *PartnerAppMutation) ResetEdge(name string) error {
 		return nil
 	case partnerapp.EdgeWebhookDeliveries:
 		m.ResetWebhookDeliveries()
+		return nil
+	case partnerapp.EdgeWebhookEndpoints:
+		m.ResetWebhookEndpoints()
 		return nil
 	case partnerapp.EdgeUsages:
 		m.ResetUsages()
@@ -11131,6 +11216,8 @@ type WebhookDeliveryMutation struct {
 	attempts         map[int]struct{}
 	removedattempts  map[int]struct{}
 	clearedattempts  bool
+	endpoint         *int
+	clearedendpoint  bool
 	done             bool
 	oldValue         func(context.Context) (*WebhookDelivery, error)
 	predicates       []predicate.WebhookDelivery
@@ -11268,6 +11355,55 @@ func (m *WebhookDeliveryMutation) OldAppID(ctx context.Context) (v int, err erro
 // ResetAppID resets all changes to the "app_id" field.
 func (m *WebhookDeliveryMutation) ResetAppID() {
 	m.app = nil
+}
+
+// SetEndpointID sets the "endpoint_id" field.
+func (m *WebhookDeliveryMutation) SetEndpointID(i int) {
+	m.endpoint = &i
+}
+
+// EndpointID returns the value of the "endpoint_id" field in the mutation.
+func (m *WebhookDeliveryMutation) EndpointID() (r int, exists bool) {
+	v := m.endpoint
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldEndpointID returns the old "endpoint_id" field's value of the WebhookDelivery entity.
+// If the WebhookDelivery object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *WebhookDeliveryMutation) OldEndpointID(ctx context.Context) (v *int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldEndpointID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldEndpointID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldEndpointID: %w", err)
+	}
+	return oldValue.EndpointID, nil
+}
+
+// ClearEndpointID clears the value of the "endpoint_id" field.
+func (m *WebhookDeliveryMutation) ClearEndpointID() {
+	m.endpoint = nil
+	m.clearedFields[webhookdelivery.FieldEndpointID] = struct{}{}
+}
+
+// EndpointIDCleared returns if the "endpoint_id" field was cleared in this mutation.
+func (m *WebhookDeliveryMutation) EndpointIDCleared() bool {
+	_, ok := m.clearedFields[webhookdelivery.FieldEndpointID]
+	return ok
+}
+
+// ResetEndpointID resets all changes to the "endpoint_id" field.
+func (m *WebhookDeliveryMutation) ResetEndpointID() {
+	m.endpoint = nil
+	delete(m.clearedFields, webhookdelivery.FieldEndpointID)
 }
 
 // SetEventID sets the "event_id" field.
@@ -12003,6 +12139,33 @@ func (m *WebhookDeliveryMutation) ResetAttempts() {
 	m.removedattempts = nil
 }
 
+// ClearEndpoint clears the "endpoint" edge to the WebhookEndpoint entity.
+func (m *WebhookDeliveryMutation) ClearEndpoint() {
+	m.clearedendpoint = true
+	m.clearedFields[webhookdelivery.FieldEndpointID] = struct{}{}
+}
+
+// EndpointCleared reports if the "endpoint" edge to the WebhookEndpoint entity was cleared.
+func (m *WebhookDeliveryMutation) EndpointCleared() bool {
+	return m.EndpointIDCleared() || m.clearedendpoint
+}
+
+// EndpointIDs returns the "endpoint" edge IDs in the mutation.
+// Note that IDs always returns len(IDs) <= 1 for unique edges, and you should use
+// EndpointID instead. It exists only for internal usage by the builders.
+func (m *WebhookDeliveryMutation) EndpointIDs() (ids []int) {
+	if id := m.endpoint; id != nil {
+		ids = append(ids, *id)
+	}
+	return
+}
+
+// ResetEndpoint resets all changes to the "endpoint" edge.
+func (m *WebhookDeliveryMutation) ResetEndpoint() {
+	m.endpoint = nil
+	m.clearedendpoint = false
+}
+
 // Where appends a list predicates to the WebhookDeliveryMutation builder.
 func (m *WebhookDeliveryMutation) Where(ps ...predicate.WebhookDelivery) {
 	m.predicates = append(m.predicates, ps...)
@@ -12037,9 +12200,12 @@ func (m *WebhookDeliveryMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *WebhookDeliveryMutation) Fields() []string {
-	fields := make([]string, 0, 16)
+	fields := make([]string, 0, 17)
 	if m.app != nil {
 		fields = append(fields, webhookdelivery.FieldAppID)
+	}
+	if m.endpoint != nil {
+		fields = append(fields, webhookdelivery.FieldEndpointID)
 	}
 	if m.event_id != nil {
 		fields = append(fields, webhookdelivery.FieldEventID)
@@ -12096,6 +12262,8 @@ func (m *WebhookDeliveryMutation) Field(name string) (ent.Value, bool) {
 	switch name {
 	case webhookdelivery.FieldAppID:
 		return m.AppID()
+	case webhookdelivery.FieldEndpointID:
+		return m.EndpointID()
 	case webhookdelivery.FieldEventID:
 		return m.EventID()
 	case webhookdelivery.FieldEventType:
@@ -12137,6 +12305,8 @@ func (m *WebhookDeliveryMutation) OldField(ctx context.Context, name string) (en
 	switch name {
 	case webhookdelivery.FieldAppID:
 		return m.OldAppID(ctx)
+	case webhookdelivery.FieldEndpointID:
+		return m.OldEndpointID(ctx)
 	case webhookdelivery.FieldEventID:
 		return m.OldEventID(ctx)
 	case webhookdelivery.FieldEventType:
@@ -12182,6 +12352,13 @@ func (m *WebhookDeliveryMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetAppID(v)
+		return nil
+	case webhookdelivery.FieldEndpointID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetEndpointID(v)
 		return nil
 	case webhookdelivery.FieldEventID:
 		v, ok := value.(string)
@@ -12357,6 +12534,9 @@ func (m *WebhookDeliveryMutation) AddField(name string, value ent.Value) error {
 // mutation.
 func (m *WebhookDeliveryMutation) ClearedFields() []string {
 	var fields []string
+	if m.FieldCleared(webhookdelivery.FieldEndpointID) {
+		fields = append(fields, webhookdelivery.FieldEndpointID)
+	}
 	if m.FieldCleared(webhookdelivery.FieldLeaseUntil) {
 		fields = append(fields, webhookdelivery.FieldLeaseUntil)
 	}
@@ -12383,6 +12563,9 @@ func (m *WebhookDeliveryMutation) FieldCleared(name string) bool {
 // error if the field is not defined in the schema.
 func (m *WebhookDeliveryMutation) ClearField(name string) error {
 	switch name {
+	case webhookdelivery.FieldEndpointID:
+		m.ClearEndpointID()
+		return nil
 	case webhookdelivery.FieldLeaseUntil:
 		m.ClearLeaseUntil()
 		return nil
@@ -12405,6 +12588,9 @@ func (m *WebhookDeliveryMutation) ResetField(name string) error {
 	switch name {
 	case webhookdelivery.FieldAppID:
 		m.ResetAppID()
+		return nil
+	case webhookdelivery.FieldEndpointID:
+		m.ResetEndpointID()
 		return nil
 	case webhookdelivery.FieldEventID:
 		m.ResetEventID()
@@ -12457,12 +12643,15 @@ func (m *WebhookDeliveryMutation) ResetField(name string) error {
 
 // AddedEdges returns all edge names that were set/added in this mutation.
 func (m *WebhookDeliveryMutation) AddedEdges() []string {
-	edges := make([]string, 0, 2)
+	edges := make([]string, 0, 3)
 	if m.app != nil {
 		edges = append(edges, webhookdelivery.EdgeApp)
 	}
 	if m.attempts != nil {
 		edges = append(edges, webhookdelivery.EdgeAttempts)
+	}
+	if m.endpoint != nil {
+		edges = append(edges, webhookdelivery.EdgeEndpoint)
 	}
 	return edges
 }
@@ -12481,13 +12670,17 @@ func (m *WebhookDeliveryMutation) AddedIDs(name string) []ent.Value {
 			ids = append(ids, id)
 		}
 		return ids
+	case webhookdelivery.EdgeEndpoint:
+		if id := m.endpoint; id != nil {
+			return []ent.Value{*id}
+		}
 	}
 	return nil
 }
 
 // RemovedEdges returns all edge names that were removed in this mutation.
 func (m *WebhookDeliveryMutation) RemovedEdges() []string {
-	edges := make([]string, 0, 2)
+	edges := make([]string, 0, 3)
 	if m.removedattempts != nil {
 		edges = append(edges, webhookdelivery.EdgeAttempts)
 	}
@@ -12510,12 +12703,15 @@ func (m *WebhookDeliveryMutation) RemovedIDs(name string) []ent.Value {
 
 // ClearedEdges returns all edge names that were cleared in this mutation.
 func (m *WebhookDeliveryMutation) ClearedEdges() []string {
-	edges := make([]string, 0, 2)
+	edges := make([]string, 0, 3)
 	if m.clearedapp {
 		edges = append(edges, webhookdelivery.EdgeApp)
 	}
 	if m.clearedattempts {
 		edges = append(edges, webhookdelivery.EdgeAttempts)
+	}
+	if m.clearedendpoint {
+		edges = append(edges, webhookdelivery.EdgeEndpoint)
 	}
 	return edges
 }
@@ -12528,6 +12724,8 @@ func (m *WebhookDeliveryMutation) EdgeCleared(name string) bool {
 		return m.clearedapp
 	case webhookdelivery.EdgeAttempts:
 		return m.clearedattempts
+	case webhookdelivery.EdgeEndpoint:
+		return m.clearedendpoint
 	}
 	return false
 }
@@ -12538,6 +12736,9 @@ func (m *WebhookDeliveryMutation) ClearEdge(name string) error {
 	switch name {
 	case webhookdelivery.EdgeApp:
 		m.ClearApp()
+		return nil
+	case webhookdelivery.EdgeEndpoint:
+		m.ClearEndpoint()
 		return nil
 	}
 	return fmt.Errorf("unknown WebhookDelivery unique edge %s", name)
@@ -12553,8 +12754,1149 @@ func (m *WebhookDeliveryMutation) ResetEdge(name string) error {
 	case webhookdelivery.EdgeAttempts:
 		m.ResetAttempts()
 		return nil
+	case webhookdelivery.EdgeEndpoint:
+		m.ResetEndpoint()
+		return nil
 	}
 	return fmt.Errorf("unknown WebhookDelivery edge %s", name)
+}
+
+// WebhookEndpointMutation represents an operation that mutates the WebhookEndpoint nodes in the graph.
+type WebhookEndpointMutation struct {
+	config
+	op                         Op
+	typ                        string
+	id                         *int
+	url                        *string
+	description                *string
+	event_types                *[]string
+	appendevent_types          []string
+	enabled                    *bool
+	secret                     *[]byte
+	previous_secret            *[]byte
+	previous_secret_expires_at *time.Time
+	rate_limit                 *int
+	addrate_limit              *int
+	create_time                *time.Time
+	update_time                *time.Time
+	clearedFields              map[string]struct{}
+	app                        *int
+	clearedapp                 bool
+	deliveries                 map[int]struct{}
+	removeddeliveries          map[int]struct{}
+	cleareddeliveries          bool
+	done                       bool
+	oldValue                   func(context.Context) (*WebhookEndpoint, error)
+	predicates                 []predicate.WebhookEndpoint
+}
+
+var _ ent.Mutation = (*WebhookEndpointMutation)(nil)
+
+// webhookendpointOption allows management of the mutation configuration using functional options.
+type webhookendpointOption func(*WebhookEndpointMutation)
+
+// newWebhookEndpointMutation creates new mutation for the WebhookEndpoint entity.
+func newWebhookEndpointMutation(c config, op Op, opts ...webhookendpointOption) *WebhookEndpointMutation {
+	m := &WebhookEndpointMutation{
+		config:        c,
+		op:            op,
+		typ:           TypeWebhookEndpoint,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withWebhookEndpointID sets the ID field of the mutation.
+func withWebhookEndpointID(id int) webhookendpointOption {
+	return func(m *WebhookEndpointMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *WebhookEndpoint
+		)
+		m.oldValue = func(ctx context.Context) (*WebhookEndpoint, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().WebhookEndpoint.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withWebhookEndpoint sets the old WebhookEndpoint of the mutation.
+func withWebhookEndpoint(node *WebhookEndpoint) webhookendpointOption {
+	return func(m *WebhookEndpointMutation) {
+		m.oldValue = func(context.Context) (*WebhookEndpoint, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m WebhookEndpointMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m WebhookEndpointMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *WebhookEndpointMutation) ID() (id int, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *WebhookEndpointMutation) IDs(ctx context.Context) ([]int, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []int{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().WebhookEndpoint.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetAppID sets the "app_id" field.
+func (m *WebhookEndpointMutation) SetAppID(i int) {
+	m.app = &i
+}
+
+// AppID returns the value of the "app_id" field in the mutation.
+func (m *WebhookEndpointMutation) AppID() (r int, exists bool) {
+	v := m.app
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAppID returns the old "app_id" field's value of the WebhookEndpoint entity.
+// If the WebhookEndpoint object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *WebhookEndpointMutation) OldAppID(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAppID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAppID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAppID: %w", err)
+	}
+	return oldValue.AppID, nil
+}
+
+// ResetAppID resets all changes to the "app_id" field.
+func (m *WebhookEndpointMutation) ResetAppID() {
+	m.app = nil
+}
+
+// SetURL sets the "url" field.
+func (m *WebhookEndpointMutation) SetURL(s string) {
+	m.url = &s
+}
+
+// URL returns the value of the "url" field in the mutation.
+func (m *WebhookEndpointMutation) URL() (r string, exists bool) {
+	v := m.url
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldURL returns the old "url" field's value of the WebhookEndpoint entity.
+// If the WebhookEndpoint object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *WebhookEndpointMutation) OldURL(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldURL is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldURL requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldURL: %w", err)
+	}
+	return oldValue.URL, nil
+}
+
+// ResetURL resets all changes to the "url" field.
+func (m *WebhookEndpointMutation) ResetURL() {
+	m.url = nil
+}
+
+// SetDescription sets the "description" field.
+func (m *WebhookEndpointMutation) SetDescription(s string) {
+	m.description = &s
+}
+
+// Description returns the value of the "description" field in the mutation.
+func (m *WebhookEndpointMutation) Description() (r string, exists bool) {
+	v := m.description
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldDescription returns the old "description" field's value of the WebhookEndpoint entity.
+// If the WebhookEndpoint object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *WebhookEndpointMutation) OldDescription(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldDescription is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldDescription requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldDescription: %w", err)
+	}
+	return oldValue.Description, nil
+}
+
+// ResetDescription resets all changes to the "description" field.
+func (m *WebhookEndpointMutation) ResetDescription() {
+	m.description = nil
+}
+
+// SetEventTypes sets the "event_types" field.
+func (m *WebhookEndpointMutation) SetEventTypes(s []string) {
+	m.event_types = &s
+	m.appendevent_types = nil
+}
+
+// EventTypes returns the value of the "event_types" field in the mutation.
+func (m *WebhookEndpointMutation) EventTypes() (r []string, exists bool) {
+	v := m.event_types
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldEventTypes returns the old "event_types" field's value of the WebhookEndpoint entity.
+// If the WebhookEndpoint object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *WebhookEndpointMutation) OldEventTypes(ctx context.Context) (v []string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldEventTypes is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldEventTypes requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldEventTypes: %w", err)
+	}
+	return oldValue.EventTypes, nil
+}
+
+// AppendEventTypes adds s to the "event_types" field.
+func (m *WebhookEndpointMutation) AppendEventTypes(s []string) {
+	m.appendevent_types = append(m.appendevent_types, s...)
+}
+
+// AppendedEventTypes returns the list of values that were appended to the "event_types" field in this mutation.
+func (m *WebhookEndpointMutation) AppendedEventTypes() ([]string, bool) {
+	if len(m.appendevent_types) == 0 {
+		return nil, false
+	}
+	return m.appendevent_types, true
+}
+
+// ClearEventTypes clears the value of the "event_types" field.
+func (m *WebhookEndpointMutation) ClearEventTypes() {
+	m.event_types = nil
+	m.appendevent_types = nil
+	m.clearedFields[webhookendpoint.FieldEventTypes] = struct{}{}
+}
+
+// EventTypesCleared returns if the "event_types" field was cleared in this mutation.
+func (m *WebhookEndpointMutation) EventTypesCleared() bool {
+	_, ok := m.clearedFields[webhookendpoint.FieldEventTypes]
+	return ok
+}
+
+// ResetEventTypes resets all changes to the "event_types" field.
+func (m *WebhookEndpointMutation) ResetEventTypes() {
+	m.event_types = nil
+	m.appendevent_types = nil
+	delete(m.clearedFields, webhookendpoint.FieldEventTypes)
+}
+
+// SetEnabled sets the "enabled" field.
+func (m *WebhookEndpointMutation) SetEnabled(b bool) {
+	m.enabled = &b
+}
+
+// Enabled returns the value of the "enabled" field in the mutation.
+func (m *WebhookEndpointMutation) Enabled() (r bool, exists bool) {
+	v := m.enabled
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldEnabled returns the old "enabled" field's value of the WebhookEndpoint entity.
+// If the WebhookEndpoint object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *WebhookEndpointMutation) OldEnabled(ctx context.Context) (v bool, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldEnabled is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldEnabled requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldEnabled: %w", err)
+	}
+	return oldValue.Enabled, nil
+}
+
+// ResetEnabled resets all changes to the "enabled" field.
+func (m *WebhookEndpointMutation) ResetEnabled() {
+	m.enabled = nil
+}
+
+// SetSecret sets the "secret" field.
+func (m *WebhookEndpointMutation) SetSecret(b []byte) {
+	m.secret = &b
+}
+
+// Secret returns the value of the "secret" field in the mutation.
+func (m *WebhookEndpointMutation) Secret() (r []byte, exists bool) {
+	v := m.secret
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSecret returns the old "secret" field's value of the WebhookEndpoint entity.
+// If the WebhookEndpoint object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *WebhookEndpointMutation) OldSecret(ctx context.Context) (v []byte, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSecret is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSecret requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSecret: %w", err)
+	}
+	return oldValue.Secret, nil
+}
+
+// ResetSecret resets all changes to the "secret" field.
+func (m *WebhookEndpointMutation) ResetSecret() {
+	m.secret = nil
+}
+
+// SetPreviousSecret sets the "previous_secret" field.
+func (m *WebhookEndpointMutation) SetPreviousSecret(b []byte) {
+	m.previous_secret = &b
+}
+
+// PreviousSecret returns the value of the "previous_secret" field in the mutation.
+func (m *WebhookEndpointMutation) PreviousSecret() (r []byte, exists bool) {
+	v := m.previous_secret
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldPreviousSecret returns the old "previous_secret" field's value of the WebhookEndpoint entity.
+// If the WebhookEndpoint object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *WebhookEndpointMutation) OldPreviousSecret(ctx context.Context) (v *[]byte, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldPreviousSecret is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldPreviousSecret requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldPreviousSecret: %w", err)
+	}
+	return oldValue.PreviousSecret, nil
+}
+
+// ClearPreviousSecret clears the value of the "previous_secret" field.
+func (m *WebhookEndpointMutation) ClearPreviousSecret() {
+	m.previous_secret = nil
+	m.clearedFields[webhookendpoint.FieldPreviousSecret] = struct{}{}
+}
+
+// PreviousSecretCleared returns if the "previous_secret" field was cleared in this mutation.
+func (m *WebhookEndpointMutation) PreviousSecretCleared() bool {
+	_, ok := m.clearedFields[webhookendpoint.FieldPreviousSecret]
+	return ok
+}
+
+// ResetPreviousSecret resets all changes to the "previous_secret" field.
+func (m *WebhookEndpointMutation) ResetPreviousSecret() {
+	m.previous_secret = nil
+	delete(m.clearedFields, webhookendpoint.FieldPreviousSecret)
+}
+
+// SetPreviousSecretExpiresAt sets the "previous_secret_expires_at" field.
+func (m *WebhookEndpointMutation) SetPreviousSecretExpiresAt(t time.Time) {
+	m.previous_secret_expires_at = &t
+}
+
+// PreviousSecretExpiresAt returns the value of the "previous_secret_expires_at" field in the mutation.
+func (m *WebhookEndpointMutation) PreviousSecretExpiresAt() (r time.Time, exists bool) {
+	v := m.previous_secret_expires_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldPreviousSecretExpiresAt returns the old "previous_secret_expires_at" field's value of the WebhookEndpoint entity.
+// If the WebhookEndpoint object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *WebhookEndpointMutation) OldPreviousSecretExpiresAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldPreviousSecretExpiresAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldPreviousSecretExpiresAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldPreviousSecretExpiresAt: %w", err)
+	}
+	return oldValue.PreviousSecretExpiresAt, nil
+}
+
+// ClearPreviousSecretExpiresAt clears the value of the "previous_secret_expires_at" field.
+func (m *WebhookEndpointMutation) ClearPreviousSecretExpiresAt() {
+	m.previous_secret_expires_at = nil
+	m.clearedFields[webhookendpoint.FieldPreviousSecretExpiresAt] = struct{}{}
+}
+
+// PreviousSecretExpiresAtCleared returns if the "previous_secret_expires_at" field was cleared in this mutation.
+func (m *WebhookEndpointMutation) PreviousSecretExpiresAtCleared() bool {
+	_, ok := m.clearedFields[webhookendpoint.FieldPreviousSecretExpiresAt]
+	return ok
+}
+
+// ResetPreviousSecretExpiresAt resets all changes to the "previous_secret_expires_at" field.
+func (m *WebhookEndpointMutation) ResetPreviousSecretExpiresAt() {
+	m.previous_secret_expires_at = nil
+	delete(m.clearedFields, webhookendpoint.FieldPreviousSecretExpiresAt)
+}
+
+// SetRateLimit sets the "rate_limit" field.
+func (m *WebhookEndpointMutation) SetRateLimit(i int) {
+	m.rate_limit = &i
+	m.addrate_limit = nil
+}
+
+// RateLimit returns the value of the "rate_limit" field in the mutation.
+func (m *WebhookEndpointMutation) RateLimit() (r int, exists bool) {
+	v := m.rate_limit
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRateLimit returns the old "rate_limit" field's value of the WebhookEndpoint entity.
+// If the WebhookEndpoint object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *WebhookEndpointMutation) OldRateLimit(ctx context.Context) (v *int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRateLimit is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRateLimit requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRateLimit: %w", err)
+	}
+	return oldValue.RateLimit, nil
+}
+
+// AddRateLimit adds i to the "rate_limit" field.
+func (m *WebhookEndpointMutation) AddRateLimit(i int) {
+	if m.addrate_limit != nil {
+		*m.addrate_limit += i
+	} else {
+		m.addrate_limit = &i
+	}
+}
+
+// AddedRateLimit returns the value that was added to the "rate_limit" field in this mutation.
+func (m *WebhookEndpointMutation) AddedRateLimit() (r int, exists bool) {
+	v := m.addrate_limit
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ClearRateLimit clears the value of the "rate_limit" field.
+func (m *WebhookEndpointMutation) ClearRateLimit() {
+	m.rate_limit = nil
+	m.addrate_limit = nil
+	m.clearedFields[webhookendpoint.FieldRateLimit] = struct{}{}
+}
+
+// RateLimitCleared returns if the "rate_limit" field was cleared in this mutation.
+func (m *WebhookEndpointMutation) RateLimitCleared() bool {
+	_, ok := m.clearedFields[webhookendpoint.FieldRateLimit]
+	return ok
+}
+
+// ResetRateLimit resets all changes to the "rate_limit" field.
+func (m *WebhookEndpointMutation) ResetRateLimit() {
+	m.rate_limit = nil
+	m.addrate_limit = nil
+	delete(m.clearedFields, webhookendpoint.FieldRateLimit)
+}
+
+// SetCreateTime sets the "create_time" field.
+func (m *WebhookEndpointMutation) SetCreateTime(t time.Time) {
+	m.create_time = &t
+}
+
+// CreateTime returns the value of the "create_time" field in the mutation.
+func (m *WebhookEndpointMutation) CreateTime() (r time.Time, exists bool) {
+	v := m.create_time
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreateTime returns the old "create_time" field's value of the WebhookEndpoint entity.
+// If the WebhookEndpoint object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *WebhookEndpointMutation) OldCreateTime(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreateTime is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreateTime requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreateTime: %w", err)
+	}
+	return oldValue.CreateTime, nil
+}
+
+// ResetCreateTime resets all changes to the "create_time" field.
+func (m *WebhookEndpointMutation) ResetCreateTime() {
+	m.create_time = nil
+}
+
+// SetUpdateTime sets the "update_time" field.
+func (m *WebhookEndpointMutation) SetUpdateTime(t time.Time) {
+	m.update_time = &t
+}
+
+// UpdateTime returns the value of the "update_time" field in the mutation.
+func (m *WebhookEndpointMutation) UpdateTime() (r time.Time, exists bool) {
+	v := m.update_time
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUpdateTime returns the old "update_time" field's value of the WebhookEndpoint entity.
+// If the WebhookEndpoint object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *WebhookEndpointMutation) OldUpdateTime(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUpdateTime is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUpdateTime requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUpdateTime: %w", err)
+	}
+	return oldValue.UpdateTime, nil
+}
+
+// ResetUpdateTime resets all changes to the "update_time" field.
+func (m *WebhookEndpointMutation) ResetUpdateTime() {
+	m.update_time = nil
+}
+
+// ClearApp clears the "app" edge to the PartnerApp entity.
+func (m *WebhookEndpointMutation) ClearApp() {
+	m.clearedapp = true
+	m.clearedFields[webhookendpoint.FieldAppID] = struct{}{}
+}
+
+// AppCleared reports if the "app" edge to the PartnerApp entity was cleared.
+func (m *WebhookEndpointMutation) AppCleared() bool {
+	return m.clearedapp
+}
+
+// AppIDs returns the "app" edge IDs in the mutation.
+// Note that IDs always returns len(IDs) <= 1 for unique edges, and you should use
+// AppID instead. It exists only for internal usage by the builders.
+func (m *WebhookEndpointMutation) AppIDs() (ids []int) {
+	if id := m.app; id != nil {
+		ids = append(ids, *id)
+	}
+	return
+}
+
+// ResetApp resets all changes to the "app" edge.
+func (m *WebhookEndpointMutation) ResetApp() {
+	m.app = nil
+	m.clearedapp = false
+}
+
+// AddDeliveryIDs adds the "deliveries" edge to the WebhookDelivery entity by ids.
+func (m *WebhookEndpointMutation) AddDeliveryIDs(ids ...int) {
+	if m.deliveries == nil {
+		m.deliveries = make(map[int]struct{})
+	}
+	for i := range ids {
+		m.deliveries[ids[i]] = struct{}{}
+	}
+}
+
+// ClearDeliveries clears the "deliveries" edge to the WebhookDelivery entity.
+func (m *WebhookEndpointMutation) ClearDeliveries() {
+	m.cleareddeliveries = true
+}
+
+// DeliveriesCleared reports if the "deliveries" edge to the WebhookDelivery entity was cleared.
+func (m *WebhookEndpointMutation) DeliveriesCleared() bool {
+	return m.cleareddeliveries
+}
+
+// RemoveDeliveryIDs removes the "deliveries" edge to the WebhookDelivery entity by IDs.
+func (m *WebhookEndpointMutation) RemoveDeliveryIDs(ids ...int) {
+	if m.removeddeliveries == nil {
+		m.removeddeliveries = make(map[int]struct{})
+	}
+	for i := range ids {
+		delete(m.deliveries, ids[i])
+		m.removeddeliveries[ids[i]] = struct{}{}
+	}
+}
+
+// RemovedDeliveries returns the removed IDs of the "deliveries" edge to the WebhookDelivery entity.
+func (m *WebhookEndpointMutation) RemovedDeliveriesIDs() (ids []int) {
+	for id := range m.removeddeliveries {
+		ids = append(ids, id)
+	}
+	return
+}
+
+// DeliveriesIDs returns the "deliveries" edge IDs in the mutation.
+func (m *WebhookEndpointMutation) DeliveriesIDs() (ids []int) {
+	for id := range m.deliveries {
+		ids = append(ids, id)
+	}
+	return
+}
+
+// ResetDeliveries resets all changes to the "deliveries" edge.
+func (m *WebhookEndpointMutation) ResetDeliveries() {
+	m.deliveries = nil
+	m.cleareddeliveries = false
+	m.removeddeliveries = nil
+}
+
+// Where appends a list predicates to the WebhookEndpointMutation builder.
+func (m *WebhookEndpointMutation) Where(ps ...predicate.WebhookEndpoint) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the WebhookEndpointMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *WebhookEndpointMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.WebhookEndpoint, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *WebhookEndpointMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *WebhookEndpointMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (WebhookEndpoint).
+func (m *WebhookEndpointMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *WebhookEndpointMutation) Fields() []string {
+	fields := make([]string, 0, 11)
+	if m.app != nil {
+		fields = append(fields, webhookendpoint.FieldAppID)
+	}
+	if m.url != nil {
+		fields = append(fields, webhookendpoint.FieldURL)
+	}
+	if m.description != nil {
+		fields = append(fields, webhookendpoint.FieldDescription)
+	}
+	if m.event_types != nil {
+		fields = append(fields, webhookendpoint.FieldEventTypes)
+	}
+	if m.enabled != nil {
+		fields = append(fields, webhookendpoint.FieldEnabled)
+	}
+	if m.secret != nil {
+		fields = append(fields, webhookendpoint.FieldSecret)
+	}
+	if m.previous_secret != nil {
+		fields = append(fields, webhookendpoint.FieldPreviousSecret)
+	}
+	if m.previous_secret_expires_at != nil {
+		fields = append(fields, webhookendpoint.FieldPreviousSecretExpiresAt)
+	}
+	if m.rate_limit != nil {
+		fields = append(fields, webhookendpoint.FieldRateLimit)
+	}
+	if m.create_time != nil {
+		fields = append(fields, webhookendpoint.FieldCreateTime)
+	}
+	if m.update_time != nil {
+		fields = append(fields, webhookendpoint.FieldUpdateTime)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *WebhookEndpointMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case webhookendpoint.FieldAppID:
+		return m.AppID()
+	case webhookendpoint.FieldURL:
+		return m.URL()
+	case webhookendpoint.FieldDescription:
+		return m.Description()
+	case webhookendpoint.FieldEventTypes:
+		return m.EventTypes()
+	case webhookendpoint.FieldEnabled:
+		return m.Enabled()
+	case webhookendpoint.FieldSecret:
+		return m.Secret()
+	case webhookendpoint.FieldPreviousSecret:
+		return m.PreviousSecret()
+	case webhookendpoint.FieldPreviousSecretExpiresAt:
+		return m.PreviousSecretExpiresAt()
+	case webhookendpoint.FieldRateLimit:
+		return m.RateLimit()
+	case webhookendpoint.FieldCreateTime:
+		return m.CreateTime()
+	case webhookendpoint.FieldUpdateTime:
+		return m.UpdateTime()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *WebhookEndpointMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case webhookendpoint.FieldAppID:
+		return m.OldAppID(ctx)
+	case webhookendpoint.FieldURL:
+		return m.OldURL(ctx)
+	case webhookendpoint.FieldDescription:
+		return m.OldDescription(ctx)
+	case webhookendpoint.FieldEventTypes:
+		return m.OldEventTypes(ctx)
+	case webhookendpoint.FieldEnabled:
+		return m.OldEnabled(ctx)
+	case webhookendpoint.FieldSecret:
+		return m.OldSecret(ctx)
+	case webhookendpoint.FieldPreviousSecret:
+		return m.OldPreviousSecret(ctx)
+	case webhookendpoint.FieldPreviousSecretExpiresAt:
+		return m.OldPreviousSecretExpiresAt(ctx)
+	case webhookendpoint.FieldRateLimit:
+		return m.OldRateLimit(ctx)
+	case webhookendpoint.FieldCreateTime:
+		return m.OldCreateTime(ctx)
+	case webhookendpoint.FieldUpdateTime:
+		return m.OldUpdateTime(ctx)
+	}
+	return nil, fmt.Errorf("unknown WebhookEndpoint field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *WebhookEndpointMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case webhookendpoint.FieldAppID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAppID(v)
+		return nil
+	case webhookendpoint.FieldURL:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetURL(v)
+		return nil
+	case webhookendpoint.FieldDescription:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetDescription(v)
+		return nil
+	case webhookendpoint.FieldEventTypes:
+		v, ok := value.([]string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetEventTypes(v)
+		return nil
+	case webhookendpoint.FieldEnabled:
+		v, ok := value.(bool)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetEnabled(v)
+		return nil
+	case webhookendpoint.FieldSecret:
+		v, ok := value.([]byte)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSecret(v)
+		return nil
+	case webhookendpoint.FieldPreviousSecret:
+		v, ok := value.([]byte)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetPreviousSecret(v)
+		return nil
+	case webhookendpoint.FieldPreviousSecretExpiresAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetPreviousSecretExpiresAt(v)
+		return nil
+	case webhookendpoint.FieldRateLimit:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRateLimit(v)
+		return nil
+	case webhookendpoint.FieldCreateTime:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreateTime(v)
+		return nil
+	case webhookendpoint.FieldUpdateTime:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUpdateTime(v)
+		return nil
+	}
+	return fmt.Errorf("unknown WebhookEndpoint field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *WebhookEndpointMutation) AddedFields() []string {
+	var fields []string
+	if m.addrate_limit != nil {
+		fields = append(fields, webhookendpoint.FieldRateLimit)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *WebhookEndpointMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case webhookendpoint.FieldRateLimit:
+		return m.AddedRateLimit()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *WebhookEndpointMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case webhookendpoint.FieldRateLimit:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddRateLimit(v)
+		return nil
+	}
+	return fmt.Errorf("unknown WebhookEndpoint numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *WebhookEndpointMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(webhookendpoint.FieldEventTypes) {
+		fields = append(fields, webhookendpoint.FieldEventTypes)
+	}
+	if m.FieldCleared(webhookendpoint.FieldPreviousSecret) {
+		fields = append(fields, webhookendpoint.FieldPreviousSecret)
+	}
+	if m.FieldCleared(webhookendpoint.FieldPreviousSecretExpiresAt) {
+		fields = append(fields, webhookendpoint.FieldPreviousSecretExpiresAt)
+	}
+	if m.FieldCleared(webhookendpoint.FieldRateLimit) {
+		fields = append(fields, webhookendpoint.FieldRateLimit)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *WebhookEndpointMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *WebhookEndpointMutation) ClearField(name string) error {
+	switch name {
+	case webhookendpoint.FieldEventTypes:
+		m.ClearEventTypes()
+		return nil
+	case webhookendpoint.FieldPreviousSecret:
+		m.ClearPreviousSecret()
+		return nil
+	case webhookendpoint.FieldPreviousSecretExpiresAt:
+		m.ClearPreviousSecretExpiresAt()
+		return nil
+	case webhookendpoint.FieldRateLimit:
+		m.ClearRateLimit()
+		return nil
+	}
+	return fmt.Errorf("unknown WebhookEndpoint nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *WebhookEndpointMutation) ResetField(name string) error {
+	switch name {
+	case webhookendpoint.FieldAppID:
+		m.ResetAppID()
+		return nil
+	case webhookendpoint.FieldURL:
+		m.ResetURL()
+		return nil
+	case webhookendpoint.FieldDescription:
+		m.ResetDescription()
+		return nil
+	case webhookendpoint.FieldEventTypes:
+		m.ResetEventTypes()
+		return nil
+	case webhookendpoint.FieldEnabled:
+		m.ResetEnabled()
+		return nil
+	case webhookendpoint.FieldSecret:
+		m.ResetSecret()
+		return nil
+	case webhookendpoint.FieldPreviousSecret:
+		m.ResetPreviousSecret()
+		return nil
+	case webhookendpoint.FieldPreviousSecretExpiresAt:
+		m.ResetPreviousSecretExpiresAt()
+		return nil
+	case webhookendpoint.FieldRateLimit:
+		m.ResetRateLimit()
+		return nil
+	case webhookendpoint.FieldCreateTime:
+		m.ResetCreateTime()
+		return nil
+	case webhookendpoint.FieldUpdateTime:
+		m.ResetUpdateTime()
+		return nil
+	}
+	return fmt.Errorf("unknown WebhookEndpoint field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *WebhookEndpointMutation) AddedEdges() []string {
+	edges := make([]string, 0, 2)
+	if m.app != nil {
+		edges = append(edges, webhookendpoint.EdgeApp)
+	}
+	if m.deliveries != nil {
+		edges = append(edges, webhookendpoint.EdgeDeliveries)
+	}
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *WebhookEndpointMutation) AddedIDs(name string) []ent.Value {
+	switch name {
+	case webhookendpoint.EdgeApp:
+		if id := m.app; id != nil {
+			return []ent.Value{*id}
+		}
+	case webhookendpoint.EdgeDeliveries:
+		ids := make([]ent.Value, 0, len(m.deliveries))
+		for id := range m.deliveries {
+			ids = append(ids, id)
+		}
+		return ids
+	}
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *WebhookEndpointMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 2)
+	if m.removeddeliveries != nil {
+		edges = append(edges, webhookendpoint.EdgeDeliveries)
+	}
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *WebhookEndpointMutation) RemovedIDs(name string) []ent.Value {
+	switch name {
+	case webhookendpoint.EdgeDeliveries:
+		ids := make([]ent.Value, 0, len(m.removeddeliveries))
+		for id := range m.removeddeliveries {
+			ids = append(ids, id)
+		}
+		return ids
+	}
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *WebhookEndpointMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 2)
+	if m.clearedapp {
+		edges = append(edges, webhookendpoint.EdgeApp)
+	}
+	if m.cleareddeliveries {
+		edges = append(edges, webhookendpoint.EdgeDeliveries)
+	}
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *WebhookEndpointMutation) EdgeCleared(name string) bool {
+	switch name {
+	case webhookendpoint.EdgeApp:
+		return m.clearedapp
+	case webhookendpoint.EdgeDeliveries:
+		return m.cleareddeliveries
+	}
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *WebhookEndpointMutation) ClearEdge(name string) error {
+	switch name {
+	case webhookendpoint.EdgeApp:
+		m.ClearApp()
+		return nil
+	}
+	return fmt.Errorf("unknown WebhookEndpoint unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *WebhookEndpointMutation) ResetEdge(name string) error {
+	switch name {
+	case webhookendpoint.EdgeApp:
+		m.ResetApp()
+		return nil
+	case webhookendpoint.EdgeDeliveries:
+		m.ResetDeliveries()
+		return nil
+	}
+	return fmt.Errorf("unknown WebhookEndpoint edge %s", name)
 }
 
 // WebhookEventTypeMutation represents an operation that mutates the WebhookEventType nodes in the graph.

@@ -62,6 +62,8 @@ type PartnerAppEdges struct {
 	Orders []*Order `json:"orders,omitempty"`
 	// WebhookDeliveries holds the value of the webhook_deliveries edge.
 	WebhookDeliveries []*WebhookDelivery `json:"webhook_deliveries,omitempty"`
+	// WebhookEndpoints holds the value of the webhook_endpoints edge.
+	WebhookEndpoints []*WebhookEndpoint `json:"webhook_endpoints,omitempty"`
 	// Usages holds the value of the usages edge.
 	Usages []*APIUsage `json:"usages,omitempty"`
 	// AuthCodes holds the value of the auth_codes edge.
@@ -70,12 +72,13 @@ type PartnerAppEdges struct {
 	OauthTokens []*OAuthToken `json:"oauth_tokens,omitempty"`
 	// loadedTypes holds the information for reporting if a
 	// type was loaded (or requested) in eager-loading or not.
-	loadedTypes [5]bool
+	loadedTypes [6]bool
 	// totalCount holds the count of the edges above.
-	totalCount [3]map[string]int
+	totalCount [4]map[string]int
 
 	namedOrders            map[string][]*Order
 	namedWebhookDeliveries map[string][]*WebhookDelivery
+	namedWebhookEndpoints  map[string][]*WebhookEndpoint
 	namedUsages            map[string][]*APIUsage
 	namedAuthCodes         map[string][]*AuthCode
 	namedOauthTokens       map[string][]*OAuthToken
@@ -99,10 +102,19 @@ func (e PartnerAppEdges) WebhookDeliveriesOrErr() ([]*WebhookDelivery, error) {
 	return nil, &NotLoadedError{edge: "webhook_deliveries"}
 }
 
+// WebhookEndpointsOrErr returns the WebhookEndpoints value or an error if the edge
+// was not loaded in eager-loading.
+func (e PartnerAppEdges) WebhookEndpointsOrErr() ([]*WebhookEndpoint, error) {
+	if e.loadedTypes[2] {
+		return e.WebhookEndpoints, nil
+	}
+	return nil, &NotLoadedError{edge: "webhook_endpoints"}
+}
+
 // UsagesOrErr returns the Usages value or an error if the edge
 // was not loaded in eager-loading.
 func (e PartnerAppEdges) UsagesOrErr() ([]*APIUsage, error) {
-	if e.loadedTypes[2] {
+	if e.loadedTypes[3] {
 		return e.Usages, nil
 	}
 	return nil, &NotLoadedError{edge: "usages"}
@@ -111,7 +123,7 @@ func (e PartnerAppEdges) UsagesOrErr() ([]*APIUsage, error) {
 // AuthCodesOrErr returns the AuthCodes value or an error if the edge
 // was not loaded in eager-loading.
 func (e PartnerAppEdges) AuthCodesOrErr() ([]*AuthCode, error) {
-	if e.loadedTypes[3] {
+	if e.loadedTypes[4] {
 		return e.AuthCodes, nil
 	}
 	return nil, &NotLoadedError{edge: "auth_codes"}
@@ -120,7 +132,7 @@ func (e PartnerAppEdges) AuthCodesOrErr() ([]*AuthCode, error) {
 // OauthTokensOrErr returns the OauthTokens value or an error if the edge
 // was not loaded in eager-loading.
 func (e PartnerAppEdges) OauthTokensOrErr() ([]*OAuthToken, error) {
-	if e.loadedTypes[4] {
+	if e.loadedTypes[5] {
 		return e.OauthTokens, nil
 	}
 	return nil, &NotLoadedError{edge: "oauth_tokens"}
@@ -286,6 +298,11 @@ func (_m *PartnerApp) QueryWebhookDeliveries() *WebhookDeliveryQuery {
 	return NewPartnerAppClient(_m.config).QueryWebhookDeliveries(_m)
 }
 
+// QueryWebhookEndpoints queries the "webhook_endpoints" edge of the PartnerApp entity.
+func (_m *PartnerApp) QueryWebhookEndpoints() *WebhookEndpointQuery {
+	return NewPartnerAppClient(_m.config).QueryWebhookEndpoints(_m)
+}
+
 // QueryUsages queries the "usages" edge of the PartnerApp entity.
 func (_m *PartnerApp) QueryUsages() *APIUsageQuery {
 	return NewPartnerAppClient(_m.config).QueryUsages(_m)
@@ -422,6 +439,30 @@ func (_m *PartnerApp) appendNamedWebhookDeliveries(name string, edges ...*Webhoo
 		_m.Edges.namedWebhookDeliveries[name] = []*WebhookDelivery{}
 	} else {
 		_m.Edges.namedWebhookDeliveries[name] = append(_m.Edges.namedWebhookDeliveries[name], edges...)
+	}
+}
+
+// NamedWebhookEndpoints returns the WebhookEndpoints named value or an error if the edge was not
+// loaded in eager-loading with this name.
+func (_m *PartnerApp) NamedWebhookEndpoints(name string) ([]*WebhookEndpoint, error) {
+	if _m.Edges.namedWebhookEndpoints == nil {
+		return nil, &NotLoadedError{edge: name}
+	}
+	nodes, ok := _m.Edges.namedWebhookEndpoints[name]
+	if !ok {
+		return nil, &NotLoadedError{edge: name}
+	}
+	return nodes, nil
+}
+
+func (_m *PartnerApp) appendNamedWebhookEndpoints(name string, edges ...*WebhookEndpoint) {
+	if _m.Edges.namedWebhookEndpoints == nil {
+		_m.Edges.namedWebhookEndpoints = make(map[string][]*WebhookEndpoint)
+	}
+	if len(edges) == 0 {
+		_m.Edges.namedWebhookEndpoints[name] = []*WebhookEndpoint{}
+	} else {
+		_m.Edges.namedWebhookEndpoints[name] = append(_m.Edges.namedWebhookEndpoints[name], edges...)
 	}
 }
 

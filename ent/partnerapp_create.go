@@ -12,6 +12,7 @@ import (
 	"gatehouse/ent/order"
 	"gatehouse/ent/partnerapp"
 	"gatehouse/ent/webhookdelivery"
+	"gatehouse/ent/webhookendpoint"
 	"time"
 
 	"entgo.io/ent/dialect/sql"
@@ -215,6 +216,21 @@ func (_c *PartnerAppCreate) AddWebhookDeliveries(v ...*WebhookDelivery) *Partner
 		ids[i] = v[i].ID
 	}
 	return _c.AddWebhookDeliveryIDs(ids...)
+}
+
+// AddWebhookEndpointIDs adds the "webhook_endpoints" edge to the WebhookEndpoint entity by IDs.
+func (_c *PartnerAppCreate) AddWebhookEndpointIDs(ids ...int) *PartnerAppCreate {
+	_c.mutation.AddWebhookEndpointIDs(ids...)
+	return _c
+}
+
+// AddWebhookEndpoints adds the "webhook_endpoints" edges to the WebhookEndpoint entity.
+func (_c *PartnerAppCreate) AddWebhookEndpoints(v ...*WebhookEndpoint) *PartnerAppCreate {
+	ids := make([]int, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _c.AddWebhookEndpointIDs(ids...)
 }
 
 // AddUsageIDs adds the "usages" edge to the APIUsage entity by IDs.
@@ -479,6 +495,22 @@ func (_c *PartnerAppCreate) createSpec() (*PartnerApp, *sqlgraph.CreateSpec) {
 			Bidi:    false,
 			Target: &sqlgraph.EdgeTarget{
 				IDSpec: sqlgraph.NewFieldSpec(webhookdelivery.FieldID, field.TypeInt),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges = append(_spec.Edges, edge)
+	}
+	if nodes := _c.mutation.WebhookEndpointsIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   partnerapp.WebhookEndpointsTable,
+			Columns: []string{partnerapp.WebhookEndpointsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(webhookendpoint.FieldID, field.TypeInt),
 			},
 		}
 		for _, k := range nodes {

@@ -13,6 +13,7 @@ import (
 	"gatehouse/ent/partnerapp"
 	"gatehouse/ent/predicate"
 	"gatehouse/ent/webhookdelivery"
+	"gatehouse/ent/webhookendpoint"
 	"math"
 
 	"entgo.io/ent"
@@ -31,6 +32,7 @@ type PartnerAppQuery struct {
 	predicates                 []predicate.PartnerApp
 	withOrders                 *OrderQuery
 	withWebhookDeliveries      *WebhookDeliveryQuery
+	withWebhookEndpoints       *WebhookEndpointQuery
 	withUsages                 *APIUsageQuery
 	withAuthCodes              *AuthCodeQuery
 	withOauthTokens            *OAuthTokenQuery
@@ -38,6 +40,7 @@ type PartnerAppQuery struct {
 	modifiers                  []func(*sql.Selector)
 	withNamedOrders            map[string]*OrderQuery
 	withNamedWebhookDeliveries map[string]*WebhookDeliveryQuery
+	withNamedWebhookEndpoints  map[string]*WebhookEndpointQuery
 	withNamedUsages            map[string]*APIUsageQuery
 	withNamedAuthCodes         map[string]*AuthCodeQuery
 	withNamedOauthTokens       map[string]*OAuthTokenQuery
@@ -114,6 +117,28 @@ func (_q *PartnerAppQuery) QueryWebhookDeliveries() *WebhookDeliveryQuery {
 			sqlgraph.From(partnerapp.Table, partnerapp.FieldID, selector),
 			sqlgraph.To(webhookdelivery.Table, webhookdelivery.FieldID),
 			sqlgraph.Edge(sqlgraph.O2M, false, partnerapp.WebhookDeliveriesTable, partnerapp.WebhookDeliveriesColumn),
+		)
+		fromU = sqlgraph.SetNeighbors(_q.driver.Dialect(), step)
+		return fromU, nil
+	}
+	return query
+}
+
+// QueryWebhookEndpoints chains the current query on the "webhook_endpoints" edge.
+func (_q *PartnerAppQuery) QueryWebhookEndpoints() *WebhookEndpointQuery {
+	query := (&WebhookEndpointClient{config: _q.config}).Query()
+	query.path = func(ctx context.Context) (fromU *sql.Selector, err error) {
+		if err := _q.prepareQuery(ctx); err != nil {
+			return nil, err
+		}
+		selector := _q.sqlQuery(ctx)
+		if err := selector.Err(); err != nil {
+			return nil, err
+		}
+		step := sqlgraph.NewStep(
+			sqlgraph.From(partnerapp.Table, partnerapp.FieldID, selector),
+			sqlgraph.To(webhookendpoint.Table, webhookendpoint.FieldID),
+			sqlgraph.Edge(sqlgraph.O2M, false, partnerapp.WebhookEndpointsTable, partnerapp.WebhookEndpointsColumn),
 		)
 		fromU = sqlgraph.SetNeighbors(_q.driver.Dialect(), step)
 		return fromU, nil
@@ -381,6 +406,7 @@ func (_q *PartnerAppQuery) Clone() *PartnerAppQuery {
 		predicates:            append([]predicate.PartnerApp{}, _q.predicates...),
 		withOrders:            _q.withOrders.Clone(),
 		withWebhookDeliveries: _q.withWebhookDeliveries.Clone(),
+		withWebhookEndpoints:  _q.withWebhookEndpoints.Clone(),
 		withUsages:            _q.withUsages.Clone(),
 		withAuthCodes:         _q.withAuthCodes.Clone(),
 		withOauthTokens:       _q.withOauthTokens.Clone(),
@@ -410,6 +436,17 @@ func (_q *PartnerAppQuery) WithWebhookDeliveries(opts ...func(*WebhookDeliveryQu
 		opt(query)
 	}
 	_q.withWebhookDeliveries = query
+	return _q
+}
+
+// WithWebhookEndpoints tells the query-builder to eager-load the nodes that are connected to
+// the "webhook_endpoints" edge. The optional arguments are used to configure the query builder of the edge.
+func (_q *PartnerAppQuery) WithWebhookEndpoints(opts ...func(*WebhookEndpointQuery)) *PartnerAppQuery {
+	query := (&WebhookEndpointClient{config: _q.config}).Query()
+	for _, opt := range opts {
+		opt(query)
+	}
+	_q.withWebhookEndpoints = query
 	return _q
 }
 
@@ -524,9 +561,10 @@ func (_q *PartnerAppQuery) sqlAll(ctx context.Context, hooks ...queryHook) ([]*P
 	var (
 		nodes       = []*PartnerApp{}
 		_spec       = _q.querySpec()
-		loadedTypes = [5]bool{
+		loadedTypes = [6]bool{
 			_q.withOrders != nil,
 			_q.withWebhookDeliveries != nil,
+			_q.withWebhookEndpoints != nil,
 			_q.withUsages != nil,
 			_q.withAuthCodes != nil,
 			_q.withOauthTokens != nil,
@@ -569,6 +607,15 @@ func (_q *PartnerAppQuery) sqlAll(ctx context.Context, hooks ...queryHook) ([]*P
 			return nil, err
 		}
 	}
+	if query := _q.withWebhookEndpoints; query != nil {
+		if err := _q.loadWebhookEndpoints(ctx, query, nodes,
+			func(n *PartnerApp) { n.Edges.WebhookEndpoints = []*WebhookEndpoint{} },
+			func(n *PartnerApp, e *WebhookEndpoint) {
+				n.Edges.WebhookEndpoints = append(n.Edges.WebhookEndpoints, e)
+			}); err != nil {
+			return nil, err
+		}
+	}
 	if query := _q.withUsages; query != nil {
 		if err := _q.loadUsages(ctx, query, nodes,
 			func(n *PartnerApp) { n.Edges.Usages = []*APIUsage{} },
@@ -601,6 +648,13 @@ func (_q *PartnerAppQuery) sqlAll(ctx context.Context, hooks ...queryHook) ([]*P
 		if err := _q.loadWebhookDeliveries(ctx, query, nodes,
 			func(n *PartnerApp) { n.appendNamedWebhookDeliveries(name) },
 			func(n *PartnerApp, e *WebhookDelivery) { n.appendNamedWebhookDeliveries(name, e) }); err != nil {
+			return nil, err
+		}
+	}
+	for name, query := range _q.withNamedWebhookEndpoints {
+		if err := _q.loadWebhookEndpoints(ctx, query, nodes,
+			func(n *PartnerApp) { n.appendNamedWebhookEndpoints(name) },
+			func(n *PartnerApp, e *WebhookEndpoint) { n.appendNamedWebhookEndpoints(name, e) }); err != nil {
 			return nil, err
 		}
 	}
@@ -678,6 +732,36 @@ func (_q *PartnerAppQuery) loadWebhookDeliveries(ctx context.Context, query *Web
 	}
 	query.Where(predicate.WebhookDelivery(func(s *sql.Selector) {
 		s.Where(sql.InValues(s.C(partnerapp.WebhookDeliveriesColumn), fks...))
+	}))
+	neighbors, err := query.All(ctx)
+	if err != nil {
+		return err
+	}
+	for _, n := range neighbors {
+		fk := n.AppID
+		node, ok := nodeids[fk]
+		if !ok {
+			return fmt.Errorf(`unexpected referenced foreign-key "app_id" returned %v for node %v`, fk, n.ID)
+		}
+		assign(node, n)
+	}
+	return nil
+}
+func (_q *PartnerAppQuery) loadWebhookEndpoints(ctx context.Context, query *WebhookEndpointQuery, nodes []*PartnerApp, init func(*PartnerApp), assign func(*PartnerApp, *WebhookEndpoint)) error {
+	fks := make([]driver.Value, 0, len(nodes))
+	nodeids := make(map[int]*PartnerApp)
+	for i := range nodes {
+		fks = append(fks, nodes[i].ID)
+		nodeids[nodes[i].ID] = nodes[i]
+		if init != nil {
+			init(nodes[i])
+		}
+	}
+	if len(query.ctx.Fields) > 0 {
+		query.ctx.AppendFieldOnce(webhookendpoint.FieldAppID)
+	}
+	query.Where(predicate.WebhookEndpoint(func(s *sql.Selector) {
+		s.Where(sql.InValues(s.C(partnerapp.WebhookEndpointsColumn), fks...))
 	}))
 	neighbors, err := query.All(ctx)
 	if err != nil {
@@ -928,6 +1012,20 @@ func (_q *PartnerAppQuery) WithNamedWebhookDeliveries(name string, opts ...func(
 		_q.withNamedWebhookDeliveries = make(map[string]*WebhookDeliveryQuery)
 	}
 	_q.withNamedWebhookDeliveries[name] = query
+	return _q
+}
+
+// WithNamedWebhookEndpoints tells the query-builder to eager-load the nodes that are connected to the "webhook_endpoints"
+// edge with the given name. The optional arguments are used to configure the query builder of the edge.
+func (_q *PartnerAppQuery) WithNamedWebhookEndpoints(name string, opts ...func(*WebhookEndpointQuery)) *PartnerAppQuery {
+	query := (&WebhookEndpointClient{config: _q.config}).Query()
+	for _, opt := range opts {
+		opt(query)
+	}
+	if _q.withNamedWebhookEndpoints == nil {
+		_q.withNamedWebhookEndpoints = make(map[string]*WebhookEndpointQuery)
+	}
+	_q.withNamedWebhookEndpoints[name] = query
 	return _q
 }
 

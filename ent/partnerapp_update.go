@@ -13,6 +13,7 @@ import (
 	"gatehouse/ent/partnerapp"
 	"gatehouse/ent/predicate"
 	"gatehouse/ent/webhookdelivery"
+	"gatehouse/ent/webhookendpoint"
 	"time"
 
 	"entgo.io/ent/dialect/sql"
@@ -285,6 +286,21 @@ func (_u *PartnerAppUpdate) AddWebhookDeliveries(v ...*WebhookDelivery) *Partner
 	return _u.AddWebhookDeliveryIDs(ids...)
 }
 
+// AddWebhookEndpointIDs adds the "webhook_endpoints" edge to the WebhookEndpoint entity by IDs.
+func (_u *PartnerAppUpdate) AddWebhookEndpointIDs(ids ...int) *PartnerAppUpdate {
+	_u.mutation.AddWebhookEndpointIDs(ids...)
+	return _u
+}
+
+// AddWebhookEndpoints adds the "webhook_endpoints" edges to the WebhookEndpoint entity.
+func (_u *PartnerAppUpdate) AddWebhookEndpoints(v ...*WebhookEndpoint) *PartnerAppUpdate {
+	ids := make([]int, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.AddWebhookEndpointIDs(ids...)
+}
+
 // AddUsageIDs adds the "usages" edge to the APIUsage entity by IDs.
 func (_u *PartnerAppUpdate) AddUsageIDs(ids ...int) *PartnerAppUpdate {
 	_u.mutation.AddUsageIDs(ids...)
@@ -375,6 +391,27 @@ func (_u *PartnerAppUpdate) RemoveWebhookDeliveries(v ...*WebhookDelivery) *Part
 		ids[i] = v[i].ID
 	}
 	return _u.RemoveWebhookDeliveryIDs(ids...)
+}
+
+// ClearWebhookEndpoints clears all "webhook_endpoints" edges to the WebhookEndpoint entity.
+func (_u *PartnerAppUpdate) ClearWebhookEndpoints() *PartnerAppUpdate {
+	_u.mutation.ClearWebhookEndpoints()
+	return _u
+}
+
+// RemoveWebhookEndpointIDs removes the "webhook_endpoints" edge to WebhookEndpoint entities by IDs.
+func (_u *PartnerAppUpdate) RemoveWebhookEndpointIDs(ids ...int) *PartnerAppUpdate {
+	_u.mutation.RemoveWebhookEndpointIDs(ids...)
+	return _u
+}
+
+// RemoveWebhookEndpoints removes "webhook_endpoints" edges to WebhookEndpoint entities.
+func (_u *PartnerAppUpdate) RemoveWebhookEndpoints(v ...*WebhookEndpoint) *PartnerAppUpdate {
+	ids := make([]int, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.RemoveWebhookEndpointIDs(ids...)
 }
 
 // ClearUsages clears all "usages" edges to the APIUsage entity.
@@ -687,6 +724,51 @@ func (_u *PartnerAppUpdate) sqlSave(ctx context.Context) (_node int, err error) 
 			Bidi:    false,
 			Target: &sqlgraph.EdgeTarget{
 				IDSpec: sqlgraph.NewFieldSpec(webhookdelivery.FieldID, field.TypeInt),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Add = append(_spec.Edges.Add, edge)
+	}
+	if _u.mutation.WebhookEndpointsCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   partnerapp.WebhookEndpointsTable,
+			Columns: []string{partnerapp.WebhookEndpointsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(webhookendpoint.FieldID, field.TypeInt),
+			},
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.RemovedWebhookEndpointsIDs(); len(nodes) > 0 && !_u.mutation.WebhookEndpointsCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   partnerapp.WebhookEndpointsTable,
+			Columns: []string{partnerapp.WebhookEndpointsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(webhookendpoint.FieldID, field.TypeInt),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.WebhookEndpointsIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   partnerapp.WebhookEndpointsTable,
+			Columns: []string{partnerapp.WebhookEndpointsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(webhookendpoint.FieldID, field.TypeInt),
 			},
 		}
 		for _, k := range nodes {
@@ -1101,6 +1183,21 @@ func (_u *PartnerAppUpdateOne) AddWebhookDeliveries(v ...*WebhookDelivery) *Part
 	return _u.AddWebhookDeliveryIDs(ids...)
 }
 
+// AddWebhookEndpointIDs adds the "webhook_endpoints" edge to the WebhookEndpoint entity by IDs.
+func (_u *PartnerAppUpdateOne) AddWebhookEndpointIDs(ids ...int) *PartnerAppUpdateOne {
+	_u.mutation.AddWebhookEndpointIDs(ids...)
+	return _u
+}
+
+// AddWebhookEndpoints adds the "webhook_endpoints" edges to the WebhookEndpoint entity.
+func (_u *PartnerAppUpdateOne) AddWebhookEndpoints(v ...*WebhookEndpoint) *PartnerAppUpdateOne {
+	ids := make([]int, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.AddWebhookEndpointIDs(ids...)
+}
+
 // AddUsageIDs adds the "usages" edge to the APIUsage entity by IDs.
 func (_u *PartnerAppUpdateOne) AddUsageIDs(ids ...int) *PartnerAppUpdateOne {
 	_u.mutation.AddUsageIDs(ids...)
@@ -1191,6 +1288,27 @@ func (_u *PartnerAppUpdateOne) RemoveWebhookDeliveries(v ...*WebhookDelivery) *P
 		ids[i] = v[i].ID
 	}
 	return _u.RemoveWebhookDeliveryIDs(ids...)
+}
+
+// ClearWebhookEndpoints clears all "webhook_endpoints" edges to the WebhookEndpoint entity.
+func (_u *PartnerAppUpdateOne) ClearWebhookEndpoints() *PartnerAppUpdateOne {
+	_u.mutation.ClearWebhookEndpoints()
+	return _u
+}
+
+// RemoveWebhookEndpointIDs removes the "webhook_endpoints" edge to WebhookEndpoint entities by IDs.
+func (_u *PartnerAppUpdateOne) RemoveWebhookEndpointIDs(ids ...int) *PartnerAppUpdateOne {
+	_u.mutation.RemoveWebhookEndpointIDs(ids...)
+	return _u
+}
+
+// RemoveWebhookEndpoints removes "webhook_endpoints" edges to WebhookEndpoint entities.
+func (_u *PartnerAppUpdateOne) RemoveWebhookEndpoints(v ...*WebhookEndpoint) *PartnerAppUpdateOne {
+	ids := make([]int, len(v))
+	for i := range v {
+		ids[i] = v[i].ID
+	}
+	return _u.RemoveWebhookEndpointIDs(ids...)
 }
 
 // ClearUsages clears all "usages" edges to the APIUsage entity.
@@ -1533,6 +1651,51 @@ func (_u *PartnerAppUpdateOne) sqlSave(ctx context.Context) (_node *PartnerApp, 
 			Bidi:    false,
 			Target: &sqlgraph.EdgeTarget{
 				IDSpec: sqlgraph.NewFieldSpec(webhookdelivery.FieldID, field.TypeInt),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Add = append(_spec.Edges.Add, edge)
+	}
+	if _u.mutation.WebhookEndpointsCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   partnerapp.WebhookEndpointsTable,
+			Columns: []string{partnerapp.WebhookEndpointsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(webhookendpoint.FieldID, field.TypeInt),
+			},
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.RemovedWebhookEndpointsIDs(); len(nodes) > 0 && !_u.mutation.WebhookEndpointsCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   partnerapp.WebhookEndpointsTable,
+			Columns: []string{partnerapp.WebhookEndpointsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(webhookendpoint.FieldID, field.TypeInt),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.WebhookEndpointsIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.O2M,
+			Inverse: false,
+			Table:   partnerapp.WebhookEndpointsTable,
+			Columns: []string{partnerapp.WebhookEndpointsColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(webhookendpoint.FieldID, field.TypeInt),
 			},
 		}
 		for _, k := range nodes {

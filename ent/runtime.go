@@ -18,6 +18,7 @@ import (
 	"gatehouse/ent/tokenrevocation"
 	"gatehouse/ent/user"
 	"gatehouse/ent/webhookdelivery"
+	"gatehouse/ent/webhookendpoint"
 	"gatehouse/ent/webhookeventtype"
 	"gatehouse/ent/webhookpublication"
 	"time"
@@ -444,7 +445,7 @@ func init() {
 	webhookdeliveryFields := schema.WebhookDelivery{}.Fields()
 	_ = webhookdeliveryFields
 	// webhookdeliveryDescEventID is the schema descriptor for event_id field.
-	webhookdeliveryDescEventID := webhookdeliveryFields[1].Descriptor()
+	webhookdeliveryDescEventID := webhookdeliveryFields[2].Descriptor()
 	// webhookdelivery.EventIDValidator is a validator for the "event_id" field. It is called by the builders before save.
 	webhookdelivery.EventIDValidator = func() func(string) error {
 		validators := webhookdeliveryDescEventID.Validators
@@ -462,7 +463,7 @@ func init() {
 		}
 	}()
 	// webhookdeliveryDescEventType is the schema descriptor for event_type field.
-	webhookdeliveryDescEventType := webhookdeliveryFields[2].Descriptor()
+	webhookdeliveryDescEventType := webhookdeliveryFields[3].Descriptor()
 	// webhookdelivery.EventTypeValidator is a validator for the "event_type" field. It is called by the builders before save.
 	webhookdelivery.EventTypeValidator = func() func(string) error {
 		validators := webhookdeliveryDescEventType.Validators
@@ -480,49 +481,93 @@ func init() {
 		}
 	}()
 	// webhookdeliveryDescCallbackURL is the schema descriptor for callback_url field.
-	webhookdeliveryDescCallbackURL := webhookdeliveryFields[4].Descriptor()
+	webhookdeliveryDescCallbackURL := webhookdeliveryFields[5].Descriptor()
 	// webhookdelivery.CallbackURLValidator is a validator for the "callback_url" field. It is called by the builders before save.
 	webhookdelivery.CallbackURLValidator = webhookdeliveryDescCallbackURL.Validators[0].(func(string) error)
 	// webhookdeliveryDescRetryCount is the schema descriptor for retry_count field.
-	webhookdeliveryDescRetryCount := webhookdeliveryFields[6].Descriptor()
+	webhookdeliveryDescRetryCount := webhookdeliveryFields[7].Descriptor()
 	// webhookdelivery.DefaultRetryCount holds the default value on creation for the retry_count field.
 	webhookdelivery.DefaultRetryCount = webhookdeliveryDescRetryCount.Default.(int)
 	// webhookdelivery.RetryCountValidator is a validator for the "retry_count" field. It is called by the builders before save.
 	webhookdelivery.RetryCountValidator = webhookdeliveryDescRetryCount.Validators[0].(func(int) error)
 	// webhookdeliveryDescAttemptCount is the schema descriptor for attempt_count field.
-	webhookdeliveryDescAttemptCount := webhookdeliveryFields[7].Descriptor()
+	webhookdeliveryDescAttemptCount := webhookdeliveryFields[8].Descriptor()
 	// webhookdelivery.DefaultAttemptCount holds the default value on creation for the attempt_count field.
 	webhookdelivery.DefaultAttemptCount = webhookdeliveryDescAttemptCount.Default.(int)
 	// webhookdelivery.AttemptCountValidator is a validator for the "attempt_count" field. It is called by the builders before save.
 	webhookdelivery.AttemptCountValidator = webhookdeliveryDescAttemptCount.Validators[0].(func(int) error)
 	// webhookdeliveryDescMaxRetry is the schema descriptor for max_retry field.
-	webhookdeliveryDescMaxRetry := webhookdeliveryFields[8].Descriptor()
+	webhookdeliveryDescMaxRetry := webhookdeliveryFields[9].Descriptor()
 	// webhookdelivery.DefaultMaxRetry holds the default value on creation for the max_retry field.
 	webhookdelivery.DefaultMaxRetry = webhookdeliveryDescMaxRetry.Default.(int)
 	// webhookdelivery.MaxRetryValidator is a validator for the "max_retry" field. It is called by the builders before save.
 	webhookdelivery.MaxRetryValidator = webhookdeliveryDescMaxRetry.Validators[0].(func(int) error)
 	// webhookdeliveryDescNextAttemptAt is the schema descriptor for next_attempt_at field.
-	webhookdeliveryDescNextAttemptAt := webhookdeliveryFields[9].Descriptor()
+	webhookdeliveryDescNextAttemptAt := webhookdeliveryFields[10].Descriptor()
 	// webhookdelivery.DefaultNextAttemptAt holds the default value on creation for the next_attempt_at field.
 	webhookdelivery.DefaultNextAttemptAt = webhookdeliveryDescNextAttemptAt.Default.(func() time.Time)
 	// webhookdeliveryDescCreateTime is the schema descriptor for create_time field.
-	webhookdeliveryDescCreateTime := webhookdeliveryFields[12].Descriptor()
+	webhookdeliveryDescCreateTime := webhookdeliveryFields[13].Descriptor()
 	// webhookdelivery.DefaultCreateTime holds the default value on creation for the create_time field.
 	webhookdelivery.DefaultCreateTime = webhookdeliveryDescCreateTime.Default.(func() time.Time)
 	// webhookdeliveryDescUpdateTime is the schema descriptor for update_time field.
-	webhookdeliveryDescUpdateTime := webhookdeliveryFields[13].Descriptor()
+	webhookdeliveryDescUpdateTime := webhookdeliveryFields[14].Descriptor()
 	// webhookdelivery.DefaultUpdateTime holds the default value on creation for the update_time field.
 	webhookdelivery.DefaultUpdateTime = webhookdeliveryDescUpdateTime.Default.(func() time.Time)
 	// webhookdelivery.UpdateDefaultUpdateTime holds the default value on update for the update_time field.
 	webhookdelivery.UpdateDefaultUpdateTime = webhookdeliveryDescUpdateTime.UpdateDefault.(func() time.Time)
 	// webhookdeliveryDescTraceparent is the schema descriptor for traceparent field.
-	webhookdeliveryDescTraceparent := webhookdeliveryFields[14].Descriptor()
+	webhookdeliveryDescTraceparent := webhookdeliveryFields[15].Descriptor()
 	// webhookdelivery.TraceparentValidator is a validator for the "traceparent" field. It is called by the builders before save.
 	webhookdelivery.TraceparentValidator = webhookdeliveryDescTraceparent.Validators[0].(func(string) error)
 	// webhookdeliveryDescTracestate is the schema descriptor for tracestate field.
-	webhookdeliveryDescTracestate := webhookdeliveryFields[15].Descriptor()
+	webhookdeliveryDescTracestate := webhookdeliveryFields[16].Descriptor()
 	// webhookdelivery.TracestateValidator is a validator for the "tracestate" field. It is called by the builders before save.
 	webhookdelivery.TracestateValidator = webhookdeliveryDescTracestate.Validators[0].(func(string) error)
+	webhookendpointFields := schema.WebhookEndpoint{}.Fields()
+	_ = webhookendpointFields
+	// webhookendpointDescURL is the schema descriptor for url field.
+	webhookendpointDescURL := webhookendpointFields[1].Descriptor()
+	// webhookendpoint.URLValidator is a validator for the "url" field. It is called by the builders before save.
+	webhookendpoint.URLValidator = func() func(string) error {
+		validators := webhookendpointDescURL.Validators
+		fns := [...]func(string) error{
+			validators[0].(func(string) error),
+			validators[1].(func(string) error),
+		}
+		return func(url string) error {
+			for _, fn := range fns {
+				if err := fn(url); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}()
+	// webhookendpointDescDescription is the schema descriptor for description field.
+	webhookendpointDescDescription := webhookendpointFields[2].Descriptor()
+	// webhookendpoint.DefaultDescription holds the default value on creation for the description field.
+	webhookendpoint.DefaultDescription = webhookendpointDescDescription.Default.(string)
+	// webhookendpoint.DescriptionValidator is a validator for the "description" field. It is called by the builders before save.
+	webhookendpoint.DescriptionValidator = webhookendpointDescDescription.Validators[0].(func(string) error)
+	// webhookendpointDescEnabled is the schema descriptor for enabled field.
+	webhookendpointDescEnabled := webhookendpointFields[4].Descriptor()
+	// webhookendpoint.DefaultEnabled holds the default value on creation for the enabled field.
+	webhookendpoint.DefaultEnabled = webhookendpointDescEnabled.Default.(bool)
+	// webhookendpointDescRateLimit is the schema descriptor for rate_limit field.
+	webhookendpointDescRateLimit := webhookendpointFields[8].Descriptor()
+	// webhookendpoint.RateLimitValidator is a validator for the "rate_limit" field. It is called by the builders before save.
+	webhookendpoint.RateLimitValidator = webhookendpointDescRateLimit.Validators[0].(func(int) error)
+	// webhookendpointDescCreateTime is the schema descriptor for create_time field.
+	webhookendpointDescCreateTime := webhookendpointFields[9].Descriptor()
+	// webhookendpoint.DefaultCreateTime holds the default value on creation for the create_time field.
+	webhookendpoint.DefaultCreateTime = webhookendpointDescCreateTime.Default.(func() time.Time)
+	// webhookendpointDescUpdateTime is the schema descriptor for update_time field.
+	webhookendpointDescUpdateTime := webhookendpointFields[10].Descriptor()
+	// webhookendpoint.DefaultUpdateTime holds the default value on creation for the update_time field.
+	webhookendpoint.DefaultUpdateTime = webhookendpointDescUpdateTime.Default.(func() time.Time)
+	// webhookendpoint.UpdateDefaultUpdateTime holds the default value on update for the update_time field.
+	webhookendpoint.UpdateDefaultUpdateTime = webhookendpointDescUpdateTime.UpdateDefault.(func() time.Time)
 	webhookeventtypeFields := schema.WebhookEventType{}.Fields()
 	_ = webhookeventtypeFields
 	// webhookeventtypeDescName is the schema descriptor for name field.

@@ -42,6 +42,8 @@ type Tx struct {
 	User *UserClient
 	// WebhookDelivery is the client for interacting with the WebhookDelivery builders.
 	WebhookDelivery *WebhookDeliveryClient
+	// WebhookEndpoint is the client for interacting with the WebhookEndpoint builders.
+	WebhookEndpoint *WebhookEndpointClient
 	// WebhookEventType is the client for interacting with the WebhookEventType builders.
 	WebhookEventType *WebhookEventTypeClient
 	// WebhookPublication is the client for interacting with the WebhookPublication builders.
@@ -191,6 +193,7 @@ func (tx *Tx) init() {
 	tx.TokenRevocation = NewTokenRevocationClient(tx.config)
 	tx.User = NewUserClient(tx.config)
 	tx.WebhookDelivery = NewWebhookDeliveryClient(tx.config)
+	tx.WebhookEndpoint = NewWebhookEndpointClient(tx.config)
 	tx.WebhookEventType = NewWebhookEventTypeClient(tx.config)
 	tx.WebhookPublication = NewWebhookPublicationClient(tx.config)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"gatehouse/ent/partnerapp"
 	"gatehouse/ent/webhookdelivery"
+	"gatehouse/ent/webhookendpoint"
 	"strings"
 	"time"
 
@@ -20,6 +21,8 @@ type WebhookDelivery struct {
 	ID int `json:"id,omitempty"`
 	// AppID holds the value of the "app_id" field.
 	AppID int `json:"app_id,omitempty"`
+	// EndpointID holds the value of the "endpoint_id" field.
+	EndpointID *int `json:"endpoint_id,omitempty"`
 	// EventID holds the value of the "event_id" field.
 	EventID string `json:"event_id,omitempty"`
 	// EventType holds the value of the "event_type" field.
@@ -62,11 +65,13 @@ type WebhookDeliveryEdges struct {
 	App *PartnerApp `json:"app,omitempty"`
 	// Attempts holds the value of the attempts edge.
 	Attempts []*DeliveryAttempt `json:"attempts,omitempty"`
+	// Endpoint holds the value of the endpoint edge.
+	Endpoint *WebhookEndpoint `json:"endpoint,omitempty"`
 	// loadedTypes holds the information for reporting if a
 	// type was loaded (or requested) in eager-loading or not.
-	loadedTypes [2]bool
+	loadedTypes [3]bool
 	// totalCount holds the count of the edges above.
-	totalCount [2]map[string]int
+	totalCount [3]map[string]int
 
 	namedAttempts map[string][]*DeliveryAttempt
 }
@@ -91,12 +96,23 @@ func (e WebhookDeliveryEdges) AttemptsOrErr() ([]*DeliveryAttempt, error) {
 	return nil, &NotLoadedError{edge: "attempts"}
 }
 
+// EndpointOrErr returns the Endpoint value or an error if the edge
+// was not loaded in eager-loading, or loaded but was not found.
+func (e WebhookDeliveryEdges) EndpointOrErr() (*WebhookEndpoint, error) {
+	if e.Endpoint != nil {
+		return e.Endpoint, nil
+	} else if e.loadedTypes[2] {
+		return nil, &NotFoundError{label: webhookendpoint.Label}
+	}
+	return nil, &NotLoadedError{edge: "endpoint"}
+}
+
 // scanValues returns the types for scanning values from sql.Rows.
 func (*WebhookDelivery) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case webhookdelivery.FieldID, webhookdelivery.FieldAppID, webhookdelivery.FieldRetryCount, webhookdelivery.FieldAttemptCount, webhookdelivery.FieldMaxRetry:
+		case webhookdelivery.FieldID, webhookdelivery.FieldAppID, webhookdelivery.FieldEndpointID, webhookdelivery.FieldRetryCount, webhookdelivery.FieldAttemptCount, webhookdelivery.FieldMaxRetry:
 			values[i] = new(sql.NullInt64)
 		case webhookdelivery.FieldEventID, webhookdelivery.FieldEventType, webhookdelivery.FieldBizData, webhookdelivery.FieldCallbackURL, webhookdelivery.FieldStatus, webhookdelivery.FieldLastError, webhookdelivery.FieldTraceparent, webhookdelivery.FieldTracestate:
 			values[i] = new(sql.NullString)
@@ -128,6 +144,13 @@ func (_m *WebhookDelivery) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field app_id", values[i])
 			} else if value.Valid {
 				_m.AppID = int(value.Int64)
+			}
+		case webhookdelivery.FieldEndpointID:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field endpoint_id", values[i])
+			} else if value.Valid {
+				_m.EndpointID = new(int)
+				*_m.EndpointID = int(value.Int64)
 			}
 		case webhookdelivery.FieldEventID:
 			if value, ok := values[i].(*sql.NullString); !ok {
@@ -243,6 +266,11 @@ func (_m *WebhookDelivery) QueryAttempts() *DeliveryAttemptQuery {
 	return NewWebhookDeliveryClient(_m.config).QueryAttempts(_m)
 }
 
+// QueryEndpoint queries the "endpoint" edge of the WebhookDelivery entity.
+func (_m *WebhookDelivery) QueryEndpoint() *WebhookEndpointQuery {
+	return NewWebhookDeliveryClient(_m.config).QueryEndpoint(_m)
+}
+
 // Update returns a builder for updating this WebhookDelivery.
 // Note that you need to call WebhookDelivery.Unwrap() before calling this method if this WebhookDelivery
 // was returned from a transaction, and the transaction was committed or rolled back.
@@ -268,6 +296,11 @@ func (_m *WebhookDelivery) String() string {
 	builder.WriteString(fmt.Sprintf("id=%v, ", _m.ID))
 	builder.WriteString("app_id=")
 	builder.WriteString(fmt.Sprintf("%v", _m.AppID))
+	builder.WriteString(", ")
+	if v := _m.EndpointID; v != nil {
+		builder.WriteString("endpoint_id=")
+		builder.WriteString(fmt.Sprintf("%v", *v))
+	}
 	builder.WriteString(", ")
 	builder.WriteString("event_id=")
 	builder.WriteString(_m.EventID)

@@ -9,6 +9,7 @@ import (
 	"gatehouse/ent/deliveryattempt"
 	"gatehouse/ent/partnerapp"
 	"gatehouse/ent/webhookdelivery"
+	"gatehouse/ent/webhookendpoint"
 	"time"
 
 	"entgo.io/ent/dialect/sql"
@@ -27,6 +28,20 @@ type WebhookDeliveryCreate struct {
 // SetAppID sets the "app_id" field.
 func (_c *WebhookDeliveryCreate) SetAppID(v int) *WebhookDeliveryCreate {
 	_c.mutation.SetAppID(v)
+	return _c
+}
+
+// SetEndpointID sets the "endpoint_id" field.
+func (_c *WebhookDeliveryCreate) SetEndpointID(v int) *WebhookDeliveryCreate {
+	_c.mutation.SetEndpointID(v)
+	return _c
+}
+
+// SetNillableEndpointID sets the "endpoint_id" field if the given value is not nil.
+func (_c *WebhookDeliveryCreate) SetNillableEndpointID(v *int) *WebhookDeliveryCreate {
+	if v != nil {
+		_c.SetEndpointID(*v)
+	}
 	return _c
 }
 
@@ -226,6 +241,11 @@ func (_c *WebhookDeliveryCreate) AddAttempts(v ...*DeliveryAttempt) *WebhookDeli
 		ids[i] = v[i].ID
 	}
 	return _c.AddAttemptIDs(ids...)
+}
+
+// SetEndpoint sets the "endpoint" edge to the WebhookEndpoint entity.
+func (_c *WebhookDeliveryCreate) SetEndpoint(v *WebhookEndpoint) *WebhookDeliveryCreate {
+	return _c.SetEndpointID(v.ID)
 }
 
 // Mutation returns the WebhookDeliveryMutation object of the builder.
@@ -499,6 +519,23 @@ func (_c *WebhookDeliveryCreate) createSpec() (*WebhookDelivery, *sqlgraph.Creat
 		}
 		_spec.Edges = append(_spec.Edges, edge)
 	}
+	if nodes := _c.mutation.EndpointIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.M2O,
+			Inverse: true,
+			Table:   webhookdelivery.EndpointTable,
+			Columns: []string{webhookdelivery.EndpointColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(webhookendpoint.FieldID, field.TypeInt),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_node.EndpointID = &nodes[0]
+		_spec.Edges = append(_spec.Edges, edge)
+	}
 	return _node, _spec
 }
 
@@ -550,6 +587,24 @@ type (
 		*sql.UpdateSet
 	}
 )
+
+// SetEndpointID sets the "endpoint_id" field.
+func (u *WebhookDeliveryUpsert) SetEndpointID(v int) *WebhookDeliveryUpsert {
+	u.Set(webhookdelivery.FieldEndpointID, v)
+	return u
+}
+
+// UpdateEndpointID sets the "endpoint_id" field to the value that was provided on create.
+func (u *WebhookDeliveryUpsert) UpdateEndpointID() *WebhookDeliveryUpsert {
+	u.SetExcluded(webhookdelivery.FieldEndpointID)
+	return u
+}
+
+// ClearEndpointID clears the value of the "endpoint_id" field.
+func (u *WebhookDeliveryUpsert) ClearEndpointID() *WebhookDeliveryUpsert {
+	u.SetNull(webhookdelivery.FieldEndpointID)
+	return u
+}
 
 // SetCallbackURL sets the "callback_url" field.
 func (u *WebhookDeliveryUpsert) SetCallbackURL(v string) *WebhookDeliveryUpsert {
@@ -750,6 +805,27 @@ func (u *WebhookDeliveryUpsertOne) Update(set func(*WebhookDeliveryUpsert)) *Web
 		set(&WebhookDeliveryUpsert{UpdateSet: update})
 	}))
 	return u
+}
+
+// SetEndpointID sets the "endpoint_id" field.
+func (u *WebhookDeliveryUpsertOne) SetEndpointID(v int) *WebhookDeliveryUpsertOne {
+	return u.Update(func(s *WebhookDeliveryUpsert) {
+		s.SetEndpointID(v)
+	})
+}
+
+// UpdateEndpointID sets the "endpoint_id" field to the value that was provided on create.
+func (u *WebhookDeliveryUpsertOne) UpdateEndpointID() *WebhookDeliveryUpsertOne {
+	return u.Update(func(s *WebhookDeliveryUpsert) {
+		s.UpdateEndpointID()
+	})
+}
+
+// ClearEndpointID clears the value of the "endpoint_id" field.
+func (u *WebhookDeliveryUpsertOne) ClearEndpointID() *WebhookDeliveryUpsertOne {
+	return u.Update(func(s *WebhookDeliveryUpsert) {
+		s.ClearEndpointID()
+	})
 }
 
 // SetCallbackURL sets the "callback_url" field.
@@ -1140,6 +1216,27 @@ func (u *WebhookDeliveryUpsertBulk) Update(set func(*WebhookDeliveryUpsert)) *We
 		set(&WebhookDeliveryUpsert{UpdateSet: update})
 	}))
 	return u
+}
+
+// SetEndpointID sets the "endpoint_id" field.
+func (u *WebhookDeliveryUpsertBulk) SetEndpointID(v int) *WebhookDeliveryUpsertBulk {
+	return u.Update(func(s *WebhookDeliveryUpsert) {
+		s.SetEndpointID(v)
+	})
+}
+
+// UpdateEndpointID sets the "endpoint_id" field to the value that was provided on create.
+func (u *WebhookDeliveryUpsertBulk) UpdateEndpointID() *WebhookDeliveryUpsertBulk {
+	return u.Update(func(s *WebhookDeliveryUpsert) {
+		s.UpdateEndpointID()
+	})
+}
+
+// ClearEndpointID clears the value of the "endpoint_id" field.
+func (u *WebhookDeliveryUpsertBulk) ClearEndpointID() *WebhookDeliveryUpsertBulk {
+	return u.Update(func(s *WebhookDeliveryUpsert) {
+		s.ClearEndpointID()
+	})
 }
 
 // SetCallbackURL sets the "callback_url" field.

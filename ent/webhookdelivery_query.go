@@ -10,6 +10,7 @@ import (
 	"gatehouse/ent/partnerapp"
 	"gatehouse/ent/predicate"
 	"gatehouse/ent/webhookdelivery"
+	"gatehouse/ent/webhookendpoint"
 	"math"
 
 	"entgo.io/ent"
@@ -28,6 +29,7 @@ type WebhookDeliveryQuery struct {
 	predicates        []predicate.WebhookDelivery
 	withApp           *PartnerAppQuery
 	withAttempts      *DeliveryAttemptQuery
+	withEndpoint      *WebhookEndpointQuery
 	loadTotal         []func(context.Context, []*WebhookDelivery) error
 	modifiers         []func(*sql.Selector)
 	withNamedAttempts map[string]*DeliveryAttemptQuery
@@ -104,6 +106,28 @@ func (_q *WebhookDeliveryQuery) QueryAttempts() *DeliveryAttemptQuery {
 			sqlgraph.From(webhookdelivery.Table, webhookdelivery.FieldID, selector),
 			sqlgraph.To(deliveryattempt.Table, deliveryattempt.FieldID),
 			sqlgraph.Edge(sqlgraph.O2M, false, webhookdelivery.AttemptsTable, webhookdelivery.AttemptsColumn),
+		)
+		fromU = sqlgraph.SetNeighbors(_q.driver.Dialect(), step)
+		return fromU, nil
+	}
+	return query
+}
+
+// QueryEndpoint chains the current query on the "endpoint" edge.
+func (_q *WebhookDeliveryQuery) QueryEndpoint() *WebhookEndpointQuery {
+	query := (&WebhookEndpointClient{config: _q.config}).Query()
+	query.path = func(ctx context.Context) (fromU *sql.Selector, err error) {
+		if err := _q.prepareQuery(ctx); err != nil {
+			return nil, err
+		}
+		selector := _q.sqlQuery(ctx)
+		if err := selector.Err(); err != nil {
+			return nil, err
+		}
+		step := sqlgraph.NewStep(
+			sqlgraph.From(webhookdelivery.Table, webhookdelivery.FieldID, selector),
+			sqlgraph.To(webhookendpoint.Table, webhookendpoint.FieldID),
+			sqlgraph.Edge(sqlgraph.M2O, true, webhookdelivery.EndpointTable, webhookdelivery.EndpointColumn),
 		)
 		fromU = sqlgraph.SetNeighbors(_q.driver.Dialect(), step)
 		return fromU, nil
@@ -305,6 +329,7 @@ func (_q *WebhookDeliveryQuery) Clone() *WebhookDeliveryQuery {
 		predicates:   append([]predicate.WebhookDelivery{}, _q.predicates...),
 		withApp:      _q.withApp.Clone(),
 		withAttempts: _q.withAttempts.Clone(),
+		withEndpoint: _q.withEndpoint.Clone(),
 		// clone intermediate query.
 		sql:       _q.sql.Clone(),
 		path:      _q.path,
@@ -331,6 +356,17 @@ func (_q *WebhookDeliveryQuery) WithAttempts(opts ...func(*DeliveryAttemptQuery)
 		opt(query)
 	}
 	_q.withAttempts = query
+	return _q
+}
+
+// WithEndpoint tells the query-builder to eager-load the nodes that are connected to
+// the "endpoint" edge. The optional arguments are used to configure the query builder of the edge.
+func (_q *WebhookDeliveryQuery) WithEndpoint(opts ...func(*WebhookEndpointQuery)) *WebhookDeliveryQuery {
+	query := (&WebhookEndpointClient{config: _q.config}).Query()
+	for _, opt := range opts {
+		opt(query)
+	}
+	_q.withEndpoint = query
 	return _q
 }
 
@@ -412,9 +448,10 @@ func (_q *WebhookDeliveryQuery) sqlAll(ctx context.Context, hooks ...queryHook) 
 	var (
 		nodes       = []*WebhookDelivery{}
 		_spec       = _q.querySpec()
-		loadedTypes = [2]bool{
+		loadedTypes = [3]bool{
 			_q.withApp != nil,
 			_q.withAttempts != nil,
+			_q.withEndpoint != nil,
 		}
 	)
 	_spec.ScanValues = func(columns []string) ([]any, error) {
@@ -448,6 +485,12 @@ func (_q *WebhookDeliveryQuery) sqlAll(ctx context.Context, hooks ...queryHook) 
 		if err := _q.loadAttempts(ctx, query, nodes,
 			func(n *WebhookDelivery) { n.Edges.Attempts = []*DeliveryAttempt{} },
 			func(n *WebhookDelivery, e *DeliveryAttempt) { n.Edges.Attempts = append(n.Edges.Attempts, e) }); err != nil {
+			return nil, err
+		}
+	}
+	if query := _q.withEndpoint; query != nil {
+		if err := _q.loadEndpoint(ctx, query, nodes, nil,
+			func(n *WebhookDelivery, e *WebhookEndpoint) { n.Edges.Endpoint = e }); err != nil {
 			return nil, err
 		}
 	}
@@ -525,6 +568,38 @@ func (_q *WebhookDeliveryQuery) loadAttempts(ctx context.Context, query *Deliver
 	}
 	return nil
 }
+func (_q *WebhookDeliveryQuery) loadEndpoint(ctx context.Context, query *WebhookEndpointQuery, nodes []*WebhookDelivery, init func(*WebhookDelivery), assign func(*WebhookDelivery, *WebhookEndpoint)) error {
+	ids := make([]int, 0, len(nodes))
+	nodeids := make(map[int][]*WebhookDelivery)
+	for i := range nodes {
+		if nodes[i].EndpointID == nil {
+			continue
+		}
+		fk := *nodes[i].EndpointID
+		if _, ok := nodeids[fk]; !ok {
+			ids = append(ids, fk)
+		}
+		nodeids[fk] = append(nodeids[fk], nodes[i])
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	query.Where(webhookendpoint.IDIn(ids...))
+	neighbors, err := query.All(ctx)
+	if err != nil {
+		return err
+	}
+	for _, n := range neighbors {
+		nodes, ok := nodeids[n.ID]
+		if !ok {
+			return fmt.Errorf(`unexpected foreign-key "endpoint_id" returned %v`, n.ID)
+		}
+		for i := range nodes {
+			assign(nodes[i], n)
+		}
+	}
+	return nil
+}
 
 func (_q *WebhookDeliveryQuery) sqlCount(ctx context.Context) (int, error) {
 	_spec := _q.querySpec()
@@ -556,6 +631,9 @@ func (_q *WebhookDeliveryQuery) querySpec() *sqlgraph.QuerySpec {
 		}
 		if _q.withApp != nil {
 			_spec.Node.AddColumnOnce(webhookdelivery.FieldAppID)
+		}
+		if _q.withEndpoint != nil {
+			_spec.Node.AddColumnOnce(webhookdelivery.FieldEndpointID)
 		}
 	}
 	if ps := _q.predicates; len(ps) > 0 {

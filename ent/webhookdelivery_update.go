@@ -9,6 +9,7 @@ import (
 	"gatehouse/ent/deliveryattempt"
 	"gatehouse/ent/predicate"
 	"gatehouse/ent/webhookdelivery"
+	"gatehouse/ent/webhookendpoint"
 	"time"
 
 	"entgo.io/ent/dialect/sql"
@@ -27,6 +28,26 @@ type WebhookDeliveryUpdate struct {
 // Where appends a list predicates to the WebhookDeliveryUpdate builder.
 func (_u *WebhookDeliveryUpdate) Where(ps ...predicate.WebhookDelivery) *WebhookDeliveryUpdate {
 	_u.mutation.Where(ps...)
+	return _u
+}
+
+// SetEndpointID sets the "endpoint_id" field.
+func (_u *WebhookDeliveryUpdate) SetEndpointID(v int) *WebhookDeliveryUpdate {
+	_u.mutation.SetEndpointID(v)
+	return _u
+}
+
+// SetNillableEndpointID sets the "endpoint_id" field if the given value is not nil.
+func (_u *WebhookDeliveryUpdate) SetNillableEndpointID(v *int) *WebhookDeliveryUpdate {
+	if v != nil {
+		_u.SetEndpointID(*v)
+	}
+	return _u
+}
+
+// ClearEndpointID clears the value of the "endpoint_id" field.
+func (_u *WebhookDeliveryUpdate) ClearEndpointID() *WebhookDeliveryUpdate {
+	_u.mutation.ClearEndpointID()
 	return _u
 }
 
@@ -196,6 +217,11 @@ func (_u *WebhookDeliveryUpdate) AddAttempts(v ...*DeliveryAttempt) *WebhookDeli
 	return _u.AddAttemptIDs(ids...)
 }
 
+// SetEndpoint sets the "endpoint" edge to the WebhookEndpoint entity.
+func (_u *WebhookDeliveryUpdate) SetEndpoint(v *WebhookEndpoint) *WebhookDeliveryUpdate {
+	return _u.SetEndpointID(v.ID)
+}
+
 // Mutation returns the WebhookDeliveryMutation object of the builder.
 func (_u *WebhookDeliveryUpdate) Mutation() *WebhookDeliveryMutation {
 	return _u.mutation
@@ -220,6 +246,12 @@ func (_u *WebhookDeliveryUpdate) RemoveAttempts(v ...*DeliveryAttempt) *WebhookD
 		ids[i] = v[i].ID
 	}
 	return _u.RemoveAttemptIDs(ids...)
+}
+
+// ClearEndpoint clears the "endpoint" edge to the WebhookEndpoint entity.
+func (_u *WebhookDeliveryUpdate) ClearEndpoint() *WebhookDeliveryUpdate {
+	_u.mutation.ClearEndpoint()
+	return _u
 }
 
 // Save executes the query and returns the number of nodes affected by the update operation.
@@ -402,6 +434,35 @@ func (_u *WebhookDeliveryUpdate) sqlSave(ctx context.Context) (_node int, err er
 		}
 		_spec.Edges.Add = append(_spec.Edges.Add, edge)
 	}
+	if _u.mutation.EndpointCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.M2O,
+			Inverse: true,
+			Table:   webhookdelivery.EndpointTable,
+			Columns: []string{webhookdelivery.EndpointColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(webhookendpoint.FieldID, field.TypeInt),
+			},
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.EndpointIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.M2O,
+			Inverse: true,
+			Table:   webhookdelivery.EndpointTable,
+			Columns: []string{webhookdelivery.EndpointColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(webhookendpoint.FieldID, field.TypeInt),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Add = append(_spec.Edges.Add, edge)
+	}
 	_spec.AddModifiers(_u.modifiers...)
 	if _node, err = sqlgraph.UpdateNodes(ctx, _u.driver, _spec); err != nil {
 		if _, ok := err.(*sqlgraph.NotFoundError); ok {
@@ -422,6 +483,26 @@ type WebhookDeliveryUpdateOne struct {
 	hooks     []Hook
 	mutation  *WebhookDeliveryMutation
 	modifiers []func(*sql.UpdateBuilder)
+}
+
+// SetEndpointID sets the "endpoint_id" field.
+func (_u *WebhookDeliveryUpdateOne) SetEndpointID(v int) *WebhookDeliveryUpdateOne {
+	_u.mutation.SetEndpointID(v)
+	return _u
+}
+
+// SetNillableEndpointID sets the "endpoint_id" field if the given value is not nil.
+func (_u *WebhookDeliveryUpdateOne) SetNillableEndpointID(v *int) *WebhookDeliveryUpdateOne {
+	if v != nil {
+		_u.SetEndpointID(*v)
+	}
+	return _u
+}
+
+// ClearEndpointID clears the value of the "endpoint_id" field.
+func (_u *WebhookDeliveryUpdateOne) ClearEndpointID() *WebhookDeliveryUpdateOne {
+	_u.mutation.ClearEndpointID()
+	return _u
 }
 
 // SetCallbackURL sets the "callback_url" field.
@@ -590,6 +671,11 @@ func (_u *WebhookDeliveryUpdateOne) AddAttempts(v ...*DeliveryAttempt) *WebhookD
 	return _u.AddAttemptIDs(ids...)
 }
 
+// SetEndpoint sets the "endpoint" edge to the WebhookEndpoint entity.
+func (_u *WebhookDeliveryUpdateOne) SetEndpoint(v *WebhookEndpoint) *WebhookDeliveryUpdateOne {
+	return _u.SetEndpointID(v.ID)
+}
+
 // Mutation returns the WebhookDeliveryMutation object of the builder.
 func (_u *WebhookDeliveryUpdateOne) Mutation() *WebhookDeliveryMutation {
 	return _u.mutation
@@ -614,6 +700,12 @@ func (_u *WebhookDeliveryUpdateOne) RemoveAttempts(v ...*DeliveryAttempt) *Webho
 		ids[i] = v[i].ID
 	}
 	return _u.RemoveAttemptIDs(ids...)
+}
+
+// ClearEndpoint clears the "endpoint" edge to the WebhookEndpoint entity.
+func (_u *WebhookDeliveryUpdateOne) ClearEndpoint() *WebhookDeliveryUpdateOne {
+	_u.mutation.ClearEndpoint()
+	return _u
 }
 
 // Where appends a list predicates to the WebhookDeliveryUpdate builder.
@@ -819,6 +911,35 @@ func (_u *WebhookDeliveryUpdateOne) sqlSave(ctx context.Context) (_node *Webhook
 			Bidi:    false,
 			Target: &sqlgraph.EdgeTarget{
 				IDSpec: sqlgraph.NewFieldSpec(deliveryattempt.FieldID, field.TypeInt),
+			},
+		}
+		for _, k := range nodes {
+			edge.Target.Nodes = append(edge.Target.Nodes, k)
+		}
+		_spec.Edges.Add = append(_spec.Edges.Add, edge)
+	}
+	if _u.mutation.EndpointCleared() {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.M2O,
+			Inverse: true,
+			Table:   webhookdelivery.EndpointTable,
+			Columns: []string{webhookdelivery.EndpointColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(webhookendpoint.FieldID, field.TypeInt),
+			},
+		}
+		_spec.Edges.Clear = append(_spec.Edges.Clear, edge)
+	}
+	if nodes := _u.mutation.EndpointIDs(); len(nodes) > 0 {
+		edge := &sqlgraph.EdgeSpec{
+			Rel:     sqlgraph.M2O,
+			Inverse: true,
+			Table:   webhookdelivery.EndpointTable,
+			Columns: []string{webhookdelivery.EndpointColumn},
+			Bidi:    false,
+			Target: &sqlgraph.EdgeTarget{
+				IDSpec: sqlgraph.NewFieldSpec(webhookendpoint.FieldID, field.TypeInt),
 			},
 		}
 		for _, k := range nodes {

@@ -167,7 +167,8 @@ func (r *orderResolver) AmountDecimal(ctx context.Context, obj *ent.Order) (stri
 
 // WebhookBreaker is the resolver for the webhookBreaker field.
 func (r *partnerAppResolver) WebhookBreaker(ctx context.Context, obj *ent.PartnerApp) (BreakerState, error) {
-	return BreakerState(r.Webhooks.BreakerState(obj.ID, obj.AppKey, obj.CallbackURL)), nil
+	st, err := r.Webhooks.BreakerState(ctx, obj.ID, obj.AppKey)
+	return BreakerState(st), err
 }
 
 // PaymentProvider is the resolver for the paymentProvider field.

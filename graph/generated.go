@@ -266,6 +266,7 @@ type ComplexityRoot struct {
 		Usages                         func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.APIUsageOrder, where *ent.APIUsageWhereInput) int
 		WebhookBreaker                 func(childComplexity int) int
 		WebhookDeliveries              func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.WebhookDeliveryOrder, where *ent.WebhookDeliveryWhereInput) int
+		WebhookEndpoints               func(childComplexity int) int
 	}
 
 	PartnerAppConnection struct {
@@ -376,6 +377,8 @@ type ComplexityRoot struct {
 		BizDataJSON   func(childComplexity int) int
 		CallbackURL   func(childComplexity int) int
 		CreateTime    func(childComplexity int) int
+		Endpoint      func(childComplexity int) int
+		EndpointID    func(childComplexity int) int
 		EventID       func(childComplexity int) int
 		EventType     func(childComplexity int) int
 		ID            func(childComplexity int) int
@@ -397,6 +400,20 @@ type ComplexityRoot struct {
 	WebhookDeliveryEdge struct {
 		Cursor func(childComplexity int) int
 		Node   func(childComplexity int) int
+	}
+
+	WebhookEndpoint struct {
+		App                     func(childComplexity int) int
+		AppID                   func(childComplexity int) int
+		CreateTime              func(childComplexity int) int
+		Description             func(childComplexity int) int
+		Enabled                 func(childComplexity int) int
+		EventTypes              func(childComplexity int) int
+		ID                      func(childComplexity int) int
+		PreviousSecretExpiresAt func(childComplexity int) int
+		RateLimit               func(childComplexity int) int
+		URL                     func(childComplexity int) int
+		UpdateTime              func(childComplexity int) int
 	}
 
 	WebhookEventType struct {
@@ -1546,6 +1563,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.PartnerApp.WebhookDeliveries(childComplexity, args["after"].(*entgql.Cursor[int]), args["first"].(*int), args["before"].(*entgql.Cursor[int]), args["last"].(*int), args["orderBy"].(*ent.WebhookDeliveryOrder), args["where"].(*ent.WebhookDeliveryWhereInput)), true
+	case "PartnerApp.webhookEndpoints":
+		if e.ComplexityRoot.PartnerApp.WebhookEndpoints == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PartnerApp.WebhookEndpoints(childComplexity), true
 
 	case "PartnerAppConnection.edges":
 		if e.ComplexityRoot.PartnerAppConnection.Edges == nil {
@@ -1990,6 +2013,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.WebhookDelivery.CreateTime(childComplexity), true
+	case "WebhookDelivery.endpoint":
+		if e.ComplexityRoot.WebhookDelivery.Endpoint == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDelivery.Endpoint(childComplexity), true
+	case "WebhookDelivery.endpointID":
+		if e.ComplexityRoot.WebhookDelivery.EndpointID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookDelivery.EndpointID(childComplexity), true
 	case "WebhookDelivery.eventID":
 		if e.ComplexityRoot.WebhookDelivery.EventID == nil {
 			break
@@ -2082,6 +2117,73 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.WebhookDeliveryEdge.Node(childComplexity), true
+
+	case "WebhookEndpoint.app":
+		if e.ComplexityRoot.WebhookEndpoint.App == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpoint.App(childComplexity), true
+	case "WebhookEndpoint.appID":
+		if e.ComplexityRoot.WebhookEndpoint.AppID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpoint.AppID(childComplexity), true
+	case "WebhookEndpoint.createTime":
+		if e.ComplexityRoot.WebhookEndpoint.CreateTime == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpoint.CreateTime(childComplexity), true
+	case "WebhookEndpoint.description":
+		if e.ComplexityRoot.WebhookEndpoint.Description == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpoint.Description(childComplexity), true
+	case "WebhookEndpoint.enabled":
+		if e.ComplexityRoot.WebhookEndpoint.Enabled == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpoint.Enabled(childComplexity), true
+	case "WebhookEndpoint.eventTypes":
+		if e.ComplexityRoot.WebhookEndpoint.EventTypes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpoint.EventTypes(childComplexity), true
+	case "WebhookEndpoint.id":
+		if e.ComplexityRoot.WebhookEndpoint.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpoint.ID(childComplexity), true
+	case "WebhookEndpoint.previousSecretExpiresAt":
+		if e.ComplexityRoot.WebhookEndpoint.PreviousSecretExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpoint.PreviousSecretExpiresAt(childComplexity), true
+	case "WebhookEndpoint.rateLimit":
+		if e.ComplexityRoot.WebhookEndpoint.RateLimit == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpoint.RateLimit(childComplexity), true
+	case "WebhookEndpoint.url":
+		if e.ComplexityRoot.WebhookEndpoint.URL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpoint.URL(childComplexity), true
+	case "WebhookEndpoint.updateTime":
+		if e.ComplexityRoot.WebhookEndpoint.UpdateTime == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpoint.UpdateTime(childComplexity), true
 
 	case "WebhookEventType.builtIn":
 		if e.ComplexityRoot.WebhookEventType.BuiltIn == nil {
@@ -2204,6 +2306,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		ec.unmarshalInputUserWhereInput,
 		ec.unmarshalInputWebhookDeliveryOrder,
 		ec.unmarshalInputWebhookDeliveryWhereInput,
+		ec.unmarshalInputWebhookEndpointWhereInput,
 	)
 	first := true
 
@@ -3919,6 +4022,7 @@ type PartnerApp implements Node {
     """
     where: WebhookDeliveryWhereInput
   ): WebhookDeliveryConnection!
+  webhookEndpoints: [WebhookEndpoint!]
   usages(
     """
     Returns the elements in the list that come after the specified cursor.
@@ -4165,6 +4269,11 @@ input PartnerAppWhereInput {
   """
   hasWebhookDeliveries: Boolean
   hasWebhookDeliveriesWith: [WebhookDeliveryWhereInput!]
+  """
+  webhook_endpoints edge predicates
+  """
+  hasWebhookEndpoints: Boolean
+  hasWebhookEndpointsWith: [WebhookEndpointWhereInput!]
   """
   usages edge predicates
   """
@@ -4853,6 +4962,7 @@ input UserWhereInput {
 type WebhookDelivery implements Node {
   id: ID!
   appID: ID!
+  endpointID: ID
   eventID: String!
   eventType: String!
   bizData: String!
@@ -4898,6 +5008,7 @@ type WebhookDelivery implements Node {
     """
     where: DeliveryAttemptWhereInput
   ): DeliveryAttemptConnection!
+  endpoint: WebhookEndpoint
 }
 """
 A connection to a list of items.
@@ -4987,6 +5098,15 @@ input WebhookDeliveryWhereInput {
   appIDNEQ: ID
   appIDIn: [ID!]
   appIDNotIn: [ID!]
+  """
+  endpoint_id field predicates
+  """
+  endpointID: ID
+  endpointIDNEQ: ID
+  endpointIDIn: [ID!]
+  endpointIDNotIn: [ID!]
+  endpointIDIsNil: Boolean
+  endpointIDNotNil: Boolean
   """
   event_id field predicates
   """
@@ -5165,6 +5285,141 @@ input WebhookDeliveryWhereInput {
   """
   hasAttempts: Boolean
   hasAttemptsWith: [DeliveryAttemptWhereInput!]
+  """
+  endpoint edge predicates
+  """
+  hasEndpoint: Boolean
+  hasEndpointWith: [WebhookEndpointWhereInput!]
+}
+type WebhookEndpoint implements Node {
+  id: ID!
+  appID: ID!
+  url: String!
+  description: String!
+  eventTypes: [String!]
+  enabled: Boolean!
+  previousSecretExpiresAt: Time
+  rateLimit: Int
+  createTime: Time!
+  updateTime: Time!
+  app: PartnerApp!
+}
+"""
+WebhookEndpointWhereInput is used for filtering WebhookEndpoint objects.
+Input was generated by ent.
+"""
+input WebhookEndpointWhereInput {
+  not: WebhookEndpointWhereInput
+  and: [WebhookEndpointWhereInput!]
+  or: [WebhookEndpointWhereInput!]
+  """
+  id field predicates
+  """
+  id: ID
+  idNEQ: ID
+  idIn: [ID!]
+  idNotIn: [ID!]
+  idGT: ID
+  idGTE: ID
+  idLT: ID
+  idLTE: ID
+  """
+  app_id field predicates
+  """
+  appID: ID
+  appIDNEQ: ID
+  appIDIn: [ID!]
+  appIDNotIn: [ID!]
+  """
+  url field predicates
+  """
+  url: String
+  urlNEQ: String
+  urlIn: [String!]
+  urlNotIn: [String!]
+  urlGT: String
+  urlGTE: String
+  urlLT: String
+  urlLTE: String
+  urlContains: String
+  urlHasPrefix: String
+  urlHasSuffix: String
+  urlEqualFold: String
+  urlContainsFold: String
+  """
+  description field predicates
+  """
+  description: String
+  descriptionNEQ: String
+  descriptionIn: [String!]
+  descriptionNotIn: [String!]
+  descriptionGT: String
+  descriptionGTE: String
+  descriptionLT: String
+  descriptionLTE: String
+  descriptionContains: String
+  descriptionHasPrefix: String
+  descriptionHasSuffix: String
+  descriptionEqualFold: String
+  descriptionContainsFold: String
+  """
+  enabled field predicates
+  """
+  enabled: Boolean
+  enabledNEQ: Boolean
+  """
+  previous_secret_expires_at field predicates
+  """
+  previousSecretExpiresAt: Time
+  previousSecretExpiresAtNEQ: Time
+  previousSecretExpiresAtIn: [Time!]
+  previousSecretExpiresAtNotIn: [Time!]
+  previousSecretExpiresAtGT: Time
+  previousSecretExpiresAtGTE: Time
+  previousSecretExpiresAtLT: Time
+  previousSecretExpiresAtLTE: Time
+  previousSecretExpiresAtIsNil: Boolean
+  previousSecretExpiresAtNotNil: Boolean
+  """
+  rate_limit field predicates
+  """
+  rateLimit: Int
+  rateLimitNEQ: Int
+  rateLimitIn: [Int!]
+  rateLimitNotIn: [Int!]
+  rateLimitGT: Int
+  rateLimitGTE: Int
+  rateLimitLT: Int
+  rateLimitLTE: Int
+  rateLimitIsNil: Boolean
+  rateLimitNotNil: Boolean
+  """
+  create_time field predicates
+  """
+  createTime: Time
+  createTimeNEQ: Time
+  createTimeIn: [Time!]
+  createTimeNotIn: [Time!]
+  createTimeGT: Time
+  createTimeGTE: Time
+  createTimeLT: Time
+  createTimeLTE: Time
+  """
+  update_time field predicates
+  """
+  updateTime: Time
+  updateTimeNEQ: Time
+  updateTimeIn: [Time!]
+  updateTimeNotIn: [Time!]
+  updateTimeGT: Time
+  updateTimeGTE: Time
+  updateTimeLT: Time
+  updateTimeLTE: Time
+  """
+  app edge predicates
+  """
+  hasApp: Boolean
+  hasAppWith: [PartnerAppWhereInput!]
 }
 `, BuiltIn: false},
 	{Name: "../web-schema/int64.graphql", Input: `# 64-bit integers. GraphQL's Int is a signed 32-bit integer (at most
@@ -5675,6 +5930,8 @@ func (ec *executionContext) childFields_PartnerApp(ctx context.Context, field gr
 		return ec.fieldContext_PartnerApp_orders(ctx, field)
 	case "webhookDeliveries":
 		return ec.fieldContext_PartnerApp_webhookDeliveries(ctx, field)
+	case "webhookEndpoints":
+		return ec.fieldContext_PartnerApp_webhookEndpoints(ctx, field)
 	case "usages":
 		return ec.fieldContext_PartnerApp_usages(ctx, field)
 	case "webhookBreaker":
@@ -5857,6 +6114,8 @@ func (ec *executionContext) childFields_WebhookDelivery(ctx context.Context, fie
 		return ec.fieldContext_WebhookDelivery_id(ctx, field)
 	case "appID":
 		return ec.fieldContext_WebhookDelivery_appID(ctx, field)
+	case "endpointID":
+		return ec.fieldContext_WebhookDelivery_endpointID(ctx, field)
 	case "eventID":
 		return ec.fieldContext_WebhookDelivery_eventID(ctx, field)
 	case "eventType":
@@ -5887,6 +6146,8 @@ func (ec *executionContext) childFields_WebhookDelivery(ctx context.Context, fie
 		return ec.fieldContext_WebhookDelivery_app(ctx, field)
 	case "attempts":
 		return ec.fieldContext_WebhookDelivery_attempts(ctx, field)
+	case "endpoint":
+		return ec.fieldContext_WebhookDelivery_endpoint(ctx, field)
 	case "bizDataJSON":
 		return ec.fieldContext_WebhookDelivery_bizDataJSON(ctx, field)
 	}
@@ -5913,6 +6174,34 @@ func (ec *executionContext) childFields_WebhookDeliveryEdge(ctx context.Context,
 		return ec.fieldContext_WebhookDeliveryEdge_cursor(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type WebhookDeliveryEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_WebhookEndpoint(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_WebhookEndpoint_id(ctx, field)
+	case "appID":
+		return ec.fieldContext_WebhookEndpoint_appID(ctx, field)
+	case "url":
+		return ec.fieldContext_WebhookEndpoint_url(ctx, field)
+	case "description":
+		return ec.fieldContext_WebhookEndpoint_description(ctx, field)
+	case "eventTypes":
+		return ec.fieldContext_WebhookEndpoint_eventTypes(ctx, field)
+	case "enabled":
+		return ec.fieldContext_WebhookEndpoint_enabled(ctx, field)
+	case "previousSecretExpiresAt":
+		return ec.fieldContext_WebhookEndpoint_previousSecretExpiresAt(ctx, field)
+	case "rateLimit":
+		return ec.fieldContext_WebhookEndpoint_rateLimit(ctx, field)
+	case "createTime":
+		return ec.fieldContext_WebhookEndpoint_createTime(ctx, field)
+	case "updateTime":
+		return ec.fieldContext_WebhookEndpoint_updateTime(ctx, field)
+	case "app":
+		return ec.fieldContext_WebhookEndpoint_app(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type WebhookEndpoint", field.Name)
 }
 
 func (ec *executionContext) childFields_WebhookEventType(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -11444,6 +11733,38 @@ func (ec *executionContext) fieldContext_PartnerApp_webhookDeliveries(ctx contex
 	return fc, nil
 }
 
+func (ec *executionContext) _PartnerApp_webhookEndpoints(ctx context.Context, field graphql.CollectedField, obj *ent.PartnerApp) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PartnerApp_webhookEndpoints(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.WebhookEndpoints(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ent.WebhookEndpoint) graphql.Marshaler {
+			return ec.marshalOWebhookEndpoint2ᚕᚖgatehouseᚋentᚐWebhookEndpointᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_PartnerApp_webhookEndpoints(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "PartnerApp",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookEndpoint(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _PartnerApp_usages(ctx context.Context, field graphql.CollectedField, obj *ent.PartnerApp) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -13252,6 +13573,29 @@ func (ec *executionContext) fieldContext_WebhookDelivery_appID(_ context.Context
 	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, errors.New("field of type ID does not have child fields"))
 }
 
+func (ec *executionContext) _WebhookDelivery_endpointID(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookDelivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDelivery_endpointID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EndpointID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOID2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDelivery_endpointID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
 func (ec *executionContext) _WebhookDelivery_eventID(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookDelivery) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -13627,6 +13971,38 @@ func (ec *executionContext) fieldContext_WebhookDelivery_attempts(ctx context.Co
 	return fc, nil
 }
 
+func (ec *executionContext) _WebhookDelivery_endpoint(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookDelivery) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookDelivery_endpoint(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Endpoint(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.WebhookEndpoint) graphql.Marshaler {
+			return ec.marshalOWebhookEndpoint2ᚖgatehouseᚋentᚐWebhookEndpoint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookDelivery_endpoint(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "WebhookDelivery",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookEndpoint(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _WebhookDelivery_bizDataJSON(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookDelivery) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -13790,6 +14166,268 @@ func (ec *executionContext) _WebhookDeliveryEdge_cursor(ctx context.Context, fie
 }
 func (ec *executionContext) fieldContext_WebhookDeliveryEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("WebhookDeliveryEdge", field, false, false, errors.New("field of type Cursor does not have child fields"))
+}
+
+func (ec *executionContext) _WebhookEndpoint_id(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpoint_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNID2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpoint_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _WebhookEndpoint_appID(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpoint_appID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AppID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNID2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpoint_appID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _WebhookEndpoint_url(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpoint_url(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.URL, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpoint_url(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _WebhookEndpoint_description(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpoint_description(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Description, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpoint_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _WebhookEndpoint_eventTypes(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpoint_eventTypes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EventTypes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalOString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpoint_eventTypes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _WebhookEndpoint_enabled(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpoint_enabled(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Enabled, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpoint_enabled(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _WebhookEndpoint_previousSecretExpiresAt(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpoint_previousSecretExpiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PreviousSecretExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpoint_previousSecretExpiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _WebhookEndpoint_rateLimit(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpoint_rateLimit(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RateLimit, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpoint_rateLimit(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _WebhookEndpoint_createTime(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpoint_createTime(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreateTime, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpoint_createTime(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _WebhookEndpoint_updateTime(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpoint_updateTime(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdateTime, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpoint_updateTime(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _WebhookEndpoint_app(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpoint_app(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.App(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.PartnerApp) graphql.Marshaler {
+			return ec.marshalNPartnerApp2ᚖgatehouseᚋentᚐPartnerApp(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpoint_app(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "WebhookEndpoint",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PartnerApp(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _WebhookEventType_name(ctx context.Context, field graphql.CollectedField, obj *webhook.EventType) (ret graphql.Marshaler) {
@@ -19905,7 +20543,7 @@ func (ec *executionContext) unmarshalInputPartnerAppWhereInput(ctx context.Conte
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "appName", "appNameNEQ", "appNameIn", "appNameNotIn", "appNameGT", "appNameGTE", "appNameLT", "appNameLTE", "appNameContains", "appNameHasPrefix", "appNameHasSuffix", "appNameEqualFold", "appNameContainsFold", "appKey", "appKeyNEQ", "appKeyIn", "appKeyNotIn", "appKeyGT", "appKeyGTE", "appKeyLT", "appKeyLTE", "appKeyContains", "appKeyHasPrefix", "appKeyHasSuffix", "appKeyEqualFold", "appKeyContainsFold", "previousSecretExpiresAt", "previousSecretExpiresAtNEQ", "previousSecretExpiresAtIn", "previousSecretExpiresAtNotIn", "previousSecretExpiresAtGT", "previousSecretExpiresAtGTE", "previousSecretExpiresAtLT", "previousSecretExpiresAtLTE", "previousSecretExpiresAtIsNil", "previousSecretExpiresAtNotNil", "status", "statusNEQ", "statusIn", "statusNotIn", "statusGT", "statusGTE", "statusLT", "statusLTE", "rateLimit", "rateLimitNEQ", "rateLimitIn", "rateLimitNotIn", "rateLimitGT", "rateLimitGTE", "rateLimitLT", "rateLimitLTE", "expireDate", "expireDateNEQ", "expireDateIn", "expireDateNotIn", "expireDateGT", "expireDateGTE", "expireDateLT", "expireDateLTE", "expireDateIsNil", "expireDateNotNil", "callbackURL", "callbackURLNEQ", "callbackURLIn", "callbackURLNotIn", "callbackURLGT", "callbackURLGTE", "callbackURLLT", "callbackURLLTE", "callbackURLContains", "callbackURLHasPrefix", "callbackURLHasSuffix", "callbackURLIsNil", "callbackURLNotNil", "callbackURLEqualFold", "callbackURLContainsFold", "previousWebhookSecretExpiresAt", "previousWebhookSecretExpiresAtNEQ", "previousWebhookSecretExpiresAtIn", "previousWebhookSecretExpiresAtNotIn", "previousWebhookSecretExpiresAtGT", "previousWebhookSecretExpiresAtGTE", "previousWebhookSecretExpiresAtLT", "previousWebhookSecretExpiresAtLTE", "previousWebhookSecretExpiresAtIsNil", "previousWebhookSecretExpiresAtNotNil", "createTime", "createTimeNEQ", "createTimeIn", "createTimeNotIn", "createTimeGT", "createTimeGTE", "createTimeLT", "createTimeLTE", "updateTime", "updateTimeNEQ", "updateTimeIn", "updateTimeNotIn", "updateTimeGT", "updateTimeGTE", "updateTimeLT", "updateTimeLTE", "hasOrders", "hasOrdersWith", "hasWebhookDeliveries", "hasWebhookDeliveriesWith", "hasUsages", "hasUsagesWith"}
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "appName", "appNameNEQ", "appNameIn", "appNameNotIn", "appNameGT", "appNameGTE", "appNameLT", "appNameLTE", "appNameContains", "appNameHasPrefix", "appNameHasSuffix", "appNameEqualFold", "appNameContainsFold", "appKey", "appKeyNEQ", "appKeyIn", "appKeyNotIn", "appKeyGT", "appKeyGTE", "appKeyLT", "appKeyLTE", "appKeyContains", "appKeyHasPrefix", "appKeyHasSuffix", "appKeyEqualFold", "appKeyContainsFold", "previousSecretExpiresAt", "previousSecretExpiresAtNEQ", "previousSecretExpiresAtIn", "previousSecretExpiresAtNotIn", "previousSecretExpiresAtGT", "previousSecretExpiresAtGTE", "previousSecretExpiresAtLT", "previousSecretExpiresAtLTE", "previousSecretExpiresAtIsNil", "previousSecretExpiresAtNotNil", "status", "statusNEQ", "statusIn", "statusNotIn", "statusGT", "statusGTE", "statusLT", "statusLTE", "rateLimit", "rateLimitNEQ", "rateLimitIn", "rateLimitNotIn", "rateLimitGT", "rateLimitGTE", "rateLimitLT", "rateLimitLTE", "expireDate", "expireDateNEQ", "expireDateIn", "expireDateNotIn", "expireDateGT", "expireDateGTE", "expireDateLT", "expireDateLTE", "expireDateIsNil", "expireDateNotNil", "callbackURL", "callbackURLNEQ", "callbackURLIn", "callbackURLNotIn", "callbackURLGT", "callbackURLGTE", "callbackURLLT", "callbackURLLTE", "callbackURLContains", "callbackURLHasPrefix", "callbackURLHasSuffix", "callbackURLIsNil", "callbackURLNotNil", "callbackURLEqualFold", "callbackURLContainsFold", "previousWebhookSecretExpiresAt", "previousWebhookSecretExpiresAtNEQ", "previousWebhookSecretExpiresAtIn", "previousWebhookSecretExpiresAtNotIn", "previousWebhookSecretExpiresAtGT", "previousWebhookSecretExpiresAtGTE", "previousWebhookSecretExpiresAtLT", "previousWebhookSecretExpiresAtLTE", "previousWebhookSecretExpiresAtIsNil", "previousWebhookSecretExpiresAtNotNil", "createTime", "createTimeNEQ", "createTimeIn", "createTimeNotIn", "createTimeGT", "createTimeGTE", "createTimeLT", "createTimeLTE", "updateTime", "updateTimeNEQ", "updateTimeIn", "updateTimeNotIn", "updateTimeGT", "updateTimeGTE", "updateTimeLT", "updateTimeLTE", "hasOrders", "hasOrdersWith", "hasWebhookDeliveries", "hasWebhookDeliveriesWith", "hasWebhookEndpoints", "hasWebhookEndpointsWith", "hasUsages", "hasUsagesWith"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -20738,6 +21376,20 @@ func (ec *executionContext) unmarshalInputPartnerAppWhereInput(ctx context.Conte
 				return it, err
 			}
 			it.HasWebhookDeliveriesWith = data
+		case "hasWebhookEndpoints":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasWebhookEndpoints"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasWebhookEndpoints = data
+		case "hasWebhookEndpointsWith":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasWebhookEndpointsWith"))
+			data, err := ec.unmarshalOWebhookEndpointWhereInput2ᚕᚖgatehouseᚋentᚐWebhookEndpointWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasWebhookEndpointsWith = data
 		case "hasUsages":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasUsages"))
 			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
@@ -21962,7 +22614,7 @@ func (ec *executionContext) unmarshalInputWebhookDeliveryWhereInput(ctx context.
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "appID", "appIDNEQ", "appIDIn", "appIDNotIn", "eventID", "eventIDNEQ", "eventIDIn", "eventIDNotIn", "eventIDGT", "eventIDGTE", "eventIDLT", "eventIDLTE", "eventIDContains", "eventIDHasPrefix", "eventIDHasSuffix", "eventIDEqualFold", "eventIDContainsFold", "eventType", "eventTypeNEQ", "eventTypeIn", "eventTypeNotIn", "eventTypeGT", "eventTypeGTE", "eventTypeLT", "eventTypeLTE", "eventTypeContains", "eventTypeHasPrefix", "eventTypeHasSuffix", "eventTypeEqualFold", "eventTypeContainsFold", "bizData", "bizDataNEQ", "bizDataIn", "bizDataNotIn", "bizDataGT", "bizDataGTE", "bizDataLT", "bizDataLTE", "bizDataContains", "bizDataHasPrefix", "bizDataHasSuffix", "bizDataEqualFold", "bizDataContainsFold", "callbackURL", "callbackURLNEQ", "callbackURLIn", "callbackURLNotIn", "callbackURLGT", "callbackURLGTE", "callbackURLLT", "callbackURLLTE", "callbackURLContains", "callbackURLHasPrefix", "callbackURLHasSuffix", "callbackURLEqualFold", "callbackURLContainsFold", "status", "statusNEQ", "statusIn", "statusNotIn", "retryCount", "retryCountNEQ", "retryCountIn", "retryCountNotIn", "retryCountGT", "retryCountGTE", "retryCountLT", "retryCountLTE", "attemptCount", "attemptCountNEQ", "attemptCountIn", "attemptCountNotIn", "attemptCountGT", "attemptCountGTE", "attemptCountLT", "attemptCountLTE", "maxRetry", "maxRetryNEQ", "maxRetryIn", "maxRetryNotIn", "maxRetryGT", "maxRetryGTE", "maxRetryLT", "maxRetryLTE", "nextAttemptAt", "nextAttemptAtNEQ", "nextAttemptAtIn", "nextAttemptAtNotIn", "nextAttemptAtGT", "nextAttemptAtGTE", "nextAttemptAtLT", "nextAttemptAtLTE", "leaseUntil", "leaseUntilNEQ", "leaseUntilIn", "leaseUntilNotIn", "leaseUntilGT", "leaseUntilGTE", "leaseUntilLT", "leaseUntilLTE", "leaseUntilIsNil", "leaseUntilNotNil", "lastError", "lastErrorNEQ", "lastErrorIn", "lastErrorNotIn", "lastErrorGT", "lastErrorGTE", "lastErrorLT", "lastErrorLTE", "lastErrorContains", "lastErrorHasPrefix", "lastErrorHasSuffix", "lastErrorIsNil", "lastErrorNotNil", "lastErrorEqualFold", "lastErrorContainsFold", "createTime", "createTimeNEQ", "createTimeIn", "createTimeNotIn", "createTimeGT", "createTimeGTE", "createTimeLT", "createTimeLTE", "updateTime", "updateTimeNEQ", "updateTimeIn", "updateTimeNotIn", "updateTimeGT", "updateTimeGTE", "updateTimeLT", "updateTimeLTE", "hasApp", "hasAppWith", "hasAttempts", "hasAttemptsWith"}
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "appID", "appIDNEQ", "appIDIn", "appIDNotIn", "endpointID", "endpointIDNEQ", "endpointIDIn", "endpointIDNotIn", "endpointIDIsNil", "endpointIDNotNil", "eventID", "eventIDNEQ", "eventIDIn", "eventIDNotIn", "eventIDGT", "eventIDGTE", "eventIDLT", "eventIDLTE", "eventIDContains", "eventIDHasPrefix", "eventIDHasSuffix", "eventIDEqualFold", "eventIDContainsFold", "eventType", "eventTypeNEQ", "eventTypeIn", "eventTypeNotIn", "eventTypeGT", "eventTypeGTE", "eventTypeLT", "eventTypeLTE", "eventTypeContains", "eventTypeHasPrefix", "eventTypeHasSuffix", "eventTypeEqualFold", "eventTypeContainsFold", "bizData", "bizDataNEQ", "bizDataIn", "bizDataNotIn", "bizDataGT", "bizDataGTE", "bizDataLT", "bizDataLTE", "bizDataContains", "bizDataHasPrefix", "bizDataHasSuffix", "bizDataEqualFold", "bizDataContainsFold", "callbackURL", "callbackURLNEQ", "callbackURLIn", "callbackURLNotIn", "callbackURLGT", "callbackURLGTE", "callbackURLLT", "callbackURLLTE", "callbackURLContains", "callbackURLHasPrefix", "callbackURLHasSuffix", "callbackURLEqualFold", "callbackURLContainsFold", "status", "statusNEQ", "statusIn", "statusNotIn", "retryCount", "retryCountNEQ", "retryCountIn", "retryCountNotIn", "retryCountGT", "retryCountGTE", "retryCountLT", "retryCountLTE", "attemptCount", "attemptCountNEQ", "attemptCountIn", "attemptCountNotIn", "attemptCountGT", "attemptCountGTE", "attemptCountLT", "attemptCountLTE", "maxRetry", "maxRetryNEQ", "maxRetryIn", "maxRetryNotIn", "maxRetryGT", "maxRetryGTE", "maxRetryLT", "maxRetryLTE", "nextAttemptAt", "nextAttemptAtNEQ", "nextAttemptAtIn", "nextAttemptAtNotIn", "nextAttemptAtGT", "nextAttemptAtGTE", "nextAttemptAtLT", "nextAttemptAtLTE", "leaseUntil", "leaseUntilNEQ", "leaseUntilIn", "leaseUntilNotIn", "leaseUntilGT", "leaseUntilGTE", "leaseUntilLT", "leaseUntilLTE", "leaseUntilIsNil", "leaseUntilNotNil", "lastError", "lastErrorNEQ", "lastErrorIn", "lastErrorNotIn", "lastErrorGT", "lastErrorGTE", "lastErrorLT", "lastErrorLTE", "lastErrorContains", "lastErrorHasPrefix", "lastErrorHasSuffix", "lastErrorIsNil", "lastErrorNotNil", "lastErrorEqualFold", "lastErrorContainsFold", "createTime", "createTimeNEQ", "createTimeIn", "createTimeNotIn", "createTimeGT", "createTimeGTE", "createTimeLT", "createTimeLTE", "updateTime", "updateTimeNEQ", "updateTimeIn", "updateTimeNotIn", "updateTimeGT", "updateTimeGTE", "updateTimeLT", "updateTimeLTE", "hasApp", "hasAppWith", "hasAttempts", "hasAttemptsWith", "hasEndpoint", "hasEndpointWith"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -22074,6 +22726,48 @@ func (ec *executionContext) unmarshalInputWebhookDeliveryWhereInput(ctx context.
 				return it, err
 			}
 			it.AppIDNotIn = data
+		case "endpointID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("endpointID"))
+			data, err := ec.unmarshalOID2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.EndpointID = data
+		case "endpointIDNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("endpointIDNEQ"))
+			data, err := ec.unmarshalOID2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.EndpointIDNEQ = data
+		case "endpointIDIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("endpointIDIn"))
+			data, err := ec.unmarshalOID2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.EndpointIDIn = data
+		case "endpointIDNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("endpointIDNotIn"))
+			data, err := ec.unmarshalOID2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.EndpointIDNotIn = data
+		case "endpointIDIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("endpointIDIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.EndpointIDIsNil = data
+		case "endpointIDNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("endpointIDNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.EndpointIDNotNil = data
 		case "eventID":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("eventID"))
 			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
@@ -23005,6 +23699,610 @@ func (ec *executionContext) unmarshalInputWebhookDeliveryWhereInput(ctx context.
 				return it, err
 			}
 			it.HasAttemptsWith = data
+		case "hasEndpoint":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasEndpoint"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasEndpoint = data
+		case "hasEndpointWith":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasEndpointWith"))
+			data, err := ec.unmarshalOWebhookEndpointWhereInput2ᚕᚖgatehouseᚋentᚐWebhookEndpointWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasEndpointWith = data
+		}
+	}
+	return it, nil
+}
+
+func (ec *executionContext) unmarshalInputWebhookEndpointWhereInput(ctx context.Context, obj any) (ent.WebhookEndpointWhereInput, error) {
+	var it ent.WebhookEndpointWhereInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "appID", "appIDNEQ", "appIDIn", "appIDNotIn", "url", "urlNEQ", "urlIn", "urlNotIn", "urlGT", "urlGTE", "urlLT", "urlLTE", "urlContains", "urlHasPrefix", "urlHasSuffix", "urlEqualFold", "urlContainsFold", "description", "descriptionNEQ", "descriptionIn", "descriptionNotIn", "descriptionGT", "descriptionGTE", "descriptionLT", "descriptionLTE", "descriptionContains", "descriptionHasPrefix", "descriptionHasSuffix", "descriptionEqualFold", "descriptionContainsFold", "enabled", "enabledNEQ", "previousSecretExpiresAt", "previousSecretExpiresAtNEQ", "previousSecretExpiresAtIn", "previousSecretExpiresAtNotIn", "previousSecretExpiresAtGT", "previousSecretExpiresAtGTE", "previousSecretExpiresAtLT", "previousSecretExpiresAtLTE", "previousSecretExpiresAtIsNil", "previousSecretExpiresAtNotNil", "rateLimit", "rateLimitNEQ", "rateLimitIn", "rateLimitNotIn", "rateLimitGT", "rateLimitGTE", "rateLimitLT", "rateLimitLTE", "rateLimitIsNil", "rateLimitNotNil", "createTime", "createTimeNEQ", "createTimeIn", "createTimeNotIn", "createTimeGT", "createTimeGTE", "createTimeLT", "createTimeLTE", "updateTime", "updateTimeNEQ", "updateTimeIn", "updateTimeNotIn", "updateTimeGT", "updateTimeGTE", "updateTimeLT", "updateTimeLTE", "hasApp", "hasAppWith"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "not":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("not"))
+			data, err := ec.unmarshalOWebhookEndpointWhereInput2ᚖgatehouseᚋentᚐWebhookEndpointWhereInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Not = data
+		case "and":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("and"))
+			data, err := ec.unmarshalOWebhookEndpointWhereInput2ᚕᚖgatehouseᚋentᚐWebhookEndpointWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.And = data
+		case "or":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("or"))
+			data, err := ec.unmarshalOWebhookEndpointWhereInput2ᚕᚖgatehouseᚋentᚐWebhookEndpointWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Or = data
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalOID2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		case "idNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idNEQ"))
+			data, err := ec.unmarshalOID2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDNEQ = data
+		case "idIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idIn"))
+			data, err := ec.unmarshalOID2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDIn = data
+		case "idNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idNotIn"))
+			data, err := ec.unmarshalOID2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDNotIn = data
+		case "idGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idGT"))
+			data, err := ec.unmarshalOID2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDGT = data
+		case "idGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idGTE"))
+			data, err := ec.unmarshalOID2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDGTE = data
+		case "idLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idLT"))
+			data, err := ec.unmarshalOID2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDLT = data
+		case "idLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idLTE"))
+			data, err := ec.unmarshalOID2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IDLTE = data
+		case "appID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appID"))
+			data, err := ec.unmarshalOID2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppID = data
+		case "appIDNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appIDNEQ"))
+			data, err := ec.unmarshalOID2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppIDNEQ = data
+		case "appIDIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appIDIn"))
+			data, err := ec.unmarshalOID2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppIDIn = data
+		case "appIDNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("appIDNotIn"))
+			data, err := ec.unmarshalOID2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AppIDNotIn = data
+		case "url":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("url"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.URL = data
+		case "urlNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("urlNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.URLNEQ = data
+		case "urlIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("urlIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.URLIn = data
+		case "urlNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("urlNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.URLNotIn = data
+		case "urlGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("urlGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.URLGT = data
+		case "urlGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("urlGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.URLGTE = data
+		case "urlLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("urlLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.URLLT = data
+		case "urlLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("urlLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.URLLTE = data
+		case "urlContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("urlContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.URLContains = data
+		case "urlHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("urlHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.URLHasPrefix = data
+		case "urlHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("urlHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.URLHasSuffix = data
+		case "urlEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("urlEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.URLEqualFold = data
+		case "urlContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("urlContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.URLContainsFold = data
+		case "description":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("description"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Description = data
+		case "descriptionNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("descriptionNEQ"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DescriptionNEQ = data
+		case "descriptionIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("descriptionIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DescriptionIn = data
+		case "descriptionNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("descriptionNotIn"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DescriptionNotIn = data
+		case "descriptionGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("descriptionGT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DescriptionGT = data
+		case "descriptionGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("descriptionGTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DescriptionGTE = data
+		case "descriptionLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("descriptionLT"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DescriptionLT = data
+		case "descriptionLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("descriptionLTE"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DescriptionLTE = data
+		case "descriptionContains":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("descriptionContains"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DescriptionContains = data
+		case "descriptionHasPrefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("descriptionHasPrefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DescriptionHasPrefix = data
+		case "descriptionHasSuffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("descriptionHasSuffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DescriptionHasSuffix = data
+		case "descriptionEqualFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("descriptionEqualFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DescriptionEqualFold = data
+		case "descriptionContainsFold":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("descriptionContainsFold"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DescriptionContainsFold = data
+		case "enabled":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("enabled"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Enabled = data
+		case "enabledNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("enabledNEQ"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.EnabledNEQ = data
+		case "previousSecretExpiresAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("previousSecretExpiresAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PreviousSecretExpiresAt = data
+		case "previousSecretExpiresAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("previousSecretExpiresAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PreviousSecretExpiresAtNEQ = data
+		case "previousSecretExpiresAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("previousSecretExpiresAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PreviousSecretExpiresAtIn = data
+		case "previousSecretExpiresAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("previousSecretExpiresAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PreviousSecretExpiresAtNotIn = data
+		case "previousSecretExpiresAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("previousSecretExpiresAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PreviousSecretExpiresAtGT = data
+		case "previousSecretExpiresAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("previousSecretExpiresAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PreviousSecretExpiresAtGTE = data
+		case "previousSecretExpiresAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("previousSecretExpiresAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PreviousSecretExpiresAtLT = data
+		case "previousSecretExpiresAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("previousSecretExpiresAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PreviousSecretExpiresAtLTE = data
+		case "previousSecretExpiresAtIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("previousSecretExpiresAtIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PreviousSecretExpiresAtIsNil = data
+		case "previousSecretExpiresAtNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("previousSecretExpiresAtNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PreviousSecretExpiresAtNotNil = data
+		case "rateLimit":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("rateLimit"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RateLimit = data
+		case "rateLimitNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("rateLimitNEQ"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RateLimitNEQ = data
+		case "rateLimitIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("rateLimitIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RateLimitIn = data
+		case "rateLimitNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("rateLimitNotIn"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RateLimitNotIn = data
+		case "rateLimitGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("rateLimitGT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RateLimitGT = data
+		case "rateLimitGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("rateLimitGTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RateLimitGTE = data
+		case "rateLimitLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("rateLimitLT"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RateLimitLT = data
+		case "rateLimitLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("rateLimitLTE"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RateLimitLTE = data
+		case "rateLimitIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("rateLimitIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RateLimitIsNil = data
+		case "rateLimitNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("rateLimitNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RateLimitNotNil = data
+		case "createTime":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createTime"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreateTime = data
+		case "createTimeNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createTimeNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreateTimeNEQ = data
+		case "createTimeIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createTimeIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreateTimeIn = data
+		case "createTimeNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createTimeNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreateTimeNotIn = data
+		case "createTimeGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createTimeGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreateTimeGT = data
+		case "createTimeGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createTimeGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreateTimeGTE = data
+		case "createTimeLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createTimeLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreateTimeLT = data
+		case "createTimeLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("createTimeLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CreateTimeLTE = data
+		case "updateTime":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("updateTime"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UpdateTime = data
+		case "updateTimeNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("updateTimeNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UpdateTimeNEQ = data
+		case "updateTimeIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("updateTimeIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UpdateTimeIn = data
+		case "updateTimeNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("updateTimeNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UpdateTimeNotIn = data
+		case "updateTimeGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("updateTimeGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UpdateTimeGT = data
+		case "updateTimeGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("updateTimeGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UpdateTimeGTE = data
+		case "updateTimeLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("updateTimeLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UpdateTimeLT = data
+		case "updateTimeLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("updateTimeLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UpdateTimeLTE = data
+		case "hasApp":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasApp"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasApp = data
+		case "hasAppWith":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hasAppWith"))
+			data, err := ec.unmarshalOPartnerAppWhereInput2ᚕᚖgatehouseᚋentᚐPartnerAppWhereInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HasAppWith = data
 		}
 	}
 	return it, nil
@@ -23018,6 +24316,11 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 	switch obj := (obj).(type) {
 	case nil:
 		return graphql.Null
+	case *ent.WebhookEndpoint:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._WebhookEndpoint(ctx, sel, obj)
 	case *ent.WebhookDelivery:
 		if obj == nil {
 			return graphql.Null
@@ -25006,6 +26309,44 @@ func (ec *executionContext) _PartnerApp(ctx context.Context, sel ast.SelectionSe
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "webhookEndpoints":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._PartnerApp_webhookEndpoints(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "usages":
 			field := field
 
@@ -26138,6 +27479,11 @@ func (ec *executionContext) _WebhookDelivery(ctx context.Context, sel ast.Select
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "endpointID":
+			out.Values[i] = ec._WebhookDelivery_endpointID(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "eventID":
 			out.Values[i] = ec._WebhookDelivery_eventID(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -26252,6 +27598,44 @@ func (ec *executionContext) _WebhookDelivery(ctx context.Context, sel ast.Select
 				}()
 				res = ec._WebhookDelivery_attempts(ctx, field, obj)
 				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "endpoint":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._WebhookDelivery_endpoint(ctx, field, obj)
+				if res == graphql.RequiredNull {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
 				return res
@@ -26408,6 +27792,127 @@ func (ec *executionContext) _WebhookDeliveryEdge(ctx context.Context, sel ast.Se
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var webhookEndpointImplementors = []string{"WebhookEndpoint", "Node"}
+
+func (ec *executionContext) _WebhookEndpoint(ctx context.Context, sel ast.SelectionSet, obj *ent.WebhookEndpoint) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, webhookEndpointImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("WebhookEndpoint")
+		case "id":
+			out.Values[i] = ec._WebhookEndpoint_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "appID":
+			out.Values[i] = ec._WebhookEndpoint_appID(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "url":
+			out.Values[i] = ec._WebhookEndpoint_url(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "description":
+			out.Values[i] = ec._WebhookEndpoint_description(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "eventTypes":
+			out.Values[i] = ec._WebhookEndpoint_eventTypes(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "enabled":
+			out.Values[i] = ec._WebhookEndpoint_enabled(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "previousSecretExpiresAt":
+			out.Values[i] = ec._WebhookEndpoint_previousSecretExpiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "rateLimit":
+			out.Values[i] = ec._WebhookEndpoint_rateLimit(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "createTime":
+			out.Values[i] = ec._WebhookEndpoint_createTime(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "updateTime":
+			out.Values[i] = ec._WebhookEndpoint_updateTime(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "app":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._WebhookEndpoint_app(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -27838,6 +29343,21 @@ func (ec *executionContext) marshalNWebhookDeliveryStatus2gatehouseᚋentᚋwebh
 
 func (ec *executionContext) unmarshalNWebhookDeliveryWhereInput2ᚖgatehouseᚋentᚐWebhookDeliveryWhereInput(ctx context.Context, v any) (*ent.WebhookDeliveryWhereInput, error) {
 	res, err := ec.unmarshalInputWebhookDeliveryWhereInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNWebhookEndpoint2ᚖgatehouseᚋentᚐWebhookEndpoint(ctx context.Context, sel ast.SelectionSet, v *ent.WebhookEndpoint) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._WebhookEndpoint(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNWebhookEndpointWhereInput2ᚖgatehouseᚋentᚐWebhookEndpointWhereInput(ctx context.Context, v any) (*ent.WebhookEndpointWhereInput, error) {
+	res, err := ec.unmarshalInputWebhookEndpointWhereInput(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
@@ -29336,6 +30856,57 @@ func (ec *executionContext) unmarshalOWebhookDeliveryWhereInput2ᚖgatehouseᚋe
 		return nil, nil
 	}
 	res, err := ec.unmarshalInputWebhookDeliveryWhereInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOWebhookEndpoint2ᚕᚖgatehouseᚋentᚐWebhookEndpointᚄ(ctx context.Context, sel ast.SelectionSet, v []*ent.WebhookEndpoint) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNWebhookEndpoint2ᚖgatehouseᚋentᚐWebhookEndpoint(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalOWebhookEndpoint2ᚖgatehouseᚋentᚐWebhookEndpoint(ctx context.Context, sel ast.SelectionSet, v *ent.WebhookEndpoint) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._WebhookEndpoint(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOWebhookEndpointWhereInput2ᚕᚖgatehouseᚋentᚐWebhookEndpointWhereInputᚄ(ctx context.Context, v any) ([]*ent.WebhookEndpointWhereInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*ent.WebhookEndpointWhereInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNWebhookEndpointWhereInput2ᚖgatehouseᚋentᚐWebhookEndpointWhereInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) unmarshalOWebhookEndpointWhereInput2ᚖgatehouseᚋentᚐWebhookEndpointWhereInput(ctx context.Context, v any) (*ent.WebhookEndpointWhereInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputWebhookEndpointWhereInput(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 

@@ -346,7 +346,7 @@ var (
 	// WebhookDeliveriesColumns holds the columns for the "webhook_deliveries" table.
 	WebhookDeliveriesColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeInt, Increment: true},
-		{Name: "event_id", Type: field.TypeString, Unique: true, Size: 64},
+		{Name: "event_id", Type: field.TypeString, Size: 64},
 		{Name: "event_type", Type: field.TypeString, Size: 64},
 		{Name: "biz_data", Type: field.TypeString, Size: 2147483647},
 		{Name: "callback_url", Type: field.TypeString, Size: 2048},
@@ -362,6 +362,7 @@ var (
 		{Name: "traceparent", Type: field.TypeString, Nullable: true, Size: 128},
 		{Name: "tracestate", Type: field.TypeString, Nullable: true, Size: 512},
 		{Name: "app_id", Type: field.TypeInt},
+		{Name: "endpoint_id", Type: field.TypeInt, Nullable: true},
 	}
 	// WebhookDeliveriesTable holds the schema information for the "webhook_deliveries" table.
 	WebhookDeliveriesTable = &schema.Table{
@@ -374,6 +375,12 @@ var (
 				Columns:    []*schema.Column{WebhookDeliveriesColumns[16]},
 				RefColumns: []*schema.Column{PartnerAppsColumns[0]},
 				OnDelete:   schema.NoAction,
+			},
+			{
+				Symbol:     "webhook_deliveries_webhook_endpoints_deliveries",
+				Columns:    []*schema.Column{WebhookDeliveriesColumns[17]},
+				RefColumns: []*schema.Column{WebhookEndpointsColumns[0]},
+				OnDelete:   schema.SetNull,
 			},
 		},
 		Indexes: []*schema.Index{
@@ -391,9 +398,63 @@ var (
 				},
 			},
 			{
+				Name:    "webhookdelivery_endpoint_id_status_next_attempt_at",
+				Unique:  false,
+				Columns: []*schema.Column{WebhookDeliveriesColumns[17], WebhookDeliveriesColumns[5], WebhookDeliveriesColumns[9]},
+			},
+			{
+				Name:    "webhookdelivery_leased_by_endpoint",
+				Unique:  false,
+				Columns: []*schema.Column{WebhookDeliveriesColumns[17], WebhookDeliveriesColumns[10]},
+				Annotation: &entsql.IndexAnnotation{
+					Where: "lease_until IS NOT NULL",
+				},
+			},
+			{
+				Name:    "webhookdelivery_event_id_endpoint_id",
+				Unique:  true,
+				Columns: []*schema.Column{WebhookDeliveriesColumns[1], WebhookDeliveriesColumns[17]},
+			},
+			{
 				Name:    "webhookdelivery_update_time_status",
 				Unique:  false,
 				Columns: []*schema.Column{WebhookDeliveriesColumns[13], WebhookDeliveriesColumns[5]},
+			},
+		},
+	}
+	// WebhookEndpointsColumns holds the columns for the "webhook_endpoints" table.
+	WebhookEndpointsColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "url", Type: field.TypeString, Size: 2048},
+		{Name: "description", Type: field.TypeString, Size: 1024, Default: ""},
+		{Name: "event_types", Type: field.TypeJSON, Nullable: true},
+		{Name: "enabled", Type: field.TypeBool, Default: true},
+		{Name: "secret", Type: field.TypeBytes},
+		{Name: "previous_secret", Type: field.TypeBytes, Nullable: true},
+		{Name: "previous_secret_expires_at", Type: field.TypeTime, Nullable: true},
+		{Name: "rate_limit", Type: field.TypeInt, Nullable: true},
+		{Name: "create_time", Type: field.TypeTime},
+		{Name: "update_time", Type: field.TypeTime},
+		{Name: "app_id", Type: field.TypeInt},
+	}
+	// WebhookEndpointsTable holds the schema information for the "webhook_endpoints" table.
+	WebhookEndpointsTable = &schema.Table{
+		Name:       "webhook_endpoints",
+		Columns:    WebhookEndpointsColumns,
+		PrimaryKey: []*schema.Column{WebhookEndpointsColumns[0]},
+		ForeignKeys: []*schema.ForeignKey{
+			{
+				Symbol:     "webhook_endpoints_partner_apps_webhook_endpoints",
+				Columns:    []*schema.Column{WebhookEndpointsColumns[11]},
+				RefColumns: []*schema.Column{PartnerAppsColumns[0]},
+				OnDelete:   schema.NoAction,
+			},
+		},
+		Indexes: []*schema.Index{
+			{
+				Name:    "webhookendpoint_app_id_enabled",
+				Unique:  false,
+				Columns: []*schema.Column{WebhookEndpointsColumns[11], WebhookEndpointsColumns[4]},
 			},
 		},
 	}
@@ -456,6 +517,7 @@ var (
 		TokenRevocationsTable,
 		UsersTable,
 		WebhookDeliveriesTable,
+		WebhookEndpointsTable,
 		WebhookEventTypesTable,
 		WebhookPublicationsTable,
 	}
@@ -470,4 +532,6 @@ func init() {
 	OauthTokensTable.ForeignKeys[1].RefTable = UsersTable
 	OrdersTable.ForeignKeys[0].RefTable = PartnerAppsTable
 	WebhookDeliveriesTable.ForeignKeys[0].RefTable = PartnerAppsTable
+	WebhookDeliveriesTable.ForeignKeys[1].RefTable = WebhookEndpointsTable
+	WebhookEndpointsTable.ForeignKeys[0].RefTable = PartnerAppsTable
 }

@@ -50,6 +50,8 @@ const (
 	EdgeOrders = "orders"
 	// EdgeWebhookDeliveries holds the string denoting the webhook_deliveries edge name in mutations.
 	EdgeWebhookDeliveries = "webhook_deliveries"
+	// EdgeWebhookEndpoints holds the string denoting the webhook_endpoints edge name in mutations.
+	EdgeWebhookEndpoints = "webhook_endpoints"
 	// EdgeUsages holds the string denoting the usages edge name in mutations.
 	EdgeUsages = "usages"
 	// EdgeAuthCodes holds the string denoting the auth_codes edge name in mutations.
@@ -72,6 +74,13 @@ const (
 	WebhookDeliveriesInverseTable = "webhook_deliveries"
 	// WebhookDeliveriesColumn is the table column denoting the webhook_deliveries relation/edge.
 	WebhookDeliveriesColumn = "app_id"
+	// WebhookEndpointsTable is the table that holds the webhook_endpoints relation/edge.
+	WebhookEndpointsTable = "webhook_endpoints"
+	// WebhookEndpointsInverseTable is the table name for the WebhookEndpoint entity.
+	// It exists in this package in order to avoid circular dependency with the "webhookendpoint" package.
+	WebhookEndpointsInverseTable = "webhook_endpoints"
+	// WebhookEndpointsColumn is the table column denoting the webhook_endpoints relation/edge.
+	WebhookEndpointsColumn = "app_id"
 	// UsagesTable is the table that holds the usages relation/edge.
 	UsagesTable = "api_usages"
 	// UsagesInverseTable is the table name for the APIUsage entity.
@@ -235,6 +244,20 @@ func ByWebhookDeliveries(term sql.OrderTerm, terms ...sql.OrderTerm) OrderOption
 	}
 }
 
+// ByWebhookEndpointsCount orders the results by webhook_endpoints count.
+func ByWebhookEndpointsCount(opts ...sql.OrderTermOption) OrderOption {
+	return func(s *sql.Selector) {
+		sqlgraph.OrderByNeighborsCount(s, newWebhookEndpointsStep(), opts...)
+	}
+}
+
+// ByWebhookEndpoints orders the results by webhook_endpoints terms.
+func ByWebhookEndpoints(term sql.OrderTerm, terms ...sql.OrderTerm) OrderOption {
+	return func(s *sql.Selector) {
+		sqlgraph.OrderByNeighborTerms(s, newWebhookEndpointsStep(), append([]sql.OrderTerm{term}, terms...)...)
+	}
+}
+
 // ByUsagesCount orders the results by usages count.
 func ByUsagesCount(opts ...sql.OrderTermOption) OrderOption {
 	return func(s *sql.Selector) {
@@ -288,6 +311,13 @@ func newWebhookDeliveriesStep() *sqlgraph.Step {
 		sqlgraph.From(Table, FieldID),
 		sqlgraph.To(WebhookDeliveriesInverseTable, FieldID),
 		sqlgraph.Edge(sqlgraph.O2M, false, WebhookDeliveriesTable, WebhookDeliveriesColumn),
+	)
+}
+func newWebhookEndpointsStep() *sqlgraph.Step {
+	return sqlgraph.NewStep(
+		sqlgraph.From(Table, FieldID),
+		sqlgraph.To(WebhookEndpointsInverseTable, FieldID),
+		sqlgraph.Edge(sqlgraph.O2M, false, WebhookEndpointsTable, WebhookEndpointsColumn),
 	)
 }
 func newUsagesStep() *sqlgraph.Step {

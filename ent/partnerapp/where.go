@@ -896,6 +896,29 @@ func HasWebhookDeliveriesWith(preds ...predicate.WebhookDelivery) predicate.Part
 	})
 }
 
+// HasWebhookEndpoints applies the HasEdge predicate on the "webhook_endpoints" edge.
+func HasWebhookEndpoints() predicate.PartnerApp {
+	return predicate.PartnerApp(func(s *sql.Selector) {
+		step := sqlgraph.NewStep(
+			sqlgraph.From(Table, FieldID),
+			sqlgraph.Edge(sqlgraph.O2M, false, WebhookEndpointsTable, WebhookEndpointsColumn),
+		)
+		sqlgraph.HasNeighbors(s, step)
+	})
+}
+
+// HasWebhookEndpointsWith applies the HasEdge predicate on the "webhook_endpoints" edge with a given conditions (other predicates).
+func HasWebhookEndpointsWith(preds ...predicate.WebhookEndpoint) predicate.PartnerApp {
+	return predicate.PartnerApp(func(s *sql.Selector) {
+		step := newWebhookEndpointsStep()
+		sqlgraph.HasNeighborsWith(s, step, func(s *sql.Selector) {
+			for _, p := range preds {
+				p(s)
+			}
+		})
+	})
+}
+
 // HasUsages applies the HasEdge predicate on the "usages" edge.
 func HasUsages() predicate.PartnerApp {
 	return predicate.PartnerApp(func(s *sql.Selector) {

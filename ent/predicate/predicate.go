@@ -48,6 +48,9 @@ type User func(*sql.Selector)
 // WebhookDelivery is the predicate function for webhookdelivery builders.
 type WebhookDelivery func(*sql.Selector)
 
+// WebhookEndpoint is the predicate function for webhookendpoint builders.
+type WebhookEndpoint func(*sql.Selector)
+
 // WebhookEventType is the predicate function for webhookeventtype builders.
 type WebhookEventType func(*sql.Selector)
 

@@ -31,6 +31,10 @@ func (PartnerApp) Fields() []ent.Field {
 			Annotations(entgql.OrderField("STATUS")),
 		field.Int("rate_limit").Default(1000).Range(1, 1_000_000),
 		field.Time("expire_date").Optional().Nillable(),
+		// callback_url and the webhook secrets speak for the app's first
+		// webhook endpoint (deprecated; internal/webhook keeps them equal
+		// to it). An app without endpoints keeps its webhook secret for
+		// the first one it gets through callbackURL.
 		field.String("callback_url").Optional().MaxLen(2048),
 		// webhook_secret is the webhook signing secret sealed with the master key.
 		field.Bytes("webhook_secret").Optional().Nillable().Sensitive(),
@@ -53,6 +57,7 @@ func (PartnerApp) Edges() []ent.Edge {
 	return []ent.Edge{
 		edge.To("orders", Order.Type).Annotations(entgql.RelayConnection()),
 		edge.To("webhook_deliveries", WebhookDelivery.Type).Annotations(entgql.RelayConnection()),
+		edge.To("webhook_endpoints", WebhookEndpoint.Type),
 		edge.To("usages", APIUsage.Type).Annotations(entgql.RelayConnection()),
 		edge.To("auth_codes", AuthCode.Type).Annotations(entgql.Skip(entgql.SkipAll)),
 		edge.To("oauth_tokens", OAuthToken.Type).Annotations(entgql.Skip(entgql.SkipAll)),

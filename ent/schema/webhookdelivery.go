@@ -21,7 +21,12 @@ type WebhookDelivery struct {
 func (WebhookDelivery) Fields() []ent.Field {
 	return []ent.Field{
 		field.Int("app_id").Immutable(),
-		field.String("event_id").MaxLen(64).NotEmpty().Unique().Immutable(),
+		// endpoint_id is the endpoint the delivery goes to (null once the
+		// endpoint was deleted: its waiting deliveries were cancelled).
+		field.Int("endpoint_id").Optional().Nillable(),
+		// event_id is the message id (webhook-id): one event fanned out to
+		// several endpoints has one id and one delivery per endpoint.
+		field.String("event_id").MaxLen(64).NotEmpty().Immutable(),
 		field.String("event_type").MaxLen(64).NotEmpty().Immutable().
 			Annotations(entgql.OrderField("EVENT_TYPE")),
 		field.Text("biz_data").Immutable(),
@@ -58,6 +63,7 @@ func (WebhookDelivery) Edges() []ent.Edge {
 	return []ent.Edge{
 		edge.From("app", PartnerApp.Type).Ref("webhook_deliveries").Field("app_id").Unique().Required().Immutable(),
 		edge.To("attempts", DeliveryAttempt.Type).Annotations(entgql.RelayConnection()),
+		edge.From("endpoint", WebhookEndpoint.Type).Ref("deliveries").Field("endpoint_id").Unique(),
 	}
 }
 
@@ -71,6 +77,14 @@ func (WebhookDelivery) Indexes() []ent.Index {
 		index.Fields("app_id", "status", "next_attempt_at"),
 		index.Fields("app_id", "lease_until").
 			Annotations(entsql.IndexWhere("lease_until IS NOT NULL")).StorageKey("webhookdelivery_leased_by_app"),
+		// The same two per endpoint: the claim walks each endpoint's
+		// waiting deliveries in due order and counts its leases (its
+		// share of the app's in-flight cap).
+		index.Fields("endpoint_id", "status", "next_attempt_at"),
+		index.Fields("endpoint_id", "lease_until").
+			Annotations(entsql.IndexWhere("lease_until IS NOT NULL")).StorageKey("webhookdelivery_leased_by_endpoint"),
+		// One delivery per (message, endpoint).
+		index.Fields("event_id", "endpoint_id").Unique(),
 		// Retention finds final deliveries by age: update_time first, with
 		// the status read from the index as it goes. Not (status, …): with
 		// the statistics of a quiet outbox (nearly every row final),

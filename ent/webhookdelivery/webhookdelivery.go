@@ -19,6 +19,8 @@ const (
 	FieldID = "id"
 	// FieldAppID holds the string denoting the app_id field in the database.
 	FieldAppID = "app_id"
+	// FieldEndpointID holds the string denoting the endpoint_id field in the database.
+	FieldEndpointID = "endpoint_id"
 	// FieldEventID holds the string denoting the event_id field in the database.
 	FieldEventID = "event_id"
 	// FieldEventType holds the string denoting the event_type field in the database.
@@ -53,6 +55,8 @@ const (
 	EdgeApp = "app"
 	// EdgeAttempts holds the string denoting the attempts edge name in mutations.
 	EdgeAttempts = "attempts"
+	// EdgeEndpoint holds the string denoting the endpoint edge name in mutations.
+	EdgeEndpoint = "endpoint"
 	// Table holds the table name of the webhookdelivery in the database.
 	Table = "webhook_deliveries"
 	// AppTable is the table that holds the app relation/edge.
@@ -69,12 +73,20 @@ const (
 	AttemptsInverseTable = "delivery_attempts"
 	// AttemptsColumn is the table column denoting the attempts relation/edge.
 	AttemptsColumn = "delivery_id"
+	// EndpointTable is the table that holds the endpoint relation/edge.
+	EndpointTable = "webhook_deliveries"
+	// EndpointInverseTable is the table name for the WebhookEndpoint entity.
+	// It exists in this package in order to avoid circular dependency with the "webhookendpoint" package.
+	EndpointInverseTable = "webhook_endpoints"
+	// EndpointColumn is the table column denoting the endpoint relation/edge.
+	EndpointColumn = "endpoint_id"
 )
 
 // Columns holds all SQL columns for webhookdelivery fields.
 var Columns = []string{
 	FieldID,
 	FieldAppID,
+	FieldEndpointID,
 	FieldEventID,
 	FieldEventType,
 	FieldBizData,
@@ -177,6 +189,11 @@ func ByAppID(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldAppID, opts...).ToFunc()
 }
 
+// ByEndpointID orders the results by the endpoint_id field.
+func ByEndpointID(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldEndpointID, opts...).ToFunc()
+}
+
 // ByEventID orders the results by the event_id field.
 func ByEventID(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldEventID, opts...).ToFunc()
@@ -272,6 +289,13 @@ func ByAttempts(term sql.OrderTerm, terms ...sql.OrderTerm) OrderOption {
 		sqlgraph.OrderByNeighborTerms(s, newAttemptsStep(), append([]sql.OrderTerm{term}, terms...)...)
 	}
 }
+
+// ByEndpointField orders the results by endpoint field.
+func ByEndpointField(field string, opts ...sql.OrderTermOption) OrderOption {
+	return func(s *sql.Selector) {
+		sqlgraph.OrderByNeighborTerms(s, newEndpointStep(), sql.OrderByField(field, opts...))
+	}
+}
 func newAppStep() *sqlgraph.Step {
 	return sqlgraph.NewStep(
 		sqlgraph.From(Table, FieldID),
@@ -284,6 +308,13 @@ func newAttemptsStep() *sqlgraph.Step {
 		sqlgraph.From(Table, FieldID),
 		sqlgraph.To(AttemptsInverseTable, FieldID),
 		sqlgraph.Edge(sqlgraph.O2M, false, AttemptsTable, AttemptsColumn),
+	)
+}
+func newEndpointStep() *sqlgraph.Step {
+	return sqlgraph.NewStep(
+		sqlgraph.From(Table, FieldID),
+		sqlgraph.To(EndpointInverseTable, FieldID),
+		sqlgraph.Edge(sqlgraph.M2O, true, EndpointTable, EndpointColumn),
 	)
 }
 

@@ -60,6 +60,11 @@ func AppID(v int) predicate.WebhookDelivery {
 	return predicate.WebhookDelivery(sql.FieldEQ(FieldAppID, v))
 }
 
+// EndpointID applies equality check predicate on the "endpoint_id" field. It's identical to EndpointIDEQ.
+func EndpointID(v int) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldEQ(FieldEndpointID, v))
+}
+
 // EventID applies equality check predicate on the "event_id" field. It's identical to EventIDEQ.
 func EventID(v string) predicate.WebhookDelivery {
 	return predicate.WebhookDelivery(sql.FieldEQ(FieldEventID, v))
@@ -148,6 +153,36 @@ func AppIDIn(vs ...int) predicate.WebhookDelivery {
 // AppIDNotIn applies the NotIn predicate on the "app_id" field.
 func AppIDNotIn(vs ...int) predicate.WebhookDelivery {
 	return predicate.WebhookDelivery(sql.FieldNotIn(FieldAppID, vs...))
+}
+
+// EndpointIDEQ applies the EQ predicate on the "endpoint_id" field.
+func EndpointIDEQ(v int) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldEQ(FieldEndpointID, v))
+}
+
+// EndpointIDNEQ applies the NEQ predicate on the "endpoint_id" field.
+func EndpointIDNEQ(v int) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldNEQ(FieldEndpointID, v))
+}
+
+// EndpointIDIn applies the In predicate on the "endpoint_id" field.
+func EndpointIDIn(vs ...int) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldIn(FieldEndpointID, vs...))
+}
+
+// EndpointIDNotIn applies the NotIn predicate on the "endpoint_id" field.
+func EndpointIDNotIn(vs ...int) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldNotIn(FieldEndpointID, vs...))
+}
+
+// EndpointIDIsNil applies the IsNil predicate on the "endpoint_id" field.
+func EndpointIDIsNil() predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldIsNull(FieldEndpointID))
+}
+
+// EndpointIDNotNil applies the NotNil predicate on the "endpoint_id" field.
+func EndpointIDNotNil() predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(sql.FieldNotNull(FieldEndpointID))
 }
 
 // EventIDEQ applies the EQ predicate on the "event_id" field.
@@ -983,6 +1018,29 @@ func HasAttempts() predicate.WebhookDelivery {
 func HasAttemptsWith(preds ...predicate.DeliveryAttempt) predicate.WebhookDelivery {
 	return predicate.WebhookDelivery(func(s *sql.Selector) {
 		step := newAttemptsStep()
+		sqlgraph.HasNeighborsWith(s, step, func(s *sql.Selector) {
+			for _, p := range preds {
+				p(s)
+			}
+		})
+	})
+}
+
+// HasEndpoint applies the HasEdge predicate on the "endpoint" edge.
+func HasEndpoint() predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(func(s *sql.Selector) {
+		step := sqlgraph.NewStep(
+			sqlgraph.From(Table, FieldID),
+			sqlgraph.Edge(sqlgraph.M2O, true, EndpointTable, EndpointColumn),
+		)
+		sqlgraph.HasNeighbors(s, step)
+	})
+}
+
+// HasEndpointWith applies the HasEdge predicate on the "endpoint" edge with a given conditions (other predicates).
+func HasEndpointWith(preds ...predicate.WebhookEndpoint) predicate.WebhookDelivery {
+	return predicate.WebhookDelivery(func(s *sql.Selector) {
+		step := newEndpointStep()
 		sqlgraph.HasNeighborsWith(s, step, func(s *sql.Selector) {
 			for _, p := range preds {
 				p(s)

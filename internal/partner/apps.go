@@ -13,6 +13,8 @@ import (
 	"gatehouse/ent/partnerapp"
 	"gatehouse/internal/errs"
 	"gatehouse/internal/secret"
+	"gatehouse/internal/store"
+	hooks "gatehouse/internal/webhook"
 )
 
 // Limits of the app fields (createPartnerApp, docs/admin-graphql.md).
@@ -129,20 +131,29 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (App, Secrets, err
 		return App{}, Secrets{}, fmt.Errorf("seal webhook secret: %w", err)
 	}
 	now := s.now()
-	c := s.client.PartnerApp.Create().
-		SetAppName(name).
-		SetAppKey(key).
-		SetSecret(sealedApp).
-		SetWebhookSecret(sealedHook).
-		SetStatus(int(Enabled)).
-		SetRateLimit(rate).
-		SetNillableExpireDate(dateOf(in.ExpireDate)).
-		SetCallbackURL(in.CallbackURL).
-		SetRedirectUris(redirects).
-		SetScopes(scopes).
-		SetCreateTime(now).
-		SetUpdateTime(now)
-	row, err := c.Save(ctx)
+	var row *ent.PartnerApp
+	err = store.WithTx(ctx, s.client, func(tx *ent.Tx) error {
+		var err error
+		row, err = tx.PartnerApp.Create().
+			SetAppName(name).
+			SetAppKey(key).
+			SetSecret(sealedApp).
+			SetWebhookSecret(sealedHook).
+			SetStatus(int(Enabled)).
+			SetRateLimit(rate).
+			SetNillableExpireDate(dateOf(in.ExpireDate)).
+			SetCallbackURL(in.CallbackURL).
+			SetRedirectUris(redirects).
+			SetScopes(scopes).
+			SetCreateTime(now).
+			SetUpdateTime(now).
+			Save(ctx)
+		if err != nil {
+			return err
+		}
+		// The callback URL becomes the app's first webhook endpoint.
+		return hooks.SyncFirstEndpoint(ctx, tx.Client(), row.ID)
+	})
 	if ent.IsConstraintError(err) {
 		return App{}, Secrets{}, fmt.Errorf("%w: %q", ErrConflict, key)
 	}
@@ -157,30 +168,64 @@ func (s *Service) Create(ctx context.Context, in CreateInput) (App, Secrets, err
 // Update changes the given fields of app id. Changes reach every replica's
 // signed-request checks within [DefaultCacheTTL].
 func (s *Service) Update(ctx context.Context, id int, in UpdateInput) (App, error) {
-	u := s.client.PartnerApp.UpdateOneID(id).SetUpdateTime(s.now())
+	return s.update(ctx, id, in)
+}
+
+func (s *Service) update(ctx context.Context, id int, in UpdateInput) (App, error) {
+	var row *ent.PartnerApp
+	err := store.WithTx(ctx, s.client, func(tx *ent.Tx) error {
+		u, err := s.updateOf(ctx, tx.PartnerApp.UpdateOneID(id).SetUpdateTime(s.now()), id, in)
+		if err != nil {
+			return err
+		}
+		if row, err = u.Save(ctx); err != nil {
+			return err
+		}
+		if in.CallbackURL != nil {
+			// The first webhook endpoint follows the callback URL.
+			return hooks.SyncFirstEndpoint(ctx, tx.Client(), id)
+		}
+		return nil
+	})
+	if ent.IsNotFound(err) {
+		return App{}, ErrNotFound
+	}
+	var ve *errs.Error
+	if errors.As(err, &ve) {
+		return App{}, err
+	}
+	if err != nil {
+		return App{}, fmt.Errorf("update partner app %d: %w", id, err)
+	}
+	s.cache.forget(row.AppKey)
+	return fromEnt(row), nil
+}
+
+// updateOf adds in's changes to u (the update of app id).
+func (s *Service) updateOf(ctx context.Context, u *ent.PartnerAppUpdateOne, id int, in UpdateInput) (*ent.PartnerAppUpdateOne, error) {
 	if in.AppName != nil {
 		name, err := normalizeAppName(*in.AppName)
 		if err != nil {
-			return App{}, err
+			return nil, err
 		}
 		u.SetAppName(name)
 	}
 	if in.Status != nil {
 		if *in.Status != Enabled && *in.Status != Disabled {
-			return App{}, errs.Invalid("status", "must be 0 (disabled) or 1 (enabled)")
+			return nil, errs.Invalid("status", "must be 0 (disabled) or 1 (enabled)")
 		}
 		u.SetStatus(int(*in.Status))
 	}
 	if in.RateLimit != nil {
 		rate, err := validateRateLimit(*in.RateLimit)
 		if err != nil {
-			return App{}, err
+			return nil, err
 		}
 		u.SetRateLimit(rate)
 	}
 	switch {
 	case in.ClearExpireDate && in.ExpireDate != nil:
-		return App{}, errs.Invalid("expireDate", "cannot be set and cleared at once")
+		return nil, errs.Invalid("expireDate", "cannot be set and cleared at once")
 	case in.ClearExpireDate:
 		u.ClearExpireDate()
 	case in.ExpireDate != nil:
@@ -192,13 +237,13 @@ func (s *Service) Update(ctx context.Context, id int, in UpdateInput) (App, erro
 			// to loopback).
 			key, err := s.client.PartnerApp.Query().Where(partnerapp.ID(id)).Select(partnerapp.FieldAppKey).String(ctx)
 			if ent.IsNotFound(err) {
-				return App{}, ErrNotFound
+				return nil, ErrNotFound
 			}
 			if err != nil {
-				return App{}, fmt.Errorf("update app %d: %w", id, err)
+				return nil, fmt.Errorf("update app %d: %w", id, err)
 			}
 			if err := s.validateCallback(key, *in.CallbackURL); err != nil {
-				return App{}, err
+				return nil, err
 			}
 		}
 		u.SetCallbackURL(*in.CallbackURL)
@@ -206,26 +251,18 @@ func (s *Service) Update(ctx context.Context, id int, in UpdateInput) (App, erro
 	if in.RedirectURIs != nil {
 		r, err := normalizeRedirectURIs(*in.RedirectURIs)
 		if err != nil {
-			return App{}, err
+			return nil, err
 		}
 		u.SetRedirectUris(r)
 	}
 	if in.Scopes != nil {
 		sc, err := normalizeScopes(*in.Scopes)
 		if err != nil {
-			return App{}, err
+			return nil, err
 		}
 		u.SetScopes(sc)
 	}
-	row, err := u.Save(ctx)
-	if ent.IsNotFound(err) {
-		return App{}, ErrNotFound
-	}
-	if err != nil {
-		return App{}, fmt.Errorf("update partner app %d: %w", id, err)
-	}
-	s.cache.forget(row.AppKey)
-	return fromEnt(row), nil
+	return u, nil
 }
 
 // RotateSecret gives app id a new app secret and returns it. The replaced
@@ -272,23 +309,31 @@ func (s *Service) rotate(ctx context.Context, id int, plain string, webhook bool
 			return nil, fmt.Errorf("rotate secret of app %d: %w", id, err)
 		}
 		now := s.now()
-		u := s.client.PartnerApp.Update().Where(partnerapp.ID(id)).SetUpdateTime(now)
-		if webhook {
-			if cur.WebhookSecret == nil {
-				u.Where(partnerapp.WebhookSecretIsNil()).ClearPreviousWebhookSecret().ClearPreviousWebhookSecretExpiresAt()
+		var n int
+		err = store.WithTx(ctx, s.client, func(tx *ent.Tx) error {
+			u := tx.PartnerApp.Update().Where(partnerapp.ID(id)).SetUpdateTime(now)
+			if webhook {
+				if cur.WebhookSecret == nil {
+					u.Where(partnerapp.WebhookSecretIsNil()).ClearPreviousWebhookSecret().ClearPreviousWebhookSecretExpiresAt()
+				} else {
+					u.Where(partnerapp.WebhookSecretEQ(*cur.WebhookSecret)).
+						SetPreviousWebhookSecret(*cur.WebhookSecret).
+						SetPreviousWebhookSecretExpiresAt(now.Add(RotationOverlap))
+				}
+				u.SetWebhookSecret(sealed)
 			} else {
-				u.Where(partnerapp.WebhookSecretEQ(*cur.WebhookSecret)).
-					SetPreviousWebhookSecret(*cur.WebhookSecret).
-					SetPreviousWebhookSecretExpiresAt(now.Add(RotationOverlap))
+				u.Where(partnerapp.SecretEQ(cur.Secret)).
+					SetSecret(sealed).
+					SetPreviousSecret(cur.Secret).
+					SetPreviousSecretExpiresAt(now.Add(RotationOverlap))
 			}
-			u.SetWebhookSecret(sealed)
-		} else {
-			u.Where(partnerapp.SecretEQ(cur.Secret)).
-				SetSecret(sealed).
-				SetPreviousSecret(cur.Secret).
-				SetPreviousSecretExpiresAt(now.Add(RotationOverlap))
-		}
-		n, err := u.Save(ctx)
+			var err error
+			if n, err = u.Save(ctx); err != nil || n != 1 || !webhook {
+				return err
+			}
+			// The app's webhook secret is its first endpoint's.
+			return hooks.SyncFirstEndpointSecret(ctx, tx.Client(), id)
+		})
 		if err != nil {
 			return nil, fmt.Errorf("rotate secret of app %d: %w", id, err)
 		}

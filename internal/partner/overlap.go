@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"gatehouse/ent"
+	"gatehouse/internal/store"
+	"gatehouse/internal/webhook"
 )
 
 // EndSecretOverlap ends the rotation overlap of app id now: the previous
@@ -15,11 +17,20 @@ import (
 // (the webhook sender's copy is as fresh). An app without an overlap is
 // returned unchanged.
 func (s *Service) EndSecretOverlap(ctx context.Context, id int) (App, error) {
-	row, err := s.client.PartnerApp.UpdateOneID(id).
-		ClearPreviousSecret().ClearPreviousSecretExpiresAt().
-		ClearPreviousWebhookSecret().ClearPreviousWebhookSecretExpiresAt().
-		SetUpdateTime(s.now()).
-		Save(ctx)
+	var row *ent.PartnerApp
+	err := store.WithTx(ctx, s.client, func(tx *ent.Tx) error {
+		var err error
+		row, err = tx.PartnerApp.UpdateOneID(id).
+			ClearPreviousSecret().ClearPreviousSecretExpiresAt().
+			ClearPreviousWebhookSecret().ClearPreviousWebhookSecretExpiresAt().
+			SetUpdateTime(s.now()).
+			Save(ctx)
+		if err != nil {
+			return err
+		}
+		// The previous webhook secret is the first endpoint's too.
+		return webhook.SyncFirstEndpointSecret(ctx, tx.Client(), id)
+	})
 	if ent.IsNotFound(err) {
 		return App{}, ErrNotFound
 	}

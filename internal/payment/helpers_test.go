@@ -17,6 +17,7 @@ import (
 	"gatehouse/internal/store"
 	"gatehouse/internal/store/storetest"
 	"gatehouse/internal/testenv"
+	"gatehouse/internal/webhook"
 )
 
 // env is one backend (SQLite + memory, or Postgres + Redis) with a partner
@@ -41,6 +42,9 @@ func newEnv(t *testing.T, b testenv.Backend) *env {
 	t.Cleanup(func() { store.Close() })
 	app := db.PartnerApp.Create().SetAppName("shop").SetAppKey("shop-" + testenv.RandomSuffix()).
 		SetSecret([]byte{1}).SetCallbackURL("https://partner.example.com/hooks").SaveX(ctx)
+	if err := webhook.SyncFirstEndpoint(ctx, db.Client, app.ID); err != nil { // the callback URL's endpoint
+		t.Fatal(err)
+	}
 	return &env{
 		db: db, kv: store, orders: order.NewService(db), provider: paymenttest.New(t), appID: app.ID,
 		clock: testenv.NewClock(time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)),

@@ -82,6 +82,9 @@ func (d *DB) MigrateReport(ctx context.Context) (Report, error) {
 		if err != nil {
 			return Report{Dialect: d.Dialect}, fmt.Errorf("migrate: %w", err)
 		}
+		if err := d.upgradeToEndpoints(ctx, changes); err != nil {
+			return Report{Dialect: d.Dialect}, fmt.Errorf("migrate: %w", err)
+		}
 		return Report{Dialect: d.Dialect, AutoChanges: changes}, nil
 	}
 	unlock, err := d.migrationLock(ctx)

@@ -8,24 +8,28 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
+	"gatehouse/ent"
 	"gatehouse/ent/partnerapp"
+	"gatehouse/ent/webhookendpoint"
 )
 
-// AppTTL bounds how stale a replica's copy of an app's webhook secrets
-// can be: a rotation (or its end, endSecretOverlap) signs on every replica
-// at most this long after its commit, and at once on the replica that
-// made it (the PartnerApp hook drops the entry).
+// AppTTL bounds how stale a replica's copy of an endpoint's webhook
+// secrets (and rate limit) can be: a rotation (or its end,
+// endSecretOverlap) signs on every replica at most this long after its
+// commit, and at once on the replica that made it (the WebhookEndpoint
+// hook drops the entry).
 const AppTTL = 500 * time.Millisecond
 
 const appTTL = AppTTL
 
-// appInfo is what attempts need of an app, secrets unsealed: kept only in
-// memory, never logged.
+// appInfo is what attempts need of an endpoint and its app, secrets
+// unsealed: kept only in memory, never logged.
 type appInfo struct {
-	key           string
+	key           string // the app's key
 	secret        string // "" when none can be unsealed
 	previous      string
 	previousUntil time.Time
+	rateLimit     int // deliveries per second; 0: no limit
 }
 
 // signingSecrets returns the secrets that sign at now: the current one,
@@ -46,9 +50,9 @@ type appEntry struct {
 	loaded time.Time
 }
 
-// appCache serves apps' webhook secrets from memory for at most appTTL
-// after the read they come from, so an attempt costs no read and no
-// unsealing; concurrent misses for one app share one read.
+// appCache serves endpoints' webhook secrets from memory for at most
+// appTTL after the read they come from, so an attempt costs no read and
+// no unsealing; concurrent misses for one endpoint share one read.
 type appCache struct {
 	load func(ctx context.Context, id int) (*appInfo, error)
 
@@ -110,21 +114,24 @@ func (c *appCache) forgetAll() {
 	clear(c.entries)
 }
 
-// loadApp reads an app and unseals its webhook secrets. A secret that
-// cannot be unsealed (another master key) or parsed is left out.
-func (s *Service) loadApp(ctx context.Context, id int) (*appInfo, error) {
-	app, err := s.client.PartnerApp.Query().Where(partnerapp.ID(id)).
-		Select(partnerapp.FieldAppKey, partnerapp.FieldWebhookSecret,
-			partnerapp.FieldPreviousWebhookSecret, partnerapp.FieldPreviousWebhookSecretExpiresAt).
+// loadEndpoint reads an endpoint with its app's key and unseals its
+// secrets. A secret that cannot be unsealed (another master key) or
+// parsed is left out. A deleted endpoint is ent's not-found error.
+func (s *Service) loadEndpoint(ctx context.Context, id int) (*appInfo, error) {
+	ep, err := s.client.WebhookEndpoint.Query().Where(webhookendpoint.ID(id)).
+		WithApp(func(q *ent.PartnerAppQuery) { q.Select(partnerapp.FieldAppKey) }).
 		Only(ctx)
 	if err != nil {
 		return nil, err
 	}
-	info := &appInfo{key: app.AppKey}
-	info.secret = s.unseal(app.WebhookSecret)
-	if app.PreviousWebhookSecretExpiresAt != nil {
-		info.previous = s.unseal(app.PreviousWebhookSecret)
-		info.previousUntil = *app.PreviousWebhookSecretExpiresAt
+	info := &appInfo{key: ep.Edges.App.AppKey}
+	info.secret = s.unseal(&ep.Secret)
+	if ep.PreviousSecretExpiresAt != nil {
+		info.previous = s.unseal(ep.PreviousSecret)
+		info.previousUntil = *ep.PreviousSecretExpiresAt
+	}
+	if ep.RateLimit != nil {
+		info.rateLimit = *ep.RateLimit
 	}
 	return info, nil
 }

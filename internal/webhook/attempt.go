@@ -16,6 +16,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
+	"gatehouse/ent"
 	"gatehouse/internal/outbound"
 )
 
@@ -73,15 +74,28 @@ func (s *Service) attempt(abort context.Context, j job) {
 	defer span.End()
 	o := outcome{started: s.now()}
 	defer endAttempt(span, &o, j.CallbackURL)
-	app, err := s.apps.get(ctx, j.AppID)
-	if err != nil {
-		// The database is failing: nothing was sent. The lease is given
-		// back (or runs out) and the delivery is tried again.
-		s.log.Error("webhook: loading the app failed", "delivery_id", j.ID, "err", err)
+	app, err := s.apps.get(ctx, j.EndpointID)
+	if ent.IsNotFound(err) {
+		// The endpoint was deleted after the claim (which cancelled the
+		// delivery and took its lease): nothing to send.
 		s.release(j)
 		return
 	}
-	ep := s.endpoint(app.key, j.AppID, j.CallbackURL)
+	if err != nil {
+		// The database is failing: nothing was sent. The lease is given
+		// back (or runs out) and the delivery is tried again.
+		s.log.Error("webhook: loading the endpoint failed", "delivery_id", j.ID, "endpoint_id", j.EndpointID, "err", err)
+		s.release(j)
+		return
+	}
+	ep := s.endpoint(app.key, j.AppID, j.EndpointID, j.CallbackURL)
+	if ok, wait := s.limits.take(j.EndpointID, app.rateLimit, time.Now()); !ok {
+		// Over the endpoint's rate limit: the delivery waits its turn,
+		// with no attempt used.
+		span.SetAttributes(attribute.Bool("gatehouse.webhook.rate_limited", true))
+		s.postponeFor(j, wait)
+		return
+	}
 	secrets := app.signingSecrets(s.opt.Now())
 	if len(secrets) == 0 {
 		o.err = errNoSecret

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"gatehouse/ent"
 	"gatehouse/internal/outbound"
 )
 
@@ -30,39 +31,52 @@ func (e endpoint) remaining() time.Duration { return e.client.BreakerRemaining(e
 
 const endpointPrefix = "webhook app "
 
-// endpointKey names the breaker of app appID's callback URL u.
-func endpointKey(appID int, u string) string {
-	return endpointPrefix + strconv.Itoa(appID) + " " + u
+// endpointKey names the breaker of endpoint epID (of app appID) at URL u:
+// a new URL starts with a closed breaker.
+func endpointKey(appID, epID int, u string) string {
+	return endpointPrefix + strconv.Itoa(appID) + " endpoint " + strconv.Itoa(epID) + " " + u
 }
 
-// parseEndpointKey returns the app id and URL of a breaker key.
-func parseEndpointKey(key string) (int, string, bool) {
+// parseEndpointKey returns the app id, endpoint id and URL of a breaker key.
+func parseEndpointKey(key string) (appID, epID int, u string, ok bool) {
 	rest, ok := strings.CutPrefix(key, endpointPrefix)
 	if !ok {
-		return 0, "", false
+		return 0, 0, "", false
 	}
-	id, u, ok := strings.Cut(rest, " ")
-	n, err := strconv.Atoi(id)
-	return n, u, ok && err == nil
+	f := strings.SplitN(rest, " ", 4)
+	if len(f) != 4 || f[1] != "endpoint" {
+		return 0, 0, "", false
+	}
+	a, err1 := strconv.Atoi(f[0])
+	e, err2 := strconv.Atoi(f[2])
+	return a, e, f[3], err1 == nil && err2 == nil
 }
 
-func (s *Service) endpoint(appKey string, appID int, u string) endpoint {
+func (s *Service) endpoint(appKey string, appID, epID int, u string) endpoint {
 	c := s.http
 	if s.loopHTTP != nil && s.loopback[appKey] {
 		c = s.loopHTTP
 	}
-	return endpoint{client: c, key: endpointKey(appID, u)}
+	return endpoint{client: c, key: endpointKey(appID, epID, u)}
+}
+
+// EndpointBreakerState returns the state of the circuit breaker of
+// webhook endpoint ep (of the app with key appKey) on this replica:
+// outbound.StateClosed, StateOpen or StateHalfOpen.
+func (s *Service) EndpointBreakerState(appKey string, ep *ent.WebhookEndpoint) string {
+	e := s.endpoint(appKey, ep.AppID, ep.ID, ep.URL)
+	return e.client.BreakerState(e.key)
 }
 
 // BreakerState returns the state of the circuit breaker of app appID's
-// callback URL on this replica: outbound.StateClosed, StateOpen or
-// StateHalfOpen (an app without a callback URL is closed).
-func (s *Service) BreakerState(appID int, appKey, callbackURL string) string {
-	if callbackURL == "" {
-		return outbound.StateClosed
+// first webhook endpoint (the deprecated PartnerApp.webhookBreaker) on
+// this replica; an app without endpoints is closed.
+func (s *Service) BreakerState(ctx context.Context, appID int, appKey string) (string, error) {
+	ep, err := FirstEndpoint(ctx, s.client, appID)
+	if err != nil || ep == nil {
+		return outbound.StateClosed, err
 	}
-	ep := s.endpoint(appKey, appID, callbackURL)
-	return ep.client.BreakerState(ep.key)
+	return s.EndpointBreakerState(appKey, ep), nil
 }
 
 // postpone gives back the lease of j, whose endpoint's breaker refused the
@@ -73,6 +87,12 @@ func (s *Service) postpone(j job, ep endpoint) {
 	if wait <= 0 {
 		wait = halfOpenRecheck // half open, every trial call in flight
 	}
+	s.postponeFor(j, wait)
+}
+
+// postponeFor gives back the lease of j with its next attempt wait from
+// now, with no attempt used.
+func (s *Service) postponeFor(j job, wait time.Duration) {
 	ctx, cancel := storeCtx()
 	defer cancel()
 	now := s.now()
@@ -84,7 +104,7 @@ func (s *Service) postpone(j job, ep endpoint) {
 // deferSQL moves every waiting delivery of an endpoint to the time its
 // breaker lets trial calls through.
 const deferSQL = `UPDATE webhook_deliveries SET next_attempt_at = $3, update_time = $4
-WHERE app_id = $1 AND callback_url = $2 AND status IN ('PENDING', 'RETRYING') AND next_attempt_at < $3
+WHERE endpoint_id = $1 AND callback_url = $2 AND status IN ('PENDING', 'RETRYING') AND next_attempt_at < $3
   AND (lease_until IS NULL OR lease_until < $4)`
 
 // breakerChanged is the outbound client's listener (it runs with the
@@ -93,11 +113,11 @@ WHERE app_id = $1 AND callback_url = $2 AND status IN ('PENDING', 'RETRYING') AN
 // time, so the operator sees when they will be tried and no replica
 // claims them meanwhile.
 func (s *Service) breakerChanged(client *outbound.Client, key, from, to string) {
-	appID, u, ok := parseEndpointKey(key)
+	appID, epID, u, ok := parseEndpointKey(key)
 	if !ok {
 		return
 	}
-	log := s.log.With("app_id", appID, "callback_host", hostOf(u), "from", from, "to", to)
+	log := s.log.With("app_id", appID, "endpoint_id", epID, "callback_host", hostOf(u), "from", from, "to", to)
 	if to != outbound.StateOpen {
 		log.Info("webhook endpoint circuit breaker changed state")
 		return
@@ -111,7 +131,7 @@ func (s *Service) breakerChanged(client *outbound.Client, key, from, to string) 
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		now := s.now()
-		if _, err := s.sql.exec(ctx, nil, deferSQL, appID, u, dbTime(now.Add(wait)), now); err != nil {
+		if _, err := s.sql.exec(ctx, nil, deferSQL, epID, u, dbTime(now.Add(wait)), now); err != nil {
 			s.log.Error("webhook: moving deliveries to the breaker's half-open time failed; they are postponed one by one", "app_id", appID, "err", err)
 		}
 	}()
@@ -162,7 +182,7 @@ func (c *breakerCollector) Collect(ch chan<- prometheus.Metric) {
 	worst := map[int]float64{}
 	for _, cl := range clients {
 		for key, st := range cl.BreakerStates() {
-			if id, _, ok := parseEndpointKey(key); ok {
+			if id, _, _, ok := parseEndpointKey(key); ok {
 				worst[id] = max(worst[id], stateValue(st))
 			}
 		}

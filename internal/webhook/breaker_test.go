@@ -51,8 +51,8 @@ func TestEndpointBreaker(t *testing.T) {
 			return fmt.Sprintf("%d of 10 first attempts", rcv.count())
 		})
 		// The receiver counts a request before the client has its reply.
-		waitFor(t, 10*time.Second, func() bool { return e.svc.BreakerState(appID, "", rcv.URL) == outbound.StateOpen }, func() string {
-			return "after 10 failures the breaker is " + e.svc.BreakerState(appID, "", rcv.URL)
+		waitFor(t, 10*time.Second, func() bool { return e.breaker(t, appID) == outbound.StateOpen }, func() string {
+			return "after 10 failures the breaker is " + e.breaker(t, appID)
 		})
 		if got := gauge(t, breakerGauge, appID); got != 2 {
 			t.Errorf("%s{app=%d} = %v, want 2 (open)", breakerGauge, appID, got)
@@ -87,7 +87,7 @@ func TestEndpointBreaker(t *testing.T) {
 		// Another app's endpoint has its own breaker.
 		od := e.pay(t, otherID)
 		e.waitStatus(t, od.ID, webhook.StatusSuccess, 10*time.Second)
-		if got := e.svc.BreakerState(otherID, "", other.URL); got != outbound.StateClosed {
+		if got := e.breaker(t, otherID); got != outbound.StateClosed {
 			t.Errorf("the other app's breaker is %s", got)
 		}
 
@@ -96,7 +96,7 @@ func TestEndpointBreaker(t *testing.T) {
 		for _, id := range ids {
 			e.waitStatus(t, id, webhook.StatusSuccess, 15*time.Second)
 		}
-		if got := e.svc.BreakerState(appID, "", rcv.URL); got != outbound.StateClosed {
+		if got := e.breaker(t, appID); got != outbound.StateClosed {
 			t.Errorf("after successful trials the breaker is %s", got)
 		}
 		if got := gauge(t, breakerGauge, appID); got != 0 {
@@ -135,8 +135,8 @@ func TestBreakerFailedTrialReopens(t *testing.T) {
 			ids = append(ids, e.pay(t, appID).ID)
 		}
 		waitFor(t, 15*time.Second, func() bool { return rcv.count() == 10 }, func() string { return fmt.Sprint(rcv.count(), " attempts") })
-		waitFor(t, 10*time.Second, func() bool { return e.svc.BreakerState(appID, "", rcv.URL) == outbound.StateOpen }, func() string {
-			return "breaker " + e.svc.BreakerState(appID, "", rcv.URL)
+		waitFor(t, 10*time.Second, func() bool { return e.breaker(t, appID) == outbound.StateOpen }, func() string {
+			return "breaker " + e.breaker(t, appID)
 		})
 		clock.Advance(30 * time.Second)
 		e.svc.Notify()
@@ -151,7 +151,7 @@ func TestBreakerFailedTrialReopens(t *testing.T) {
 			}
 			return true
 		}, func() string { return "deliveries not moved to the next half-open time" })
-		if got := e.svc.BreakerState(appID, "", rcv.URL); got != outbound.StateOpen || rcv.count() != 11 {
+		if got := e.breaker(t, appID); got != outbound.StateOpen || rcv.count() != 11 {
 			t.Fatalf("breaker %s after %d attempts", got, rcv.count())
 		}
 	})

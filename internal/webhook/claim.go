@@ -19,6 +19,7 @@ import (
 type job struct {
 	ID           int
 	AppID        int
+	EndpointID   int
 	EventID      string
 	EventType    string
 	BizData      string
@@ -35,8 +36,9 @@ type job struct {
 
 // The scheduler's SQL. Waiting: status PENDING or RETRYING. Due: waiting,
 // next attempt in the past, no live lease. In flight: a live lease.
-// Receiving: the app is enabled and not past the end of its expire date (a
-// disabled or expired app's deliveries are held, not attempted and not
+// Receiving: the app is enabled and not past the end of its expire date,
+// and the delivery's endpoint is enabled (a disabled or expired app's
+// deliveries, and a disabled endpoint's, are held, not attempted and not
 // lost).
 const (
 	dueCond = `d.next_attempt_at <= $1 AND (d.lease_until IS NULL OR d.lease_until < $1)`
@@ -49,24 +51,39 @@ const (
 	// scan would visit each again on every claim until vacuum).
 	busyOf = `(SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries l WHERE l.app_id = a.id AND ` + inFlightCond +
 		` ORDER BY l.lease_until LIMIT $3) AS f)`
+	// busyOfEndpoint is busyOf for endpoint e.
+	busyOfEndpoint = `(SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries l WHERE l.endpoint_id = e.id AND ` + inFlightCond +
+		` ORDER BY l.lease_until LIMIT $3) AS f)`
+	// shareOf is endpoint e's share of its app's in-flight cap $3: the cap
+	// divided among the app's enabled endpoints, rounded up, at least 1.
+	// One hanging endpoint thus never takes the slots of the others.
+	shareOf   = `(SELECT ($3 + count(*) - 1) / count(*) FROM webhook_endpoints s WHERE s.app_id = e.app_id AND s.enabled)`
 	receiving = `a.status = 1 AND (a.expire_date IS NULL OR a.expire_date > $2)`
 
 	// jobColumns are the columns of a job, in scanJobs's order.
-	jobColumns = `id, app_id, event_id, event_type, biz_data, callback_url, retry_count, max_retry, attempt_count, create_time, COALESCE(traceparent, ''), COALESCE(tracestate, '')`
+	jobColumns = `id, app_id, COALESCE(endpoint_id, 0), event_id, event_type, biz_data, callback_url, retry_count, max_retry, attempt_count, create_time, COALESCE(traceparent, ''), COALESCE(tracestate, '')`
 )
 
 // waitingOf selects (id, next_attempt_at) of the first limit deliveries of
-// app (an SQL expression) that are waiting and meet cond, one query per
-// waiting status: each walks the index (app_id, status, next_attempt_at)
-// in order and stops at limit, so no backlog is ever sorted or scanned.
-// (Postgres rewrites a partial index's status IN (…) predicate into a form
-// the migration diff never takes for equal, hence the two branches.)
-func waitingOf(app, cond, limit string) string {
+// endpoint ep (an SQL expression) that are waiting and meet cond, one
+// query per waiting status: each walks the index (endpoint_id, status,
+// next_attempt_at) in order and stops at limit, so no backlog is ever
+// sorted or scanned. (Postgres rewrites a partial index's status IN (…)
+// predicate into a form the migration diff never takes for equal, hence
+// the two branches.)
+func waitingOf(ep, cond, limit string) string {
 	one := func(status, alias string) string {
-		return `SELECT * FROM (SELECT d.id, d.next_attempt_at FROM webhook_deliveries d WHERE d.app_id = ` + app +
+		return `SELECT * FROM (SELECT d.id, d.next_attempt_at FROM webhook_deliveries d WHERE d.endpoint_id = ` + ep +
 			` AND d.status = '` + status + `' AND ` + cond + ` ORDER BY d.next_attempt_at LIMIT ` + limit + `) AS ` + alias
 	}
 	return one("PENDING", "wp") + ` UNION ALL ` + one("RETRYING", "wr")
+}
+
+// oldestOf is the earliest next_attempt_at among the deliveries of app
+// a's enabled endpoints that meet cond (one index probe per endpoint).
+func oldestOf(cond string) string {
+	return `(SELECT min((SELECT min(w.next_attempt_at) FROM (` + waitingOf("e.id", cond, "1") + `) AS w))
+    FROM webhook_endpoints e WHERE e.app_id = a.id AND e.enabled)`
 }
 
 var (
@@ -80,7 +97,7 @@ var (
 	appsSQL = `SELECT c.id, c.busy FROM (
   SELECT a.id,
     ` + busyOf + ` AS busy,
-    (SELECT min(w.next_attempt_at) FROM (` + waitingOf("a.id", dueCond, "1") + `) AS w) AS oldest
+    ` + oldestOf(dueCond) + ` AS oldest
   FROM partner_apps a WHERE ` + receiving + `
 ) c WHERE c.oldest IS NOT NULL AND c.busy < $3 ORDER BY c.busy, c.oldest, c.id LIMIT $4`
 
@@ -92,9 +109,11 @@ var (
 
 	// claimPostgres leases, in one statement, up to $4 due deliveries of
 	// the apps lockAppsPostgres locked in the same transaction (so the
-	// in-flight counts are exact): at most $3 in flight per app, taken in
-	// rounds — every app's oldest, then every app's second oldest — so no
-	// app takes the batch alone.
+	// in-flight counts are exact): at most $3 in flight per app, and per
+	// enabled endpoint at most its share of them (shareOf), taken in
+	// rounds — every endpoint's oldest, then every endpoint's second
+	// oldest within an app; then every app's first pick, every app's
+	// second — so no app and no endpoint takes the batch alone.
 	//
 	// The chosen ids are gathered first (ARRAY(…), computed once) and the
 	// rows leased through the primary key (id = ANY); the re-check of the
@@ -106,25 +125,35 @@ var (
 	claimPostgres = `UPDATE webhook_deliveries w SET lease_until = $2 WHERE w.id = ANY(ARRAY(
   SELECT p.id FROM unnest(string_to_array(NULLIF(current_setting('gatehouse.claim_apps', true), ''), ',')::bigint[]) AS a(id)
   CROSS JOIN LATERAL (
-    SELECT x.id, x.next_attempt_at, row_number() OVER (ORDER BY x.next_attempt_at, x.id) AS rn FROM (` + waitingOf("a.id", dueCond, "$3") + `) AS x
+    SELECT q.id, q.next_attempt_at, row_number() OVER (ORDER BY q.rn_e, q.next_attempt_at, q.id) AS rn FROM (
+      SELECT x.id, x.next_attempt_at, x.rn_e FROM (
+        SELECT e.id AS eid, ` + shareOf + ` - ` + busyOfEndpoint + ` AS room FROM webhook_endpoints e WHERE e.app_id = a.id AND e.enabled
+      ) ee CROSS JOIN LATERAL (
+        SELECT y.id, y.next_attempt_at, row_number() OVER (ORDER BY y.next_attempt_at, y.id) AS rn_e FROM (` + waitingOf("ee.eid", dueCond, "$3") + `) AS y
+      ) x WHERE x.rn_e <= ee.room
+    ) q
   ) p
   WHERE p.rn <= $3 - ` + busyOf + `
   ORDER BY p.rn, p.next_attempt_at, p.id LIMIT $4
 ))
 AND (w.status IN ('PENDING', 'RETRYING')) IS TRUE AND (w.lease_until IS NULL OR w.lease_until < $1)
-RETURNING w.id, w.app_id, w.event_id, w.event_type, w.biz_data, w.callback_url, w.retry_count, w.max_retry, w.attempt_count, w.create_time, COALESCE(w.traceparent, ''), COALESCE(w.tracestate, '')`
+RETURNING w.id, w.app_id, COALESCE(w.endpoint_id, 0), w.event_id, w.event_type, w.biz_data, w.callback_url, w.retry_count, w.max_retry, w.attempt_count, w.create_time, COALESCE(w.traceparent, ''), COALESCE(w.tracestate, '')`
 
-	// appDueSQLite lists one app's due deliveries, oldest first (SQLite
-	// has no LATERAL: the rounds are made in Go).
-	appDueSQLite = `SELECT x.id FROM (` + waitingOf("$2", dueCond, "$3") + `) AS x ORDER BY x.next_attempt_at, x.id LIMIT $3`
+	// endpointsSQLite lists app $2's enabled endpoints with their room
+	// (share minus attempts in flight); endpointDueSQLite one endpoint's
+	// due deliveries, oldest first (SQLite has no LATERAL: the rounds are
+	// made in Go).
+	endpointsSQLite   = `SELECT e.id, ` + shareOf + ` - ` + busyOfEndpoint + ` FROM webhook_endpoints e WHERE e.app_id = $2 AND e.enabled ORDER BY e.id`
+	endpointDueSQLite = `SELECT x.id FROM (` + waitingOf("$2", dueCond, "$3") + `) AS x ORDER BY x.next_attempt_at, x.id LIMIT $3`
 
 	// nextDueSQL is the earliest due time after $1 (the clock of the last
-	// claim) of a delivery this process could claim then (of an app that
-	// may receive). Rows due at $1 but not claimed are blocked (their app
-	// is at its cap, or another replica is claiming it): a finishing
-	// attempt wakes the loop for those.
-	nextDueSQL = `SELECT min(n) FROM (SELECT (SELECT min(w.next_attempt_at) FROM (` +
-		waitingOf("a.id", `d.next_attempt_at > $1 AND (d.lease_until IS NULL OR d.lease_until < $1)`, "1") + `) AS w) AS n
+	// claim) of a delivery this process could claim then (of an enabled
+	// endpoint of an app that may receive). Rows due at $1 but not
+	// claimed are blocked (their app or endpoint is at its cap, or
+	// another replica is claiming it): a finishing attempt wakes the loop
+	// for those.
+	nextDueSQL = `SELECT min(n) FROM (SELECT ` +
+		oldestOf(`d.next_attempt_at > $1 AND (d.lease_until IS NULL OR d.lease_until < $1)`) + ` AS n
 FROM partner_apps a WHERE ` + receiving + `) x`
 )
 
@@ -205,7 +234,7 @@ func (s *Service) claimPostgres(ctx context.Context, now, dayAgo, lease time.Tim
 		}
 		for rows.Next() {
 			var j job
-			if err := rows.Scan(&j.ID, &j.AppID, &j.EventID, &j.EventType, &j.BizData, &j.CallbackURL,
+			if err := rows.Scan(&j.ID, &j.AppID, &j.EndpointID, &j.EventID, &j.EventType, &j.BizData, &j.CallbackURL,
 				&j.RetryCount, &j.MaxRetry, &j.AttemptCount, &j.CreateTime, &j.Trace.Traceparent, &j.Trace.Tracestate); err != nil {
 				rows.Close()
 				_ = br.Close()
@@ -255,38 +284,13 @@ func (s *Service) claimSQLiteTx(ctx context.Context, tx *sql.Tx, now, dayAgo, le
 	}
 	var queues [][]int64
 	for _, a := range apps {
-		id, busy := a.id, a.busy
-		rows, err := s.sql.query(ctx, tx, appDueSQLite, now, id, s.opt.PerApp-busy)
+		q, err := s.appDueSQLite(ctx, tx, now, a.id, s.opt.PerApp-a.busy)
 		if err != nil {
-			return nil, err
-		}
-		var q []int64
-		for rows.Next() {
-			var did int64
-			if err := rows.Scan(&did); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			q = append(q, did)
-		}
-		if err := rows.Err(); err != nil {
 			return nil, err
 		}
 		queues = append(queues, q)
 	}
-	var ids []int64
-	for round := 0; len(ids) < n; round++ {
-		took := false
-		for _, q := range queues {
-			if round < len(q) && len(ids) < n {
-				ids = append(ids, q[round])
-				took = true
-			}
-		}
-		if !took {
-			break
-		}
-	}
+	ids := roundRobin(queues, n)
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -311,6 +315,72 @@ func (s *Service) claimSQLiteTx(ctx context.Context, tx *sql.Tx, now, dayAgo, le
 		out = append(out, jobs...)
 	}
 	return out, nil
+}
+
+// appDueSQLite lists up to room due deliveries of app appID: every
+// enabled endpoint's within its room, in rounds (each endpoint's oldest,
+// then each one's second oldest, …).
+func (s *Service) appDueSQLite(ctx context.Context, tx *sql.Tx, now time.Time, appID, room int) ([]int64, error) {
+	type ep struct{ id, room int }
+	var eps []ep
+	rows, err := s.sql.query(ctx, tx, endpointsSQLite, now, appID, s.opt.PerApp)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var e ep
+		if err := rows.Scan(&e.id, &e.room); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		eps = append(eps, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var queues [][]int64
+	for _, e := range eps {
+		if e.room <= 0 {
+			continue
+		}
+		rows, err := s.sql.query(ctx, tx, endpointDueSQLite, now, e.id, min(e.room, room))
+		if err != nil {
+			return nil, err
+		}
+		var q []int64
+		for rows.Next() {
+			var did int64
+			if err := rows.Scan(&did); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			q = append(q, did)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		queues = append(queues, q)
+	}
+	return roundRobin(queues, room), nil
+}
+
+// roundRobin takes up to n ids from queues: every queue's first, then
+// every queue's second, and so on.
+func roundRobin(queues [][]int64, n int) []int64 {
+	var ids []int64
+	for round := 0; len(ids) < n; round++ {
+		took := false
+		for _, q := range queues {
+			if round < len(q) && len(ids) < n {
+				ids = append(ids, q[round])
+				took = true
+			}
+		}
+		if !took {
+			break
+		}
+	}
+	return ids
 }
 
 // leaseSQLite and jobSQLite lease one delivery and read it (claimSQLite).
@@ -341,7 +411,7 @@ func scanJobs(rows *sql.Rows, err error) ([]job, error) {
 	var out []job
 	for rows.Next() {
 		var j job
-		if err := rows.Scan(&j.ID, &j.AppID, &j.EventID, &j.EventType, &j.BizData, &j.CallbackURL,
+		if err := rows.Scan(&j.ID, &j.AppID, &j.EndpointID, &j.EventID, &j.EventType, &j.BizData, &j.CallbackURL,
 			&j.RetryCount, &j.MaxRetry, &j.AttemptCount, &j.CreateTime, &j.Trace.Traceparent, &j.Trace.Tracestate); err != nil {
 			return nil, err
 		}

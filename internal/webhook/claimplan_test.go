@@ -48,8 +48,8 @@ func TestClaimPlanAfterQuietStatistics(t *testing.T) {
 	})
 }
 
-// planOutbox is a fresh Postgres database with 8 receiving apps, and one
-// connection of it.
+// planOutbox is a fresh Postgres database with 8 receiving apps (one
+// endpoint each), and one connection of it.
 type planOutbox struct {
 	t    *testing.T
 	conn *sql.Conn
@@ -66,6 +66,8 @@ func newPlanOutbox(t *testing.T) *planOutbox {
 	o := &planOutbox{t: t, conn: conn, now: time.Now()}
 	o.exec(`INSERT INTO partner_apps (app_name, app_key, secret, status, create_time, update_time)
 SELECT 'app ' || i, 'key' || i, '\x00', 1, now(), now() FROM generate_series(1, 8) i`)
+	o.exec(`INSERT INTO webhook_endpoints (app_id, url, description, enabled, secret, create_time, update_time)
+SELECT id, 'https://partner.example/hook', '', true, '\x00', now(), now() FROM partner_apps ORDER BY id`)
 	return o
 }
 
@@ -79,8 +81,8 @@ func (o *planOutbox) exec(q string, args ...any) {
 // deliveries adds n deliveries of status, spread over the apps.
 func (o *planOutbox) deliveries(status, prefix string, n int, due string) {
 	o.t.Helper()
-	o.exec(`INSERT INTO webhook_deliveries (app_id, event_id, event_type, biz_data, callback_url, status, next_attempt_at, create_time, update_time)
-SELECT (SELECT min(id) FROM partner_apps) + i % 8, $1 || i, 'order.paid', '{}', 'https://partner.example/hook', $2, `+due+`, now(), now()
+	o.exec(`INSERT INTO webhook_deliveries (app_id, endpoint_id, event_id, event_type, biz_data, callback_url, status, next_attempt_at, create_time, update_time)
+SELECT (SELECT min(id) FROM partner_apps) + i % 8, (SELECT min(id) FROM webhook_endpoints) + i % 8, $1 || i, 'order.paid', '{}', 'https://partner.example/hook', $2, `+due+`, now(), now()
 FROM generate_series(1, $3::int) i`, prefix, status, n)
 }
 

@@ -8,6 +8,7 @@ import (
 	"gatehouse/ent"
 	"gatehouse/ent/predicate"
 	"gatehouse/ent/webhookdelivery"
+	"gatehouse/ent/webhookendpoint"
 	"gatehouse/internal/errs"
 )
 
@@ -28,9 +29,10 @@ const MaxWaitingTests = 5
 // SendTest queues a webhook.test event for app appID: the operator's way
 // to check a partner's receiver end to end (address, signature, reply).
 // It goes through the dispatcher like any event (same signing, breaker,
-// retries). An unknown app is ErrAppNotFound; an app without a callback URL,
-// or one that is disabled or expired (its deliveries are held), is
-// ErrInvalidState; an app with MaxWaitingTests tests still waiting is a
+// retries), to every endpoint of the app whatever their filters (one
+// message; the first delivery is returned). An unknown app is
+// ErrAppNotFound; an app without endpoints, or one that is disabled or
+// expired (its deliveries are held), is ErrInvalidState; an app with MaxWaitingTests tests still waiting is a
 // Conflict (requests racing each other may each pass the count).
 //
 // With eventType (a type of the catalogue, built-in or custom) the event
@@ -57,9 +59,13 @@ func (s *Service) SendTest(ctx context.Context, appID int, eventType string) (*e
 		return nil, fmt.Errorf("send test webhook: %w", err)
 	}
 	now := s.opt.Now()
+	n, err := s.client.WebhookEndpoint.Query().Where(webhookendpoint.AppID(appID)).Count(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("send test webhook: %w", err)
+	}
 	switch why := heldBecause(app, now); {
-	case app.CallbackURL == "":
-		return nil, invalidState("app %s has no callback URL (set callbackURL with updatePartnerApp first)", app.AppKey)
+	case n == 0:
+		return nil, invalidState("app %s has no callback URL or webhook endpoint (set callbackURL with updatePartnerApp, or createWebhookEndpoint, first)", app.AppKey)
 	case why != "":
 		return nil, invalidState("app %s %s, so its webhooks are held (enable it or move its expire date first)", app.AppKey, why)
 	}
@@ -68,10 +74,12 @@ func (s *Service) SendTest(ctx context.Context, appID int, eventType string) (*e
 	if biz != nil {
 		same = append(same, webhookdelivery.BizData(string(biz)))
 	}
-	waiting, err := s.client.WebhookDelivery.Query().Where(same...).Count(ctx)
+	// One test is one message, with a delivery per endpoint: messages count.
+	ids, err := s.client.WebhookDelivery.Query().Where(same...).Unique(true).Select(webhookdelivery.FieldEventID).Strings(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("send test webhook: %w", err)
 	}
+	waiting := len(ids)
 	if waiting >= MaxWaitingTests {
 		return nil, &errs.Error{Kind: errs.Conflict, Msg: fmt.Sprintf(
 			"app %s already has %d test webhooks waiting to be delivered; wait for them (or cancel them with cancelWebhookDelivery) before sending another",
@@ -86,14 +94,14 @@ func (s *Service) SendTest(ctx context.Context, appID int, eventType string) (*e
 			return nil, err
 		}
 	}
-	d, err := Enqueue(ctx, s.client, appID, typ, biz)
+	q, err := Fanout(ctx, s.client, Event{AppID: appID, Type: typ, BizData: biz, AllEndpoints: true})
 	if err != nil {
 		return nil, fmt.Errorf("send test webhook: %w", err)
 	}
-	if d == nil { // the callback URL was cleared meanwhile
-		return nil, invalidState("app %s has no callback URL", app.AppKey)
+	if q.Delivery == nil { // the endpoints were deleted meanwhile
+		return nil, invalidState("app %s has no webhook endpoint", app.AppKey)
 	}
-	return d, nil
+	return q.Delivery, nil
 }
 
 // Cancel makes a PENDING or RETRYING delivery CANCELLED: it is never

@@ -316,6 +316,9 @@ func TestPrivateCallbackRefusedByDefault(t *testing.T) {
 			if err := e.db.PartnerApp.Update().Where(partnerapp.ID(appID)).SetCallbackURL(url).Exec(ctx); err != nil {
 				t.Fatal(err)
 			}
+			if err := webhook.SyncFirstEndpoint(ctx, e.db.Client, appID); err != nil { // its endpoint follows
+				t.Fatal(err)
+			}
 			d := e.pay(t, appID)
 			d = e.waitStatus(t, d.ID, webhook.StatusRetrying, 10*time.Second)
 			as := e.attempts(t, d.ID)
@@ -364,6 +367,9 @@ func TestRotationOverlapSignsWithBothSecrets(t *testing.T) {
 
 		// The overlap ends.
 		if err := e.db.PartnerApp.UpdateOneID(appID).SetPreviousWebhookSecretExpiresAt(time.Now().Add(-time.Second)).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := webhook.SyncFirstEndpointSecret(ctx, e.db.Client, appID); err != nil { // its endpoint's too
 			t.Fatal(err)
 		}
 		d = e.pay(t, appID)

@@ -312,3 +312,13 @@ func gauge(t testing.TB, name string, appID int) float64 {
 	}
 	return -1
 }
+
+// breaker is the state of app appID's first endpoint's circuit breaker.
+func (e *env) breaker(t testing.TB, appID int) string {
+	t.Helper()
+	st, err := e.svc.BreakerState(context.Background(), appID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}

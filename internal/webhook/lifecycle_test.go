@@ -41,6 +41,9 @@ func TestResend(t *testing.T) {
 		if err := e.db.PartnerApp.UpdateOneID(appID).SetCallbackURL(fixed.URL).Exec(ctx); err != nil {
 			t.Fatal(err)
 		}
+		if err := webhook.SyncFirstEndpoint(ctx, e.db.Client, appID); err != nil { // its endpoint follows
+			t.Fatal(err)
+		}
 		healthy.Store(true)
 		got, err := e.svc.Resend(ctx, d.ID)
 		if err != nil {

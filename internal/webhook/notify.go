@@ -14,9 +14,9 @@ import (
 const NotifyChannel = "gatehouse_webhook_work"
 
 // watch registers the hooks that wake dispatchers when work appears
-// through this process's Ent client: a delivery created, or an app
-// changed (enabled again, its expire date moved, a secret rotated: the
-// cached secrets are dropped too).
+// through this process's Ent client: a delivery created, an app changed
+// (enabled again, its expire date moved), or an endpoint changed (enabled
+// again, a secret rotated: its cached secrets are dropped too).
 //
 // In a transaction the wake-up waits for the commit (a dispatcher must not
 // look before the row is visible): the NOTIFY is sent inside the
@@ -28,9 +28,9 @@ func (s *Service) watch() {
 	after := func(ctx context.Context, m interface {
 		Tx() (*ent.Tx, error)
 		Client() *ent.Client
-	}, appID int) {
-		if appID != 0 {
-			s.apps.forget(appID)
+	}, epID int) {
+		if epID != 0 {
+			s.apps.forget(epID)
 		}
 		tx, err := m.Tx()
 		if err != nil {
@@ -53,8 +53,8 @@ func (s *Service) watch() {
 				if err := next.Commit(ctx, tx); err != nil {
 					return err
 				}
-				if appID != 0 {
-					s.apps.forget(appID) // a load that raced the commit
+				if epID != 0 {
+					s.apps.forget(epID) // a load that raced the commit
 				}
 				s.Notify()
 				return nil
@@ -79,7 +79,16 @@ func (s *Service) watch() {
 	s.client.PartnerApp.Use(func(next ent.Mutator) ent.Mutator {
 		return hook.PartnerAppFunc(func(ctx context.Context, m *ent.PartnerAppMutation) (ent.Value, error) {
 			v, err := next.Mutate(ctx, m)
-			if err != nil || !m.Op().Is(ent.OpUpdateOne|ent.OpUpdate) {
+			if err == nil && m.Op().Is(ent.OpUpdateOne|ent.OpUpdate) {
+				after(ctx, m, 0) // enabled again, or its expire date moved
+			}
+			return v, err
+		})
+	})
+	s.client.WebhookEndpoint.Use(func(next ent.Mutator) ent.Mutator {
+		return hook.WebhookEndpointFunc(func(ctx context.Context, m *ent.WebhookEndpointMutation) (ent.Value, error) {
+			v, err := next.Mutate(ctx, m)
+			if err != nil || m.Op().Is(ent.OpCreate) {
 				return v, err
 			}
 			if id, ok := m.ID(); ok {

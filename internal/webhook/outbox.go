@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"gatehouse/ent"
+	"gatehouse/ent/webhookendpoint"
 	"gatehouse/internal/secret"
 	"gatehouse/internal/telemetry"
 )
@@ -32,94 +33,161 @@ type Notice struct {
 
 // Notice codes.
 const (
-	// NoticeNoCallbackURL: the app has no callback URL, nothing was queued.
+	// NoticeNoCallbackURL: the app has no webhook endpoint (no callback
+	// URL), nothing was queued.
 	NoticeNoCallbackURL = "NO_CALLBACK_URL"
 	// NoticeHeld: the delivery is queued but held while the app is
-	// disabled or expired; it goes out once the app may receive again.
+	// disabled or expired, or its endpoint disabled; it goes out once they
+	// may receive again.
 	NoticeHeld = "WEBHOOK_HELD"
 )
 
 // Queued is what Enqueue did with one event.
 type Queued struct {
-	// Delivery is the queued delivery; nil when nothing was queued.
+	// Delivery is the first queued delivery (that of the app's first
+	// subscribed endpoint); nil when nothing was queued.
 	Delivery *ent.WebhookDelivery
+	// Deliveries are every delivery of the event: one per subscribed
+	// endpoint, in endpoint order, all with one event id (webhook-id).
+	Deliveries []*ent.WebhookDelivery
 	// Notice is set when the webhook does not go out at once.
 	Notice *Notice
 }
 
-// EnqueueEvent writes the delivery of one event for app appID through c,
-// which should be the client of the transaction that makes the business
-// change (tx.Client()), so that the change and its webhook commit or roll
-// back together. bizData must be JSON; it travels as the message's bizData
-// string.
-//
-// The delivery goes to the app's callback URL as it is now (the row keeps
-// a copy). An app without a callback URL gets no delivery (there is
-// nowhere to send it): the result has no Delivery and a Notice. A disabled
-// or expired app's delivery is queued and held (see the dispatcher), with
-// a Notice.
-//
-// The notice is also recorded in ctx's collector, if any (CollectNotices).
-//
-// The row keeps ctx's W3C trace context (when ctx is traced): the
-// attempts' spans are its children, so a trace shows the business
-// transaction and every delivery attempt it caused.
-//
-// Nothing is sent here: the dispatcher picks the row up once the
-// transaction commits (at once in this process, and on Postgres in every
-// replica through NOTIFY, see Service).
+// Event is one event to fan out to an app's webhook endpoints (Fanout).
+type Event struct {
+	AppID int
+	// Type is the event type (order.paid, …); BizData its JSON payload,
+	// sent as the message's bizData string.
+	Type    string
+	BizData []byte
+	// ID is the message id (webhook-id) shared by every delivery of the
+	// event; empty: a fresh one (NewEventID).
+	ID string
+	// EndpointID, when not 0, sends the event to that endpoint of the app
+	// only (which must be the app's), whatever its filter.
+	EndpointID int
+	// AllEndpoints sends it to every endpoint of the app whatever their
+	// filters (webhook.test through its appID form).
+	AllEndpoints bool
+}
+
+// EnqueueEvent queues one event of type eventType for app appID (see
+// Publish) through c, which should be the client of the transaction that
+// makes the business change (tx.Client()), so that the change and its
+// webhooks commit or roll back together.
 func EnqueueEvent(ctx context.Context, c *ent.Client, appID int, eventType string, bizData []byte) (Queued, error) {
-	return EnqueueMessage(ctx, c, NewEventID(), appID, eventType, bizData)
+	return Fanout(ctx, c, Event{AppID: appID, Type: eventType, BizData: bizData})
 }
 
 // EnqueueMessage is EnqueueEvent for a message whose id (its webhook-id,
 // from NewEventID) the caller chose: Publish stores it with the
 // idempotency key in the same transaction.
 func EnqueueMessage(ctx context.Context, c *ent.Client, eventID string, appID int, eventType string, bizData []byte) (Queued, error) {
-	if !json.Valid(bizData) {
+	return Fanout(ctx, c, Event{ID: eventID, AppID: appID, Type: eventType, BizData: bizData})
+}
+
+// Fanout fans event ev out through c (the business transaction's client):
+// one message, one delivery per endpoint of the app subscribed to its type
+// (an endpoint with an empty filter receives every type), each with its
+// own attempts, schedule and status. Every delivery has the message's id
+// and keeps the endpoint's URL as it is now.
+//
+// An app without endpoints gets no delivery (there is nowhere to send
+// it): the result has no Delivery and a Notice. Deliveries of a disabled
+// or expired app, and of a disabled endpoint, are queued and held (see
+// the dispatcher), with a Notice. An app whose endpoints all filter the
+// type out gets nothing, without a notice (it asked for that).
+//
+// The notice is also recorded in ctx's collector, if any (CollectNotices).
+//
+// Every delivery keeps ctx's W3C trace context (when ctx is traced): the
+// attempts' spans are its children, so a trace shows the business
+// transaction and every delivery attempt it caused.
+//
+// Nothing is sent here: the dispatcher picks the rows up once the
+// transaction commits (at once in this process, and on Postgres in every
+// replica through NOTIFY, see Service).
+func Fanout(ctx context.Context, c *ent.Client, ev Event) (Queued, error) {
+	eventType := ev.Type
+	if !json.Valid(ev.BizData) {
 		return Queued{}, fmt.Errorf("webhook: bizData of %s is not JSON", eventType)
 	}
-	app, err := c.PartnerApp.Get(ctx, appID)
+	app, err := c.PartnerApp.Get(ctx, ev.AppID)
 	if err != nil {
-		return Queued{}, fmt.Errorf("webhook: enqueue %s for app %d: %w", eventType, appID, err)
+		return Queued{}, fmt.Errorf("webhook: enqueue %s for app %d: %w", eventType, ev.AppID, err)
 	}
-	if app.CallbackURL == "" {
+	q := c.WebhookEndpoint.Query().Where(webhookendpoint.AppID(ev.AppID)).Order(ent.Asc(webhookendpoint.FieldID))
+	if ev.EndpointID != 0 {
+		q.Where(webhookendpoint.ID(ev.EndpointID))
+	}
+	eps, err := q.All(ctx)
+	if err != nil {
+		return Queued{}, fmt.Errorf("webhook: enqueue %s for app %d: %w", eventType, ev.AppID, err)
+	}
+	if len(eps) == 0 {
+		if ev.EndpointID != 0 {
+			return Queued{}, fmt.Errorf("webhook: enqueue %s for app %d: %w", eventType, ev.AppID, ErrEndpointNotFound)
+		}
 		q := Queued{Notice: &Notice{NoticeNoCallbackURL, fmt.Sprintf(
-			"app %s has no callback URL: no %s webhook was queued (set callbackURL with updatePartnerApp to receive the next ones)",
+			"app %s has no webhook endpoint: no %s webhook was queued (add one with createWebhookEndpoint, or set callbackURL with updatePartnerApp, to receive the next ones)",
 			app.AppKey, eventType)}}
 		report(ctx, q.Notice)
 		return q, nil
 	}
+	id := ev.ID
+	if id == "" {
+		id = NewEventID()
+	}
 	now := dbTime(time.Now())
 	tc := telemetry.Capture(ctx)
-	d, err := c.WebhookDelivery.Create().
-		SetAppID(appID).
-		SetEventID(eventID).
-		SetEventType(eventType).
-		SetBizData(string(bizData)).
-		SetCallbackURL(app.CallbackURL).
-		SetStatus(StatusPending).
-		SetRetryCount(0).
-		SetMaxRetry(MaxRetry).
-		SetNextAttemptAt(now).
-		SetCreateTime(now).
-		SetUpdateTime(now).
-		SetTraceparent(tc.Traceparent).
-		SetTracestate(tc.Tracestate).
-		Save(ctx)
+	var creates []*ent.WebhookDeliveryCreate
+	var disabled []*ent.WebhookEndpoint
+	for _, ep := range eps {
+		if ev.EndpointID == 0 && !ev.AllEndpoints && !subscribed(ep, eventType) {
+			continue
+		}
+		if !ep.Enabled {
+			disabled = append(disabled, ep)
+		}
+		creates = append(creates, c.WebhookDelivery.Create().
+			SetAppID(ev.AppID).
+			SetEndpointID(ep.ID).
+			SetEventID(id).
+			SetEventType(eventType).
+			SetBizData(string(ev.BizData)).
+			SetCallbackURL(ep.URL).
+			SetStatus(StatusPending).
+			SetRetryCount(0).
+			SetMaxRetry(MaxRetry).
+			SetNextAttemptAt(now).
+			SetCreateTime(now).
+			SetUpdateTime(now).
+			SetTraceparent(tc.Traceparent).
+			SetTracestate(tc.Tracestate))
+	}
+	if len(creates) == 0 {
+		return Queued{}, nil
+	}
+	ds, err := c.WebhookDelivery.CreateBulk(creates...).Save(ctx)
 	if err != nil {
-		return Queued{}, fmt.Errorf("webhook: enqueue %s for app %d: %w", eventType, appID, err)
+		return Queued{}, fmt.Errorf("webhook: enqueue %s for app %d: %w", eventType, ev.AppID, err)
 	}
-	q := Queued{Delivery: d}
+	out := Queued{Delivery: ds[0], Deliveries: ds}
 	if why := heldBecause(app, now); why != "" {
-		q.Notice = &Notice{NoticeHeld, fmt.Sprintf("app %s %s: its %s webhook is queued and held until it may receive webhooks again", app.AppKey, why, eventType)}
-		report(ctx, q.Notice)
+		out.Notice = &Notice{NoticeHeld, fmt.Sprintf("app %s %s: its %s webhook is queued and held until it may receive webhooks again", app.AppKey, why, eventType)}
+	} else if len(disabled) > 0 {
+		out.Notice = &Notice{NoticeHeld, fmt.Sprintf("%d of the %d webhook endpoints of app %s receiving %s are disabled (first: endpoint %d): their deliveries are queued and held until they are enabled",
+			len(disabled), len(creates), app.AppKey, eventType, disabled[0].ID)}
 	}
-	return q, nil
+	if out.Notice != nil {
+		report(ctx, out.Notice)
+	}
+	return out, nil
 }
 
 // Enqueue is EnqueueEvent for callers that need only the delivery (nil
-// when the app has no callback URL).
+// when the app has no endpoint receiving the event).
 func Enqueue(ctx context.Context, c *ent.Client, appID int, eventType string, bizData []byte) (*ent.WebhookDelivery, error) {
 	q, err := EnqueueEvent(ctx, c, appID, eventType, bizData)
 	return q.Delivery, err

@@ -9,6 +9,7 @@ import (
 	"gatehouse/ent"
 	"gatehouse/ent/partnerapp"
 	"gatehouse/ent/webhookdelivery"
+	"gatehouse/ent/webhookendpoint"
 	"gatehouse/internal/store"
 )
 
@@ -29,30 +30,32 @@ func requeue(m *ent.WebhookDeliveryMutation, now time.Time) {
 // Its earlier attempts are kept (new ones continue their numbering). Any
 // status may be resent, SUCCESS included (a partner that lost an event).
 //
-// The delivery goes to the app's current callback URL when it has one (a
-// receiver that was fixed by moving it), else to the one it had. A worker
+// The delivery goes to its endpoint's current URL (a receiver that was
+// fixed by moving it). A delivery whose endpoint was deleted cannot be
+// resent (ErrInvalidState). A worker
 // still busy with an earlier attempt loses its lease: its attempt is
 // recorded but no longer changes the delivery.
 func (s *Service) Resend(ctx context.Context, id int) (*ent.WebhookDelivery, error) {
 	var out *ent.WebhookDelivery
 	err := store.WithTx(ctx, s.client, func(tx *ent.Tx) error {
-		d, err := tx.WebhookDelivery.Query().Where(webhookdelivery.ID(id)).WithApp().Only(ctx)
+		d, err := tx.WebhookDelivery.Query().Where(webhookdelivery.ID(id)).WithEndpoint().Only(ctx)
 		if ent.IsNotFound(err) {
 			return ErrNotFound
 		}
 		if err != nil {
 			return err
 		}
+		if d.Edges.Endpoint == nil {
+			return invalidState("delivery %d has no webhook endpoint any more (it was deleted): it cannot be resent", id)
+		}
 		u := tx.WebhookDelivery.UpdateOneID(id)
 		requeue(u.Mutation(), dbTime(time.Now()))
-		if url := d.Edges.App.CallbackURL; url != "" {
-			u.SetCallbackURL(url)
-		}
+		u.SetCallbackURL(d.Edges.Endpoint.URL)
 		out, err = u.Save(ctx)
 		return err
 	})
-	if errors.Is(err, ErrNotFound) {
-		return nil, ErrNotFound
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalidState) {
+		return nil, err
 	}
 	if err != nil {
 		return nil, fmt.Errorf("resend webhook delivery %d: %w", id, err)
@@ -62,35 +65,38 @@ func (s *Service) Resend(ctx context.Context, id int) (*ent.WebhookDelivery, err
 }
 
 // ResendFailed re-queues every FAILED delivery (of app *appID, or of all
-// apps when appID is nil) as Resend does, and returns how many it
+// apps when appID is nil) that still has its endpoint, as Resend does, and returns how many it
 // re-queued. An unknown app is ErrNotFound.
 func (s *Service) ResendFailed(ctx context.Context, appID *int) (int, error) {
 	total := 0
 	err := store.WithTx(ctx, s.client, func(tx *ent.Tx) error {
-		q := tx.PartnerApp.Query()
 		if appID != nil {
-			q.Where(partnerapp.ID(*appID))
-		} else {
-			q.Where(partnerapp.HasWebhookDeliveriesWith(webhookdelivery.StatusEQ(StatusFailed)))
+			n, err := tx.PartnerApp.Query().Where(partnerapp.ID(*appID)).Count(ctx)
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				return ErrNotFound
+			}
 		}
-		apps, err := q.Select(partnerapp.FieldID, partnerapp.FieldCallbackURL).All(ctx)
+		q := tx.WebhookEndpoint.Query().Where(webhookendpoint.HasDeliveriesWith(webhookdelivery.StatusEQ(StatusFailed)))
+		if appID != nil {
+			q.Where(webhookendpoint.AppID(*appID))
+		}
+		eps, err := q.Select(webhookendpoint.FieldID, webhookendpoint.FieldURL).All(ctx)
 		if err != nil {
 			return err
 		}
-		if appID != nil && len(apps) == 0 {
-			return ErrNotFound
-		}
 		now := dbTime(time.Now())
-		// Per app, so that each delivery takes its app's current callback URL.
-		for _, a := range apps {
+		// Per endpoint, so that each delivery takes its endpoint's current
+		// URL. Deliveries of deleted endpoints stay FAILED.
+		for _, e := range eps {
 			u := tx.WebhookDelivery.Update().Where(
-				webhookdelivery.AppID(a.ID),
+				webhookdelivery.EndpointID(e.ID),
 				webhookdelivery.StatusEQ(StatusFailed),
 			)
 			requeue(u.Mutation(), now)
-			if a.CallbackURL != "" {
-				u.SetCallbackURL(a.CallbackURL)
-			}
+			u.SetCallbackURL(e.URL)
 			n, err := u.Save(ctx)
 			if err != nil {
 				return err

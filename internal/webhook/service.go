@@ -25,6 +25,9 @@ var (
 	ErrNotFound = errs.New(errs.NotFound, "webhook delivery not found")
 	// ErrAppNotFound means no partner app has the given id (SendTest).
 	ErrAppNotFound = errs.New(errs.NotFound, "partner app not found")
+	// ErrEndpointNotFound means no webhook endpoint (of that app) has the
+	// given id.
+	ErrEndpointNotFound = errs.New(errs.NotFound, "webhook endpoint not found")
 	// ErrInvalidState means the delivery or app is not in a state that
 	// allows the operation (cancelling a delivery that is already final,
 	// testing an app without a callback URL). The errors returned carry
@@ -173,9 +176,12 @@ type Service struct {
 	http     *outbound.Client
 	loopHTTP *outbound.Client
 	loopback map[string]bool
-	apps     *appCache
-	sql      *statements
-	types    *catalogue
+	// apps caches endpoints' secrets (by endpoint id); limits are the
+	// endpoints' delivery rate limiters.
+	apps   *appCache
+	limits *limiters
+	sql    *statements
+	types  *catalogue
 
 	// wake holds at most one pending wake-up of the dispatch loop.
 	wake chan struct{}
@@ -233,7 +239,8 @@ func NewService(db *store.DB, masterKey []byte, log *slog.Logger, opt Options) (
 	if s.types, err = newCatalogue(db.Client, opt.EventTypes); err != nil {
 		return nil, err
 	}
-	s.apps = newAppCache(s.loadApp)
+	s.apps = newAppCache(s.loadEndpoint)
+	s.limits = newLimiters()
 	s.sql = newStatements(db)
 	s.watch()
 	registerBreakers(s)

@@ -1,0 +1,67 @@
+package schema
+
+import (
+	"time"
+
+	"entgo.io/contrib/entgql"
+	"entgo.io/ent"
+	"entgo.io/ent/schema"
+	"entgo.io/ent/schema/edge"
+	"entgo.io/ent/schema/field"
+	"entgo.io/ent/schema/index"
+)
+
+// WebhookEndpoint is one receiver of an app's webhooks: a URL with its
+// own signing secret, event filter and circuit breaker. An app has 0 to
+// 10 of them (checked in internal/webhook); its first one (lowest id) is
+// the one the deprecated PartnerApp.callbackURL and webhook secret speak
+// for.
+type WebhookEndpoint struct {
+	ent.Schema
+}
+
+// Fields of the WebhookEndpoint.
+func (WebhookEndpoint) Fields() []ent.Field {
+	return []ent.Field{
+		field.Int("app_id").Immutable(),
+		field.String("url").MaxLen(2048).NotEmpty(),
+		field.String("description").MaxLen(4 * 256).Default(""),
+		// event_types is the filter: the event types the endpoint
+		// receives; empty receives every type.
+		field.Strings("event_types").Optional(),
+		// A disabled endpoint's deliveries are queued and held; they go
+		// out once it is enabled again.
+		field.Bool("enabled").Default(true),
+		// secret is the signing secret ("whsec_…") sealed with the master
+		// key; the previous one keeps signing until its expiry (rotation
+		// overlap).
+		field.Bytes("secret").Sensitive().Annotations(entgql.Skip()),
+		field.Bytes("previous_secret").Optional().Nillable().Sensitive().Annotations(entgql.Skip()),
+		field.Time("previous_secret_expires_at").Optional().Nillable(),
+		// rate_limit caps the deliveries per second to this endpoint
+		// (per replica); nil: no cap beyond the app's in-flight share.
+		field.Int("rate_limit").Optional().Nillable().Range(1, 10_000),
+		field.Time("create_time").Default(time.Now).Immutable(),
+		field.Time("update_time").Default(time.Now).UpdateDefault(time.Now),
+	}
+}
+
+// Edges of the WebhookEndpoint.
+func (WebhookEndpoint) Edges() []ent.Edge {
+	return []ent.Edge{
+		edge.From("app", PartnerApp.Type).Ref("webhook_endpoints").Field("app_id").Unique().Required().Immutable(),
+		edge.To("deliveries", WebhookDelivery.Type).Annotations(entgql.Skip(entgql.SkipAll)),
+	}
+}
+
+// Indexes of the WebhookEndpoint.
+func (WebhookEndpoint) Indexes() []ent.Index {
+	return []ent.Index{index.Fields("app_id", "enabled")}
+}
+
+// Annotations of the WebhookEndpoint.
+func (WebhookEndpoint) Annotations() []schema.Annotation {
+	return []schema.Annotation{
+		entgql.Skip(entgql.SkipMutationCreateInput, entgql.SkipMutationUpdateInput),
+	}
+}
