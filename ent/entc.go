@@ -67,11 +67,15 @@ func dropNodeQueries(_ *gen.Graph, s *ast.Schema) error {
 // (a 64-bit integer the 32-bit Int cannot carry) filters of that type
 // under the field's current name, next to the old Int filters, which stay
 // as deprecated aliases setting the same Go fields (Order.amount became
-// amountMinor).
+// amountMinor, APIKey.usageCount requestCount, APIUsage.count callCount).
 func int64Filters(_ *gen.Graph, s *ast.Schema) error {
 	for _, a := range []struct{ input, from, to, reason string }{
 		{"OrderWhereInput", "amount", "amountMinor",
 			"GraphQL's Int is 32-bit and an amount can exceed it: use the amountMinor filters (Int64)."},
+		{"APIKeyWhereInput", "usageCount", "requestCount",
+			"GraphQL's Int is 32-bit and a count can exceed it: use the requestCount filters (Int64)."},
+		{"APIUsageWhereInput", "count", "callCount",
+			"GraphQL's Int is 32-bit and a count can exceed it: use the callCount filters (Int64)."},
 	} {
 		in, ok := s.Types[a.input]
 		if !ok {

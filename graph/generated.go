@@ -100,13 +100,14 @@ type ComplexityRoot struct {
 	}
 
 	APIVersion struct {
-		CallsLast30Days func(childComplexity int) int
-		Deprecation     func(childComplexity int) int
-		Name            func(childComplexity int) int
-		Released        func(childComplexity int) int
-		RemovedFields   func(childComplexity int) int
-		Retired         func(childComplexity int) int
-		Sunset          func(childComplexity int) int
+		CallCountLast30Days func(childComplexity int) int
+		CallsLast30Days     func(childComplexity int) int
+		Deprecation         func(childComplexity int) int
+		Name                func(childComplexity int) int
+		Released            func(childComplexity int) int
+		RemovedFields       func(childComplexity int) int
+		Retired             func(childComplexity int) int
+		Sunset              func(childComplexity int) int
 	}
 
 	AuditEvent struct {
@@ -566,7 +567,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.APIKey.Status(childComplexity), true
-	case "APIKey.usageCount":
+	case "APIKey.usageCount", "APIKey.requestCount":
 		if e.ComplexityRoot.APIKey.UsageCount == nil {
 			break
 		}
@@ -630,7 +631,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.APIUsage.AppID(childComplexity), true
-	case "APIUsage.count":
+	case "APIUsage.count", "APIUsage.callCount":
 		if e.ComplexityRoot.APIUsage.Count == nil {
 			break
 		}
@@ -687,6 +688,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.APIUsageEdge.Node(childComplexity), true
 
+	case "APIVersion.callCountLast30Days":
+		if e.ComplexityRoot.APIVersion.CallCountLast30Days == nil {
+			break
+		}
+
+		return e.ComplexityRoot.APIVersion.CallCountLast30Days(childComplexity), true
 	case "APIVersion.callsLast30Days":
 		if e.ComplexityRoot.APIVersion.CallsLast30Days == nil {
 			break
@@ -2716,7 +2723,7 @@ type APIKey implements Node {
   prefix: String!
   status: Int!
   role: APIKeyRole!
-  usageCount: Int!
+  usageCount: Int! @deprecated(reason: "GraphQL's Int is 32-bit and a count can exceed it: use requestCount (Int64).")
   lastUsedAt: Time
   createTime: Time!
 }
@@ -2851,14 +2858,14 @@ input APIKeyWhereInput {
   """
   usage_count field predicates
   """
-  usageCount: Int
-  usageCountNEQ: Int
-  usageCountIn: [Int!]
-  usageCountNotIn: [Int!]
-  usageCountGT: Int
-  usageCountGTE: Int
-  usageCountLT: Int
-  usageCountLTE: Int
+  usageCount: Int @deprecated(reason: "GraphQL's Int is 32-bit and a count can exceed it: use the requestCount filters (Int64).")
+  usageCountNEQ: Int @deprecated(reason: "GraphQL's Int is 32-bit and a count can exceed it: use the requestCount filters (Int64).")
+  usageCountIn: [Int!] @deprecated(reason: "GraphQL's Int is 32-bit and a count can exceed it: use the requestCount filters (Int64).")
+  usageCountNotIn: [Int!] @deprecated(reason: "GraphQL's Int is 32-bit and a count can exceed it: use the requestCount filters (Int64).")
+  usageCountGT: Int @deprecated(reason: "GraphQL's Int is 32-bit and a count can exceed it: use the requestCount filters (Int64).")
+  usageCountGTE: Int @deprecated(reason: "GraphQL's Int is 32-bit and a count can exceed it: use the requestCount filters (Int64).")
+  usageCountLT: Int @deprecated(reason: "GraphQL's Int is 32-bit and a count can exceed it: use the requestCount filters (Int64).")
+  usageCountLTE: Int @deprecated(reason: "GraphQL's Int is 32-bit and a count can exceed it: use the requestCount filters (Int64).")
   """
   last_used_at field predicates
   """
@@ -2883,13 +2890,21 @@ input APIKeyWhereInput {
   createTimeGTE: Time
   createTimeLT: Time
   createTimeLTE: Time
+  requestCount: Int64 @goField(name: "UsageCount")
+  requestCountNEQ: Int64 @goField(name: "UsageCountNEQ")
+  requestCountIn: [Int64!] @goField(name: "UsageCountIn")
+  requestCountNotIn: [Int64!] @goField(name: "UsageCountNotIn")
+  requestCountGT: Int64 @goField(name: "UsageCountGT")
+  requestCountGTE: Int64 @goField(name: "UsageCountGTE")
+  requestCountLT: Int64 @goField(name: "UsageCountLT")
+  requestCountLTE: Int64 @goField(name: "UsageCountLTE")
 }
 type APIUsage implements Node {
   id: ID!
   appID: ID!
   version: String!
   day: String!
-  count: Int!
+  count: Int! @deprecated(reason: "GraphQL's Int is 32-bit and a count can exceed it: use callCount (Int64).")
   app: PartnerApp!
 }
 """
@@ -3004,19 +3019,27 @@ input APIUsageWhereInput {
   """
   count field predicates
   """
-  count: Int
-  countNEQ: Int
-  countIn: [Int!]
-  countNotIn: [Int!]
-  countGT: Int
-  countGTE: Int
-  countLT: Int
-  countLTE: Int
+  count: Int @deprecated(reason: "GraphQL's Int is 32-bit and a count can exceed it: use the callCount filters (Int64).")
+  countNEQ: Int @deprecated(reason: "GraphQL's Int is 32-bit and a count can exceed it: use the callCount filters (Int64).")
+  countIn: [Int!] @deprecated(reason: "GraphQL's Int is 32-bit and a count can exceed it: use the callCount filters (Int64).")
+  countNotIn: [Int!] @deprecated(reason: "GraphQL's Int is 32-bit and a count can exceed it: use the callCount filters (Int64).")
+  countGT: Int @deprecated(reason: "GraphQL's Int is 32-bit and a count can exceed it: use the callCount filters (Int64).")
+  countGTE: Int @deprecated(reason: "GraphQL's Int is 32-bit and a count can exceed it: use the callCount filters (Int64).")
+  countLT: Int @deprecated(reason: "GraphQL's Int is 32-bit and a count can exceed it: use the callCount filters (Int64).")
+  countLTE: Int @deprecated(reason: "GraphQL's Int is 32-bit and a count can exceed it: use the callCount filters (Int64).")
   """
   app edge predicates
   """
   hasApp: Boolean
   hasAppWith: [PartnerAppWhereInput!]
+  callCount: Int64 @goField(name: "Count")
+  callCountNEQ: Int64 @goField(name: "CountNEQ")
+  callCountIn: [Int64!] @goField(name: "CountIn")
+  callCountNotIn: [Int64!] @goField(name: "CountNotIn")
+  callCountGT: Int64 @goField(name: "CountGT")
+  callCountGTE: Int64 @goField(name: "CountGTE")
+  callCountLT: Int64 @goField(name: "CountLT")
+  callCountLTE: Int64 @goField(name: "CountLTE")
 }
 type AuditEvent implements Node {
   id: ID!
@@ -5440,6 +5463,27 @@ extend type Order {
   """
   amountMinor: Int64! @goField(name: "Amount")
 }
+
+extend type APIKey {
+  """
+  Requests this key made (accepted ones; counts reach the database every
+  second). usageCount is the same value as a 32-bit Int.
+  """
+  requestCount: Int64! @goField(name: "UsageCount")
+}
+
+extend type APIUsage {
+  "Admitted signed calls of the app to the version on the day."
+  callCount: Int64! @goField(name: "Count")
+}
+
+extend type APIVersion {
+  """
+  Admitted signed calls, all apps together, over the last 30 UTC days
+  (today included). Counts reach the database every 2 s.
+  """
+  callCountLast30Days: Int64!
+}
 `, BuiltIn: false},
 	{Name: "../web-schema/json.graphql", Input: `"""
 Any JSON value (object, array, string, number, boolean). Fields ending in
@@ -5535,7 +5579,7 @@ type APIVersion {
   Admitted signed calls, all apps together, over the last 30 UTC days
   (today included). Counts reach the database every 2 s.
   """
-  callsLast30Days: Int!
+  callsLast30Days: Int! @deprecated(reason: "GraphQL's Int is 32-bit and a count can exceed it: use callCountLast30Days (Int64).")
 }
 
 "A field a version removes, and when it leaves the version's replies."
@@ -5576,6 +5620,8 @@ func (ec *executionContext) childFields_APIKey(ctx context.Context, field graphq
 		return ec.fieldContext_APIKey_lastUsedAt(ctx, field)
 	case "createTime":
 		return ec.fieldContext_APIKey_createTime(ctx, field)
+	case "requestCount":
+		return ec.fieldContext_APIKey_requestCount(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type APIKey", field.Name)
 }
@@ -5626,6 +5672,8 @@ func (ec *executionContext) childFields_APIUsage(ctx context.Context, field grap
 		return ec.fieldContext_APIUsage_count(ctx, field)
 	case "app":
 		return ec.fieldContext_APIUsage_app(ctx, field)
+	case "callCount":
+		return ec.fieldContext_APIUsage_callCount(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type APIUsage", field.Name)
 }
@@ -5668,6 +5716,8 @@ func (ec *executionContext) childFields_APIVersion(ctx context.Context, field gr
 		return ec.fieldContext_APIVersion_retired(ctx, field)
 	case "callsLast30Days":
 		return ec.fieldContext_APIVersion_callsLast30Days(ctx, field)
+	case "callCountLast30Days":
+		return ec.fieldContext_APIVersion_callCountLast30Days(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type APIVersion", field.Name)
 }
@@ -7806,6 +7856,29 @@ func (ec *executionContext) fieldContext_APIKey_createTime(_ context.Context, fi
 	return graphql.NewScalarFieldContext("APIKey", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
+func (ec *executionContext) _APIKey_requestCount(ctx context.Context, field graphql.CollectedField, obj *ent.APIKey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_APIKey_requestCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UsageCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_APIKey_requestCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("APIKey", field, false, false, errors.New("field of type Int64 does not have child fields"))
+}
+
 func (ec *executionContext) _APIKeyConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.APIKeyConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8150,6 +8223,29 @@ func (ec *executionContext) fieldContext_APIUsage_app(_ context.Context, field g
 	return fc, nil
 }
 
+func (ec *executionContext) _APIUsage_callCount(ctx context.Context, field graphql.CollectedField, obj *ent.APIUsage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_APIUsage_callCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Count, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_APIUsage_callCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("APIUsage", field, false, false, errors.New("field of type Int64 does not have child fields"))
+}
+
 func (ec *executionContext) _APIUsageConnection_edges(ctx context.Context, field graphql.CollectedField, obj *ent.APIUsageConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8460,6 +8556,29 @@ func (ec *executionContext) _APIVersion_callsLast30Days(ctx context.Context, fie
 }
 func (ec *executionContext) fieldContext_APIVersion_callsLast30Days(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("APIVersion", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _APIVersion_callCountLast30Days(ctx context.Context, field graphql.CollectedField, obj *APIVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_APIVersion_callCountLast30Days(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CallCountLast30Days, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_APIVersion_callCountLast30Days(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("APIVersion", field, false, false, errors.New("field of type Int64 does not have child fields"))
 }
 
 func (ec *executionContext) _AuditEvent_id(ctx context.Context, field graphql.CollectedField, obj *ent.AuditEvent) (ret graphql.Marshaler) {
@@ -15881,7 +16000,7 @@ func (ec *executionContext) unmarshalInputAPIKeyWhereInput(ctx context.Context, 
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameEqualFold", "nameContainsFold", "prefix", "prefixNEQ", "prefixIn", "prefixNotIn", "prefixGT", "prefixGTE", "prefixLT", "prefixLTE", "prefixContains", "prefixHasPrefix", "prefixHasSuffix", "prefixEqualFold", "prefixContainsFold", "status", "statusNEQ", "statusIn", "statusNotIn", "statusGT", "statusGTE", "statusLT", "statusLTE", "role", "roleNEQ", "roleIn", "roleNotIn", "usageCount", "usageCountNEQ", "usageCountIn", "usageCountNotIn", "usageCountGT", "usageCountGTE", "usageCountLT", "usageCountLTE", "lastUsedAt", "lastUsedAtNEQ", "lastUsedAtIn", "lastUsedAtNotIn", "lastUsedAtGT", "lastUsedAtGTE", "lastUsedAtLT", "lastUsedAtLTE", "lastUsedAtIsNil", "lastUsedAtNotNil", "createTime", "createTimeNEQ", "createTimeIn", "createTimeNotIn", "createTimeGT", "createTimeGTE", "createTimeLT", "createTimeLTE"}
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "name", "nameNEQ", "nameIn", "nameNotIn", "nameGT", "nameGTE", "nameLT", "nameLTE", "nameContains", "nameHasPrefix", "nameHasSuffix", "nameEqualFold", "nameContainsFold", "prefix", "prefixNEQ", "prefixIn", "prefixNotIn", "prefixGT", "prefixGTE", "prefixLT", "prefixLTE", "prefixContains", "prefixHasPrefix", "prefixHasSuffix", "prefixEqualFold", "prefixContainsFold", "status", "statusNEQ", "statusIn", "statusNotIn", "statusGT", "statusGTE", "statusLT", "statusLTE", "role", "roleNEQ", "roleIn", "roleNotIn", "usageCount", "usageCountNEQ", "usageCountIn", "usageCountNotIn", "usageCountGT", "usageCountGTE", "usageCountLT", "usageCountLTE", "lastUsedAt", "lastUsedAtNEQ", "lastUsedAtIn", "lastUsedAtNotIn", "lastUsedAtGT", "lastUsedAtGTE", "lastUsedAtLT", "lastUsedAtLTE", "lastUsedAtIsNil", "lastUsedAtNotNil", "createTime", "createTimeNEQ", "createTimeIn", "createTimeNotIn", "createTimeGT", "createTimeGTE", "createTimeLT", "createTimeLTE", "requestCount", "requestCountNEQ", "requestCountIn", "requestCountNotIn", "requestCountGT", "requestCountGTE", "requestCountLT", "requestCountLTE"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -16413,6 +16532,62 @@ func (ec *executionContext) unmarshalInputAPIKeyWhereInput(ctx context.Context, 
 				return it, err
 			}
 			it.CreateTimeLTE = data
+		case "requestCount":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("requestCount"))
+			data, err := ec.unmarshalOInt642ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UsageCount = data
+		case "requestCountNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("requestCountNEQ"))
+			data, err := ec.unmarshalOInt642ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UsageCountNEQ = data
+		case "requestCountIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("requestCountIn"))
+			data, err := ec.unmarshalOInt642ᚕint64ᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UsageCountIn = data
+		case "requestCountNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("requestCountNotIn"))
+			data, err := ec.unmarshalOInt642ᚕint64ᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UsageCountNotIn = data
+		case "requestCountGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("requestCountGT"))
+			data, err := ec.unmarshalOInt642ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UsageCountGT = data
+		case "requestCountGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("requestCountGTE"))
+			data, err := ec.unmarshalOInt642ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UsageCountGTE = data
+		case "requestCountLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("requestCountLT"))
+			data, err := ec.unmarshalOInt642ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UsageCountLT = data
+		case "requestCountLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("requestCountLTE"))
+			data, err := ec.unmarshalOInt642ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.UsageCountLTE = data
 		}
 	}
 	return it, nil
@@ -16470,7 +16645,7 @@ func (ec *executionContext) unmarshalInputAPIUsageWhereInput(ctx context.Context
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "appID", "appIDNEQ", "appIDIn", "appIDNotIn", "version", "versionNEQ", "versionIn", "versionNotIn", "versionGT", "versionGTE", "versionLT", "versionLTE", "versionContains", "versionHasPrefix", "versionHasSuffix", "versionEqualFold", "versionContainsFold", "day", "dayNEQ", "dayIn", "dayNotIn", "dayGT", "dayGTE", "dayLT", "dayLTE", "dayContains", "dayHasPrefix", "dayHasSuffix", "dayEqualFold", "dayContainsFold", "count", "countNEQ", "countIn", "countNotIn", "countGT", "countGTE", "countLT", "countLTE", "hasApp", "hasAppWith"}
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "appID", "appIDNEQ", "appIDIn", "appIDNotIn", "version", "versionNEQ", "versionIn", "versionNotIn", "versionGT", "versionGTE", "versionLT", "versionLTE", "versionContains", "versionHasPrefix", "versionHasSuffix", "versionEqualFold", "versionContainsFold", "day", "dayNEQ", "dayIn", "dayNotIn", "dayGT", "dayGTE", "dayLT", "dayLTE", "dayContains", "dayHasPrefix", "dayHasSuffix", "dayEqualFold", "dayContainsFold", "count", "countNEQ", "countIn", "countNotIn", "countGT", "countGTE", "countLT", "countLTE", "hasApp", "hasAppWith", "callCount", "callCountNEQ", "callCountIn", "callCountNotIn", "callCountGT", "callCountGTE", "callCountLT", "callCountLTE"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -16834,6 +17009,62 @@ func (ec *executionContext) unmarshalInputAPIUsageWhereInput(ctx context.Context
 				return it, err
 			}
 			it.HasAppWith = data
+		case "callCount":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("callCount"))
+			data, err := ec.unmarshalOInt642ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Count = data
+		case "callCountNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("callCountNEQ"))
+			data, err := ec.unmarshalOInt642ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CountNEQ = data
+		case "callCountIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("callCountIn"))
+			data, err := ec.unmarshalOInt642ᚕint64ᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CountIn = data
+		case "callCountNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("callCountNotIn"))
+			data, err := ec.unmarshalOInt642ᚕint64ᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CountNotIn = data
+		case "callCountGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("callCountGT"))
+			data, err := ec.unmarshalOInt642ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CountGT = data
+		case "callCountGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("callCountGTE"))
+			data, err := ec.unmarshalOInt642ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CountGTE = data
+		case "callCountLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("callCountLT"))
+			data, err := ec.unmarshalOInt642ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CountLT = data
+		case "callCountLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("callCountLTE"))
+			data, err := ec.unmarshalOInt642ᚖint64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CountLTE = data
 		}
 	}
 	return it, nil
@@ -24441,6 +24672,11 @@ func (ec *executionContext) _APIKey(ctx context.Context, sel ast.SelectionSet, o
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "requestCount":
+			out.Values[i] = ec._APIKey_requestCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -24671,6 +24907,11 @@ func (ec *executionContext) _APIUsage(ctx context.Context, sel ast.SelectionSet,
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "callCount":
+			out.Values[i] = ec._APIUsage_callCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -24827,6 +25068,11 @@ func (ec *executionContext) _APIVersion(ctx context.Context, sel ast.SelectionSe
 			}
 		case "callsLast30Days":
 			out.Values[i] = ec._APIVersion_callsLast30Days(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "callCountLast30Days":
+			out.Values[i] = ec._APIVersion_callCountLast30Days(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}

@@ -42,6 +42,9 @@ type APIVersion struct {
 	// Admitted signed calls, all apps together, over the last 30 UTC days
 	// (today included). Counts reach the database every 2 s.
 	CallsLast30Days int `json:"callsLast30Days"`
+	// Admitted signed calls, all apps together, over the last 30 UTC days
+	// (today included). Counts reach the database every 2 s.
+	CallCountLast30Days int64 `json:"callCountLast30Days"`
 }
 
 type CreateOrderInput struct {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"gatehouse/internal/config"
 	"gatehouse/internal/testenv"
@@ -153,13 +154,15 @@ func TestSchemaSpellings(t *testing.T) {
 			}
 		}
 	}
-	for _, w := range []string{"PartnerApp.redirectUris", "Order.amount", "OrderWhereInput.amount", "OrderWhereInput.amountGT", "OrderWhereInput.amountIn"} {
+	for _, w := range []string{"PartnerApp.redirectUris", "Order.amount", "OrderWhereInput.amount", "OrderWhereInput.amountGT", "OrderWhereInput.amountIn",
+		"APIVersion.callsLast30Days", "APIUsage.count", "APIUsageWhereInput.countGTE", "APIKey.usageCount", "APIKeyWhereInput.usageCountLT"} {
 		if _, ok := deprecated[w]; !ok {
 			t.Errorf("%s is not marked @deprecated", w)
 		}
 	}
 	for _, w := range []string{"PartnerApp.redirectURIs", "Order.amountMinor", "Order.amountDecimal", "OrderWhereInput.amountMinor",
-		"OrderWhereInput.amountMinorGTE", "OrderWhereInput.amountMinorIn", "AuditEvent.apiKeyID", "AuditEventWhereInput.apiKeyIDIn"} {
+		"OrderWhereInput.amountMinorGTE", "OrderWhereInput.amountMinorIn", "AuditEvent.apiKeyID", "AuditEventWhereInput.apiKeyIDIn",
+		"APIVersion.callCountLast30Days", "APIUsage.callCount", "APIUsageWhereInput.callCountGTE", "APIKey.requestCount", "APIKeyWhereInput.requestCountLT"} {
 		if !current[w] {
 			t.Errorf("%s is missing or deprecated", w)
 		}
@@ -258,6 +261,53 @@ func TestTimePrecision(t *testing.T) {
 		}
 		if d := str(r.Data, "partnerApps", "edges", 0, "node", "expireDate"); d != "2031-05-17T00:00:00.000Z" {
 			t.Errorf("expireDate = %q", d)
+		}
+	})
+}
+
+// TestInt64Counters: the counters that can pass 2^31 (calls per version
+// and per app and day, requests per key) read as Int64 strings, filter
+// as Int64, and their deprecated Int forms still answer.
+func TestInt64Counters(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		a := startAdmin(t, b)
+		ctx := t.Context()
+		appID := intID(t, a.gql(t, createAppMutation, map[string]any{"in": map[string]any{"appName": "Busy"}}).ok(t, "createPartnerApp"), "app", "id")
+		const calls = 3_000_000_000
+		today := time.Now().UTC().Format(time.DateOnly)
+		if err := a.App.DB.APIUsage.Create().SetAppID(appID).SetVersion("v2").SetDay(today).SetCount(calls).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		const requests = 5_000_000_000
+		if err := a.App.DB.APIKey.Update().SetUsageCount(requests).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r := a.gql(t, `{
+			apiUsages(first: 5, where: {callCountGTE: "3000000000"}) { totalCount edges { node { callCount count } } }
+			old: apiUsages(first: 5, where: {countGT: 2999999999}) { totalCount }
+			apiKeys(first: 5, where: {requestCount: 5000000000}) { totalCount edges { node { requestCount usageCount } } }
+			apiVersions { name callCountLast30Days callsLast30Days }
+		}`, nil)
+		if len(r.Errors) > 0 {
+			t.Fatalf("%s", r.Body)
+		}
+		if num(r.Data, "apiUsages", "totalCount") != 1 || num(r.Data, "old", "totalCount") != 1 ||
+			dig(r.Data, "apiUsages", "edges", 0, "node", "callCount") != "3000000000" ||
+			dig(r.Data, "apiUsages", "edges", 0, "node", "count") != float64(calls) {
+			t.Fatalf("apiUsages: %s", r.Body)
+		}
+		if num(r.Data, "apiKeys", "totalCount") != 1 || dig(r.Data, "apiKeys", "edges", 0, "node", "requestCount") != "5000000000" ||
+			dig(r.Data, "apiKeys", "edges", 0, "node", "usageCount") != float64(requests) {
+			t.Fatalf("apiKeys: %s", r.Body)
+		}
+		found := false
+		for _, v := range dig(r.Data, "apiVersions").([]any) {
+			if str(v, "name") == "v2" {
+				found = dig(v, "callCountLast30Days") == "3000000000" && dig(v, "callsLast30Days") == float64(calls)
+			}
+		}
+		if !found {
+			t.Fatalf("apiVersions: %s", r.Body)
 		}
 	})
 }

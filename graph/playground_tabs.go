@@ -102,9 +102,9 @@ mutation PublishEvent($appID: ID!, $bizData: JSON!, $key: String) {
 	{Query: `# Calls per partner API version: each version's lifecycle (deprecation,
 # sunset) and calls over the last 30 days, then the daily counts per app.
 query UsagePerVersion {
-  apiVersions { name deprecation sunset retired callsLast30Days }
+  apiVersions { name deprecation sunset retired callCountLast30Days }
   apiUsages(first: 30, orderBy: {field: DAY, direction: DESC}) {
-    edges { node { day version count app { appKey appName } } }
+    edges { node { day version callCount app { appKey appName } } }
   }
 }
 `},
@@ -127,7 +127,7 @@ mutation CreateReadOnlyKey {
 
 query ListKeys {
   apiKeys(first: 50, orderBy: {field: CREATE_TIME, direction: DESC}) {
-    edges { node { id name role prefix status usageCount lastUsedAt createTime } }
+    edges { node { id name role prefix status requestCount lastUsedAt createTime } }
   }
 }
 `},

@@ -24,13 +24,14 @@ func (r *queryResolver) APIVersions(ctx context.Context) ([]*APIVersion, error) 
 			removed[j] = &RemovedField{Name: f.Name, Removal: f.Removal}
 		}
 		out[i] = &APIVersion{
-			Name:            v.Name,
-			Released:        timeOrNil(v.Released),
-			RemovedFields:   removed,
-			Deprecation:     timeOrNil(v.Deprecated),
-			Sunset:          timeOrNil(v.Sunset),
-			Retired:         v.Retired(now),
-			CallsLast30Days: int(calls[v.Name]),
+			Name:                v.Name,
+			Released:            timeOrNil(v.Released),
+			RemovedFields:       removed,
+			Deprecation:         timeOrNil(v.Deprecated),
+			Sunset:              timeOrNil(v.Sunset),
+			Retired:             v.Retired(now),
+			CallsLast30Days:     int(calls[v.Name]),
+			CallCountLast30Days: calls[v.Name],
 		}
 	}
 	return out, nil

@@ -28,8 +28,12 @@ func (APIKey) Fields() []ent.Field {
 		// roles existed are ADMIN.
 		field.Enum("role").Values("ADMIN", "READ_ONLY").Default("ADMIN").
 			Annotations(entgql.OrderField("ROLE")),
+		// GraphQL's Int is 32-bit: requestCount (Int64) carries the count;
+		// usageCount and its filters stay as deprecated aliases
+		// (web-schema/int64.graphql, ent/entc.go).
 		field.Int64("usage_count").Default(0).NonNegative().
-			Annotations(entgql.OrderField("USAGE_COUNT")),
+			Annotations(entgql.OrderField("USAGE_COUNT"),
+				entgql.Directives(entgql.Deprecated("GraphQL's Int is 32-bit and a count can exceed it: use requestCount (Int64)."))),
 		field.Time("last_used_at").Optional().Nillable(),
 		field.Time("create_time").Default(time.Now).Immutable().
 			Annotations(entgql.OrderField("CREATE_TIME")),

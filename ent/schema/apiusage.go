@@ -23,8 +23,12 @@ func (APIUsage) Fields() []ent.Field {
 		// day is the UTC day, formatted 2006-01-02.
 		field.String("day").MaxLen(10).Immutable().
 			Annotations(entgql.OrderField("DAY")),
+		// GraphQL's Int is 32-bit: callCount (Int64) carries the count; count
+		// and its filters stay as deprecated aliases (web-schema/int64.graphql,
+		// ent/entc.go).
 		field.Int64("count").Default(0).NonNegative().
-			Annotations(entgql.OrderField("COUNT")),
+			Annotations(entgql.OrderField("COUNT"),
+				entgql.Directives(entgql.Deprecated("GraphQL's Int is 32-bit and a count can exceed it: use callCount (Int64)."))),
 	}
 }
 
