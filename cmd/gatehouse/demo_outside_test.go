@@ -29,8 +29,8 @@ import (
 // its own process: every command the banner prints is run as printed (by
 // sh, with curl), including the refund and the cancel, the webhook
 // receiver it names and the OAuth flow ending on the receiver's callback
-// page. Then the demo app's secret is rotated over GraphQL and the demo
-// restarted: the banner prints the secret in force and orders its refund
+// page. Then the demo app's secrets are rotated over GraphQL and the demo
+// restarted with the receiver on another address: the banner prints the secret in force and orders its refund
 // and cancel commands can still change, and every command works again.
 // Then `serve --demo --reset` starts the demo afresh (embedded: the seeded
 // secret and orders are back, the old database is in before-reset/;
@@ -84,7 +84,10 @@ func TestDemoFromTheOutside(t *testing.T) {
 		p.stop(t)
 		rcv.stop(t)
 
-		// 3. A restart: the banner prints what is true now.
+		// 3. A restart, with the receiver moved (GATEHOUSE_DEMO_RECEIVER, as
+		// `make run` takes it): the banner prints what is true now, and the
+		// demo app calls back the receiver where it now is.
+		env = append(env, "GATEHOUSE_DEMO_RECEIVER="+freeLoopback(t))
 		p = startDemo(t, bin, dir, env)
 		if strings.Contains(p.banner, seeded) || field(t, p.banner, "app_secret") != rotated {
 			t.Fatalf("after a rotation the banner prints a dead secret (want %q):\n%s", rotated, p.banner)

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"strings"
 
 	"gatehouse/ent"
@@ -37,8 +39,10 @@ func seedWebhooks(ctx context.Context, e Env, b *strings.Builder) error {
 	if err != nil {
 		return fmt.Errorf("demo webhooks: %w", err)
 	}
-	if app.CallbackURL == "" {
-		// A demo app seeded before it had a receiver: point it at one.
+	if app.CallbackURL == "" || (app.CallbackURL != DemoCallbackURL(e) && demoReceiverURL(app.CallbackURL)) {
+		// A demo app seeded before it had a receiver, or with the receiver
+		// of an earlier --demo-receiver: point it at this one. A callback
+		// URL an operator set elsewhere is kept.
 		u := DemoCallbackURL(e)
 		if app, err = a.Partners.Update(ctx, app.ID, partner.UpdateInput{CallbackURL: &u}); err != nil {
 			return fmt.Errorf("demo webhooks: %w", err)
@@ -90,6 +94,17 @@ func seedWebhooks(ctx context.Context, e Env, b *strings.Builder) error {
 	fmt.Fprintf(b, "# 4. send every FAILED one again once the receiver runs (cancelWebhookDelivery(id) stops a pending one):\n")
 	b.WriteString(gql(fmt.Sprintf(`mutation { resendFailedWebhookDeliveries(appID: %d) }`, app.ID)))
 	return nil
+}
+
+// demoReceiverURL reports whether u is a demo receiver's callback URL
+// (http://<loopback>:<port>/hook), as an earlier start set it.
+func demoReceiverURL(u string) bool {
+	p, err := url.Parse(u)
+	if err != nil || p.Scheme != "http" || p.Path != "/hook" || p.RawQuery != "" {
+		return false
+	}
+	ip := net.ParseIP(p.Hostname())
+	return ip != nil && ip.IsLoopback()
 }
 
 // ListenCommand is the command that starts the demo receiver: webhooks
