@@ -61,9 +61,12 @@ func BenchmarkSignedHandler(b *testing.B) {
 // (JSON request logs at info to a file through the production log writer)
 // with one partner app at the highest rate limit and its order SO1001, and
 // returns it with the app's signer. Everything is closed when b ends.
-func benchApp(b *testing.B, be testenv.Backend) (*app.App, partnerclient.Signer) {
+func benchApp(b *testing.B, be testenv.Backend, opts ...apptest.Option) (*app.App, partnerclient.Signer) {
 	b.Helper()
 	cfg := apptest.Config(b, be)
+	for _, o := range opts {
+		o(&cfg)
+	}
 	if err := cfg.Resolve(); err != nil {
 		b.Fatal(err)
 	}

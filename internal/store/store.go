@@ -21,7 +21,6 @@ import (
 	"entgo.io/ent/dialect"
 	entsql "entgo.io/ent/dialect/sql"
 	"github.com/XSAM/otelsql"
-	"github.com/exaring/otelpgx"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib" // also registers the "pgx" driver
@@ -221,7 +220,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 		}
 		if o.tracer != nil {
 			// Both pools: the database/sql one (a copy) and the reads'.
-			cfg.ConnConfig.Tracer = otelpgx.NewTracer(otelpgx.WithTracerProvider(o.tracer), otelpgx.WithTrimSQLInSpanName())
+			cfg.ConnConfig.Tracer = newPGTracer(o.tracer)
 		}
 		db = stdlib.OpenDB(*cfg.ConnConfig.Copy())
 		// Idle = open: with fewer idle than open slots, more concurrent

@@ -1,0 +1,44 @@
+package rest_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"gatehouse/internal/config"
+	"gatehouse/internal/telemetry"
+	"gatehouse/internal/testenv"
+)
+
+// BenchmarkSignedHandlerPostgresTraced is BenchmarkSignedHandlerPostgres's
+// gatehouse with tracing on as an operator turns it on (the OTEL_*
+// variables: an OTLP/HTTP endpoint, every request sampled), exporting to
+// a collector that discards: the difference to the untraced figure is
+// what the spans cost (making, batching, encoding, sending).
+//
+//	go test -run '^$' -bench 'SignedHandlerPostgres' -cpu 1 ./rest/
+func BenchmarkSignedHandlerPostgresTraced(b *testing.B) {
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	b.Cleanup(sink.Close)
+	b.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", sink.URL)
+	b.Setenv("OTEL_TRACES_SAMPLER", "always_on")
+	tr, err := telemetry.FromEnv(context.Background(), "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
+	be := testenv.Backend{Name: "postgres", RedisURL: testenv.RedisURL(b), KeyPrefix: testenv.KeyPrefix(b)}
+	be.DatabaseURL = testenv.PostgresURL(b)
+	a, signer := benchApp(b, be, func(c *config.Config) { c.Tracing = tr })
+	urls := make([]string, b.N)
+	for i := range urls {
+		urls[i], _ = signer.SignURL("http://x/api/v1/orders/query?order_no=SO1001")
+	}
+	b.ResetTimer()
+	serveEach(b, a.Public, urls)
+}
