@@ -18,7 +18,7 @@ import (
 	"gatehouse/internal/testenv"
 )
 
-const apiKeysQuery = `query($id: ID!) { apiKeys(where: {id: $id}) { edges { node { id name prefix status usageCount lastUsedAt } } } }`
+const apiKeysQuery = `query($id: ID!) { apiKeys(where: {id: $id}) { edges { node { id name prefix status requestCount lastUsedAt } } } }`
 
 // TestAPIKeyGuard: the three cases of the API key on /graphql, and a disabled
 // key refused from the very next request.
@@ -117,7 +117,7 @@ func flip(c byte) string {
 	return "A"
 }
 
-// TestAPIKeyUsageCount: each accepted call adds exactly 1 to usageCount,
+// TestAPIKeyUsageCount: each accepted call adds exactly 1 to requestCount,
 // visible within a few seconds; refused calls add nothing; uses on two
 // replicas sharing the database add up; a key disabled on one replica is
 // refused by the other at once.
@@ -129,9 +129,9 @@ func TestAPIKeyUsageCount(t *testing.T) {
 			c.Database.URL = a.App.Cfg.Database.URL
 			c.Auth.MasterKeyB64 = a.App.Cfg.Auth.MasterKeyB64
 		})
-		created := a.gql(t, `mutation { createAPIKey(name: "counted") { key apiKey { id usageCount lastUsedAt } } }`, nil).ok(t, "createAPIKey")
+		created := a.gql(t, `mutation { createAPIKey(name: "counted") { key apiKey { id requestCount lastUsedAt } } }`, nil).ok(t, "createAPIKey")
 		key, id := str(created, "key"), str(created, "apiKey", "id")
-		if num(created, "apiKey", "usageCount") != 0 || dig(created, "apiKey", "lastUsedAt") != nil {
+		if count64(created, "apiKey", "requestCount") != 0 || dig(created, "apiKey", "lastUsedAt") != nil {
 			t.Fatalf("a new key: %v", created)
 		}
 		const perReplica = 15
@@ -150,13 +150,13 @@ func TestAPIKeyUsageCount(t *testing.T) {
 		gqlAs(t, a.Env, key+"x", `{ skus { totalCount } }`, nil)
 		before := time.Now()
 		var node map[string]any
-		eventually(t, 10*time.Second, "usageCount reaches 30", func() bool {
+		eventually(t, 10*time.Second, "requestCount reaches 30", func() bool {
 			r := a.gql(t, apiKeysQuery, map[string]any{"id": id})
 			node, _ = dig(r.ok(t, "apiKeys"), "edges", 0, "node").(map[string]any)
-			return num(node, "usageCount") >= 2*perReplica
+			return count64(node, "requestCount") >= 2*perReplica
 		})
-		if got := num(node, "usageCount"); got != 2*perReplica {
-			t.Fatalf("usageCount %d, want %d", got, 2*perReplica)
+		if got := count64(node, "requestCount"); got != 2*perReplica {
+			t.Fatalf("requestCount %d, want %d", got, 2*perReplica)
 		}
 		last, err := time.Parse(time.RFC3339Nano, str(node, "lastUsedAt"))
 		if err != nil || last.After(before) || time.Since(last) > time.Minute {
@@ -169,8 +169,8 @@ func TestAPIKeyUsageCount(t *testing.T) {
 			}
 		}
 		r := a.gql(t, apiKeysQuery, map[string]any{"id": id})
-		if got := num(r.ok(t, "apiKeys"), "edges", 0, "node", "usageCount"); got != 2*perReplica {
-			t.Fatalf("usageCount %d after flushing, want %d", got, 2*perReplica)
+		if got := count64(r.ok(t, "apiKeys"), "edges", 0, "node", "requestCount"); got != 2*perReplica {
+			t.Fatalf("requestCount %d after flushing, want %d", got, 2*perReplica)
 		}
 
 		// Disabled on one replica, refused by the other from the next request.

@@ -144,6 +144,16 @@ func intID(t testing.TB, v any, path ...any) int {
 	return n
 }
 
+// count64 reads an Int64 (a JSON string of digits) as an int; -1 when
+// it is not one.
+func count64(v any, path ...any) int {
+	n, err := strconv.Atoi(str(v, path...))
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
 func num(v any, path ...any) int {
 	f, _ := dig(v, path...).(float64)
 	return int(f)

@@ -17,7 +17,7 @@ import (
 	"gatehouse/rest/partnerclient"
 )
 
-const appFields = `id appName appKey status rateLimit expireDate callbackURL redirectUris scopes previousSecretExpiresAt previousWebhookSecretExpiresAt createTime updateTime`
+const appFields = `id appName appKey status rateLimit expireDate callbackURL redirectURIs scopes previousSecretExpiresAt previousWebhookSecretExpiresAt createTime updateTime`
 
 const createAppMutation = `mutation($in: CreatePartnerAppInput!) {
   createPartnerApp(input: $in) { appSecret webhookSecret app { ` + appFields + ` } }
@@ -55,7 +55,7 @@ func TestCreatePartnerApp(t *testing.T) {
 		app = dig(full, "app")
 		if str(app, "appKey") != "full_app-1" || num(app, "rateLimit") != 25 ||
 			str(app, "expireDate") != "2031-05-17T00:00:00.000Z" || str(app, "callbackURL") != "https://partner.example.com/hooks" ||
-			str(app, "redirectUris", 0) != "https://partner.example.com/cb" ||
+			str(app, "redirectURIs", 0) != "https://partner.example.com/cb" ||
 			len(dig(app, "scopes").([]any)) != 2 {
 			t.Fatalf("all fields: %v", app)
 		}
@@ -139,7 +139,7 @@ func TestUpdatePartnerApp(t *testing.T) {
 		// Absent fields are kept; null clears the clearable ones.
 		app = upd(map[string]any{"expireDate": nil, "callbackURL": nil, "redirectURIs": nil, "scopes": nil}).ok(t, "updatePartnerApp")
 		if dig(app, "expireDate") != nil || str(app, "callbackURL") != "" || len(dig(app, "scopes").([]any)) != 0 ||
-			len(dig(app, "redirectUris").([]any)) != 0 || str(app, "appName") != "Renamed" || num(app, "rateLimit") != 7 {
+			len(dig(app, "redirectURIs").([]any)) != 0 || str(app, "appName") != "Renamed" || num(app, "rateLimit") != 7 {
 			t.Fatalf("after clearing: %v", app)
 		}
 		// The app key may be repeated, not changed.
@@ -368,7 +368,7 @@ func TestResendWebhookDeliveries(t *testing.T) {
 func TestAPIKeyMutations(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		a := startAdmin(t, b)
-		r := a.gql(t, `mutation { createAPIKey(name: " ops ") { key apiKey { id name prefix status usageCount createTime } } }`, nil).ok(t, "createAPIKey")
+		r := a.gql(t, `mutation { createAPIKey(name: " ops ") { key apiKey { id name prefix status requestCount createTime } } }`, nil).ok(t, "createAPIKey")
 		key := str(r, "key")
 		if !strings.HasPrefix(key, "ghk_") || len(key) < 40 || str(r, "apiKey", "name") != "ops" ||
 			str(r, "apiKey", "prefix") != key[:8] || num(r, "apiKey", "status") != 1 {

@@ -152,7 +152,7 @@ func TestPlaygroundInBrowser(t *testing.T) {
 		if err := chromedp.Do(bctx, openTab("UsagePerVersion")); err != nil {
 			t.Fatal(err)
 		}
-		runFor("callsLast30Days")
+		runFor("callCountLast30Days")
 		if bad, _ := chromedp.Run(bctx, chromedp.Evaluate[bool](`document.body.innerText.includes('Error fetching schema')`)); bad {
 			t.Fatal(`"Error fetching schema" with a key`)
 		}

@@ -39,7 +39,7 @@ func TestAPIVersions(t *testing.T) {
 		} {
 			db.APIUsage.Create().SetAppID(u.app).SetVersion(u.version).SetDay(day(u.ago)).SetCount(u.count).ExecX(ctx)
 		}
-		res := a.gql(t, `{ apiVersions { name released removedFields { name removal } deprecation sunset retired callsLast30Days } }`, nil)
+		res := a.gql(t, `{ apiVersions { name released removedFields { name removal } deprecation sunset retired callCountLast30Days } }`, nil)
 		if len(res.Errors) > 0 {
 			t.Fatalf("%s", res.Body)
 		}
@@ -48,9 +48,9 @@ func TestAPIVersions(t *testing.T) {
 			t.Fatalf("%d versions, want %d: %s", len(got), len(rest.PartnerAPI), res.Body)
 		}
 		want := map[string]map[string]any{
-			"v1": {"deprecation": deprecated.Format(scalar.TimeFormat), "sunset": sunset.Format(scalar.TimeFormat), "retired": true, "callsLast30Days": float64(9)},
-			"v2": {"deprecation": nil, "sunset": nil, "retired": false, "callsLast30Days": float64(5), "released": nil},
-			"v3": {"deprecation": nil, "sunset": nil, "retired": false, "callsLast30Days": float64(0), "released": "2026-12-01T00:00:00.000Z"},
+			"v1": {"deprecation": deprecated.Format(scalar.TimeFormat), "sunset": sunset.Format(scalar.TimeFormat), "retired": true, "callCountLast30Days": "9"},
+			"v2": {"deprecation": nil, "sunset": nil, "retired": false, "callCountLast30Days": "5", "released": nil},
+			"v3": {"deprecation": nil, "sunset": nil, "retired": false, "callCountLast30Days": "0", "released": "2026-12-01T00:00:00.000Z"},
 		}
 		removed := map[string]string{"v1": "[]", "v2": "[]", "v3": `[{"name":"customer_info","removal":"2027-06-01T00:00:00.000Z"}]`}
 		for i, v := range rest.PartnerAPI {
