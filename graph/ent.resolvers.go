@@ -132,6 +132,9 @@ func (r *Resolver) Query() QueryResolver { return &queryResolver{r} }
 // WebhookDelivery returns WebhookDeliveryResolver implementation.
 func (r *Resolver) WebhookDelivery() WebhookDeliveryResolver { return &webhookDeliveryResolver{r} }
 
+// WebhookEndpoint returns WebhookEndpointResolver implementation.
+func (r *Resolver) WebhookEndpoint() WebhookEndpointResolver { return &webhookEndpointResolver{r} }
+
 type (
 	deliveryAttemptResolver   struct{ *Resolver }
 	idempotencyRecordResolver struct{ *Resolver }
@@ -139,4 +142,5 @@ type (
 	partnerAppResolver        struct{ *Resolver }
 	queryResolver             struct{ *Resolver }
 	webhookDeliveryResolver   struct{ *Resolver }
+	webhookEndpointResolver   struct{ *Resolver }
 )

@@ -45,6 +45,7 @@ type ResolverRoot interface {
 	PartnerApp() PartnerAppResolver
 	Query() QueryResolver
 	WebhookDelivery() WebhookDeliveryResolver
+	WebhookEndpoint() WebhookEndpointResolver
 	WebhookMessage() WebhookMessageResolver
 }
 
@@ -190,30 +191,37 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
-		CancelOrder                   func(childComplexity int, orderNo string) int
-		CancelWebhookDelivery         func(childComplexity int, id int) int
-		CreateAPIKey                  func(childComplexity int, name string, role *apikey.Role) int
-		CreateOrder                   func(childComplexity int, input CreateOrderInput) int
-		CreatePartnerApp              func(childComplexity int, input CreatePartnerAppInput) int
-		CreateSku                     func(childComplexity int, input CreateSkuInput) int
-		CreateUser                    func(childComplexity int, input CreateUserInput) int
-		CreateWebhookEventType        func(childComplexity int, name string, description string, schema json.RawMessage, example json.RawMessage) int
-		DisableAPIKey                 func(childComplexity int, id int) int
-		DisableUser                   func(childComplexity int, id int) int
-		EnableAPIKey                  func(childComplexity int, id int) int
-		EnableUser                    func(childComplexity int, id int) int
-		EndSecretOverlap              func(childComplexity int, id int) int
-		PayOrder                      func(childComplexity int, orderNo string) int
-		PublishWebhookEvent           func(childComplexity int, appID int, eventType string, bizData json.RawMessage, idempotencyKey *string) int
-		RefundOrder                   func(childComplexity int, orderNo string, reason *string) int
-		ResendFailedWebhookDeliveries func(childComplexity int, appID *int) int
-		ResendWebhookDelivery         func(childComplexity int, id int) int
-		RotatePartnerAppSecret        func(childComplexity int, id int) int
-		RotateWebhookSecret           func(childComplexity int, id int) int
-		SendTestWebhook               func(childComplexity int, appID int, eventType *string) int
-		SetSkuStock                   func(childComplexity int, id int, stock int) int
-		SetUserPassword               func(childComplexity int, id int, password string) int
-		UpdatePartnerApp              func(childComplexity int, id int, input UpdatePartnerAppInput) int
+		CancelOrder                     func(childComplexity int, orderNo string) int
+		CancelWebhookDelivery           func(childComplexity int, id int) int
+		CreateAPIKey                    func(childComplexity int, name string, role *apikey.Role) int
+		CreateOrder                     func(childComplexity int, input CreateOrderInput) int
+		CreatePartnerApp                func(childComplexity int, input CreatePartnerAppInput) int
+		CreateSku                       func(childComplexity int, input CreateSkuInput) int
+		CreateUser                      func(childComplexity int, input CreateUserInput) int
+		CreateWebhookEndpoint           func(childComplexity int, appID int, input CreateWebhookEndpointInput) int
+		CreateWebhookEventType          func(childComplexity int, name string, description string, schema json.RawMessage, example json.RawMessage) int
+		DeleteWebhookEndpoint           func(childComplexity int, id int) int
+		DisableAPIKey                   func(childComplexity int, id int) int
+		DisableUser                     func(childComplexity int, id int) int
+		DisableWebhookEndpoint          func(childComplexity int, id int) int
+		EnableAPIKey                    func(childComplexity int, id int) int
+		EnableUser                      func(childComplexity int, id int) int
+		EnableWebhookEndpoint           func(childComplexity int, id int) int
+		EndSecretOverlap                func(childComplexity int, id int) int
+		EndWebhookEndpointSecretOverlap func(childComplexity int, id int) int
+		PayOrder                        func(childComplexity int, orderNo string) int
+		PublishWebhookEvent             func(childComplexity int, appID int, eventType string, bizData json.RawMessage, idempotencyKey *string) int
+		RefundOrder                     func(childComplexity int, orderNo string, reason *string) int
+		ResendFailedWebhookDeliveries   func(childComplexity int, appID *int) int
+		ResendWebhookDelivery           func(childComplexity int, id int) int
+		RotatePartnerAppSecret          func(childComplexity int, id int) int
+		RotateWebhookEndpointSecret     func(childComplexity int, id int) int
+		RotateWebhookSecret             func(childComplexity int, id int) int
+		SendTestWebhook                 func(childComplexity int, appID int, eventType *string) int
+		SetSkuStock                     func(childComplexity int, id int, stock int) int
+		SetUserPassword                 func(childComplexity int, id int, password string) int
+		UpdatePartnerApp                func(childComplexity int, id int, input UpdatePartnerAppInput) int
+		UpdateWebhookEndpoint           func(childComplexity int, id int, input UpdateWebhookEndpointInput) int
 	}
 
 	Order struct {
@@ -406,6 +414,7 @@ type ComplexityRoot struct {
 	WebhookEndpoint struct {
 		App                     func(childComplexity int) int
 		AppID                   func(childComplexity int) int
+		Breaker                 func(childComplexity int) int
 		CreateTime              func(childComplexity int) int
 		Description             func(childComplexity int) int
 		Enabled                 func(childComplexity int) int
@@ -415,6 +424,11 @@ type ComplexityRoot struct {
 		RateLimit               func(childComplexity int) int
 		URL                     func(childComplexity int) int
 		UpdateTime              func(childComplexity int) int
+	}
+
+	WebhookEndpointSecretPayload struct {
+		Endpoint func(childComplexity int) int
+		Secret   func(childComplexity int) int
 	}
 
 	WebhookEventType struct {
@@ -472,6 +486,13 @@ type MutationResolver interface {
 	CreateUser(ctx context.Context, input CreateUserInput) (*ent.User, error)
 	CreateWebhookEventType(ctx context.Context, name string, description string, schema json.RawMessage, example json.RawMessage) (*webhook.EventType, error)
 	PublishWebhookEvent(ctx context.Context, appID int, eventType string, bizData json.RawMessage, idempotencyKey *string) (*webhook.Published, error)
+	CreateWebhookEndpoint(ctx context.Context, appID int, input CreateWebhookEndpointInput) (*WebhookEndpointSecretPayload, error)
+	UpdateWebhookEndpoint(ctx context.Context, id int, input UpdateWebhookEndpointInput) (*ent.WebhookEndpoint, error)
+	DisableWebhookEndpoint(ctx context.Context, id int) (*ent.WebhookEndpoint, error)
+	EnableWebhookEndpoint(ctx context.Context, id int) (*ent.WebhookEndpoint, error)
+	DeleteWebhookEndpoint(ctx context.Context, id int) (*ent.WebhookEndpoint, error)
+	RotateWebhookEndpointSecret(ctx context.Context, id int) (*WebhookEndpointSecretPayload, error)
+	EndWebhookEndpointSecretOverlap(ctx context.Context, id int) (*ent.WebhookEndpoint, error)
 	EnableAPIKey(ctx context.Context, id int) (*ent.APIKey, error)
 	DisableUser(ctx context.Context, id int) (*ent.User, error)
 	EnableUser(ctx context.Context, id int) (*ent.User, error)
@@ -501,6 +522,9 @@ type QueryResolver interface {
 }
 type WebhookDeliveryResolver interface {
 	BizDataJSON(ctx context.Context, obj *ent.WebhookDelivery) (json.RawMessage, error)
+}
+type WebhookEndpointResolver interface {
+	Breaker(ctx context.Context, obj *ent.WebhookEndpoint) (BreakerState, error)
 }
 type WebhookMessageResolver interface {
 	EventID(ctx context.Context, obj *webhook.Published) (string, error)
@@ -1135,6 +1159,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreateUser(childComplexity, args["input"].(CreateUserInput)), true
+	case "Mutation.createWebhookEndpoint":
+		if e.ComplexityRoot.Mutation.CreateWebhookEndpoint == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createWebhookEndpoint_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateWebhookEndpoint(childComplexity, args["appID"].(int), args["input"].(CreateWebhookEndpointInput)), true
 	case "Mutation.createWebhookEventType":
 		if e.ComplexityRoot.Mutation.CreateWebhookEventType == nil {
 			break
@@ -1146,6 +1181,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreateWebhookEventType(childComplexity, args["name"].(string), args["description"].(string), args["schema"].(json.RawMessage), args["example"].(json.RawMessage)), true
+	case "Mutation.deleteWebhookEndpoint":
+		if e.ComplexityRoot.Mutation.DeleteWebhookEndpoint == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteWebhookEndpoint_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteWebhookEndpoint(childComplexity, args["id"].(int)), true
 	case "Mutation.disableAPIKey":
 		if e.ComplexityRoot.Mutation.DisableAPIKey == nil {
 			break
@@ -1168,6 +1214,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DisableUser(childComplexity, args["id"].(int)), true
+	case "Mutation.disableWebhookEndpoint":
+		if e.ComplexityRoot.Mutation.DisableWebhookEndpoint == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_disableWebhookEndpoint_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DisableWebhookEndpoint(childComplexity, args["id"].(int)), true
 	case "Mutation.enableAPIKey":
 		if e.ComplexityRoot.Mutation.EnableAPIKey == nil {
 			break
@@ -1190,6 +1247,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.EnableUser(childComplexity, args["id"].(int)), true
+	case "Mutation.enableWebhookEndpoint":
+		if e.ComplexityRoot.Mutation.EnableWebhookEndpoint == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_enableWebhookEndpoint_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.EnableWebhookEndpoint(childComplexity, args["id"].(int)), true
 	case "Mutation.endSecretOverlap":
 		if e.ComplexityRoot.Mutation.EndSecretOverlap == nil {
 			break
@@ -1201,6 +1269,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.EndSecretOverlap(childComplexity, args["id"].(int)), true
+	case "Mutation.endWebhookEndpointSecretOverlap":
+		if e.ComplexityRoot.Mutation.EndWebhookEndpointSecretOverlap == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_endWebhookEndpointSecretOverlap_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.EndWebhookEndpointSecretOverlap(childComplexity, args["id"].(int)), true
 	case "Mutation.payOrder":
 		if e.ComplexityRoot.Mutation.PayOrder == nil {
 			break
@@ -1267,6 +1346,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RotatePartnerAppSecret(childComplexity, args["id"].(int)), true
+	case "Mutation.rotateWebhookEndpointSecret":
+		if e.ComplexityRoot.Mutation.RotateWebhookEndpointSecret == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_rotateWebhookEndpointSecret_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RotateWebhookEndpointSecret(childComplexity, args["id"].(int)), true
 	case "Mutation.rotateWebhookSecret":
 		if e.ComplexityRoot.Mutation.RotateWebhookSecret == nil {
 			break
@@ -1322,6 +1412,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.UpdatePartnerApp(childComplexity, args["id"].(int), args["input"].(UpdatePartnerAppInput)), true
+	case "Mutation.updateWebhookEndpoint":
+		if e.ComplexityRoot.Mutation.UpdateWebhookEndpoint == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_updateWebhookEndpoint_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.UpdateWebhookEndpoint(childComplexity, args["id"].(int), args["input"].(UpdateWebhookEndpointInput)), true
 
 	case "Order.amount", "Order.amountMinor":
 		if e.ComplexityRoot.Order.Amount == nil {
@@ -2137,6 +2238,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.WebhookEndpoint.AppID(childComplexity), true
+	case "WebhookEndpoint.breaker":
+		if e.ComplexityRoot.WebhookEndpoint.Breaker == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpoint.Breaker(childComplexity), true
 	case "WebhookEndpoint.createTime":
 		if e.ComplexityRoot.WebhookEndpoint.CreateTime == nil {
 			break
@@ -2191,6 +2298,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.WebhookEndpoint.UpdateTime(childComplexity), true
+
+	case "WebhookEndpointSecretPayload.endpoint":
+		if e.ComplexityRoot.WebhookEndpointSecretPayload.Endpoint == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpointSecretPayload.Endpoint(childComplexity), true
+	case "WebhookEndpointSecretPayload.secret":
+		if e.ComplexityRoot.WebhookEndpointSecretPayload.Secret == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpointSecretPayload.Secret(childComplexity), true
 
 	case "WebhookEventType.builtIn":
 		if e.ComplexityRoot.WebhookEventType.BuiltIn == nil {
@@ -2296,6 +2416,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		ec.unmarshalInputCreatePartnerAppInput,
 		ec.unmarshalInputCreateSkuInput,
 		ec.unmarshalInputCreateUserInput,
+		ec.unmarshalInputCreateWebhookEndpointInput,
 		ec.unmarshalInputDeliveryAttemptOrder,
 		ec.unmarshalInputDeliveryAttemptWhereInput,
 		ec.unmarshalInputIdempotencyRecordOrder,
@@ -2309,6 +2430,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		ec.unmarshalInputTicketOrder,
 		ec.unmarshalInputTicketWhereInput,
 		ec.unmarshalInputUpdatePartnerAppInput,
+		ec.unmarshalInputUpdateWebhookEndpointInput,
 		ec.unmarshalInputUserOrder,
 		ec.unmarshalInputUserWhereInput,
 		ec.unmarshalInputWebhookDeliveryOrder,
@@ -2418,7 +2540,8 @@ type Mutation {
   rotatePartnerAppSecret(id: ID!): PartnerAppSecretPayload!
   """
   Gives the app a new webhook signing secret (returned once); the old one
-  keeps signing for 24 h. appSecret is null.
+  keeps signing for 24 h. appSecret is null. The secret is the app's first
+  webhook endpoint's (rotateWebhookEndpointSecret rotates any endpoint's).
   """
   rotateWebhookSecret(id: ID!): PartnerAppSecretPayload!
   """
@@ -2504,8 +2627,11 @@ input CreatePartnerAppInput {
   A date (2027-12-31) or an RFC 3339 time, of which only the date counts.
   """
   expireDate: Time
-  "Webhook callback URL (http or https)."
-  callbackURL: String
+  """
+  Webhook callback URL (http or https): becomes the app's first webhook
+  endpoint (every event type), signed with webhookSecret.
+  """
+  callbackURL: String @deprecated(reason: "use createWebhookEndpoint, which also takes an event filter")
   "OAuth redirect URIs (exact match at /oauth/authorize)."
   redirectURIs: [String!]
   "OAuth scopes the app may ask for."
@@ -2522,7 +2648,11 @@ input UpdatePartnerAppInput {
   appKey: String
   rateLimit: Int
   expireDate: Time @goField(omittable: true)
-  callbackURL: String @goField(omittable: true)
+  """
+  The URL of the app's first webhook endpoint (made if there is none); null
+  deletes that endpoint and cancels its waiting deliveries.
+  """
+  callbackURL: String @goField(omittable: true) @deprecated(reason: "use updateWebhookEndpoint or deleteWebhookEndpoint")
   redirectURIs: [String!] @goField(omittable: true)
   scopes: [String!] @goField(omittable: true)
   "0 disabled, 1 enabled."
@@ -2536,7 +2666,8 @@ this payload; a null secret was not changed.
 type PartnerAppSecretPayload {
   app: PartnerApp!
   appSecret: String
-  webhookSecret: String
+  "The signing secret of the app's first webhook endpoint (or of the first one callbackURL makes)."
+  webhookSecret: String @deprecated(reason: "each webhook endpoint has its own secret: use createWebhookEndpoint and rotateWebhookEndpointSecret")
 }
 
 input CreateSkuInput {
@@ -2578,7 +2709,7 @@ extend type PartnerApp {
   failed, stays open 30 s (deliveries wait, no attempt is used), then lets
   5 trial attempts through.
   """
-  webhookBreaker: BreakerState!
+  webhookBreaker: BreakerState! @deprecated(reason: "the breaker of the app's first webhook endpoint: use webhookEndpoints { breaker }")
 }
 
 extend type Order {
@@ -2713,6 +2844,93 @@ extend type Mutation {
     bizData: JSON!
     idempotencyKey: String
   ): WebhookMessage!
+}
+`, BuiltIn: false},
+	{Name: "../web-schema/endpoints.graphql", Input: `# Webhook endpoints: an app's receivers of webhooks, 0 to 10 of them, each
+# with its own URL, signing secret, event filter, circuit breaker and
+# share of the app's attempts in flight.
+
+extend type Mutation {
+  """
+  Adds a webhook endpoint to an app (at most 10 per app). Its signing
+  secret is returned here, once. An app's first endpoint is the one the
+  deprecated PartnerApp.callbackURL, webhookSecret and webhookBreaker speak
+  for. Errors: VALIDATION_FAILED (url, description, eventTypes, rateLimit,
+  or appID when the app has 10 endpoints), NOT_FOUND.
+  """
+  createWebhookEndpoint(appID: ID!, input: CreateWebhookEndpointInput!): WebhookEndpointSecretPayload!
+  """
+  Changes the given fields of an endpoint; absent fields are left as they
+  are. A new url also takes the endpoint's waiting deliveries there.
+  """
+  updateWebhookEndpoint(id: ID!, input: UpdateWebhookEndpointInput!): WebhookEndpoint!
+  """
+  Disables an endpoint: its deliveries (waiting and new) are queued and
+  held, not attempted and not lost, until it is enabled again.
+  """
+  disableWebhookEndpoint(id: ID!): WebhookEndpoint!
+  "Enables an endpoint again: its held deliveries go out."
+  enableWebhookEndpoint(id: ID!): WebhookEndpoint!
+  """
+  Deletes an endpoint and returns it as it was. Its PENDING and RETRYING
+  deliveries become CANCELLED; every delivery is kept (without endpoint).
+  """
+  deleteWebhookEndpoint(id: ID!): WebhookEndpoint!
+  """
+  Gives an endpoint a new signing secret (returned once); the old one keeps
+  signing for 24 h (deliveries carry both signatures meanwhile).
+  """
+  rotateWebhookEndpointSecret(id: ID!): WebhookEndpointSecretPayload!
+  """
+  Ends an endpoint's rotation overlap now: its previous secret stops
+  signing, on every replica within 1 s. For a secret that leaked.
+  """
+  endWebhookEndpointSecretOverlap(id: ID!): WebhookEndpoint!
+}
+
+input CreateWebhookEndpointInput {
+  "Where deliveries are POSTed: an absolute http or https URL, at most 2048 characters, not a private address."
+  url: String!
+  "At most 256 characters."
+  description: String
+  """
+  The event types the endpoint receives (order.paid, …); absent or empty:
+  every type. Names are checked for their form (a-z, 0-9, '.', '_', '-',
+  starting with a letter, at most 64), not against the catalogue: a
+  filter may name a type declared later. At most 50.
+  """
+  eventTypes: [String!]
+  "Deliveries per second to this endpoint (1-10000, per replica); absent: no limit."
+  rateLimit: Int
+  "Default true. A disabled endpoint's deliveries are held."
+  enabled: Boolean
+}
+
+input UpdateWebhookEndpointInput {
+  url: String
+  description: String
+  "Replaces the filter; an empty list (or null) receives every type."
+  eventTypes: [String!] @goField(omittable: true)
+  rateLimit: Int
+  "Removes the rate limit."
+  clearRateLimit: Boolean
+}
+
+"A webhook endpoint with its signing secret, shown only here."
+type WebhookEndpointSecretPayload {
+  endpoint: WebhookEndpoint!
+  "whsec_ followed by base64: what receivers verify signatures with."
+  secret: String!
+}
+
+extend type WebhookEndpoint {
+  """
+  The endpoint's circuit breaker on the replica answering: once at least
+  10 attempts were made it opens when 5 of the last 10 failed, stays open
+  30 s (its deliveries wait, no attempt is used), then lets 5 trial
+  attempts through.
+  """
+  breaker: BreakerState!
 }
 `, BuiltIn: false},
 	{Name: "../web-schema/ent.graphql", Input: `directive @goField(forceResolver: Boolean, name: String, omittable: Boolean) on FIELD_DEFINITION | INPUT_FIELD_DEFINITION
@@ -3977,8 +4195,8 @@ type PartnerApp implements Node {
   status: Int!
   rateLimit: Int!
   expireDate: Time
-  callbackURL: String
-  previousWebhookSecretExpiresAt: Time
+  callbackURL: String @deprecated(reason: "the URL of the app's first webhook endpoint: use webhookEndpoints")
+  previousWebhookSecretExpiresAt: Time @deprecated(reason: "the app's first webhook endpoint's: use webhookEndpoints { previousSecretExpiresAt }")
   redirectURIs: [String!] @goField(name: "RedirectUris", forceResolver: false)
   scopes: [String!]
   createTime: Time!
@@ -6250,8 +6468,20 @@ func (ec *executionContext) childFields_WebhookEndpoint(ctx context.Context, fie
 		return ec.fieldContext_WebhookEndpoint_updateTime(ctx, field)
 	case "app":
 		return ec.fieldContext_WebhookEndpoint_app(ctx, field)
+	case "breaker":
+		return ec.fieldContext_WebhookEndpoint_breaker(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type WebhookEndpoint", field.Name)
+}
+
+func (ec *executionContext) childFields_WebhookEndpointSecretPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "endpoint":
+		return ec.fieldContext_WebhookEndpointSecretPayload_endpoint(ctx, field)
+	case "secret":
+		return ec.fieldContext_WebhookEndpointSecretPayload_secret(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type WebhookEndpointSecretPayload", field.Name)
 }
 
 func (ec *executionContext) childFields_WebhookEventType(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -6516,6 +6746,28 @@ func (ec *executionContext) field_Mutation_createUser_args(ctx context.Context, 
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_createWebhookEndpoint_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "appID",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["appID"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (CreateWebhookEndpointInput, error) {
+			return ec.unmarshalNCreateWebhookEndpointInput2gatehouseᚋgraphᚐCreateWebhookEndpointInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_createWebhookEventType_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -6554,6 +6806,20 @@ func (ec *executionContext) field_Mutation_createWebhookEventType_args(ctx conte
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_deleteWebhookEndpoint_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_disableAPIKey_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -6569,6 +6835,20 @@ func (ec *executionContext) field_Mutation_disableAPIKey_args(ctx context.Contex
 }
 
 func (ec *executionContext) field_Mutation_disableUser_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_disableWebhookEndpoint_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
@@ -6610,7 +6890,35 @@ func (ec *executionContext) field_Mutation_enableUser_args(ctx context.Context, 
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_enableWebhookEndpoint_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_endSecretOverlap_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_endWebhookEndpointSecretOverlap_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
@@ -6740,6 +7048,20 @@ func (ec *executionContext) field_Mutation_rotatePartnerAppSecret_args(ctx conte
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_rotateWebhookEndpointSecret_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_rotateWebhookSecret_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -6834,6 +7156,28 @@ func (ec *executionContext) field_Mutation_updatePartnerApp_args(ctx context.Con
 	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (UpdatePartnerAppInput, error) {
 			return ec.unmarshalNUpdatePartnerAppInput2gatehouseᚋgraphᚐUpdatePartnerAppInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_updateWebhookEndpoint_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (UpdateWebhookEndpointInput, error) {
+			return ec.unmarshalNUpdateWebhookEndpointInput2gatehouseᚋgraphᚐUpdateWebhookEndpointInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -10703,6 +11047,314 @@ func (ec *executionContext) fieldContext_Mutation_publishWebhookEvent(ctx contex
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_createWebhookEndpoint(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createWebhookEndpoint(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreateWebhookEndpoint(ctx, fc.Args["appID"].(int), fc.Args["input"].(CreateWebhookEndpointInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *WebhookEndpointSecretPayload) graphql.Marshaler {
+			return ec.marshalNWebhookEndpointSecretPayload2ᚖgatehouseᚋgraphᚐWebhookEndpointSecretPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createWebhookEndpoint(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookEndpointSecretPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createWebhookEndpoint_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_updateWebhookEndpoint(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_updateWebhookEndpoint(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().UpdateWebhookEndpoint(ctx, fc.Args["id"].(int), fc.Args["input"].(UpdateWebhookEndpointInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.WebhookEndpoint) graphql.Marshaler {
+			return ec.marshalNWebhookEndpoint2ᚖgatehouseᚋentᚐWebhookEndpoint(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_updateWebhookEndpoint(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookEndpoint(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_updateWebhookEndpoint_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_disableWebhookEndpoint(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_disableWebhookEndpoint(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DisableWebhookEndpoint(ctx, fc.Args["id"].(int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.WebhookEndpoint) graphql.Marshaler {
+			return ec.marshalNWebhookEndpoint2ᚖgatehouseᚋentᚐWebhookEndpoint(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_disableWebhookEndpoint(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookEndpoint(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_disableWebhookEndpoint_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_enableWebhookEndpoint(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_enableWebhookEndpoint(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().EnableWebhookEndpoint(ctx, fc.Args["id"].(int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.WebhookEndpoint) graphql.Marshaler {
+			return ec.marshalNWebhookEndpoint2ᚖgatehouseᚋentᚐWebhookEndpoint(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_enableWebhookEndpoint(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookEndpoint(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_enableWebhookEndpoint_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteWebhookEndpoint(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteWebhookEndpoint(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteWebhookEndpoint(ctx, fc.Args["id"].(int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.WebhookEndpoint) graphql.Marshaler {
+			return ec.marshalNWebhookEndpoint2ᚖgatehouseᚋentᚐWebhookEndpoint(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteWebhookEndpoint(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookEndpoint(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteWebhookEndpoint_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_rotateWebhookEndpointSecret(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_rotateWebhookEndpointSecret(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RotateWebhookEndpointSecret(ctx, fc.Args["id"].(int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *WebhookEndpointSecretPayload) graphql.Marshaler {
+			return ec.marshalNWebhookEndpointSecretPayload2ᚖgatehouseᚋgraphᚐWebhookEndpointSecretPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_rotateWebhookEndpointSecret(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookEndpointSecretPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_rotateWebhookEndpointSecret_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_endWebhookEndpointSecretOverlap(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_endWebhookEndpointSecretOverlap(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().EndWebhookEndpointSecretOverlap(ctx, fc.Args["id"].(int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.WebhookEndpoint) graphql.Marshaler {
+			return ec.marshalNWebhookEndpoint2ᚖgatehouseᚋentᚐWebhookEndpoint(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_endWebhookEndpointSecretOverlap(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookEndpoint(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_endWebhookEndpointSecretOverlap_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_enableAPIKey(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -14549,6 +15201,84 @@ func (ec *executionContext) fieldContext_WebhookEndpoint_app(_ context.Context, 
 	return fc, nil
 }
 
+func (ec *executionContext) _WebhookEndpoint_breaker(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpoint_breaker(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.WebhookEndpoint().Breaker(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v BreakerState) graphql.Marshaler {
+			return ec.marshalNBreakerState2gatehouseᚋgraphᚐBreakerState(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpoint_breaker(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEndpoint", field, true, true, errors.New("field of type BreakerState does not have child fields"))
+}
+
+func (ec *executionContext) _WebhookEndpointSecretPayload_endpoint(ctx context.Context, field graphql.CollectedField, obj *WebhookEndpointSecretPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpointSecretPayload_endpoint(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Endpoint, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.WebhookEndpoint) graphql.Marshaler {
+			return ec.marshalNWebhookEndpoint2ᚖgatehouseᚋentᚐWebhookEndpoint(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpointSecretPayload_endpoint(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "WebhookEndpointSecretPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookEndpoint(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _WebhookEndpointSecretPayload_secret(ctx context.Context, field graphql.CollectedField, obj *WebhookEndpointSecretPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpointSecretPayload_secret(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Secret, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpointSecretPayload_secret(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEndpointSecretPayload", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
 func (ec *executionContext) _WebhookEventType_name(ctx context.Context, field graphql.CollectedField, obj *webhook.EventType) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -18166,6 +18896,64 @@ func (ec *executionContext) unmarshalInputCreateUserInput(ctx context.Context, o
 				return it, err
 			}
 			it.Roles = data
+		}
+	}
+	return it, nil
+}
+
+func (ec *executionContext) unmarshalInputCreateWebhookEndpointInput(ctx context.Context, obj any) (CreateWebhookEndpointInput, error) {
+	var it CreateWebhookEndpointInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"url", "description", "eventTypes", "rateLimit", "enabled"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "url":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("url"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.URL = data
+		case "description":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("description"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Description = data
+		case "eventTypes":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("eventTypes"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.EventTypes = data
+		case "rateLimit":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("rateLimit"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RateLimit = data
+		case "enabled":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("enabled"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Enabled = data
 		}
 	}
 	return it, nil
@@ -22379,6 +23167,64 @@ func (ec *executionContext) unmarshalInputUpdatePartnerAppInput(ctx context.Cont
 	return it, nil
 }
 
+func (ec *executionContext) unmarshalInputUpdateWebhookEndpointInput(ctx context.Context, obj any) (UpdateWebhookEndpointInput, error) {
+	var it UpdateWebhookEndpointInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"url", "description", "eventTypes", "rateLimit", "clearRateLimit"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "url":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("url"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.URL = data
+		case "description":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("description"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Description = data
+		case "eventTypes":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("eventTypes"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.EventTypes = graphql.OmittableOf(data)
+		case "rateLimit":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("rateLimit"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RateLimit = data
+		case "clearRateLimit":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("clearRateLimit"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ClearRateLimit = data
+		}
+	}
+	return it, nil
+}
+
 func (ec *executionContext) unmarshalInputUserOrder(ctx context.Context, obj any) (ent.UserOrder, error) {
 	var it ent.UserOrder
 	if obj == nil {
@@ -26038,6 +26884,55 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "createWebhookEndpoint":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createWebhookEndpoint(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "updateWebhookEndpoint":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_updateWebhookEndpoint(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "disableWebhookEndpoint":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_disableWebhookEndpoint(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "enableWebhookEndpoint":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_enableWebhookEndpoint(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteWebhookEndpoint":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteWebhookEndpoint(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "rotateWebhookEndpointSecret":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_rotateWebhookEndpointSecret(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "endWebhookEndpointSecretOverlap":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_endWebhookEndpointSecretOverlap(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "enableAPIKey":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_enableAPIKey(ctx, field)
@@ -28159,6 +29054,87 @@ func (ec *executionContext) _WebhookEndpoint(ctx context.Context, sel ast.Select
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "breaker":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._WebhookEndpoint_breaker(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var webhookEndpointSecretPayloadImplementors = []string{"WebhookEndpointSecretPayload"}
+
+func (ec *executionContext) _WebhookEndpointSecretPayload(ctx context.Context, sel ast.SelectionSet, obj *WebhookEndpointSecretPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, webhookEndpointSecretPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("WebhookEndpointSecretPayload")
+		case "endpoint":
+			out.Values[i] = ec._WebhookEndpointSecretPayload_endpoint(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "secret":
+			out.Values[i] = ec._WebhookEndpointSecretPayload_secret(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -28999,6 +29975,11 @@ func (ec *executionContext) unmarshalNCreateUserInput2gatehouseᚋgraphᚐCreate
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalNCreateWebhookEndpointInput2gatehouseᚋgraphᚐCreateWebhookEndpointInput(ctx context.Context, v any) (CreateWebhookEndpointInput, error) {
+	res, err := ec.unmarshalInputCreateWebhookEndpointInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNCursor2entgoᚗioᚋcontribᚋentgqlᚐCursor(ctx context.Context, v any) (entgql.Cursor[int], error) {
 	var res entgql.Cursor[int]
 	err := res.UnmarshalGQL(v)
@@ -29468,6 +30449,11 @@ func (ec *executionContext) unmarshalNUpdatePartnerAppInput2gatehouseᚋgraphᚐ
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalNUpdateWebhookEndpointInput2gatehouseᚋgraphᚐUpdateWebhookEndpointInput(ctx context.Context, v any) (UpdateWebhookEndpointInput, error) {
+	res, err := ec.unmarshalInputUpdateWebhookEndpointInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) marshalNUser2gatehouseᚋentᚐUser(ctx context.Context, sel ast.SelectionSet, v ent.User) graphql.Marshaler {
 	return ec._User(ctx, sel, &v)
 }
@@ -29592,6 +30578,10 @@ func (ec *executionContext) unmarshalNWebhookDeliveryWhereInput2ᚖgatehouseᚋe
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) marshalNWebhookEndpoint2gatehouseᚋentᚐWebhookEndpoint(ctx context.Context, sel ast.SelectionSet, v ent.WebhookEndpoint) graphql.Marshaler {
+	return ec._WebhookEndpoint(ctx, sel, &v)
+}
+
 func (ec *executionContext) marshalNWebhookEndpoint2ᚖgatehouseᚋentᚐWebhookEndpoint(ctx context.Context, sel ast.SelectionSet, v *ent.WebhookEndpoint) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
@@ -29600,6 +30590,20 @@ func (ec *executionContext) marshalNWebhookEndpoint2ᚖgatehouseᚋentᚐWebhook
 		return graphql.Null
 	}
 	return ec._WebhookEndpoint(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNWebhookEndpointSecretPayload2gatehouseᚋgraphᚐWebhookEndpointSecretPayload(ctx context.Context, sel ast.SelectionSet, v WebhookEndpointSecretPayload) graphql.Marshaler {
+	return ec._WebhookEndpointSecretPayload(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNWebhookEndpointSecretPayload2ᚖgatehouseᚋgraphᚐWebhookEndpointSecretPayload(ctx context.Context, sel ast.SelectionSet, v *WebhookEndpointSecretPayload) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._WebhookEndpointSecretPayload(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNWebhookEndpointWhereInput2ᚖgatehouseᚋentᚐWebhookEndpointWhereInput(ctx context.Context, v any) (*ent.WebhookEndpointWhereInput, error) {

@@ -72,8 +72,9 @@ type limits struct{}
 
 // listRows prices the list fields that are not connections and may return
 // many rows, by the most they may return: the webhook catalogue holds at
-// most MaxCustomTypes custom types (and a few built-in ones).
-var listRows = map[string]int{"webhookEventTypes": webhook.MaxCustomTypes}
+// most MaxCustomTypes custom types (and a few built-in ones); an app has
+// at most MaxEndpoints webhook endpoints.
+var listRows = map[string]int{"webhookEventTypes": webhook.MaxCustomTypes, "webhookEndpoints": webhook.MaxEndpoints}
 
 var (
 	_ graphql.HandlerExtension        = limits{}

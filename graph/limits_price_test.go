@@ -52,6 +52,7 @@ func TestPrice(t *testing.T) {
 		{"__typename is free", `{ __typename tickets(first: 1) { __typename } }`, 1},
 		{"aliased schemas", aliases(3, "__schema { queryType { name } }"), 3 * SchemaCost},
 		{"the webhook catalogue: as many rows as it may hold", `{ webhookEventTypes { name schema } }`, webhook.MaxCustomTypes},
+		{"an app's webhook endpoints: as many as it may have", `{ partnerApps(first: 10) { edges { node { webhookEndpoints { url breaker } } } } }`, 10 + 10*webhook.MaxEndpoints},
 		{"a mutation", `mutation { createSku(input: {name: "x", stock: 1}) { id } }`, MutationCost},
 		{"aliased mutations", `mutation { a: payOrder(orderNo: "1") { id app { id } } b: payOrder(orderNo: "2") { id } }`, 2*MutationCost + 1},
 	} {

@@ -68,7 +68,8 @@ type CreatePartnerAppInput struct {
 	// Last day the app may call the API (through the end of that UTC day).
 	// A date (2027-12-31) or an RFC 3339 time, of which only the date counts.
 	ExpireDate *time.Time `json:"expireDate,omitempty"`
-	// Webhook callback URL (http or https).
+	// Webhook callback URL (http or https): becomes the app's first webhook
+	// endpoint (every event type), signed with webhookSecret.
 	CallbackURL *string `json:"callbackURL,omitempty"`
 	// OAuth redirect URIs (exact match at /oauth/authorize).
 	RedirectURIs []string `json:"redirectURIs,omitempty"`
@@ -91,12 +92,29 @@ type CreateUserInput struct {
 	Roles    []string `json:"roles,omitempty"`
 }
 
+type CreateWebhookEndpointInput struct {
+	// Where deliveries are POSTed: an absolute http or https URL, at most 2048 characters, not a private address.
+	URL string `json:"url"`
+	// At most 256 characters.
+	Description *string `json:"description,omitempty"`
+	// The event types the endpoint receives (order.paid, …); absent or empty:
+	// every type. Names are checked for their form (a-z, 0-9, '.', '_', '-',
+	// starting with a letter, at most 64), not against the catalogue: a
+	// filter may name a type declared later. At most 50.
+	EventTypes []string `json:"eventTypes,omitempty"`
+	// Deliveries per second to this endpoint (1-10000, per replica); absent: no limit.
+	RateLimit *int `json:"rateLimit,omitempty"`
+	// Default true. A disabled endpoint's deliveries are held.
+	Enabled *bool `json:"enabled,omitempty"`
+}
+
 // An app with the secrets just created or rotated. Secrets are shown only in
 // this payload; a null secret was not changed.
 type PartnerAppSecretPayload struct {
-	App           *ent.PartnerApp `json:"app"`
-	AppSecret     *string         `json:"appSecret,omitempty"`
-	WebhookSecret *string         `json:"webhookSecret,omitempty"`
+	App       *ent.PartnerApp `json:"app"`
+	AppSecret *string         `json:"appSecret,omitempty"`
+	// The signing secret of the app's first webhook endpoint (or of the first one callbackURL makes).
+	WebhookSecret *string `json:"webhookSecret,omitempty"`
 }
 
 type PaymentProvider struct {
@@ -122,14 +140,33 @@ type RemovedField struct {
 type UpdatePartnerAppInput struct {
 	AppName *string `json:"appName,omitempty"`
 	// The app key cannot change: only its current value is accepted.
-	AppKey       *string                       `json:"appKey,omitempty"`
-	RateLimit    *int                          `json:"rateLimit,omitempty"`
-	ExpireDate   graphql.Omittable[*time.Time] `json:"expireDate,omitempty"`
-	CallbackURL  graphql.Omittable[*string]    `json:"callbackURL,omitempty"`
-	RedirectURIs graphql.Omittable[[]string]   `json:"redirectURIs,omitempty"`
-	Scopes       graphql.Omittable[[]string]   `json:"scopes,omitempty"`
+	AppKey     *string                       `json:"appKey,omitempty"`
+	RateLimit  *int                          `json:"rateLimit,omitempty"`
+	ExpireDate graphql.Omittable[*time.Time] `json:"expireDate,omitempty"`
+	// The URL of the app's first webhook endpoint (made if there is none); null
+	// deletes that endpoint and cancels its waiting deliveries.
+	CallbackURL  graphql.Omittable[*string]  `json:"callbackURL,omitempty"`
+	RedirectURIs graphql.Omittable[[]string] `json:"redirectURIs,omitempty"`
+	Scopes       graphql.Omittable[[]string] `json:"scopes,omitempty"`
 	// 0 disabled, 1 enabled.
 	Status *int `json:"status,omitempty"`
+}
+
+type UpdateWebhookEndpointInput struct {
+	URL         *string `json:"url,omitempty"`
+	Description *string `json:"description,omitempty"`
+	// Replaces the filter; an empty list (or null) receives every type.
+	EventTypes graphql.Omittable[[]string] `json:"eventTypes,omitempty"`
+	RateLimit  *int                        `json:"rateLimit,omitempty"`
+	// Removes the rate limit.
+	ClearRateLimit *bool `json:"clearRateLimit,omitempty"`
+}
+
+// A webhook endpoint with its signing secret, shown only here.
+type WebhookEndpointSecretPayload struct {
+	Endpoint *ent.WebhookEndpoint `json:"endpoint"`
+	// whsec_ followed by base64: what receivers verify signatures with.
+	Secret string `json:"secret"`
 }
 
 // State of a circuit breaker guarding calls to an external service (the

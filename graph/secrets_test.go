@@ -71,7 +71,8 @@ var sensitiveName = regexp.MustCompile(`(?i)secret|hash|password|sealed|token|si
 // new user, and the times at which a rotated-out secret stops working.
 func allowedSensitive(typ, field string) bool {
 	switch typ + "." + field {
-	case "PartnerAppSecretPayload.appSecret", "PartnerAppSecretPayload.webhookSecret", "CreateUserInput.password":
+	case "PartnerAppSecretPayload.appSecret", "PartnerAppSecretPayload.webhookSecret", "CreateUserInput.password",
+		"WebhookEndpointSecretPayload.secret": // shown once, when created or rotated
 		return true
 	}
 	return strings.HasPrefix(field, "previousSecretExpiresAt") || strings.HasPrefix(field, "previousWebhookSecretExpiresAt") ||

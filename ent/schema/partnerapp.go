@@ -35,11 +35,13 @@ func (PartnerApp) Fields() []ent.Field {
 		// webhook endpoint (deprecated; internal/webhook keeps them equal
 		// to it). An app without endpoints keeps its webhook secret for
 		// the first one it gets through callbackURL.
-		field.String("callback_url").Optional().MaxLen(2048),
+		field.String("callback_url").Optional().MaxLen(2048).
+			Annotations(entgql.Directives(entgql.Deprecated("the URL of the app's first webhook endpoint: use webhookEndpoints"))),
 		// webhook_secret is the webhook signing secret sealed with the master key.
 		field.Bytes("webhook_secret").Optional().Nillable().Sensitive(),
 		field.Bytes("previous_webhook_secret").Optional().Nillable().Sensitive(),
-		field.Time("previous_webhook_secret_expires_at").Optional().Nillable(),
+		field.Time("previous_webhook_secret_expires_at").Optional().Nillable().
+			Annotations(entgql.Directives(entgql.Deprecated("the app's first webhook endpoint's: use webhookEndpoints { previousSecretExpiresAt }"))),
 		// redirectURIs in GraphQL (URL, URIs and ID in capitals everywhere);
 		// the old spelling redirectUris stays as a deprecated alias
 		// (web-schema/aliases.graphql).

@@ -1,0 +1,117 @@
+package graph_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"gatehouse/ent/webhookdelivery"
+	"gatehouse/internal/testenv"
+	"gatehouse/internal/webhook"
+)
+
+// TestWebhookEndpointMutations: an operator adds, lists, filters,
+// disables, rotates and deletes an app's webhook endpoints over GraphQL;
+// bad input is VALIDATION_FAILED naming the field; deleting an endpoint
+// cancels its waiting deliveries; PartnerApp.callbackURL speaks for the
+// first endpoint.
+func TestWebhookEndpointMutations(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		a := startAdmin(t, b)
+		ctx := context.Background()
+		app := a.gql(t, `mutation { createPartnerApp(input: {appName: "hooks", callbackURL: "https://first.example.com/h"}) { app { id } webhookSecret } }`, nil).ok(t, "createPartnerApp")
+		appID := str(app, "app", "id")
+		const list = `query($id: ID!) { partnerApps(where: {id: $id}) { edges { node { callbackURL webhookBreaker
+			webhookEndpoints { id url description eventTypes enabled rateLimit previousSecretExpiresAt breaker } } } } }`
+		endpoints := func() []any {
+			r := a.gql(t, list, map[string]any{"id": appID}).ok(t, "partnerApps")
+			return dig(r, "edges", 0, "node", "webhookEndpoints").([]any)
+		}
+		eps := endpoints()
+		if len(eps) != 1 || str(eps[0], "url") != "https://first.example.com/h" || dig(eps[0], "enabled") != true || str(eps[0], "breaker") != "CLOSED" {
+			t.Fatalf("createPartnerApp(callbackURL) made %v, want one enabled endpoint at that URL", eps)
+		}
+		firstID := str(eps[0], "id")
+
+		created := a.gql(t, `mutation($app: ID!) { createWebhookEndpoint(appID: $app, input: {url: "https://second.example.com/h", description: "billing",
+			eventTypes: ["order.refunded", "order.refunded", "invoice.issued"], rateLimit: 50}) { secret endpoint { id url description eventTypes rateLimit enabled } } }`,
+			map[string]any{"app": appID}).ok(t, "createWebhookEndpoint")
+		secondID := str(created, "endpoint", "id")
+		if s := str(created, "secret"); !strings.HasPrefix(s, webhook.SecretPrefix) {
+			t.Fatalf("secret %q", s)
+		}
+		if fmt.Sprint(dig(created, "endpoint", "eventTypes")) != "[order.refunded invoice.issued]" || num(created, "endpoint", "rateLimit") != 50 {
+			t.Fatalf("created %v", created)
+		}
+
+		for _, c := range []struct{ doc, field string }{
+			{`mutation($app: ID!) { createWebhookEndpoint(appID: $app, input: {url: "ftp://x.example.com"}) { secret } }`, "url"},
+			{`mutation($app: ID!) { createWebhookEndpoint(appID: $app, input: {url: "http://10.0.0.1/h"}) { secret } }`, "url"},
+			{`mutation($app: ID!) { createWebhookEndpoint(appID: $app, input: {url: "https://x.example.com", eventTypes: ["Paid!"]}) { secret } }`, "eventTypes"},
+			{`mutation($app: ID!) { createWebhookEndpoint(appID: $app, input: {url: "https://x.example.com", rateLimit: 0}) { secret } }`, "rateLimit"},
+		} {
+			e := a.gql(t, c.doc, map[string]any{"app": appID}).fails(t, "VALIDATION_FAILED")
+			if e.Extensions["field"] != c.field {
+				t.Errorf("%s: field %v, want %s", c.doc, e.Extensions["field"], c.field)
+			}
+		}
+		a.gql(t, `mutation { createWebhookEndpoint(appID: 424242, input: {url: "https://x.example.com"}) { secret } }`, nil).fails(t, "NOT_FOUND")
+		a.gql(t, `mutation { disableWebhookEndpoint(id: 424242) { id } }`, nil).fails(t, "NOT_FOUND")
+
+		up := a.gql(t, `mutation($id: ID!) { updateWebhookEndpoint(id: $id, input: {eventTypes: null, clearRateLimit: true, description: "all"}) { eventTypes rateLimit description } }`,
+			map[string]any{"id": secondID}).ok(t, "updateWebhookEndpoint")
+		if dig(up, "rateLimit") != nil || len(dig(up, "eventTypes").([]any)) != 0 || str(up, "description") != "all" {
+			t.Fatalf("updated %v", up)
+		}
+		rot := a.gql(t, `mutation($id: ID!) { rotateWebhookEndpointSecret(id: $id) { secret endpoint { previousSecretExpiresAt } } }`,
+			map[string]any{"id": secondID}).ok(t, "rotateWebhookEndpointSecret")
+		if str(rot, "secret") == str(created, "secret") || str(rot, "endpoint", "previousSecretExpiresAt") == "" {
+			t.Fatalf("rotated %v", rot)
+		}
+		end := a.gql(t, `mutation($id: ID!) { endWebhookEndpointSecretOverlap(id: $id) { previousSecretExpiresAt } }`, map[string]any{"id": secondID}).ok(t, "endWebhookEndpointSecretOverlap")
+		if dig(end, "previousSecretExpiresAt") != nil {
+			t.Fatalf("after endWebhookEndpointSecretOverlap: %v", end)
+		}
+
+		// The first endpoint is disabled (its deliveries are held), an
+		// order is paid: one delivery each; deleting the first cancels its.
+		if d := a.gql(t, `mutation($id: ID!) { disableWebhookEndpoint(id: $id) { enabled } }`, map[string]any{"id": firstID}).ok(t, "disableWebhookEndpoint"); dig(d, "enabled") != false {
+			t.Fatalf("disabled: %v", d)
+		}
+		a.gql(t, `mutation($app: ID!) { createOrder(input: {appID: $app, orderNo: "EP-1", amount: "1"}) { id } }`, map[string]any{"app": appID}).ok(t, "createOrder")
+		paid := a.gql(t, `mutation { payOrder(orderNo: "EP-1") { id } }`, nil)
+		if len(paid.Errors) > 0 || !strings.Contains(paid.Body, "WEBHOOK_HELD") {
+			t.Fatalf("payOrder with a disabled endpoint: %s, want a WEBHOOK_HELD warning", paid.Body)
+		}
+		del := a.gql(t, `mutation($id: ID!) { deleteWebhookEndpoint(id: $id) { id url } }`, map[string]any{"id": firstID}).ok(t, "deleteWebhookEndpoint")
+		if str(del, "url") != "https://first.example.com/h" {
+			t.Fatalf("deleted %v", del)
+		}
+		ds, err := a.App.DB.Client.WebhookDelivery.Query().Where(webhookdelivery.BizDataContains(`"EP-1"`)).All(ctx)
+		if err != nil || len(ds) != 2 {
+			t.Fatalf("%d deliveries of the payment (%v), want 2", len(ds), err)
+		}
+		for _, d := range ds {
+			if d.CallbackURL == "https://first.example.com/h" && (d.Status != webhook.StatusCancelled || d.EndpointID != nil) {
+				t.Fatalf("the deleted endpoint's delivery is %s (endpoint %v), want CANCELLED", d.Status, d.EndpointID)
+			}
+		}
+		r := a.gql(t, list, map[string]any{"id": appID}).ok(t, "partnerApps")
+		if got := str(r, "edges", 0, "node", "callbackURL"); got != "https://second.example.com/h" {
+			t.Fatalf("callbackURL %q after deleting the first endpoint, want the second's", got)
+		}
+		a.gql(t, `mutation($id: ID!) { enableWebhookEndpoint(id: $id) { id } }`, map[string]any{"id": firstID}).fails(t, "NOT_FOUND")
+
+		// At most 10 per app.
+		for i := len(endpoints()); i < webhook.MaxEndpoints; i++ {
+			a.gql(t, `mutation($app: ID!, $u: String!) { createWebhookEndpoint(appID: $app, input: {url: $u}) { secret } }`,
+				map[string]any{"app": appID, "u": fmt.Sprintf("https://n%d.example.com/h", i)}).ok(t, "createWebhookEndpoint")
+		}
+		e := a.gql(t, `mutation($app: ID!) { createWebhookEndpoint(appID: $app, input: {url: "https://eleven.example.com"}) { secret } }`,
+			map[string]any{"app": appID}).fails(t, "VALIDATION_FAILED")
+		if !strings.Contains(e.Message, "10") {
+			t.Fatalf("11th endpoint: %q", e.Message)
+		}
+	})
+}
