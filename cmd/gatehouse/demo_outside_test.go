@@ -66,6 +66,9 @@ func TestDemoFromTheOutside(t *testing.T) {
 
 		// 1. The first start: every printed command works.
 		p := startDemo(t, bin, dir, env)
+		if b.Embedded() { // the README's tour is make run's: the embedded demo
+			runTour(t, dir, p)
+		}
 		rcv := startReceiver(t, dir, p.banner)
 		runBanner(t, dir, p.banner, rcv)
 		oauthViaCallbackPage(t, dir, p.banner)
@@ -155,11 +158,40 @@ func TestDemoFromTheOutside(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, "data", demo.ResetDir, "gatehouse.db")); err != nil {
 			t.Fatalf("the previous database was not kept aside: %v", err)
 		}
+		runTour(t, dir, p)
 		rcv = startReceiver(t, dir, p.banner)
 		runBanner(t, dir, p.banner, rcv)
 		p.stop(t)
 		rcv.stop(t)
 	})
+}
+
+// runTour runs the README's ten-minute tour (its second sh block) as
+// printed, against p's listeners in place of make run's 8080 and 8081.
+func runTour(t *testing.T, dir string, p *proc) {
+	t.Helper()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(string(readme), -1)
+	if len(blocks) < 2 || !strings.Contains(blocks[1][1], "/api/tickets") {
+		t.Fatalf("the README's tour is not its second sh block")
+	}
+	pub, adm := strings.TrimPrefix(p.public, "http://"), strings.TrimPrefix(p.admin, "http://")
+	tour := strings.NewReplacer("localhost:8080", pub, "127.0.0.1:8080", pub, "localhost:8081", adm, "127.0.0.1:8081", adm).Replace(blocks[1][1])
+	sh := exec.Command("sh", "-c", "set -e\n"+tour)
+	sh.Dir = dir
+	out, err := sh.CombinedOutput()
+	bad := regexp.MustCompile(`"errors"|"error":"[^"]|"code":[45]\d\d\d|HTTP/1\.1 [45]\d\d`)
+	if err != nil || bad.MatchString(string(out)) {
+		t.Fatalf("the README's tour: %v\n%s", err, out)
+	}
+	for _, want := range []string{`"status":"DOING"`, `"order_no":"SO1001"`, "Deprecated-Fields: customer_info", `"remaining_stock":`, `"issuer":`, `"database":"ok"`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the README's tour printed no %s:\n%s", want, out)
+		}
+	}
 }
 
 func slicesClone(s []string) []string { return append([]string(nil), s...) }
