@@ -26,8 +26,8 @@ type outcomeWriter struct {
 }
 
 type outcomeReq struct {
-	args []any // recordPostgres's parameters, numbered
-	res  chan outcomeRes
+	p   outcomeParams // numbered
+	res chan outcomeRes
 }
 
 type outcomeRes struct {
@@ -50,8 +50,8 @@ func newOutcomeWriter(s *Service) *outcomeWriter {
 }
 
 // store writes one outcome and reports whether its delivery moved.
-func (w *outcomeWriter) store(args []any) (bool, error) {
-	r := &outcomeReq{args: args, res: make(chan outcomeRes, 1)}
+func (w *outcomeWriter) store(p outcomeParams) (bool, error) {
+	r := &outcomeReq{p: p, res: make(chan outcomeRes, 1)}
 	w.in <- r
 	res := <-r.res
 	return res.owned, res.err
@@ -89,13 +89,13 @@ func (w *outcomeWriter) write(batch []*outcomeReq) {
 	ctx, cancel := storeCtx()
 	defer cancel()
 	if len(batch) == 1 {
-		owned, err := w.s.recordAs(ctx, batch[0].args)
+		owned, err := w.s.recordAs(ctx, batch[0].p)
 		batch[0].res <- outcomeRes{owned, err}
 		return
 	}
 	owned, err := w.s.recordBatch(ctx, batch)
 	for _, r := range batch {
-		r.res <- outcomeRes{owned[r.args[0].(int)], err}
+		r.res <- outcomeRes{owned[r.p.DeliveryID], err}
 	}
 }
 
@@ -106,7 +106,7 @@ func (s *Service) recordBatch(ctx context.Context, batch []*outcomeReq) (map[int
 	if s.db.Dialect == dialect.Postgres {
 		var args []any
 		for _, r := range batch {
-			args = append(args, r.args...)
+			args = append(args, r.p.args()...)
 		}
 		// One statement: atomic without a transaction around it.
 		rows, err := s.db.SQL.QueryContext(ctx, recordManyPostgres(len(batch)), args...)
@@ -125,17 +125,17 @@ func (s *Service) recordBatch(ctx context.Context, batch []*outcomeReq) (map[int
 	}
 	err := s.sql.inTx(ctx, func(tx *sql.Tx) error {
 		for _, r := range batch {
-			if _, err := s.sql.exec(ctx, tx, insertAttempt, r.args[:10]...); err != nil {
+			if _, err := s.sql.exec(ctx, tx, insertAttempt, r.p.attemptArgs()...); err != nil {
 				return err
 			}
-			res, err := s.sql.exec(ctx, tx, moveDelivery, moveArgs(r.args)...)
+			res, err := s.sql.exec(ctx, tx, moveDelivery, r.p.moveArgs()...)
 			if err != nil {
 				return err
 			}
 			if n, err := res.RowsAffected(); err != nil {
 				return err
 			} else if n == 1 {
-				owned[r.args[0].(int)] = true
+				owned[r.p.DeliveryID] = true
 			}
 		}
 		return nil

@@ -45,6 +45,43 @@ const (
 	lastAttemptNo = `SELECT COALESCE(MAX(attempt_no), 0) FROM delivery_attempts WHERE delivery_id = $1`
 )
 
+// outcomeParams are the named parameters of the statements that store an
+// attempt's outcome: the attempt row (insertAttempt) and the move of its
+// delivery (moveDelivery), both in recordPostgres. args lists them in the
+// order of recordPostgres's placeholders $1-$16.
+type outcomeParams struct {
+	DeliveryID int
+	AttemptNo  int
+	Attempt    attemptRow
+	// The delivery's new state (see verdict); NextAttemptAt is nil unless
+	// RETRYING (the due time is kept).
+	Status        string
+	RetryCount    int
+	NextAttemptAt any
+	LastError     sql.NullString
+	UpdateTime    time.Time
+	// Lease is the claim's lease_until: the delivery moves only while it
+	// is still this worker's.
+	Lease time.Time
+}
+
+// args are recordPostgres's parameters: the insert's ($1-$10), then the
+// update's ($11-$16).
+func (p outcomeParams) args() []any {
+	a := p.Attempt
+	return []any{p.DeliveryID, p.AttemptNo, a.reqHeaders, a.reqBody, a.status, a.respHeaders, a.respBody, a.err, a.durationMs, a.startedAt,
+		p.Status, p.RetryCount, p.NextAttemptAt, p.LastError, p.UpdateTime, p.Lease}
+}
+
+// attemptArgs are insertAttempt's parameters ($1-$10).
+func (p outcomeParams) attemptArgs() []any { return p.args()[:10] }
+
+// moveArgs are moveDelivery's parameters: $1 and $2 as in recordPostgres,
+// then its $3-$8.
+func (p outcomeParams) moveArgs() []any {
+	return []any{p.DeliveryID, p.AttemptNo, p.Status, p.RetryCount, p.NextAttemptAt, p.LastError, p.UpdateTime, p.Lease}
+}
+
 // record stores attempt a of job j and moves the delivery as v says. It
 // returns whether the delivery moved (the lease was still this worker's)
 // and the attempt's number.
@@ -53,16 +90,19 @@ func (s *Service) record(ctx context.Context, j job, a attemptRow, v verdict) (o
 	if v.Status == StatusRetrying {
 		next = v.NextAttemptAt
 	}
-	lastError := sql.NullString{String: v.LastError, Valid: v.LastError != ""}
-	args := func(no int) []any {
-		return []any{j.ID, no, a.reqHeaders, a.reqBody, a.status, a.respHeaders, a.respBody, a.err, a.durationMs, a.startedAt,
-			string(v.Status), v.RetryCount, next, lastError, s.now(), j.Lease}
+	params := func(no int) outcomeParams {
+		return outcomeParams{
+			DeliveryID: j.ID, AttemptNo: no, Attempt: a,
+			Status: string(v.Status), RetryCount: v.RetryCount, NextAttemptAt: next,
+			LastError:  sql.NullString{String: v.LastError, Valid: v.LastError != ""},
+			UpdateTime: s.now(), Lease: j.Lease,
+		}
 	}
 	no = j.AttemptCount + 1
 	if w := s.writer(); w != nil {
-		owned, err = w.store(args(no))
+		owned, err = w.store(params(no))
 	} else {
-		owned, err = s.recordAs(ctx, args(no))
+		owned, err = s.recordAs(ctx, params(no))
 	}
 	if err == nil {
 		return owned, no, nil
@@ -71,7 +111,7 @@ func (s *Service) record(ctx context.Context, j job, a attemptRow, v verdict) (o
 	// and writes under one lock (Postgres: the delivery row's).
 	for range 3 {
 		var n int
-		n, owned, err = s.recordNumbered(ctx, j.ID, args)
+		n, owned, err = s.recordNumbered(ctx, j.ID, params)
 		if err == nil {
 			return owned, n, nil
 		}
@@ -79,13 +119,10 @@ func (s *Service) record(ctx context.Context, j job, a attemptRow, v verdict) (o
 	return false, 0, err
 }
 
-// moveArgs picks moveDelivery's parameters from recordPostgres's.
-func moveArgs(a []any) []any { return append([]any{a[0], a[1]}, a[10:]...) }
-
-// recordAs runs the statements with args (numbered already).
-func (s *Service) recordAs(ctx context.Context, args []any) (bool, error) {
+// recordAs runs the statements with p (numbered already).
+func (s *Service) recordAs(ctx context.Context, p outcomeParams) (bool, error) {
 	if s.db.Dialect == dialect.Postgres {
-		res, err := s.sql.exec(ctx, nil, recordPostgres, args...)
+		res, err := s.sql.exec(ctx, nil, recordPostgres, p.args()...)
 		if err != nil {
 			return false, err
 		}
@@ -94,10 +131,10 @@ func (s *Service) recordAs(ctx context.Context, args []any) (bool, error) {
 	}
 	var owned bool
 	err := s.sql.inTx(ctx, func(tx *sql.Tx) error {
-		if _, err := s.sql.exec(ctx, tx, insertAttempt, args[:10]...); err != nil {
+		if _, err := s.sql.exec(ctx, tx, insertAttempt, p.attemptArgs()...); err != nil {
 			return err
 		}
-		res, err := s.sql.exec(ctx, tx, moveDelivery, moveArgs(args)...)
+		res, err := s.sql.exec(ctx, tx, moveDelivery, p.moveArgs()...)
 		if err != nil {
 			return err
 		}
@@ -108,7 +145,7 @@ func (s *Service) recordAs(ctx context.Context, args []any) (bool, error) {
 	return owned, err
 }
 
-func (s *Service) recordNumbered(ctx context.Context, id int, args func(no int) []any) (no int, owned bool, err error) {
+func (s *Service) recordNumbered(ctx context.Context, id int, params func(no int) outcomeParams) (no int, owned bool, err error) {
 	err = s.sql.inTx(ctx, func(tx *sql.Tx) error {
 		lock := `SELECT id FROM webhook_deliveries WHERE id = $1`
 		if s.db.Dialect == dialect.Postgres {
@@ -122,11 +159,11 @@ func (s *Service) recordNumbered(ctx context.Context, id int, args func(no int) 
 			return err
 		}
 		no++
-		a := args(no)
-		if _, err := tx.ExecContext(ctx, insertAttempt, a[:10]...); err != nil {
+		p := params(no)
+		if _, err := tx.ExecContext(ctx, insertAttempt, p.attemptArgs()...); err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, moveDelivery, moveArgs(a)...)
+		res, err := tx.ExecContext(ctx, moveDelivery, p.moveArgs()...)
 		if err != nil {
 			return err
 		}
