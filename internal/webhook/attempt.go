@@ -250,13 +250,6 @@ func (s *Service) RetryDelay(n int) time.Duration {
 	return s.opt.RetryBase << min(max(n-1, 0), 20)
 }
 
-// releaseSQL gives a lease back without counting an attempt; with
-// next_attempt_at it also moves the delivery's next attempt.
-const (
-	releaseSQL  = `UPDATE webhook_deliveries SET lease_until = NULL WHERE id = $1 AND lease_until = $2`
-	postponeSQL = `UPDATE webhook_deliveries SET lease_until = NULL, next_attempt_at = $3, update_time = $4 WHERE id = $1 AND lease_until = $2`
-)
-
 // release gives the lease back without counting an attempt.
 func (s *Service) release(j job) {
 	ctx, cancel := storeCtx()

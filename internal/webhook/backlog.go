@@ -12,13 +12,6 @@ import (
 // scrape must stay cheap however large the backlog.
 const maxBacklogCount = 10000
 
-// dueSQL counts (up to $3) the deliveries due at $1 of enabled endpoints
-// of apps that may receive at $2: the backlog the dispatchers have not
-// caught up with.
-const dueSQL = `SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries d JOIN partner_apps a ON a.id = d.app_id
-JOIN webhook_endpoints e ON e.id = d.endpoint_id
-WHERE d.status IN ('PENDING', 'RETRYING') AND d.next_attempt_at <= $1 AND e.enabled AND ` + receiving + ` LIMIT $3) x`
-
 var backlogDesc = prometheus.NewDesc("gatehouse_webhook_due_deliveries",
 	"Webhook deliveries due now and not yet attempted, of apps that may receive (counted up to 10000 at scrape time; held deliveries of disabled or expired apps and of disabled endpoints are not counted).",
 	nil, nil)

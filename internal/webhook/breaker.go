@@ -101,12 +101,6 @@ func (s *Service) postponeFor(j job, wait time.Duration) {
 	}
 }
 
-// deferSQL moves every waiting delivery of an endpoint to the time its
-// breaker lets trial calls through.
-const deferSQL = `UPDATE webhook_deliveries SET next_attempt_at = $3, update_time = $4
-WHERE endpoint_id = $1 AND callback_url = $2 AND status IN ('PENDING', 'RETRYING') AND next_attempt_at < $3
-  AND (lease_until IS NULL OR lease_until < $4)`
-
 // breakerChanged is the outbound client's listener (it runs with the
 // breaker locked, so the database work goes to a goroutine). When a
 // breaker opens, the endpoint's waiting deliveries move to its half-open

@@ -24,27 +24,6 @@ type attemptRow struct {
 	startedAt   time.Time
 }
 
-// The outcome of an attempt is one statement on Postgres (the attempt row
-// inserted and the delivery moved on together) and one short transaction
-// of two on SQLite. The delivery moves only while the worker still holds
-// its lease (lease_until = the claim's value); the attempt is stored
-// either way, since it happened.
-const (
-	insertAttempt = `INSERT INTO delivery_attempts (delivery_id, attempt_no, request_headers, request_body, response_status,
-  response_headers, response_body, error, duration_ms, started_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
-	moveDelivery = `UPDATE webhook_deliveries SET status = $3, retry_count = $4, next_attempt_at = COALESCE($5, next_attempt_at),
-  last_error = $6, attempt_count = $2, lease_until = NULL, update_time = $7 WHERE id = $1 AND lease_until = $8`
-	// recordPostgres is both in one statement: the insert's parameters
-	// ($1-$10), then the update's ($1, $2 and $11-$16 for its $3-$8).
-	recordPostgres = `WITH a AS (` + insertAttempt + `) UPDATE webhook_deliveries SET status = $11, retry_count = $12,
-  next_attempt_at = COALESCE($13, next_attempt_at), last_error = $14, attempt_count = $2, lease_until = NULL, update_time = $15
-  WHERE id = $1 AND lease_until = $16`
-	// lastAttemptNo numbers an attempt when the fast path collided: a
-	// worker that took the delivery over recorded the same number, or
-	// the row predates attempt_count.
-	lastAttemptNo = `SELECT COALESCE(MAX(attempt_no), 0) FROM delivery_attempts WHERE delivery_id = $1`
-)
-
 // outcomeParams are the named parameters of the statements that store an
 // attempt's outcome: the attempt row (insertAttempt) and the move of its
 // delivery (moveDelivery), both in recordPostgres. args lists them in the

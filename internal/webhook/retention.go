@@ -26,27 +26,6 @@ type Purged struct {
 	Deliveries, Attempts int
 }
 
-// The retention job's statements. A batch is the oldest RetentionBatch
-// final deliveries (SUCCESS, FAILED, CANCELLED) whose last change is
-// older than the cut-off; their attempts go with them. On Postgres the
-// batch is locked SKIP LOCKED, so replicas purging at once take disjoint
-// batches, and a resend racing the purge either waits for it (the row is
-// gone, NOT_FOUND) or wins (the row is no longer final and is kept).
-const (
-	finalCond = `status IN ('SUCCESS', 'FAILED', 'CANCELLED') AND update_time < $1`
-
-	purgePostgres = `WITH doomed AS (
-  SELECT id FROM webhook_deliveries WHERE ` + finalCond + ` ORDER BY update_time, id LIMIT $2 FOR UPDATE SKIP LOCKED
-), attempts AS (
-  DELETE FROM delivery_attempts WHERE delivery_id IN (SELECT id FROM doomed) RETURNING 1
-), deliveries AS (
-  DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM doomed) RETURNING 1
-)
-SELECT (SELECT count(*) FROM deliveries), (SELECT count(*) FROM attempts)`
-
-	doomedSQLite = `SELECT id FROM webhook_deliveries WHERE ` + finalCond + ` ORDER BY update_time, id LIMIT $2`
-)
-
 // retain runs the retention job until ctx ends: at start and then every
 // RetentionEvery, Purge with the cut-off now − Retention (unless deliveries
 // are kept forever), and the idempotency keys of Publish past their window.

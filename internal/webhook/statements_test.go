@@ -37,9 +37,9 @@ func TestEveryStatementRuns(t *testing.T) {
 			SetLeaseUntil(lease).SaveX(ctx)
 		outcome := outcomeParams{
 			DeliveryID: d.ID, AttemptNo: 1,
-			Attempt:    attemptRow{reqHeaders: `{}`, reqBody: `{}`, status: sql.NullInt64{Int64: 500, Valid: true}, durationMs: 3, startedAt: now},
-			Status:     string(StatusRetrying), RetryCount: 1, NextAttemptAt: now.Add(time.Second),
-			LastError:  sql.NullString{String: "HTTP 500", Valid: true}, UpdateTime: now, Lease: lease,
+			Attempt: attemptRow{reqHeaders: `{}`, reqBody: `{}`, status: sql.NullInt64{Int64: 500, Valid: true}, durationMs: 3, startedAt: now},
+			Status:  string(StatusRetrying), RetryCount: 1, NextAttemptAt: now.Add(time.Second),
+			LastError: sql.NullString{String: "HTTP 500", Valid: true}, UpdateTime: now, Lease: lease,
 		}
 		pg, lite := b.DatabaseURL != "", b.Embedded()
 		dayAgo := now.Add(-24 * time.Hour)

@@ -1,0 +1,227 @@
+package webhook
+
+// The raw SQL of the webhook package, in one place: the scheduler's claim
+// and its wake-up times, the storing of attempts' outcomes, the breaker's
+// and the rate limit's postponements, the backlog metric and retention.
+// Everything else goes through Ent. Each statement is run on both
+// backends (those written for one backend on it) by
+// TestEveryStatementRuns; their parameters are named where the package
+// builds them (outcomeParams for the outcome statements).
+
+import (
+	"fmt"
+	"strings"
+)
+
+// The scheduler's SQL. Waiting: status PENDING or RETRYING. Due: waiting,
+// next attempt in the past, no live lease. In flight: a live lease.
+// Receiving: the app is enabled and not past the end of its expire date,
+// and the delivery's endpoint is enabled (a disabled or expired app's
+// deliveries, and a disabled endpoint's, are held, not attempted and not
+// lost).
+const (
+	dueCond = `d.next_attempt_at <= $1 AND (d.lease_until IS NULL OR d.lease_until < $1)`
+	// Only waiting deliveries hold leases: every move to a final status,
+	// a release and a cancel clear it.
+	inFlightCond = `l.lease_until IS NOT NULL AND l.lease_until >= $1`
+	// busyOf counts an app's attempts in flight, up to the cap $3 (all a
+	// claim needs). The ordered LIMIT makes it an index scan, which marks
+	// the entries of finished leases dead as it passes them (a bitmap
+	// scan would visit each again on every claim until vacuum).
+	busyOf = `(SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries l WHERE l.app_id = a.id AND ` + inFlightCond +
+		` ORDER BY l.lease_until LIMIT $3) AS f)`
+	// busyOfEndpoint is busyOf for endpoint e.
+	busyOfEndpoint = `(SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries l WHERE l.endpoint_id = e.id AND ` + inFlightCond +
+		` ORDER BY l.lease_until LIMIT $3) AS f)`
+	// shareOf is endpoint e's share of its app's in-flight cap $3: the cap
+	// divided among the app's enabled endpoints, rounded up, at least 1.
+	// One hanging endpoint thus never takes the slots of the others.
+	shareOf   = `(SELECT ($3 + count(*) - 1) / count(*) FROM webhook_endpoints s WHERE s.app_id = e.app_id AND s.enabled)`
+	receiving = `a.status = 1 AND (a.expire_date IS NULL OR a.expire_date > $2)`
+
+	// jobColumns are the columns of a job, in scanJobs's order.
+	jobColumns = `id, app_id, COALESCE(endpoint_id, 0), event_id, event_type, biz_data, callback_url, retry_count, max_retry, attempt_count, create_time, COALESCE(traceparent, ''), COALESCE(tracestate, '')`
+)
+
+// waitingOf selects (id, next_attempt_at) of the first limit deliveries of
+// endpoint ep (an SQL expression) that are waiting and meet cond, one
+// query per waiting status: each walks the index (endpoint_id, status,
+// next_attempt_at) in order and stops at limit, so no backlog is ever
+// sorted or scanned. (Postgres rewrites a partial index's status IN (…)
+// predicate into a form the migration diff never takes for equal, hence
+// the two branches.)
+func waitingOf(ep, cond, limit string) string {
+	one := func(status, alias string) string {
+		return `SELECT * FROM (SELECT d.id, d.next_attempt_at FROM webhook_deliveries d WHERE d.endpoint_id = ` + ep +
+			` AND d.status = '` + status + `' AND ` + cond + ` ORDER BY d.next_attempt_at LIMIT ` + limit + `) AS ` + alias
+	}
+	return one("PENDING", "wp") + ` UNION ALL ` + one("RETRYING", "wr")
+}
+
+// oldestOf is the earliest next_attempt_at among the deliveries of app
+// a's enabled endpoints that meet cond (one index probe per endpoint).
+func oldestOf(cond string) string {
+	return `(SELECT min((SELECT min(w.next_attempt_at) FROM (` + waitingOf("e.id", cond, "1") + `) AS w))
+    FROM webhook_endpoints e WHERE e.app_id = a.id AND e.enabled)`
+}
+
+var (
+	// appsSQL picks the apps to serve this round: those with due work and
+	// fewer than $3 (the per-app cap) attempts in flight over all
+	// replicas, least busy first, then the one whose work waited longest;
+	// at most $4 of them. On Postgres their rows are locked (FOR NO KEY
+	// UPDATE, which does not block the inserts of new deliveries) and
+	// SKIP LOCKED, so each app is claimed by one replica at a time and the
+	// cap holds across replicas; another replica serves other apps.
+	appsSQL = `SELECT c.id, c.busy FROM (
+  SELECT a.id,
+    ` + busyOf + ` AS busy,
+    ` + oldestOf(dueCond) + ` AS oldest
+  FROM partner_apps a WHERE ` + receiving + `
+) c WHERE c.oldest IS NOT NULL AND c.busy < $3 ORDER BY c.busy, c.oldest, c.id LIMIT $4`
+
+	// lockAppsPostgres locks the apps appsSQL picks (FOR NO KEY UPDATE
+	// SKIP LOCKED) and names them in the transaction-local setting
+	// gatehouse.claim_apps.
+	lockAppsPostgres = `SELECT set_config('gatehouse.claim_apps', COALESCE(string_agg(l.id::text, ','), ''), true) FROM (
+  SELECT a.id FROM partner_apps a JOIN (` + appsSQL + `) c ON c.id = a.id FOR NO KEY UPDATE OF a SKIP LOCKED) l`
+
+	// claimPostgres leases, in one statement, up to $4 due deliveries of
+	// the apps lockAppsPostgres locked in the same transaction (so the
+	// in-flight counts are exact): at most $3 in flight per app, and per
+	// enabled endpoint at most its share of them (shareOf), taken in
+	// rounds — every endpoint's oldest, then every endpoint's second
+	// oldest within an app; then every app's first pick, every app's
+	// second — so no app and no endpoint takes the batch alone.
+	//
+	// The chosen ids are gathered first (ARRAY(…), computed once) and the
+	// rows leased through the primary key (id = ANY); the re-check of the
+	// status is written so that no index can serve it (… IS TRUE). The
+	// generic plan is made once per connection, perhaps while the outbox
+	// was empty or nearly all final; written as a join, or with a status
+	// test an index could serve, it read every waiting row on every claim
+	// once a burst arrived (TestClaimPlanAfterQuietStatistics).
+	claimPostgres = `UPDATE webhook_deliveries w SET lease_until = $2 WHERE w.id = ANY(ARRAY(
+  SELECT p.id FROM unnest(string_to_array(NULLIF(current_setting('gatehouse.claim_apps', true), ''), ',')::bigint[]) AS a(id)
+  CROSS JOIN LATERAL (
+    SELECT q.id, q.next_attempt_at, row_number() OVER (ORDER BY q.rn_e, q.next_attempt_at, q.id) AS rn FROM (
+      SELECT x.id, x.next_attempt_at, x.rn_e FROM (
+        SELECT e.id AS eid, ` + shareOf + ` - ` + busyOfEndpoint + ` AS room FROM webhook_endpoints e WHERE e.app_id = a.id AND e.enabled
+      ) ee CROSS JOIN LATERAL (
+        SELECT y.id, y.next_attempt_at, row_number() OVER (ORDER BY y.next_attempt_at, y.id) AS rn_e FROM (` + waitingOf("ee.eid", dueCond, "$3") + `) AS y
+      ) x WHERE x.rn_e <= ee.room
+    ) q
+  ) p
+  WHERE p.rn <= $3 - ` + busyOf + `
+  ORDER BY p.rn, p.next_attempt_at, p.id LIMIT $4
+))
+AND (w.status IN ('PENDING', 'RETRYING')) IS TRUE AND (w.lease_until IS NULL OR w.lease_until < $1)
+RETURNING w.id, w.app_id, COALESCE(w.endpoint_id, 0), w.event_id, w.event_type, w.biz_data, w.callback_url, w.retry_count, w.max_retry, w.attempt_count, w.create_time, COALESCE(w.traceparent, ''), COALESCE(w.tracestate, '')`
+
+	// endpointsSQLite lists app $2's enabled endpoints with their room
+	// (share minus attempts in flight); endpointDueSQLite one endpoint's
+	// due deliveries, oldest first (SQLite has no LATERAL: the rounds are
+	// made in Go).
+	endpointsSQLite   = `SELECT e.id, ` + shareOf + ` - ` + busyOfEndpoint + ` FROM webhook_endpoints e WHERE e.app_id = $2 AND e.enabled ORDER BY e.id`
+	endpointDueSQLite = `SELECT x.id FROM (` + waitingOf("$2", dueCond, "$3") + `) AS x ORDER BY x.next_attempt_at, x.id LIMIT $3`
+
+	// nextDueSQL is the earliest due time after $1 (the clock of the last
+	// claim) of a delivery this process could claim then (of an enabled
+	// endpoint of an app that may receive). Rows due at $1 but not
+	// claimed are blocked (their app or endpoint is at its cap, or
+	// another replica is claiming it): a finishing attempt wakes the loop
+	// for those.
+	nextDueSQL = `SELECT min(n) FROM (SELECT ` +
+		oldestOf(`d.next_attempt_at > $1 AND (d.lease_until IS NULL OR d.lease_until < $1)`) + ` AS n
+FROM partner_apps a WHERE ` + receiving + `) x`
+)
+
+// leaseSQLite and jobSQLite lease one delivery and read it (claimSQLite).
+const (
+	leaseSQLite = `UPDATE webhook_deliveries SET lease_until = $2 WHERE id = $3 AND status IN ('PENDING', 'RETRYING') AND (lease_until IS NULL OR lease_until < $1)`
+	jobSQLite   = `SELECT ` + jobColumns + ` FROM webhook_deliveries WHERE id = $1`
+)
+
+// The outcome of an attempt is one statement on Postgres (the attempt row
+// inserted and the delivery moved on together) and one short transaction
+// of two on SQLite. The delivery moves only while the worker still holds
+// its lease (lease_until = the claim's value); the attempt is stored
+// either way, since it happened.
+const (
+	insertAttempt = `INSERT INTO delivery_attempts (delivery_id, attempt_no, request_headers, request_body, response_status,
+  response_headers, response_body, error, duration_ms, started_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
+	moveDelivery = `UPDATE webhook_deliveries SET status = $3, retry_count = $4, next_attempt_at = COALESCE($5, next_attempt_at),
+  last_error = $6, attempt_count = $2, lease_until = NULL, update_time = $7 WHERE id = $1 AND lease_until = $8`
+	// recordPostgres is both in one statement: the insert's parameters
+	// ($1-$10), then the update's ($1, $2 and $11-$16 for its $3-$8).
+	recordPostgres = `WITH a AS (` + insertAttempt + `) UPDATE webhook_deliveries SET status = $11, retry_count = $12,
+  next_attempt_at = COALESCE($13, next_attempt_at), last_error = $14, attempt_count = $2, lease_until = NULL, update_time = $15
+  WHERE id = $1 AND lease_until = $16`
+	// lastAttemptNo numbers an attempt when the fast path collided: a
+	// worker that took the delivery over recorded the same number, or
+	// the row predates attempt_count.
+	lastAttemptNo = `SELECT COALESCE(MAX(attempt_no), 0) FROM delivery_attempts WHERE delivery_id = $1`
+)
+
+// releaseSQL gives a lease back without counting an attempt; with
+// next_attempt_at it also moves the delivery's next attempt.
+const (
+	releaseSQL  = `UPDATE webhook_deliveries SET lease_until = NULL WHERE id = $1 AND lease_until = $2`
+	postponeSQL = `UPDATE webhook_deliveries SET lease_until = NULL, next_attempt_at = $3, update_time = $4 WHERE id = $1 AND lease_until = $2`
+)
+
+// deferSQL moves every waiting delivery of an endpoint to the time its
+// breaker lets trial calls through.
+const deferSQL = `UPDATE webhook_deliveries SET next_attempt_at = $3, update_time = $4
+WHERE endpoint_id = $1 AND callback_url = $2 AND status IN ('PENDING', 'RETRYING') AND next_attempt_at < $3
+  AND (lease_until IS NULL OR lease_until < $4)`
+
+// dueSQL counts (up to $3) the deliveries due at $1 of enabled endpoints
+// of apps that may receive at $2: the backlog the dispatchers have not
+// caught up with.
+const dueSQL = `SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries d JOIN partner_apps a ON a.id = d.app_id
+JOIN webhook_endpoints e ON e.id = d.endpoint_id
+WHERE d.status IN ('PENDING', 'RETRYING') AND d.next_attempt_at <= $1 AND e.enabled AND ` + receiving + ` LIMIT $3) x`
+
+// The retention job's statements. A batch is the oldest RetentionBatch
+// final deliveries (SUCCESS, FAILED, CANCELLED) whose last change is
+// older than the cut-off; their attempts go with them. On Postgres the
+// batch is locked SKIP LOCKED, so replicas purging at once take disjoint
+// batches, and a resend racing the purge either waits for it (the row is
+// gone, NOT_FOUND) or wins (the row is no longer final and is kept).
+const (
+	finalCond = `status IN ('SUCCESS', 'FAILED', 'CANCELLED') AND update_time < $1`
+
+	purgePostgres = `WITH doomed AS (
+  SELECT id FROM webhook_deliveries WHERE ` + finalCond + ` ORDER BY update_time, id LIMIT $2 FOR UPDATE SKIP LOCKED
+), attempts AS (
+  DELETE FROM delivery_attempts WHERE delivery_id IN (SELECT id FROM doomed) RETURNING 1
+), deliveries AS (
+  DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM doomed) RETURNING 1
+)
+SELECT (SELECT count(*) FROM deliveries), (SELECT count(*) FROM attempts)`
+
+	doomedSQLite = `SELECT id FROM webhook_deliveries WHERE ` + finalCond + ` ORDER BY update_time, id LIMIT $2`
+)
+
+// recordManyPostgres is recordPostgres for k outcomes in one statement:
+// their rows as VALUES, every attempt inserted, every delivery still
+// leased to its worker moved; it returns the ids of those.
+func recordManyPostgres(k int) string {
+	var v strings.Builder
+	for i := range k {
+		if i > 0 {
+			v.WriteString(", ")
+		}
+		b := i * 16
+		fmt.Fprintf(&v, "($%d::bigint, $%d::bigint, $%d::text, $%d::text, $%d::bigint, $%d::text, $%d::text, $%d::text, $%d::bigint, "+
+			"$%d::timestamptz, $%d::text, $%d::bigint, $%d::timestamptz, $%d::text, $%d::timestamptz, $%d::timestamptz)",
+			b+1, b+2, b+3, b+4, b+5, b+6, b+7, b+8, b+9, b+10, b+11, b+12, b+13, b+14, b+15, b+16)
+	}
+	return `WITH v (id, no, rh, rb, rs, rsh, rsb, err, dur, started, status, rc, next, le, upd, lease) AS (VALUES ` + v.String() + `),
+a AS (INSERT INTO delivery_attempts (delivery_id, attempt_no, request_headers, request_body, response_status, response_headers,
+  response_body, error, duration_ms, started_at) SELECT id, no, rh, rb, rs, rsh, rsb, err, dur, started FROM v)
+UPDATE webhook_deliveries w SET status = v.status, retry_count = v.rc, next_attempt_at = COALESCE(v.next, w.next_attempt_at),
+  last_error = v.le, attempt_count = v.no, lease_until = NULL, update_time = v.upd
+FROM v WHERE w.id = v.id AND w.lease_until = v.lease RETURNING w.id`
+}
