@@ -293,3 +293,43 @@ func TestEndpointLimits(t *testing.T) {
 		}
 	})
 }
+
+// TestEndpointRateLimit: an endpoint with rateLimit 2 receives a burst of
+// 6 events at most 2 per second (bursts of up to 2): the 6th arrives no
+// sooner than 2 s after the first, every delivery succeeds with one
+// attempt (waiting for the limit uses none), and the app's other
+// endpoint, without a limit, gets its 6 at once.
+func TestEndpointRateLimit(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		e := newEnv(t, b, webhook.Options{AllowPrivate: true})
+		ctx := context.Background()
+		limited, free := newReceiver(t, always(200)), newReceiver(t, always(200))
+		appID, _ := e.newApp(t, free.URL)
+		url := limited.URL
+		ep, _, err := e.svc.CreateEndpoint(ctx, appID, webhook.EndpointInput{URL: &url, RateLimit: ptr(2)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.queue(t, appID, 6)
+		waitFor(t, 20*time.Second, func() bool { return limited.count() == 6 && free.count() == 6 }, func() string {
+			return fmt.Sprintf("limited %d, free %d of 6", limited.count(), free.count())
+		})
+		got := limited.requests()
+		span := got[5].at.Sub(got[0].at)
+		fr := free.requests()
+		t.Logf("rateLimit 2/s: 6 deliveries over %s; without a limit over %s", span, fr[5].at.Sub(fr[0].at))
+		if span < 1800*time.Millisecond {
+			t.Fatalf("6 deliveries at 2/s arrived within %s, want ≥ 2 s", span)
+		}
+		ds, err := e.db.WebhookDelivery.Query().Where(webhookdelivery.EndpointID(ep.ID)).All(ctx)
+		if err != nil || len(ds) != 6 {
+			t.Fatalf("%d deliveries (%v)", len(ds), err)
+		}
+		for _, d := range ds {
+			d = e.waitStatus(t, d.ID, webhook.StatusSuccess, 5*time.Second)
+			if d.AttemptCount != 1 {
+				t.Fatalf("delivery %d used %d attempts, want 1 (waiting for the rate limit uses none)", d.ID, d.AttemptCount)
+			}
+		}
+	})
+}
