@@ -20,6 +20,15 @@ import (
 //
 //	go test -run '^$' -bench 'SignedHandlerPostgres' -cpu 1 ./rest/
 func BenchmarkSignedHandlerPostgresTraced(b *testing.B) {
+	be := testenv.Backend{Name: "postgres", RedisURL: testenv.RedisURL(b), KeyPrefix: testenv.KeyPrefix(b)}
+	be.DatabaseURL = testenv.PostgresURL(b)
+	benchTraced(b, be)
+}
+
+// BenchmarkSignedHandlerTraced is the same embedded (SQLite + memory).
+func BenchmarkSignedHandlerTraced(b *testing.B) { benchTraced(b, testenv.Backend{Name: "sqlite"}) }
+
+func benchTraced(b *testing.B, be testenv.Backend) {
 	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/x-protobuf")
@@ -32,8 +41,6 @@ func BenchmarkSignedHandlerPostgresTraced(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
-	be := testenv.Backend{Name: "postgres", RedisURL: testenv.RedisURL(b), KeyPrefix: testenv.KeyPrefix(b)}
-	be.DatabaseURL = testenv.PostgresURL(b)
 	a, signer := benchApp(b, be, func(c *config.Config) { c.Tracing = tr })
 	urls := make([]string, b.N)
 	for i := range urls {

@@ -85,12 +85,26 @@ func benchmark(ctx context.Context, o options, rep *report) error {
 		return err
 	}
 	selectLoad, embLoad := measurePair(ctx, o, client, selectSrc, urls(signedList))
+	rep.Baselines[sqliteSelectFloor] = selectLoad
+	rep.add("signed v1 order query, SQLite + memory", embLoad, sqliteSelectFloor, selectLoad)
+	// The same with tracing on: a process of its own (a data dir of its
+	// own, seeded alike), against the same floor measured anew.
+	const embTraced = "signed v1 order query, SQLite + memory" + tracedSuffix
+	if err := tracedPhase(ctx, o, client, embTraced, func(env []string) (*gatehouse, error) {
+		return startGatehouse(ctx, o, "gatehouse embedded traced", tmp, append([]string{"GATEHOUSE_DATA_DIR=" + tmp + "/data-traced"}, env...))
+	}, func() source {
+		fresh := make([]string, len(signedList))
+		for i := range fresh {
+			fresh[i] = selectFloor.base + "/q?order_no=" + orderNo + "&nonce=" + randomHex(16)
+		}
+		return urls(fresh)
+	}, len(signedList), sqliteSelectFloor, rep); err != nil {
+		rep.skip(embTraced, err.Error())
+	}
 	if err := selectFloor.stop(); err != nil {
 		_ = emb.proc.stop()
 		return err
 	}
-	rep.Baselines[sqliteSelectFloor] = selectLoad
-	rep.add("signed v1 order query, SQLite + memory", embLoad, sqliteSelectFloor, selectLoad)
 	if o.signedOnly {
 		if err := emb.proc.stop(); err != nil {
 			return err
@@ -422,14 +436,17 @@ func externalPhases(ctx context.Context, o options, rep *report, self, tmp strin
 	rep.Baselines["minimal handler: one Redis SET NX + one Postgres SELECT"] = baseLoad
 	rep.add("signed v1 order query, Postgres + Redis", signed, "minimal handler: one Redis SET NX + one Postgres SELECT", baseLoad)
 	// The same with tracing on, against the same floor measured anew.
-	if err := tracedPhase(ctx, o, client, g, tmp, func() source {
+	const pgTraced = "signed v1 order query, Postgres + Redis" + tracedSuffix
+	if err := tracedPhase(ctx, o, client, pgTraced, func(env []string) (*gatehouse, error) {
+		return g.replica(ctx, o, "gatehouse postgres traced", tmp, env...)
+	}, func() source {
 		fresh := make([]string, n)
 		for i := range fresh {
 			fresh[i] = base.base + "/q?order_no=" + orderNo + "&nonce=" + randomHex(16)
 		}
 		return urls(fresh)
 	}, n, "minimal handler: one Redis SET NX + one Postgres SELECT", rep); err != nil {
-		rep.skip(tracedName, err.Error())
+		rep.skip(pgTraced, err.Error())
 	}
 	if err := base.stop(); err != nil {
 		_ = g2.proc.stop()
@@ -572,19 +589,20 @@ func deductPhases(ctx context.Context, o options, rep *report, g *gatehouse, c *
 	return nil
 }
 
-// tracedName is the line of the signed query with tracing on.
-const tracedName = "signed v1 order query, Postgres + Redis, tracing on (all sampled, OTLP/HTTP to a discarding sink)"
+// tracedSuffix ends the name of a signed-query line with tracing on.
+const tracedSuffix = ", tracing on (all sampled, OTLP/HTTP to a discarding sink)"
 
-// tracedPhase measures the signed query on a replica of g with tracing on
-// (every request sampled, its spans exported to a discarding OTLP/HTTP
-// sink), in turns with a fresh run of the floor, and stops the replica.
-func tracedPhase(ctx context.Context, o options, client *http.Client, g *gatehouse, tmp string, floor func() source, n int, floorName string, rep *report) error {
+// tracedPhase measures the signed query on a gatehouse process started
+// by start with tracing on (every request sampled, its spans exported to
+// a discarding OTLP/HTTP sink: the extra environment start gets), in
+// turns with a fresh run of the floor, and stops that process.
+func tracedPhase(ctx context.Context, o options, client *http.Client, name string, start func(env []string) (*gatehouse, error), floor func() source, n int, floorName string, rep *report) error {
 	sink, err := startOTLPSink()
 	if err != nil {
 		return err
 	}
 	defer sink.close()
-	tr, err := g.replica(ctx, o, "gatehouse postgres traced", tmp, sink.tracingEnv()...)
+	tr, err := start(sink.tracingEnv())
 	if err != nil {
 		return err
 	}
@@ -597,7 +615,7 @@ func tracedPhase(ctx context.Context, o options, client *http.Client, g *gatehou
 	if err := tr.proc.stop(); err != nil { // flushes its last spans
 		return err
 	}
-	rep.add(tracedName, traced, floorName, floorLoad)
+	rep.add(name, traced, floorName, floorLoad)
 	if sink.exports.Load() == 0 {
 		return fmt.Errorf("the traced gatehouse exported nothing to the sink")
 	}
