@@ -28,7 +28,8 @@ import (
 // refusal, and the rest of its fields are counted in a WARN.
 const MaxRefusedEvents = 2 * MaxCost / MutationCost
 
-// CodeMethodNotAllowed refuses a mutation sent with GET (HTTP 405).
+// CodeMethodNotAllowed refuses a mutation sent with GET, and any method
+// but GET and POST (HTTP 405).
 const CodeMethodNotAllowed = "METHOD_NOT_ALLOWED"
 
 // CodeUnsupportedMediaType refuses a POST whose body is not declared as
@@ -284,32 +285,52 @@ func (a refusalAuditor) refuseGETMutations(next http.Handler) http.Handler {
 	})
 }
 
-// requireJSON answers a POST whose Content-Type is not application/json
-// (charset parameters aside) with 415 Unsupported Media Type: the
-// listener's {"error": "unsupported_media_type", "message"} and a GraphQL
-// error coded UNSUPPORTED_MEDIA_TYPE, both naming the content type
-// expected and the one received, and Accept-Post: application/json. (gqlgen alone
-// answers 400 "transport not supported", which does not say what to fix.)
+// requireTransport refuses what gqlgen's two transports (GET and POST
+// with a JSON body) do not take, in the shapes of the listener's other
+// refusals of /graphql (its {"error", "message"} and a GraphQL error with
+// its code), where gqlgen alone answered 400 "transport not supported"
+// with a text/plain type and no code:
+//   - a POST whose Content-Type is not application/json (charset
+//     parameters aside): 415 UNSUPPORTED_MEDIA_TYPE naming the type
+//     expected and the one received, with Accept-Post: application/json;
+//   - any method but GET and POST (PUT, PATCH, DELETE, OPTIONS, HEAD, …):
+//     405 METHOD_NOT_ALLOWED with Allow: GET, POST.
+//
 // A mutation in such a body, when it reads as JSON, is audited as refused.
-func (a refusalAuditor) requireJSON(next http.Handler) http.Handler {
+func (a refusalAuditor) requireTransport(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ct := r.Header.Get("Content-Type")
-		if mt, _, err := mime.ParseMediaType(ct); r.Method != http.MethodPost || (err == nil && mt == "application/json") {
+		var status int
+		var code, short, msg string
+		switch r.Method {
+		case http.MethodGet:
 			next.ServeHTTP(w, r)
 			return
+		case http.MethodPost:
+			ct := r.Header.Get("Content-Type")
+			if mt, _, err := mime.ParseMediaType(ct); err == nil && mt == "application/json" {
+				next.ServeHTTP(w, r)
+				return
+			}
+			got := "none"
+			if ct != "" {
+				got = strconv.Quote(ct)
+			}
+			status, code, short = http.StatusUnsupportedMediaType, CodeUnsupportedMediaType, "unsupported_media_type"
+			msg = "a GraphQL POST must be sent with Content-Type: application/json (got " + got + "); the body is {\"query\": …, \"variables\": …}"
+			w.Header().Set("Accept-Post", "application/json")
+		default:
+			status, code, short = http.StatusMethodNotAllowed, CodeMethodNotAllowed, "method_not_allowed"
+			msg = "GraphQL is served over POST (Content-Type: application/json) and GET (queries only), not " + methodName(r.Method)
+			w.Header().Set("Allow", "GET, POST")
 		}
-		got := "none"
-		if ct != "" {
-			got = strconv.Quote(ct)
+		ext := map[string]string{"code": code}
+		if status == http.StatusUnsupportedMediaType {
+			ext["expected"] = "application/json"
 		}
-		msg := "a GraphQL POST must be sent with Content-Type: application/json (got " + got + "); the body is {\"query\": …, \"variables\": …}"
-		// Both shapes, as the listener's other refusals of /graphql: its
-		// {"error", "message"} and a GraphQL error with its code.
-		w.Header().Set("Accept-Post", "application/json")
-		httpx.WriteJSON(w, http.StatusUnsupportedMediaType, map[string]any{
-			"error":   "unsupported_media_type",
+		httpx.WriteJSON(w, status, map[string]any{
+			"error":   short,
 			"message": msg,
-			"errors":  []map[string]any{{"message": msg, "extensions": map[string]string{"code": CodeUnsupportedMediaType, "expected": "application/json"}}},
+			"errors":  []map[string]any{{"message": msg, "extensions": ext}},
 		})
 		if b, ok := r.Body.(*bodyBytes); ok && a.gate.audit != nil {
 			var p struct {
@@ -318,10 +339,20 @@ func (a refusalAuditor) requireJSON(next http.Handler) http.Handler {
 				Variables     map[string]any `json:"variables"`
 			}
 			if json.Unmarshal(b.data, &p) == nil && strings.Contains(p.Query, "mutation") {
-				a.record(r.Context(), a.mutationFields(p.Query, p.OperationName, p.Variables), CodeUnsupportedMediaType)
+				a.record(r.Context(), a.mutationFields(p.Query, p.OperationName, p.Variables), code)
 			}
 		}
 	})
+}
+
+// methodName names a standard method; any other text a client sent is not
+// echoed.
+func methodName(m string) string {
+	switch m {
+	case http.MethodHead, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "this method"
 }
 
 // writeGraphQLError writes a response holding one error with its code

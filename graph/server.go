@@ -49,7 +49,7 @@ func NewHandler(resolver *Resolver, log *slog.Logger) http.Handler {
 	})
 	srv.SetParserTokenLimit(MaxTokens)
 	refusals := refusalAuditor{gate: gate, apq: apq, log: log}
-	return refusals.readBody(refusals.requireJSON(refusals.wrap(boundDocument(refusals.refuseGETMutations(unavailableStatus(srv))))))
+	return refusals.readBody(refusals.requireTransport(refusals.wrap(boundDocument(refusals.refuseGETMutations(unavailableStatus(srv))))))
 }
 
 // bodyBytes is a request body read up front: boundDocument reads the
@@ -61,7 +61,8 @@ type bodyBytes struct {
 
 func (*bodyBytes) Close() error { return nil }
 
-// readBody reads a POST body up front, at most httpx.MaxBodyBytes of it,
+// readBody reads a request body up front (any method but GET and HEAD:
+// a PUT is refused with its mutation audited), at most httpx.MaxBodyBytes of it,
 // so that a larger one is answered 413 like everywhere else, not as a
 // GraphQL error, and audited when what was read mentions a mutation. The
 // admin listener leaves the size of /graphql bodies to it (a body declared
@@ -69,7 +70,7 @@ func (*bodyBytes) Close() error { return nil }
 // after the API key is known.
 func (a refusalAuditor) readBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.Body == nil {
+		if r.Method == http.MethodGet || r.Method == http.MethodHead || r.Body == nil {
 			next.ServeHTTP(w, r)
 			return
 		}

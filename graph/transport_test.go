@@ -11,7 +11,8 @@ import (
 // TestPOSTContentType: a POST without Content-Type: application/json (curl
 // -d sends a form's, or none at all) is answered 415 with a GraphQL error
 // that names the content type expected, and a mutation in it is audited;
-// a JSON content type with parameters runs; GET keeps its answers.
+// a JSON content type with parameters runs; any other method is 405; GET
+// keeps its answers.
 func TestPOSTContentType(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		a := startAdmin(t, b)
@@ -60,6 +61,35 @@ func TestPOSTContentType(t *testing.T) {
 		}
 		if n, err := a.App.DB.Sku.Query().Count(t.Context()); err != nil || n != 0 {
 			t.Fatalf("skus: %d %v", n, err)
+		}
+
+		// Other methods: 405 with Allow, in both shapes; a mutation in the
+		// body is audited.
+		for _, m := range []string{"PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"} {
+			r := a.Do(t, m, a.AdminURL+"/graphql", query, "X-API-Key", a.Key, "Content-Type", "application/json")
+			if r.Status != 405 || r.Header.Get("Allow") != "GET, POST" || !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+				t.Fatalf("%s: %d %v %s", m, r.Status, r.Header, r.Body)
+			}
+			if m == "HEAD" {
+				continue
+			}
+			var body struct {
+				Error, Message string
+				Errors         []gqlError `json:"errors"`
+			}
+			r.JSON(t, &body)
+			if body.Error != "method_not_allowed" || len(body.Errors) != 1 || body.Errors[0].code() != "METHOD_NOT_ALLOWED" ||
+				body.Message != body.Errors[0].Message || !strings.HasSuffix(body.Message, "not "+m) {
+				t.Fatalf("%s: %s", m, r.Body)
+			}
+		}
+		before = lastEventID(t, a)
+		if r := a.Do(t, "PUT", a.AdminURL+"/graphql", `{"query": "mutation { createSku(input: {name: \"x\", stock: 1}) { id } }"}`,
+			"X-API-Key", a.Key, "Content-Type", "application/json"); r.Status != 405 {
+			t.Fatalf("PUT mutation: %d %s", r.Status, r.Body)
+		}
+		if got := eventsAfter(t, a, before, 1); len(got) != 1 || got[0].Mutation != "createSku" || got[0].Code != "METHOD_NOT_ALLOWED" {
+			t.Fatalf("PUT audit: %+v", got)
 		}
 
 		// GET: queries run whatever the Content-Type, mutations stay 405.
