@@ -44,28 +44,30 @@ mutation ResendFailedOfApp($appID: ID!) {
 `, Variables: `{"id": "0", "appID": "0"}`},
 	{Query: `# Rotate an app's secret. The new secret is shown here once; the old one
 # keeps verifying for 24 h while the partner switches. If the old one
-# leaked, run EndOverlap: the previous app secret and webhook secret stop
-# working at once, on every replica within a second.
-# Set appID in Variables (ListApps shows the ids; 0 is no app, so nothing
-# rotates until you do).
+# leaked, run EndOverlap: the previous app secret and the previous secret
+# of the app's first webhook endpoint stop working at once, on every
+# replica within a second. RotateWebhookEndpointSecret rotates one
+# endpoint's signing secret (each endpoint has its own).
+# Set appID and endpointID in Variables (ListApps shows the ids; 0 is
+# nothing, so nothing rotates until you do).
 mutation RotateAppSecret($appID: ID!) {
   rotatePartnerAppSecret(id: $appID) { appSecret app { id appKey previousSecretExpiresAt } }
 }
 
-mutation RotateWebhookSecret($appID: ID!) {
-  rotateWebhookSecret(id: $appID) { webhookSecret app { id previousWebhookSecretExpiresAt } }
+mutation RotateWebhookEndpointSecret($endpointID: ID!) {
+  rotateWebhookEndpointSecret(id: $endpointID) { secret endpoint { id url previousSecretExpiresAt } }
 }
 
 mutation EndOverlap($appID: ID!) {
-  endSecretOverlap(id: $appID) { id appKey previousSecretExpiresAt previousWebhookSecretExpiresAt }
+  endSecretOverlap(id: $appID) { id appKey previousSecretExpiresAt webhookEndpoints { id url previousSecretExpiresAt } }
 }
 
 query ListApps {
   partnerApps(first: 50, orderBy: {field: APP_NAME, direction: ASC}) {
-    edges { node { id appName appKey status previousSecretExpiresAt previousWebhookSecretExpiresAt } }
+    edges { node { id appName appKey status previousSecretExpiresAt webhookEndpoints { id url previousSecretExpiresAt } } }
   }
 }
-`, Variables: `{"appID": "0"}`},
+`, Variables: `{"appID": "0", "endpointID": "0"}`},
 	{Query: `# Publish a test event. EventTypes lists the catalogue (built-in and
 # custom types, each with its bizData schema and an example).
 # SendExample sends a type's example to an app (appID in Variables; 0 is

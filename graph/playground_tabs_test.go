@@ -95,7 +95,7 @@ func TestPlaygroundTabsAreHarmless(t *testing.T) {
 		appID := str(p, "app", "id")
 		a.gql(t, `mutation($app: ID!) { createOrder(input: {appID: $app, orderNo: "LIVE-1", amount: "2.00"}) { id } }`, map[string]any{"app": appID}).ok(t, "createOrder")
 		a.gql(t, `mutation { payOrder(orderNo: "LIVE-1") { id } }`, nil).ok(t, "payOrder")
-		const state = `{ webhookDeliveries(first: 100) { edges { node { id status retryCount } } } partnerApps(first: 100) { edges { node { id previousSecretExpiresAt previousWebhookSecretExpiresAt } } } webhookEventTypes { name } }`
+		const state = `{ webhookDeliveries(first: 100) { edges { node { id status retryCount } } } partnerApps(first: 100) { edges { node { id previousSecretExpiresAt previousWebhookSecretExpiresAt webhookEndpoints { id previousSecretExpiresAt } } } } webhookEventTypes { name } }`
 		eventually(t, 10*time.Second, "the live delivery is delivered", func() bool {
 			r := a.gql(t, `{ webhookDeliveries(where: {status: SUCCESS}) { totalCount } }`, nil).ok(t, "webhookDeliveries")
 			return num(r, "totalCount") == 1
