@@ -12,6 +12,8 @@ import (
 	"gatehouse/internal/identity"
 	"gatehouse/internal/order"
 	"gatehouse/internal/partner"
+	"gatehouse/internal/webhook"
+	"time"
 )
 
 // CreatePartnerApp is the resolver for the createPartnerApp field.
@@ -83,13 +85,13 @@ func (r *mutationResolver) ResendWebhookDelivery(ctx context.Context, id int) (*
 }
 
 // ResendFailedWebhookDeliveries is the resolver for the resendFailedWebhookDeliveries field.
-func (r *mutationResolver) ResendFailedWebhookDeliveries(ctx context.Context, appID *int) (int, error) {
-	return r.Webhooks.ResendFailed(ctx, appID)
+func (r *mutationResolver) ResendFailedWebhookDeliveries(ctx context.Context, appID *int, endpointID *int, since *time.Time) (int, error) {
+	return r.Webhooks.ResendFailed(ctx, webhook.ResendFilter{AppID: appID, EndpointID: endpointID, Since: since})
 }
 
 // SendTestWebhook is the resolver for the sendTestWebhook field.
-func (r *mutationResolver) SendTestWebhook(ctx context.Context, appID int, eventType *string) (*ent.WebhookDelivery, error) {
-	return r.Webhooks.SendTest(ctx, appID, deref(eventType))
+func (r *mutationResolver) SendTestWebhook(ctx context.Context, appID int, endpointID *int, eventType *string) (*ent.WebhookDelivery, error) {
+	return r.Webhooks.SendTest(ctx, appID, deref(endpointID), deref(eventType))
 }
 
 // CancelWebhookDelivery is the resolver for the cancelWebhookDelivery field.

@@ -212,12 +212,12 @@ type ComplexityRoot struct {
 		PayOrder                        func(childComplexity int, orderNo string) int
 		PublishWebhookEvent             func(childComplexity int, appID int, eventType string, bizData json.RawMessage, idempotencyKey *string) int
 		RefundOrder                     func(childComplexity int, orderNo string, reason *string) int
-		ResendFailedWebhookDeliveries   func(childComplexity int, appID *int) int
+		ResendFailedWebhookDeliveries   func(childComplexity int, appID *int, endpointID *int, since *time.Time) int
 		ResendWebhookDelivery           func(childComplexity int, id int) int
 		RotatePartnerAppSecret          func(childComplexity int, id int) int
 		RotateWebhookEndpointSecret     func(childComplexity int, id int) int
 		RotateWebhookSecret             func(childComplexity int, id int) int
-		SendTestWebhook                 func(childComplexity int, appID int, eventType *string) int
+		SendTestWebhook                 func(childComplexity int, appID int, endpointID *int, eventType *string) int
 		SetSkuStock                     func(childComplexity int, id int, stock int) int
 		SetUserPassword                 func(childComplexity int, id int, password string) int
 		UpdatePartnerApp                func(childComplexity int, id int, input UpdatePartnerAppInput) int
@@ -472,8 +472,8 @@ type MutationResolver interface {
 	RotatePartnerAppSecret(ctx context.Context, id int) (*PartnerAppSecretPayload, error)
 	RotateWebhookSecret(ctx context.Context, id int) (*PartnerAppSecretPayload, error)
 	ResendWebhookDelivery(ctx context.Context, id int) (*ent.WebhookDelivery, error)
-	ResendFailedWebhookDeliveries(ctx context.Context, appID *int) (int, error)
-	SendTestWebhook(ctx context.Context, appID int, eventType *string) (*ent.WebhookDelivery, error)
+	ResendFailedWebhookDeliveries(ctx context.Context, appID *int, endpointID *int, since *time.Time) (int, error)
+	SendTestWebhook(ctx context.Context, appID int, endpointID *int, eventType *string) (*ent.WebhookDelivery, error)
 	CancelWebhookDelivery(ctx context.Context, id int) (*ent.WebhookDelivery, error)
 	CreateSku(ctx context.Context, input CreateSkuInput) (*ent.Sku, error)
 	SetSkuStock(ctx context.Context, id int, stock int) (*ent.Sku, error)
@@ -1323,7 +1323,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.ResendFailedWebhookDeliveries(childComplexity, args["appID"].(*int)), true
+		return e.ComplexityRoot.Mutation.ResendFailedWebhookDeliveries(childComplexity, args["appID"].(*int), args["endpointID"].(*int), args["since"].(*time.Time)), true
 	case "Mutation.resendWebhookDelivery":
 		if e.ComplexityRoot.Mutation.ResendWebhookDelivery == nil {
 			break
@@ -1378,7 +1378,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.SendTestWebhook(childComplexity, args["appID"].(int), args["eventType"].(*string)), true
+		return e.ComplexityRoot.Mutation.SendTestWebhook(childComplexity, args["appID"].(int), args["endpointID"].(*int), args["eventType"].(*string)), true
 	case "Mutation.setSkuStock":
 		if e.ComplexityRoot.Mutation.SetSkuStock == nil {
 			break
@@ -2549,20 +2549,24 @@ type Mutation {
   """
   resendWebhookDelivery(id: ID!): WebhookDelivery!
   """
-  Re-queues every FAILED delivery (of one app when appID is given) and
-  returns how many.
+  Re-queues every FAILED delivery and returns how many: of one app when
+  appID is given, of one endpoint when endpointID is, and only those
+  created at or after since when it is (a recovery after an outage). An
+  unknown app or endpoint (or an endpoint of another app) is NOT_FOUND.
   """
-  resendFailedWebhookDeliveries(appID: ID @auditTarget(type: "PartnerApp")): Int!
+  resendFailedWebhookDeliveries(appID: ID @auditTarget(type: "PartnerApp"), endpointID: ID, since: Time): Int!
   """
   Queues a webhook.test event for the app, signed and delivered like any
   other event: a way to check a partner's receiver. With eventType (a type
   of webhookEventTypes, built-in or custom) it sends that type's example
-  instead, as an event of that type (a type without an example is
-  INVALID_STATE; an unknown one NOT_FOUND). An app without a callback URL,
+  instead, as an event of that type, to the endpoints subscribed to it (a
+  type without an example is INVALID_STATE; an unknown one NOT_FOUND).
+  With endpointID, only that endpoint of the app gets it (an endpoint of
+  another app is NOT_FOUND, a disabled one INVALID_STATE). An app without a callback URL,
   or one that is disabled or expired, is INVALID_STATE; at most 5 tests
   (of one example) may wait per app (CONFLICT).
   """
-  sendTestWebhook(appID: ID! @auditTarget(type: "PartnerApp"), eventType: String): WebhookDelivery!
+  sendTestWebhook(appID: ID! @auditTarget(type: "PartnerApp"), endpointID: ID, eventType: String): WebhookDelivery!
   """
   Cancels a PENDING or RETRYING delivery: it becomes CANCELLED and is never
   attempted again (an attempt already in flight is recorded but changes
@@ -7017,6 +7021,22 @@ func (ec *executionContext) field_Mutation_resendFailedWebhookDeliveries_args(ct
 		return nil, err
 	}
 	args["appID"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "endpointID",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOID2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["endpointID"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "since",
+		func(ctx context.Context, v any) (*time.Time, error) {
+			return ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["since"] = arg2
 	return args, nil
 }
 
@@ -7087,14 +7107,22 @@ func (ec *executionContext) field_Mutation_sendTestWebhook_args(ctx context.Cont
 		return nil, err
 	}
 	args["appID"] = arg0
-	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "eventType",
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "endpointID",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOID2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["endpointID"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "eventType",
 		func(ctx context.Context, v any) (*string, error) {
 			return ec.unmarshalOString2ᚖstring(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["eventType"] = arg1
+	args["eventType"] = arg2
 	return args, nil
 }
 
@@ -10441,7 +10469,7 @@ func (ec *executionContext) _Mutation_resendFailedWebhookDeliveries(ctx context.
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().ResendFailedWebhookDeliveries(ctx, fc.Args["appID"].(*int))
+			return ec.Resolvers.Mutation().ResendFailedWebhookDeliveries(ctx, fc.Args["appID"].(*int), fc.Args["endpointID"].(*int), fc.Args["since"].(*time.Time))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
@@ -10485,7 +10513,7 @@ func (ec *executionContext) _Mutation_sendTestWebhook(ctx context.Context, field
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().SendTestWebhook(ctx, fc.Args["appID"].(int), fc.Args["eventType"].(*string))
+			return ec.Resolvers.Mutation().SendTestWebhook(ctx, fc.Args["appID"].(int), fc.Args["endpointID"].(*int), fc.Args["eventType"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *ent.WebhookDelivery) graphql.Marshaler {

@@ -35,6 +35,8 @@ func (a *App) wireWebhooks(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Endpoints disabled automatically are recorded in the audit log.
+	svc.SetAudit(a.Audit)
 	a.Webhooks = svc
 	return nil
 }

@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"gatehouse/ent"
@@ -35,11 +36,14 @@ const MaxWaitingTests = 5
 // expired (its deliveries are held), is ErrInvalidState; an app with MaxWaitingTests tests still waiting is a
 // Conflict (requests racing each other may each pass the count).
 //
-// With eventType (a type of the catalogue, built-in or custom) the event
-// is of that type and its bizData is the type's example (a type without
-// one is ErrInvalidState); the cap then counts the waiting copies of
+// With endpointID (not 0) the test goes to that endpoint of the app only
+// (another app's or an unknown endpoint is ErrEndpointNotFound, a
+// disabled one ErrInvalidState). With eventType (a type of the catalogue,
+// built-in or custom) the event is of that type and its bizData is the
+// type's example (a type without one is ErrInvalidState), sent to the
+// endpoints subscribed to it; the cap then counts the waiting copies of
 // that example.
-func (s *Service) SendTest(ctx context.Context, appID int, eventType string) (*ent.WebhookDelivery, error) {
+func (s *Service) SendTest(ctx context.Context, appID, endpointID int, eventType string) (*ent.WebhookDelivery, error) {
 	typ, biz := EventTest, []byte(nil)
 	if eventType != "" && eventType != EventTest {
 		t, err := s.types.lookup(ctx, eventType)
@@ -59,7 +63,20 @@ func (s *Service) SendTest(ctx context.Context, appID int, eventType string) (*e
 		return nil, fmt.Errorf("send test webhook: %w", err)
 	}
 	now := s.opt.Now()
-	n, err := s.client.WebhookEndpoint.Query().Where(webhookendpoint.AppID(appID)).Count(ctx)
+	eps := s.client.WebhookEndpoint.Query().Where(webhookendpoint.AppID(appID))
+	if endpointID != 0 {
+		ep, err := s.client.WebhookEndpoint.Get(ctx, endpointID)
+		switch {
+		case ent.IsNotFound(err) || err == nil && ep.AppID != appID:
+			return nil, ErrEndpointNotFound
+		case err != nil:
+			return nil, fmt.Errorf("send test webhook: %w", err)
+		case !ep.Enabled:
+			return nil, invalidState("webhook endpoint %d is disabled, so its webhooks are held (enableWebhookEndpoint first)", endpointID)
+		}
+		eps.Where(webhookendpoint.ID(endpointID))
+	}
+	n, err := eps.Count(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("send test webhook: %w", err)
 	}
@@ -94,12 +111,15 @@ func (s *Service) SendTest(ctx context.Context, appID int, eventType string) (*e
 			return nil, err
 		}
 	}
-	q, err := Fanout(ctx, s.client, Event{AppID: appID, Type: typ, BizData: biz, AllEndpoints: true})
+	q, err := Fanout(ctx, s.client, Event{AppID: appID, Type: typ, BizData: biz, EndpointID: endpointID, AllEndpoints: typ == EventTest})
+	if errors.Is(err, ErrEndpointNotFound) {
+		return nil, ErrEndpointNotFound
+	}
 	if err != nil {
 		return nil, fmt.Errorf("send test webhook: %w", err)
 	}
-	if q.Delivery == nil { // the endpoints were deleted meanwhile
-		return nil, invalidState("app %s has no webhook endpoint", app.AppKey)
+	if q.Delivery == nil { // no endpoint subscribed to the type, or they were deleted meanwhile
+		return nil, invalidState("no webhook endpoint of app %s receives %s (their eventTypes filters leave it out)", app.AppKey, typ)
 	}
 	return q.Delivery, nil
 }

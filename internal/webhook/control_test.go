@@ -28,7 +28,7 @@ func TestSendTest(t *testing.T) {
 		ctx := context.Background()
 		rcv := newReceiver(t, always(http.StatusNoContent))
 		appID, secret := e.newApp(t, rcv.URL)
-		d, err := e.svc.SendTest(ctx, appID, "")
+		d, err := e.svc.SendTest(ctx, appID, 0, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,17 +48,17 @@ func TestSendTest(t *testing.T) {
 		}
 
 		bare, _ := e.newApp(t, "")
-		if _, err := e.svc.SendTest(ctx, bare, ""); !errors.Is(err, webhook.ErrInvalidState) {
+		if _, err := e.svc.SendTest(ctx, bare, 0, ""); !errors.Is(err, webhook.ErrInvalidState) {
 			t.Errorf("app without callback URL: %v", err)
 		}
 		disabled := partner.Disabled
 		if _, err := e.partners.Update(ctx, appID, partner.UpdateInput{Status: &disabled}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.svc.SendTest(ctx, appID, ""); !errors.Is(err, webhook.ErrInvalidState) {
+		if _, err := e.svc.SendTest(ctx, appID, 0, ""); !errors.Is(err, webhook.ErrInvalidState) {
 			t.Errorf("disabled app: %v", err)
 		}
-		if _, err := e.svc.SendTest(ctx, 99999, ""); !errors.Is(err, webhook.ErrAppNotFound) {
+		if _, err := e.svc.SendTest(ctx, 99999, 0, ""); !errors.Is(err, webhook.ErrAppNotFound) {
 			t.Errorf("unknown app: %v", err)
 		}
 	})
@@ -166,7 +166,7 @@ func TestSendTestIsBounded(t *testing.T) {
 		appID, _ := e.newApp(t, failing.URL)
 		var first *ent.WebhookDelivery
 		for i := range webhook.MaxWaitingTests {
-			d, err := e.svc.SendTest(ctx, appID, "")
+			d, err := e.svc.SendTest(ctx, appID, 0, "")
 			if err != nil {
 				t.Fatalf("test %d: %v", i+1, err)
 			}
@@ -174,7 +174,7 @@ func TestSendTestIsBounded(t *testing.T) {
 				first = d
 			}
 		}
-		_, err := e.svc.SendTest(ctx, appID, "")
+		_, err := e.svc.SendTest(ctx, appID, 0, "")
 		if !errors.Is(err, errs.Conflict) || !strings.Contains(err.Error(), "waiting") {
 			t.Fatalf("test %d: %v, want a conflict", webhook.MaxWaitingTests+1, err)
 		}
@@ -185,7 +185,7 @@ func TestSendTestIsBounded(t *testing.T) {
 		if _, err := e.svc.Cancel(ctx, first.ID); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.svc.SendTest(ctx, appID, ""); err != nil {
+		if _, err := e.svc.SendTest(ctx, appID, 0, ""); err != nil {
 			t.Fatalf("after a cancel: %v", err)
 		}
 		n, err := e.db.Client.WebhookDelivery.Query().Where(webhookdelivery.AppID(appID), webhookdelivery.EventType(webhook.EventTest)).Count(ctx)

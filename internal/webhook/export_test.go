@@ -28,3 +28,10 @@ func ClientConfig(s *Service) outbound.Config { return s.clientConfig() }
 
 // AttemptTimeout is the bound of one of s's attempts.
 func AttemptTimeout(s *Service) time.Duration { return s.opt.AttemptTimeout }
+
+// EndpointsDisabled returns gatehouse_webhook_endpoints_disabled_total.
+func EndpointsDisabled() float64 {
+	var m dto.Metric
+	_ = endpointsDisabledTotal.Write(&m)
+	return m.GetCounter().GetValue()
+}

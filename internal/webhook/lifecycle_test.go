@@ -102,10 +102,10 @@ func TestResendFailed(t *testing.T) {
 		healthy.Store(true)
 
 		missing := appB + 1000
-		if _, err := e.svc.ResendFailed(ctx, &missing); !errors.Is(err, webhook.ErrNotFound) {
+		if _, err := e.svc.ResendFailed(ctx, webhook.ResendFilter{AppID: &missing}); !errors.Is(err, webhook.ErrNotFound) {
 			t.Errorf("ResendFailed of an unknown app: %v, want ErrNotFound", err)
 		}
-		n, err := e.svc.ResendFailed(ctx, &appB)
+		n, err := e.svc.ResendFailed(ctx, webhook.ResendFilter{AppID: &appB})
 		if err != nil || n != 1 {
 			t.Fatalf("ResendFailed(app B) = %d, %v; want 1", n, err)
 		}
@@ -115,14 +115,14 @@ func TestResendFailed(t *testing.T) {
 				t.Errorf("delivery %d of app A is %s, want it left FAILED", id, d.Status)
 			}
 		}
-		n, err = e.svc.ResendFailed(ctx, nil)
+		n, err = e.svc.ResendFailed(ctx, webhook.ResendFilter{})
 		if err != nil || n != 2 {
 			t.Fatalf("ResendFailed(all) = %d, %v; want 2", n, err)
 		}
 		for _, id := range ids[:2] {
 			e.waitStatus(t, id, webhook.StatusSuccess, 10*time.Second)
 		}
-		if n, err := e.svc.ResendFailed(ctx, nil); err != nil || n != 0 {
+		if n, err := e.svc.ResendFailed(ctx, webhook.ResendFilter{}); err != nil || n != 0 {
 			t.Errorf("ResendFailed with nothing failed = %d, %v", n, err)
 		}
 	})

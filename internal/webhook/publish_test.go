@@ -300,7 +300,7 @@ func TestSendTestOfAType(t *testing.T) {
 			{order.EventPaid, string(paidType.Example)},
 			{"invoice.issued", `{"invoice_no":"INV-1","lines":[{"sku":"A-1","qty":2}]}`},
 		} {
-			d, err := e.svc.SendTest(ctx, appID, c.typ)
+			d, err := e.svc.SendTest(ctx, appID, 0, c.typ)
 			if err != nil {
 				t.Fatalf("%s: %v", c.typ, err)
 			}
@@ -309,23 +309,23 @@ func TestSendTestOfAType(t *testing.T) {
 				t.Errorf("test of %s: %s %s", c.typ, d.EventType, d.BizData)
 			}
 		}
-		if _, err := e.svc.SendTest(ctx, appID, "invoice.voided"); !errors.Is(err, webhook.ErrInvalidState) {
+		if _, err := e.svc.SendTest(ctx, appID, 0, "invoice.voided"); !errors.Is(err, webhook.ErrInvalidState) {
 			t.Errorf("a type without an example: %v", err)
 		}
-		if _, err := e.svc.SendTest(ctx, appID, "nothing.here"); !errors.Is(err, webhook.ErrTypeNotFound) {
+		if _, err := e.svc.SendTest(ctx, appID, 0, "nothing.here"); !errors.Is(err, webhook.ErrTypeNotFound) {
 			t.Errorf("an unknown type: %v", err)
 		}
 		// The cap counts waiting copies of the example.
 		down, _ := e.newApp(t, "http://127.0.0.1:1/refused")
 		for range webhook.MaxWaitingTests {
-			if _, err := e.svc.SendTest(ctx, down, order.EventPaid); err != nil {
+			if _, err := e.svc.SendTest(ctx, down, 0, order.EventPaid); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if _, err := e.svc.SendTest(ctx, down, order.EventPaid); errs.KindOf(err) != errs.Conflict {
+		if _, err := e.svc.SendTest(ctx, down, 0, order.EventPaid); errs.KindOf(err) != errs.Conflict {
 			t.Errorf("test %d of one example: %v, want a conflict", webhook.MaxWaitingTests+1, err)
 		}
-		if _, err := e.svc.SendTest(ctx, down, ""); err != nil {
+		if _, err := e.svc.SendTest(ctx, down, 0, ""); err != nil {
 			t.Errorf("a webhook.test beside them: %v", err)
 		}
 	})

@@ -8,6 +8,7 @@ import (
 
 	"gatehouse/ent"
 	"gatehouse/ent/partnerapp"
+	"gatehouse/ent/predicate"
 	"gatehouse/ent/webhookdelivery"
 	"gatehouse/ent/webhookendpoint"
 	"gatehouse/internal/store"
@@ -64,14 +65,25 @@ func (s *Service) Resend(ctx context.Context, id int) (*ent.WebhookDelivery, err
 	return out.Unwrap(), nil
 }
 
-// ResendFailed re-queues every FAILED delivery (of app *appID, or of all
-// apps when appID is nil) that still has its endpoint, as Resend does, and returns how many it
-// re-queued. An unknown app is ErrNotFound.
-func (s *Service) ResendFailed(ctx context.Context, appID *int) (int, error) {
+// ResendFilter selects the FAILED deliveries ResendFailed re-queues; nil
+// fields select everything.
+type ResendFilter struct {
+	AppID      *int
+	EndpointID *int
+	// Since keeps the deliveries created at or after it (a recovery after
+	// an outage: Svix's "recover").
+	Since *time.Time
+}
+
+// ResendFailed re-queues every FAILED delivery that f selects and that
+// still has its endpoint, as Resend does, and returns how many it
+// re-queued. An unknown app is ErrNotFound; an unknown endpoint, or one
+// of another app than f.AppID, ErrEndpointNotFound.
+func (s *Service) ResendFailed(ctx context.Context, f ResendFilter) (int, error) {
 	total := 0
 	err := store.WithTx(ctx, s.client, func(tx *ent.Tx) error {
-		if appID != nil {
-			n, err := tx.PartnerApp.Query().Where(partnerapp.ID(*appID)).Count(ctx)
+		if f.AppID != nil {
+			n, err := tx.PartnerApp.Query().Where(partnerapp.ID(*f.AppID)).Count(ctx)
 			if err != nil {
 				return err
 			}
@@ -79,9 +91,25 @@ func (s *Service) ResendFailed(ctx context.Context, appID *int) (int, error) {
 				return ErrNotFound
 			}
 		}
-		q := tx.WebhookEndpoint.Query().Where(webhookendpoint.HasDeliveriesWith(webhookdelivery.StatusEQ(StatusFailed)))
-		if appID != nil {
-			q.Where(webhookendpoint.AppID(*appID))
+		if f.EndpointID != nil {
+			ep, err := tx.WebhookEndpoint.Get(ctx, *f.EndpointID)
+			if ent.IsNotFound(err) || err == nil && f.AppID != nil && ep.AppID != *f.AppID {
+				return ErrEndpointNotFound
+			}
+			if err != nil {
+				return err
+			}
+		}
+		failed := []predicate.WebhookDelivery{webhookdelivery.StatusEQ(StatusFailed)}
+		if f.Since != nil {
+			failed = append(failed, webhookdelivery.CreateTimeGTE(dbTime(*f.Since)))
+		}
+		q := tx.WebhookEndpoint.Query().Where(webhookendpoint.HasDeliveriesWith(failed...))
+		if f.AppID != nil {
+			q.Where(webhookendpoint.AppID(*f.AppID))
+		}
+		if f.EndpointID != nil {
+			q.Where(webhookendpoint.ID(*f.EndpointID))
 		}
 		eps, err := q.Select(webhookendpoint.FieldID, webhookendpoint.FieldURL).All(ctx)
 		if err != nil {
@@ -91,10 +119,7 @@ func (s *Service) ResendFailed(ctx context.Context, appID *int) (int, error) {
 		// Per endpoint, so that each delivery takes its endpoint's current
 		// URL. Deliveries of deleted endpoints stay FAILED.
 		for _, e := range eps {
-			u := tx.WebhookDelivery.Update().Where(
-				webhookdelivery.EndpointID(e.ID),
-				webhookdelivery.StatusEQ(StatusFailed),
-			)
+			u := tx.WebhookDelivery.Update().Where(append([]predicate.WebhookDelivery{webhookdelivery.EndpointID(e.ID)}, failed...)...)
 			requeue(u.Mutation(), now)
 			u.SetCallbackURL(e.URL)
 			n, err := u.Save(ctx)
@@ -105,8 +130,8 @@ func (s *Service) ResendFailed(ctx context.Context, appID *int) (int, error) {
 		}
 		return nil
 	})
-	if errors.Is(err, ErrNotFound) {
-		return 0, ErrNotFound
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrEndpointNotFound) {
+		return 0, err
 	}
 	if err != nil {
 		return 0, fmt.Errorf("resend failed webhook deliveries: %w", err)

@@ -28,11 +28,15 @@ type Purged struct {
 
 // retain runs the retention job until ctx ends: at start and then every
 // RetentionEvery, Purge with the cut-off now − Retention (unless deliveries
-// are kept forever), and the idempotency keys of Publish past their window.
+// are kept forever), the idempotency keys of Publish past their window,
+// and AutoDisable.
 func (s *Service) retain(ctx context.Context) {
 	periodic.Run(ctx, s.opt.RetentionEvery, func(ctx context.Context) {
 		if _, err := s.purgePublications(ctx); err != nil && ctx.Err() == nil {
 			s.log.Error("webhook: purging old idempotency keys failed; it runs again later", "err", err)
+		}
+		if _, err := s.AutoDisable(ctx); err != nil && ctx.Err() == nil {
+			s.log.Error("webhook: the auto-disable check failed; it runs again later", "err", err)
 		}
 		if s.opt.Retention < 0 {
 			return

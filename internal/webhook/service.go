@@ -6,11 +6,13 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"entgo.io/ent/dialect"
 
 	"gatehouse/ent"
+	"gatehouse/internal/audit"
 	"gatehouse/internal/errs"
 	"gatehouse/internal/outbound"
 	"gatehouse/internal/secret"
@@ -182,6 +184,8 @@ type Service struct {
 	limits *limiters
 	sql    *statements
 	types  *catalogue
+	// audit records AutoDisable's changes (SetAudit; nil: none).
+	audit atomic.Pointer[audit.Service]
 
 	// wake holds at most one pending wake-up of the dispatch loop.
 	wake chan struct{}

@@ -1,0 +1,100 @@
+package webhook_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"gatehouse/ent/auditevent"
+	"gatehouse/ent/webhookdelivery"
+	"gatehouse/internal/audit"
+	"gatehouse/internal/testenv"
+	"gatehouse/internal/webhook"
+)
+
+// TestAutoDisable: an endpoint whose every delivery has FAILED for 5 days
+// (injected clock) is disabled — once, with an audit event, a WARN line
+// and the counter — while one that failed for less, or succeeded since,
+// is not; the disabled endpoint's new deliveries are held and go out
+// when it is enabled again.
+func TestAutoDisable(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		clock := newFakeClock()
+		var healthy atomic.Bool
+		e := newEnv(t, b, webhook.Options{AllowPrivate: true, RetryBase: time.Millisecond, RetentionEvery: time.Hour, Now: clock.Now})
+		e.svc.SetAudit(audit.NewService(e.db, nil, audit.Options{Now: clock.Now}))
+		ctx := context.Background()
+		down := newReceiver(t, func(int) int {
+			if healthy.Load() {
+				return http.StatusNoContent
+			}
+			return http.StatusServiceUnavailable
+		})
+		ok := newReceiver(t, always(http.StatusNoContent))
+		appID, _ := e.newApp(t, "")
+		failing, _ := e.endpoint(t, appID, down.URL+"/down")
+		fine, _ := e.endpoint(t, appID, ok.URL+"/ok")
+
+		// One order.paid: FAILED at the failing endpoint (the clock moves
+		// through its retries), SUCCESS at the other.
+		e.orderEvent(t, appID, false)
+		waitFor(t, 20*time.Second, func() bool {
+			clock.Advance(20 * time.Second)
+			n, _ := e.db.WebhookDelivery.Query().Where(webhookdelivery.EndpointID(failing), webhookdelivery.StatusEQ(webhook.StatusFailed)).Count(ctx)
+			m, _ := e.db.WebhookDelivery.Query().Where(webhookdelivery.EndpointID(fine), webhookdelivery.StatusEQ(webhook.StatusSuccess)).Count(ctx)
+			return n == 1 && m == 1
+		}, func() string { return "the failing endpoint's delivery is not FAILED" })
+
+		before := webhook.EndpointsDisabled()
+		clock.Advance(webhook.AutoDisableAfter - 5*time.Minute)
+		if n, err := e.svc.AutoDisable(ctx); err != nil || n != 0 {
+			t.Fatalf("before 5 days: disabled %d (%v)", n, err)
+		}
+		clock.Advance(10 * time.Minute)
+		if n, err := e.svc.AutoDisable(ctx); err != nil || n != 1 {
+			t.Fatalf("after 5 days: disabled %d (%v), want 1", n, err)
+		}
+		if n, err := e.svc.AutoDisable(ctx); err != nil || n != 0 {
+			t.Fatalf("a second run: disabled %d (%v)", n, err)
+		}
+		if ep, _ := e.db.WebhookEndpoint.Get(ctx, failing); ep.Enabled {
+			t.Fatal("the failing endpoint is still enabled")
+		}
+		if ep, _ := e.db.WebhookEndpoint.Get(ctx, fine); !ep.Enabled {
+			t.Fatal("the healthy endpoint was disabled")
+		}
+		if d := webhook.EndpointsDisabled() - before; d != 1 {
+			t.Errorf("gatehouse_webhook_endpoints_disabled_total rose by %v", d)
+		}
+		ev, err := e.db.AuditEvent.Query().Where(auditevent.Mutation(webhook.AutoDisableMutation)).Only(ctx)
+		if err != nil || ev.TargetType == nil || *ev.TargetType != "WebhookEndpoint" || ev.Outcome != auditevent.OutcomeSUCCESS {
+			t.Errorf("audit event %+v (%v)", ev, err)
+		}
+		if logs := e.logs.String(); !strings.Contains(logs, "level=WARN") || !strings.Contains(logs, "webhook endpoint disabled") {
+			t.Errorf("no WARN line:\n%s", logs)
+		}
+
+		// Held while disabled, sent once enabled.
+		healthy.Store(true)
+		e.orderEvent(t, appID, false)
+		held, err := e.db.WebhookDelivery.Query().Where(webhookdelivery.EndpointID(failing), webhookdelivery.StatusEQ(webhook.StatusPending)).Only(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 10*time.Second, func() bool {
+			n, _ := e.db.WebhookDelivery.Query().Where(webhookdelivery.EndpointID(fine), webhookdelivery.StatusEQ(webhook.StatusSuccess)).Count(ctx)
+			return n == 2
+		}, func() string { return "the healthy endpoint's second delivery" })
+		if d := e.delivery(t, held.ID); d.Status != webhook.StatusPending || d.AttemptCount != 0 {
+			t.Fatalf("a disabled endpoint's delivery went out: %+v", d)
+		}
+		if _, err := e.svc.SetEndpointEnabled(ctx, failing, true); err != nil {
+			t.Fatal(err)
+		}
+		e.svc.Notify()
+		e.waitStatus(t, held.ID, webhook.StatusSuccess, 10*time.Second)
+	})
+}
