@@ -114,6 +114,20 @@ func TestWebhookCatalogueAndPublish(t *testing.T) {
 			t.Errorf("sendTestWebhook(appID): %v", plain)
 		}
 
+		// endpointID narrows the test and the recovery to one endpoint.
+		eps := a.gql(t, `query($app: ID!) { partnerApps(where: {id: $app}) { edges { node { webhookEndpoints { id } } } } }`, map[string]any{"app": appID}).ok(t, "partnerApps")
+		epID := str(eps, "edges", 0, "node", "webhookEndpoints", 0, "id")
+		single := a.gql(t, `mutation($app: ID!, $ep: ID) { sendTestWebhook(appID: $app, endpointID: $ep) { eventType endpointID } }`, map[string]any{"app": appID, "ep": epID}).ok(t, "sendTestWebhook")
+		if str(single, "endpointID") != epID {
+			t.Errorf("sendTestWebhook(endpointID): %v", single)
+		}
+		a.gql(t, `mutation($app: ID!) { sendTestWebhook(appID: $app, endpointID: 987654) { id } }`, map[string]any{"app": appID}).fails(t, "NOT_FOUND")
+		rec := a.gql(t, `mutation($ep: ID!) { resendFailedWebhookDeliveries(endpointID: $ep, since: "2026-01-01T00:00:00Z") }`, map[string]any{"ep": epID})
+		if rec.Status != 200 || len(rec.Errors) > 0 || rec.Data["resendFailedWebhookDeliveries"] != float64(0) {
+			t.Errorf("recovery of a healthy endpoint: %s", rec.Body)
+		}
+		a.gql(t, `mutation { resendFailedWebhookDeliveries(endpointID: 987654, since: "2026-01-01") }`, nil).fails(t, "NOT_FOUND")
+
 		audit := a.gql(t, `{ auditEvents(where: {mutationIn: ["createWebhookEventType", "publishWebhookEvent"]}, orderBy: {field: TIME, direction: ASC}) {
   edges { node { mutation targetType targetID outcome errorCode } } } }`, nil).ok(t, "auditEvents")
 		edges, _ := audit["edges"].([]any)

@@ -42,6 +42,34 @@ mutation ResendFailedOfApp($appID: ID!) {
   resendFailedWebhookDeliveries(appID: $appID)
 }
 `, Variables: `{"id": "0", "appID": "0"}`},
+	{Query: `# The webhook endpoints of an app (appID in Variables; ListApps in the
+# RotateAppSecret tab shows the ids): each one's URL, event filter (empty:
+# every type), whether it is enabled (a disabled endpoint's deliveries are
+# held), and its own signing-secret overlap.
+query EndpointsOfApp($appID: ID!) {
+  partnerApps(where: {id: $appID}) {
+    edges { node { id appKey appName
+      webhookEndpoints { id url description eventTypes enabled rateLimit previousSecretExpiresAt createTime updateTime }
+    } }
+  }
+}
+`, Variables: `{"appID": "1"}`},
+	{Query: `# After an endpoint's outage: its FAILED deliveries created since a
+# time, then RecoverEndpoint re-queues exactly those (each gets a fresh
+# schedule of 6 attempts). Set endpointID (EndpointsOfApp shows them; 0 is
+# no endpoint, so nothing is re-queued until you set it) and since.
+query FailedSince($endpointID: ID!, $since: Time!) {
+  webhookDeliveries(first: 50, where: {endpointID: $endpointID, status: FAILED, createTimeGTE: $since},
+                    orderBy: {field: CREATE_TIME, direction: DESC}) {
+    totalCount
+    edges { node { id eventID eventType createTime attemptCount lastError callbackURL } }
+  }
+}
+
+mutation RecoverEndpoint($endpointID: ID!, $since: Time!) {
+  resendFailedWebhookDeliveries(endpointID: $endpointID, since: $since)
+}
+`, Variables: `{"endpointID": "0", "since": "2026-11-01T00:00:00Z"}`},
 	{Query: `# Rotate an app's secret. The new secret is shown here once; the old one
 # keeps verifying for 24 h while the partner switches. If the old one
 # leaked, run EndOverlap: the previous app secret and the previous secret

@@ -74,7 +74,7 @@ func TestPlaygroundTabsRun(t *testing.T) {
 				ran++
 			}
 		}
-		if ran < 11 {
+		if ran < 14 {
 			t.Fatalf("ran %d operations", ran)
 		}
 	})
@@ -139,7 +139,7 @@ func TestPlaygroundTabsAreHarmless(t *testing.T) {
 				}
 			}
 		}
-		if mutations < 8 {
+		if mutations < 9 {
 			t.Fatalf("%d mutations in the tabs", mutations)
 		}
 		if after := a.gql(t, state, nil).Body; after != before {

@@ -94,7 +94,7 @@ func TestPlaygroundInBrowser(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, want := range []string{"FailedDeliveries", "ResendDelivery", "RotateAppSecret", "UsagePerVersion", "AuditLog", "CreateReadOnlyKey", "EventTypes"} {
+		for _, want := range []string{"FailedDeliveries", "ResendDelivery", "RotateAppSecret", "UsagePerVersion", "AuditLog", "CreateReadOnlyKey", "EventTypes", "EndpointsOfApp", "FailedSince"} {
 			if !strings.Contains(strings.Join(tabs, ","), want) {
 				t.Fatalf("tabs %v lack %s", tabs, want)
 			}
