@@ -398,7 +398,10 @@ func externalPhases(ctx context.Context, o options, rep *report, self, tmp strin
 		return nil
 	}
 	if o.publishOnly {
-		return publishPhases(ctx, o, rep, g, client, self, tmp, dbURL)
+		if err := publishPhases(ctx, o, rep, g, client, self, tmp, dbURL); err != nil {
+			return err
+		}
+		return fanoutPhase(ctx, rep, g, dbURL, "Postgres", self, tmp, []string{"-mode", "outbox-pg", "-postgres", dbURL})
 	}
 	if o.deductOnly {
 		return deductPhases(ctx, o, rep, g, client, bare, self, tmp, "Postgres", []string{"-mode", "update-pg", "-postgres", dbURL}, costs)

@@ -33,8 +33,7 @@ const (
 // deliveries are queued and held: the figure is the publishing path, not
 // the drain (the drain lines measure that).
 func publishPhases(ctx context.Context, o options, rep *report, g *gatehouse, c *http.Client, self, tmp, dbURL string) error {
-	schema := `{type: "object", required: ["invoice_no", "amount", "lines"], properties: {invoice_no: {type: "string"}, amount: {type: "number"}, lines: {type: "array", items: {type: "object", required: ["sku", "qty"], properties: {sku: {type: "string"}, qty: {type: "integer", minimum: 1}}}}}}`
-	if err := g.graphql(ctx, `mutation { createWebhookEventType(name: "`+publishType+`", description: "bench", schema: `+schema+`) { name } }`, nil); err != nil {
+	if err := g.declarePublishType(ctx); err != nil {
 		return err
 	}
 	app, err := g.app(ctx, "publish", "http://127.0.0.1:9/held")
@@ -162,4 +161,94 @@ func servePublishFloor(ctx context.Context, mux *http.ServeMux, pgURL string) (f
 		benchfloor.WriteJSON(w, map[string]any{"data": map[string]any{"publishWebhookEvent": map[string]string{"eventID": id}}})
 	})
 	return db.Close, nil
+}
+
+// Sizes of the fan-out phase: fanoutEvents events over drainApps apps of
+// fanoutEndpoints endpoints each make as many deliveries as the drain.
+const (
+	fanoutEndpoints = 5
+	fanoutEvents    = drainDeliveries / fanoutEndpoints
+)
+
+// declarePublishType declares publishType on g once (a second call finds
+// it declared).
+func (g *gatehouse) declarePublishType(ctx context.Context) error {
+	var out struct{ WebhookEventTypes []struct{ Name string } }
+	if err := g.graphql(ctx, `{ webhookEventTypes { name } }`, &out); err != nil {
+		return err
+	}
+	for _, t := range out.WebhookEventTypes {
+		if t.Name == publishType {
+			return nil
+		}
+	}
+	schema := `{type: "object", required: ["invoice_no", "amount", "lines"], properties: {invoice_no: {type: "string"}, amount: {type: "number"}, lines: {type: "array", items: {type: "object", required: ["sku", "qty"], properties: {sku: {type: "string"}, qty: {type: "integer", minimum: 1}}}}}}`
+	return g.graphql(ctx, `mutation { createWebhookEventType(name: "`+publishType+`", description: "bench", schema: `+schema+`) { name } }`, nil)
+}
+
+// fanout measures publish → delivered with fan-out: drainApps apps of
+// fanoutEndpoints endpoints each (all at the sink), fanoutEvents events
+// published through publishWebhookEvent while the apps are disabled (each
+// event queues one delivery per endpoint, held), then the apps enabled
+// together; the figure is the deliveries' arrival rate, first to last,
+// comparable with the drain's (the same number of deliveries).
+func (w *webhookBench) fanout(ctx context.Context) (float64, error) {
+	if err := w.g.declarePublishType(ctx); err != nil {
+		return 0, err
+	}
+	apps := make([]int64, drainApps)
+	for i := range apps {
+		id, err := w.g.app(ctx, fmt.Sprintf("fanout %d", i), w.sink.base+"/ok")
+		if err != nil {
+			return 0, err
+		}
+		apps[i] = id
+		// The app's callback URL is its first endpoint; four more.
+		for j := 1; j < fanoutEndpoints; j++ {
+			if err := w.g.graphql(ctx, fmt.Sprintf(`mutation { createWebhookEndpoint(appID: "%d", input: {url: "%s/ok?e=%d"}) { endpoint { id } } }`, id, w.sink.base, j), nil); err != nil {
+				return 0, err
+			}
+		}
+		if err := w.g.graphql(ctx, fmt.Sprintf(`mutation { updatePartnerApp(id: "%d", input: {status: 0}) { id } }`, id), nil); err != nil {
+			return 0, err
+		}
+	}
+	var next atomic.Int64
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			for {
+				i := next.Add(1) - 1
+				if i >= fanoutEvents {
+					errs <- nil
+					return
+				}
+				q := fmt.Sprintf(`mutation { publishWebhookEvent(appID: "%d", eventType: %q, bizData: %s) { deliveries { id } } }`,
+					apps[i%drainApps], publishType, gqlLiteral(publishBizData))
+				var out struct {
+					PublishWebhookEvent struct{ Deliveries []struct{ ID string } }
+				}
+				if err := w.g.graphql(ctx, q, &out); err != nil {
+					errs <- err
+					return
+				}
+				if n := len(out.PublishWebhookEvent.Deliveries); n != fanoutEndpoints {
+					errs <- fmt.Errorf("an event fanned out to %d endpoints, want %d", n, fanoutEndpoints)
+					return
+				}
+			}
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			return 0, err
+		}
+	}
+	w.sink.reset()
+	for _, id := range apps {
+		if err := w.g.graphql(ctx, fmt.Sprintf(`mutation { updatePartnerApp(id: "%d", input: {status: 1}) { id } }`, id), nil); err != nil {
+			return 0, err
+		}
+	}
+	return w.sink.waitArrivals(ctx, fanoutEvents*fanoutEndpoints, 2*time.Minute)
 }

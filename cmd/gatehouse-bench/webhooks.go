@@ -52,18 +52,7 @@ func webhookPhases(ctx context.Context, rep *report, g *gatehouse, dbURL, label,
 	}
 	defer w.db.Close()
 
-	floor := func(name string, args ...string) (float64, error) {
-		s.reset()
-		p, err := startFloor(ctx, name, self, append([]string{"floor", "-sink", s.base + "/ok", "-n", fmt.Sprint(drainDeliveries), "-workers", fmt.Sprint(drainWorkers)}, args...), tmp)
-		if err != nil {
-			return 0, err
-		}
-		rate, err := s.waitArrivals(ctx, drainDeliveries, 2*time.Minute)
-		if werr := p.wait(); err == nil {
-			err = werr
-		}
-		return rate, err
-	}
+	floor := func(name string, args ...string) (float64, error) { return w.floor(ctx, self, tmp, name, args...) }
 	// The three alternate, three times, and each figure is the median of
 	// its three: the machine's load changes from second to second, and a
 	// ratio of figures taken minutes apart would measure that.
@@ -93,6 +82,15 @@ func webhookPhases(ctx context.Context, rep *report, g *gatehouse, dbURL, label,
 	rep.add(name, loadResult{Requests: drainDeliveries, RPS: drain}, outboxName, loadResult{RPS: outbox})
 	rep.add(name+" (vs bare POST)", loadResult{Requests: drainDeliveries, RPS: drain}, bareName, loadResult{RPS: bare})
 
+	// Fan-out: the same number of deliveries, made by events of apps with
+	// five endpoints each, against the same per-delivery floor.
+	fan, err := w.fanout(ctx)
+	if err != nil {
+		return fmt.Errorf("webhook fan-out: %w", err)
+	}
+	rep.add(fmt.Sprintf("publish → delivered, %d endpoints, %d events over %d apps, %s", fanoutEndpoints, fanoutEvents, drainApps, label),
+		loadResult{Requests: drainDeliveries, RPS: fan}, outboxName, loadResult{RPS: outbox})
+
 	calm, hung, err := w.isolation(ctx, probes)
 	if err != nil {
 		return fmt.Errorf("webhook isolation: %w", err)
@@ -101,6 +99,50 @@ func webhookPhases(ctx context.Context, rep *report, g *gatehouse, dbURL, label,
 	rep.scalar(fmt.Sprintf("same while one app hangs with %d queued, %s", hangingQueued, label), percentile(hung, 0.99), "ms",
 		"no backlog", percentile(calm, 0.99))
 	fmt.Printf("  (p50 %.1f ms → %.1f ms, max %.1f ms; %d events each)\n", percentile(calm, 0.5), percentile(hung, 0.5), percentile(hung, 1), len(hung))
+	return nil
+}
+
+// floor runs one floor of the drain (gatehouse-bench floor …) to the sink
+// and returns its deliveries/s.
+func (w *webhookBench) floor(ctx context.Context, self, tmp, name string, args ...string) (float64, error) {
+	s := w.sink
+	s.reset()
+	p, err := startFloor(ctx, name, self, append([]string{"floor", "-sink", s.base + "/ok", "-n", fmt.Sprint(drainDeliveries), "-workers", fmt.Sprint(drainWorkers)}, args...), tmp)
+	if err != nil {
+		return 0, err
+	}
+	rate, err := s.waitArrivals(ctx, drainDeliveries, 2*time.Minute)
+	if werr := p.wait(); err == nil {
+		err = werr
+	}
+	return rate, err
+}
+
+// fanoutPhase is the fan-out line alone (-publish-only): one fan-out run
+// and one run of the outbox floor, in turns.
+func fanoutPhase(ctx context.Context, rep *report, g *gatehouse, dbURL, label, self, tmp string, floorArgs []string) error {
+	s, err := startSink()
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	w := &webhookBench{g: g, sink: s, label: label}
+	if w.db, w.dialect, err = openOutbox(dbURL, g.sqliteSync); err != nil {
+		return err
+	}
+	defer w.db.Close()
+	fan, err := w.fanout(ctx)
+	if err != nil {
+		return fmt.Errorf("webhook fan-out: %w", err)
+	}
+	outbox, err := w.floor(ctx, self, tmp, "floor outbox "+label, floorArgs...)
+	if err != nil {
+		return fmt.Errorf("outbox floor: %w", err)
+	}
+	outboxName := "minimal outbox loop (claim SKIP LOCKED, POST, one UPDATE), " + label
+	rep.Baselines[outboxName] = loadResult{Requests: drainDeliveries, RPS: outbox}
+	rep.add(fmt.Sprintf("publish → delivered, %d endpoints, %d events over %d apps, %s", fanoutEndpoints, fanoutEvents, drainApps, label),
+		loadResult{Requests: drainDeliveries, RPS: fan}, outboxName, loadResult{RPS: outbox})
 	return nil
 }
 
