@@ -70,29 +70,33 @@ mutation RecoverEndpoint($endpointID: ID!, $since: Time!) {
   resendFailedWebhookDeliveries(endpointID: $endpointID, since: $since)
 }
 `, Variables: `{"endpointID": "0", "since": "2026-11-01T00:00:00Z"}`},
-	{Query: `# Rotate an app's secret. The new secret is shown here once; the old one
-# keeps verifying for 24 h while the partner switches. If the old one
-# leaked, run EndOverlap: the previous app secret and the previous secret
-# of the app's first webhook endpoint stop working at once, on every
-# replica within a second. RotateWebhookEndpointSecret rotates one
-# endpoint's signing secret (each endpoint has its own).
-# Set appID and endpointID in Variables (ListApps shows the ids; 0 is
-# nothing, so nothing rotates until you do).
+	{Query: `# Rotate a secret. The new secret is shown here once; the old one keeps
+# working for 24 h while the partner switches. RotateAppSecret: the app's
+# secret (signed API calls); RotateEndpointSecret: one webhook endpoint's
+# signing secret (EndpointsOfApp shows the endpoints). If the old one
+# leaked, end its overlap at once, on every replica within a second:
+# EndOverlap for the app secret, EndEndpointOverlap for an endpoint's.
+# Set appID or endpointID in Variables (ListApps shows the apps; 0 is no
+# app or endpoint, so nothing rotates until you set it).
 mutation RotateAppSecret($appID: ID!) {
   rotatePartnerAppSecret(id: $appID) { appSecret app { id appKey previousSecretExpiresAt } }
 }
 
-mutation RotateWebhookEndpointSecret($endpointID: ID!) {
+mutation RotateEndpointSecret($endpointID: ID!) {
   rotateWebhookEndpointSecret(id: $endpointID) { secret endpoint { id url previousSecretExpiresAt } }
 }
 
 mutation EndOverlap($appID: ID!) {
-  endSecretOverlap(id: $appID) { id appKey previousSecretExpiresAt webhookEndpoints { id url previousSecretExpiresAt } }
+  endSecretOverlap(id: $appID) { id appKey previousSecretExpiresAt }
+}
+
+mutation EndEndpointOverlap($endpointID: ID!) {
+  endWebhookEndpointSecretOverlap(id: $endpointID) { id url previousSecretExpiresAt }
 }
 
 query ListApps {
   partnerApps(first: 50, orderBy: {field: APP_NAME, direction: ASC}) {
-    edges { node { id appName appKey status previousSecretExpiresAt webhookEndpoints { id url previousSecretExpiresAt } } }
+    edges { node { id appName appKey status previousSecretExpiresAt webhookEndpoints { id url enabled } } }
   }
 }
 `, Variables: `{"appID": "0", "endpointID": "0"}`},
