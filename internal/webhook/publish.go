@@ -138,8 +138,8 @@ func (s *Service) publish(ctx context.Context, appID int, eventType string, bizD
 		if err != nil {
 			return err
 		}
-		if q.Delivery != nil {
-			m.Deliveries = append(m.Deliveries, q.Delivery.Unwrap())
+		for _, d := range q.Deliveries {
+			m.Deliveries = append(m.Deliveries, d.Unwrap())
 		}
 		return nil
 	})

@@ -330,3 +330,47 @@ func TestSendTestOfAType(t *testing.T) {
 		}
 	})
 }
+
+// TestPublishFansOut: a published event goes to every enabled endpoint of
+// the app subscribed to its type — one message, one delivery each, one
+// webhook-id — and its repeat with the same key sends nothing new.
+func TestPublishFansOut(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		e := newEnv(t, b, webhook.Options{AllowPrivate: true})
+		ctx := context.Background()
+		rcv := newReceiver(t, always(http.StatusNoContent))
+		appID, _ := e.newApp(t, "")
+		all, _ := e.endpoint(t, appID, rcv.URL+"/all")
+		invoices, _ := e.endpoint(t, appID, rcv.URL+"/invoices", "invoice.issued")
+		e.endpoint(t, appID, rcv.URL+"/orders", order.EventPaid)
+		declareInvoice(t, e)
+		good := json.RawMessage(`{"invoice_no":"I-5","lines":[{"sku":"A","qty":1}]}`)
+
+		m, err := e.svc.Publish(ctx, appID, "invoice.issued", good, "fan-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(m.Deliveries) != 2 || m.Deliveries[0].EventID != m.ID || m.Deliveries[1].EventID != m.ID ||
+			*m.Deliveries[0].EndpointID != all || *m.Deliveries[1].EndpointID != invoices {
+			t.Fatalf("fan-out: %+v", m.Deliveries)
+		}
+		for _, d := range m.Deliveries {
+			e.waitStatus(t, d.ID, webhook.StatusSuccess, 10*time.Second)
+		}
+		again, err := e.svc.Publish(ctx, appID, "invoice.issued", good, "fan-1")
+		if err != nil || !again.Replayed || len(again.Deliveries) != 2 {
+			t.Fatalf("repeat: %+v %v", again, err)
+		}
+		n, err := e.db.WebhookDelivery.Query().Where(webhookdelivery.AppID(appID)).Count(ctx)
+		if err != nil || n != 2 || rcv.count() != 2 {
+			t.Fatalf("%d deliveries (%v), %d received; want 2 and 2", n, err, rcv.count())
+		}
+		ids := map[string]bool{}
+		for _, r := range rcv.requests() {
+			ids[r.header.Get("webhook-id")] = true
+		}
+		if len(ids) != 1 || !ids[m.ID] {
+			t.Errorf("webhook-ids %v, want only %s", ids, m.ID)
+		}
+	})
+}
