@@ -35,16 +35,13 @@ func Trace(tr *telemetry.Tracing, listener string) func(http.Handler) http.Handl
 	if !tr.On() {
 		return func(next http.Handler) http.Handler { return next }
 	}
-	tracer := tr.Tracer()
+	// The listener is the tracer's (an instrumentation scope attribute,
+	// encoded once per export batch), not every span's.
+	tracer := tr.Provider().Tracer(telemetry.ScopeName, trace.WithInstrumentationAttributes(attribute.String("gatehouse.listener", listener)))
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			ctx := telemetry.Propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-			ctx, span := tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer),
-				trace.WithAttributes(
-					attribute.String("http.request.method", r.Method),
-					attribute.String("url.path", r.URL.Path), // never the query: signatures travel there
-					attribute.String("gatehouse.listener", listener),
-				))
+			ctx, span := tracer.Start(ctx, r.Method, serverKind)
 			defer span.End()
 			if ri := infoFrom(ctx); ri != nil {
 				ri.span = span
@@ -65,13 +62,29 @@ func Trace(tr *telemetry.Tracing, listener string) func(http.Handler) http.Handl
 				}
 			}
 			span.SetName(r.Method + " " + route)
-			span.SetAttributes(attribute.String("http.route", route), attribute.Int("http.response.status_code", status))
+			// One call: the span's attributes grow once. url.path (never
+			// the query: signatures travel there) only where the route
+			// does not already say it (a pattern with parameters, a 404).
+			if path := r.URL.Path; path != route {
+				span.SetAttributes(
+					attribute.String("http.request.method", r.Method),
+					attribute.String("http.route", route),
+					attribute.String("url.path", path),
+					attribute.Int("http.response.status_code", status))
+			} else {
+				span.SetAttributes(
+					attribute.String("http.request.method", r.Method),
+					attribute.String("http.route", route),
+					attribute.Int("http.response.status_code", status))
+			}
 			if status >= 500 {
 				span.SetStatus(codes.Error, strconv.Itoa(status)+" "+http.StatusText(status))
 			}
 		})
 	}
 }
+
+var serverKind = trace.WithSpanKind(trace.SpanKindServer)
 
 // SpanOf returns the request's server span, or nil when tracing is off
 // (or ctx is not a request's): front doors add their attributes to it

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -29,7 +30,9 @@ type pgTracer struct {
 
 func newPGTracer(tp trace.TracerProvider) pgx.QueryTracer {
 	return &pgTracer{
-		Tracer: otelpgx.NewTracer(otelpgx.WithTracerProvider(tp), otelpgx.WithTrimSQLInSpanName()),
+		Tracer: otelpgx.NewTracer(otelpgx.WithTracerProvider(tp), otelpgx.WithTrimSQLInSpanName(),
+			otelpgx.WithDisableSQLStatementInAttributes(), otelpgx.WithDisableConnectionDetailsInAttributes(),
+			otelpgx.WithTracerAttributes(semconv.DBSystemNamePostgreSQL)),
 		tracer: tp.Tracer("github.com/exaring/otelpgx"),
 	}
 }

@@ -182,7 +182,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 				otelsql.WithAttributes(semconv.DBSystemNameSQLite),
 				otelsql.WithSpanOptions(otelsql.SpanOptions{
 					OmitConnResetSession: true, OmitConnPrepare: true, OmitRows: true, OmitConnectorConnect: true,
-					DisableErrSkip: true,
+					DisableErrSkip: true, DisableQuery: true,
 				}))
 		} else {
 			db, err = sql.Open("sqlite", SQLiteDSN(path, o.sqliteSync))
