@@ -1878,6 +1878,11 @@ func (_q *WebhookEndpointQuery) collectField(ctx context.Context, oneNode bool, 
 				selectedFields = append(selectedFields, webhookendpoint.FieldEnabled)
 				fieldSeen[webhookendpoint.FieldEnabled] = struct{}{}
 			}
+		case "autoDisabledAt":
+			if _, ok := fieldSeen[webhookendpoint.FieldAutoDisabledAt]; !ok {
+				selectedFields = append(selectedFields, webhookendpoint.FieldAutoDisabledAt)
+				fieldSeen[webhookendpoint.FieldAutoDisabledAt] = struct{}{}
+			}
 		case "previousSecretExpiresAt":
 			if _, ok := fieldSeen[webhookendpoint.FieldPreviousSecretExpiresAt]; !ok {
 				selectedFields = append(selectedFields, webhookendpoint.FieldPreviousSecretExpiresAt)

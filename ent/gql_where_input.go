@@ -5274,6 +5274,18 @@ type WebhookEndpointWhereInput struct {
 	Enabled    *bool `json:"enabled,omitempty"`
 	EnabledNEQ *bool `json:"enabledNEQ,omitempty"`
 
+	// "auto_disabled_at" field predicates.
+	AutoDisabledAt       *time.Time  `json:"autoDisabledAt,omitempty"`
+	AutoDisabledAtNEQ    *time.Time  `json:"autoDisabledAtNEQ,omitempty"`
+	AutoDisabledAtIn     []time.Time `json:"autoDisabledAtIn,omitempty"`
+	AutoDisabledAtNotIn  []time.Time `json:"autoDisabledAtNotIn,omitempty"`
+	AutoDisabledAtGT     *time.Time  `json:"autoDisabledAtGT,omitempty"`
+	AutoDisabledAtGTE    *time.Time  `json:"autoDisabledAtGTE,omitempty"`
+	AutoDisabledAtLT     *time.Time  `json:"autoDisabledAtLT,omitempty"`
+	AutoDisabledAtLTE    *time.Time  `json:"autoDisabledAtLTE,omitempty"`
+	AutoDisabledAtIsNil  bool        `json:"autoDisabledAtIsNil,omitempty"`
+	AutoDisabledAtNotNil bool        `json:"autoDisabledAtNotNil,omitempty"`
+
 	// "previous_secret_expires_at" field predicates.
 	PreviousSecretExpiresAt       *time.Time  `json:"previousSecretExpiresAt,omitempty"`
 	PreviousSecretExpiresAtNEQ    *time.Time  `json:"previousSecretExpiresAtNEQ,omitempty"`
@@ -5513,6 +5525,36 @@ func (i *WebhookEndpointWhereInput) P() (predicate.WebhookEndpoint, error) {
 	}
 	if i.EnabledNEQ != nil {
 		predicates = append(predicates, webhookendpoint.EnabledNEQ(*i.EnabledNEQ))
+	}
+	if i.AutoDisabledAt != nil {
+		predicates = append(predicates, webhookendpoint.AutoDisabledAtEQ(*i.AutoDisabledAt))
+	}
+	if i.AutoDisabledAtNEQ != nil {
+		predicates = append(predicates, webhookendpoint.AutoDisabledAtNEQ(*i.AutoDisabledAtNEQ))
+	}
+	if len(i.AutoDisabledAtIn) > 0 {
+		predicates = append(predicates, webhookendpoint.AutoDisabledAtIn(i.AutoDisabledAtIn...))
+	}
+	if len(i.AutoDisabledAtNotIn) > 0 {
+		predicates = append(predicates, webhookendpoint.AutoDisabledAtNotIn(i.AutoDisabledAtNotIn...))
+	}
+	if i.AutoDisabledAtGT != nil {
+		predicates = append(predicates, webhookendpoint.AutoDisabledAtGT(*i.AutoDisabledAtGT))
+	}
+	if i.AutoDisabledAtGTE != nil {
+		predicates = append(predicates, webhookendpoint.AutoDisabledAtGTE(*i.AutoDisabledAtGTE))
+	}
+	if i.AutoDisabledAtLT != nil {
+		predicates = append(predicates, webhookendpoint.AutoDisabledAtLT(*i.AutoDisabledAtLT))
+	}
+	if i.AutoDisabledAtLTE != nil {
+		predicates = append(predicates, webhookendpoint.AutoDisabledAtLTE(*i.AutoDisabledAtLTE))
+	}
+	if i.AutoDisabledAtIsNil {
+		predicates = append(predicates, webhookendpoint.AutoDisabledAtIsNil())
+	}
+	if i.AutoDisabledAtNotNil {
+		predicates = append(predicates, webhookendpoint.AutoDisabledAtNotNil())
 	}
 	if i.PreviousSecretExpiresAt != nil {
 		predicates = append(predicates, webhookendpoint.PreviousSecretExpiresAtEQ(*i.PreviousSecretExpiresAt))

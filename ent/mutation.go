@@ -12772,6 +12772,7 @@ type WebhookEndpointMutation struct {
 	event_types                *[]string
 	appendevent_types          []string
 	enabled                    *bool
+	auto_disabled_at           *time.Time
 	secret                     *[]byte
 	previous_secret            *[]byte
 	previous_secret_expires_at *time.Time
@@ -13095,6 +13096,55 @@ func (m *WebhookEndpointMutation) OldEnabled(ctx context.Context) (v bool, err e
 // ResetEnabled resets all changes to the "enabled" field.
 func (m *WebhookEndpointMutation) ResetEnabled() {
 	m.enabled = nil
+}
+
+// SetAutoDisabledAt sets the "auto_disabled_at" field.
+func (m *WebhookEndpointMutation) SetAutoDisabledAt(t time.Time) {
+	m.auto_disabled_at = &t
+}
+
+// AutoDisabledAt returns the value of the "auto_disabled_at" field in the mutation.
+func (m *WebhookEndpointMutation) AutoDisabledAt() (r time.Time, exists bool) {
+	v := m.auto_disabled_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAutoDisabledAt returns the old "auto_disabled_at" field's value of the WebhookEndpoint entity.
+// If the WebhookEndpoint object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *WebhookEndpointMutation) OldAutoDisabledAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAutoDisabledAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAutoDisabledAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAutoDisabledAt: %w", err)
+	}
+	return oldValue.AutoDisabledAt, nil
+}
+
+// ClearAutoDisabledAt clears the value of the "auto_disabled_at" field.
+func (m *WebhookEndpointMutation) ClearAutoDisabledAt() {
+	m.auto_disabled_at = nil
+	m.clearedFields[webhookendpoint.FieldAutoDisabledAt] = struct{}{}
+}
+
+// AutoDisabledAtCleared returns if the "auto_disabled_at" field was cleared in this mutation.
+func (m *WebhookEndpointMutation) AutoDisabledAtCleared() bool {
+	_, ok := m.clearedFields[webhookendpoint.FieldAutoDisabledAt]
+	return ok
+}
+
+// ResetAutoDisabledAt resets all changes to the "auto_disabled_at" field.
+func (m *WebhookEndpointMutation) ResetAutoDisabledAt() {
+	m.auto_disabled_at = nil
+	delete(m.clearedFields, webhookendpoint.FieldAutoDisabledAt)
 }
 
 // SetSecret sets the "secret" field.
@@ -13488,7 +13538,7 @@ func (m *WebhookEndpointMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *WebhookEndpointMutation) Fields() []string {
-	fields := make([]string, 0, 11)
+	fields := make([]string, 0, 12)
 	if m.app != nil {
 		fields = append(fields, webhookendpoint.FieldAppID)
 	}
@@ -13503,6 +13553,9 @@ func (m *WebhookEndpointMutation) Fields() []string {
 	}
 	if m.enabled != nil {
 		fields = append(fields, webhookendpoint.FieldEnabled)
+	}
+	if m.auto_disabled_at != nil {
+		fields = append(fields, webhookendpoint.FieldAutoDisabledAt)
 	}
 	if m.secret != nil {
 		fields = append(fields, webhookendpoint.FieldSecret)
@@ -13540,6 +13593,8 @@ func (m *WebhookEndpointMutation) Field(name string) (ent.Value, bool) {
 		return m.EventTypes()
 	case webhookendpoint.FieldEnabled:
 		return m.Enabled()
+	case webhookendpoint.FieldAutoDisabledAt:
+		return m.AutoDisabledAt()
 	case webhookendpoint.FieldSecret:
 		return m.Secret()
 	case webhookendpoint.FieldPreviousSecret:
@@ -13571,6 +13626,8 @@ func (m *WebhookEndpointMutation) OldField(ctx context.Context, name string) (en
 		return m.OldEventTypes(ctx)
 	case webhookendpoint.FieldEnabled:
 		return m.OldEnabled(ctx)
+	case webhookendpoint.FieldAutoDisabledAt:
+		return m.OldAutoDisabledAt(ctx)
 	case webhookendpoint.FieldSecret:
 		return m.OldSecret(ctx)
 	case webhookendpoint.FieldPreviousSecret:
@@ -13626,6 +13683,13 @@ func (m *WebhookEndpointMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetEnabled(v)
+		return nil
+	case webhookendpoint.FieldAutoDisabledAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAutoDisabledAt(v)
 		return nil
 	case webhookendpoint.FieldSecret:
 		v, ok := value.([]byte)
@@ -13717,6 +13781,9 @@ func (m *WebhookEndpointMutation) ClearedFields() []string {
 	if m.FieldCleared(webhookendpoint.FieldEventTypes) {
 		fields = append(fields, webhookendpoint.FieldEventTypes)
 	}
+	if m.FieldCleared(webhookendpoint.FieldAutoDisabledAt) {
+		fields = append(fields, webhookendpoint.FieldAutoDisabledAt)
+	}
 	if m.FieldCleared(webhookendpoint.FieldPreviousSecret) {
 		fields = append(fields, webhookendpoint.FieldPreviousSecret)
 	}
@@ -13742,6 +13809,9 @@ func (m *WebhookEndpointMutation) ClearField(name string) error {
 	switch name {
 	case webhookendpoint.FieldEventTypes:
 		m.ClearEventTypes()
+		return nil
+	case webhookendpoint.FieldAutoDisabledAt:
+		m.ClearAutoDisabledAt()
 		return nil
 	case webhookendpoint.FieldPreviousSecret:
 		m.ClearPreviousSecret()
@@ -13774,6 +13844,9 @@ func (m *WebhookEndpointMutation) ResetField(name string) error {
 		return nil
 	case webhookendpoint.FieldEnabled:
 		m.ResetEnabled()
+		return nil
+	case webhookendpoint.FieldAutoDisabledAt:
+		m.ResetAutoDisabledAt()
 		return nil
 	case webhookendpoint.FieldSecret:
 		m.ResetSecret()

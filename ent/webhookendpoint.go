@@ -29,6 +29,8 @@ type WebhookEndpoint struct {
 	EventTypes []string `json:"event_types,omitempty"`
 	// Enabled holds the value of the "enabled" field.
 	Enabled bool `json:"enabled,omitempty"`
+	// AutoDisabledAt holds the value of the "auto_disabled_at" field.
+	AutoDisabledAt *time.Time `json:"auto_disabled_at,omitempty"`
 	// Secret holds the value of the "secret" field.
 	Secret []byte `json:"-"`
 	// PreviousSecret holds the value of the "previous_secret" field.
@@ -95,7 +97,7 @@ func (*WebhookEndpoint) scanValues(columns []string) ([]any, error) {
 			values[i] = new(sql.NullInt64)
 		case webhookendpoint.FieldURL, webhookendpoint.FieldDescription:
 			values[i] = new(sql.NullString)
-		case webhookendpoint.FieldPreviousSecretExpiresAt, webhookendpoint.FieldCreateTime, webhookendpoint.FieldUpdateTime:
+		case webhookendpoint.FieldAutoDisabledAt, webhookendpoint.FieldPreviousSecretExpiresAt, webhookendpoint.FieldCreateTime, webhookendpoint.FieldUpdateTime:
 			values[i] = new(sql.NullTime)
 		default:
 			values[i] = new(sql.UnknownType)
@@ -149,6 +151,13 @@ func (_m *WebhookEndpoint) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field enabled", values[i])
 			} else if value.Valid {
 				_m.Enabled = value.Bool
+			}
+		case webhookendpoint.FieldAutoDisabledAt:
+			if value, ok := values[i].(*sql.NullTime); !ok {
+				return fmt.Errorf("unexpected type %T for field auto_disabled_at", values[i])
+			} else if value.Valid {
+				_m.AutoDisabledAt = new(time.Time)
+				*_m.AutoDisabledAt = value.Time
 			}
 		case webhookendpoint.FieldSecret:
 			if value, ok := values[i].(*[]byte); !ok {
@@ -248,6 +257,11 @@ func (_m *WebhookEndpoint) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("enabled=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Enabled))
+	builder.WriteString(", ")
+	if v := _m.AutoDisabledAt; v != nil {
+		builder.WriteString("auto_disabled_at=")
+		builder.WriteString(v.Format(time.ANSIC))
+	}
 	builder.WriteString(", ")
 	builder.WriteString("secret=<sensitive>")
 	builder.WriteString(", ")

@@ -70,6 +70,20 @@ func (_c *WebhookEndpointCreate) SetNillableEnabled(v *bool) *WebhookEndpointCre
 	return _c
 }
 
+// SetAutoDisabledAt sets the "auto_disabled_at" field.
+func (_c *WebhookEndpointCreate) SetAutoDisabledAt(v time.Time) *WebhookEndpointCreate {
+	_c.mutation.SetAutoDisabledAt(v)
+	return _c
+}
+
+// SetNillableAutoDisabledAt sets the "auto_disabled_at" field if the given value is not nil.
+func (_c *WebhookEndpointCreate) SetNillableAutoDisabledAt(v *time.Time) *WebhookEndpointCreate {
+	if v != nil {
+		_c.SetAutoDisabledAt(*v)
+	}
+	return _c
+}
+
 // SetSecret sets the "secret" field.
 func (_c *WebhookEndpointCreate) SetSecret(v []byte) *WebhookEndpointCreate {
 	_c.mutation.SetSecret(v)
@@ -295,6 +309,10 @@ func (_c *WebhookEndpointCreate) createSpec() (*WebhookEndpoint, *sqlgraph.Creat
 		_spec.SetField(webhookendpoint.FieldEnabled, field.TypeBool, value)
 		_node.Enabled = value
 	}
+	if value, ok := _c.mutation.AutoDisabledAt(); ok {
+		_spec.SetField(webhookendpoint.FieldAutoDisabledAt, field.TypeTime, value)
+		_node.AutoDisabledAt = &value
+	}
 	if value, ok := _c.mutation.Secret(); ok {
 		_spec.SetField(webhookendpoint.FieldSecret, field.TypeBytes, value)
 		_node.Secret = value
@@ -455,6 +473,24 @@ func (u *WebhookEndpointUpsert) SetEnabled(v bool) *WebhookEndpointUpsert {
 // UpdateEnabled sets the "enabled" field to the value that was provided on create.
 func (u *WebhookEndpointUpsert) UpdateEnabled() *WebhookEndpointUpsert {
 	u.SetExcluded(webhookendpoint.FieldEnabled)
+	return u
+}
+
+// SetAutoDisabledAt sets the "auto_disabled_at" field.
+func (u *WebhookEndpointUpsert) SetAutoDisabledAt(v time.Time) *WebhookEndpointUpsert {
+	u.Set(webhookendpoint.FieldAutoDisabledAt, v)
+	return u
+}
+
+// UpdateAutoDisabledAt sets the "auto_disabled_at" field to the value that was provided on create.
+func (u *WebhookEndpointUpsert) UpdateAutoDisabledAt() *WebhookEndpointUpsert {
+	u.SetExcluded(webhookendpoint.FieldAutoDisabledAt)
+	return u
+}
+
+// ClearAutoDisabledAt clears the value of the "auto_disabled_at" field.
+func (u *WebhookEndpointUpsert) ClearAutoDisabledAt() *WebhookEndpointUpsert {
+	u.SetNull(webhookendpoint.FieldAutoDisabledAt)
 	return u
 }
 
@@ -650,6 +686,27 @@ func (u *WebhookEndpointUpsertOne) SetEnabled(v bool) *WebhookEndpointUpsertOne 
 func (u *WebhookEndpointUpsertOne) UpdateEnabled() *WebhookEndpointUpsertOne {
 	return u.Update(func(s *WebhookEndpointUpsert) {
 		s.UpdateEnabled()
+	})
+}
+
+// SetAutoDisabledAt sets the "auto_disabled_at" field.
+func (u *WebhookEndpointUpsertOne) SetAutoDisabledAt(v time.Time) *WebhookEndpointUpsertOne {
+	return u.Update(func(s *WebhookEndpointUpsert) {
+		s.SetAutoDisabledAt(v)
+	})
+}
+
+// UpdateAutoDisabledAt sets the "auto_disabled_at" field to the value that was provided on create.
+func (u *WebhookEndpointUpsertOne) UpdateAutoDisabledAt() *WebhookEndpointUpsertOne {
+	return u.Update(func(s *WebhookEndpointUpsert) {
+		s.UpdateAutoDisabledAt()
+	})
+}
+
+// ClearAutoDisabledAt clears the value of the "auto_disabled_at" field.
+func (u *WebhookEndpointUpsertOne) ClearAutoDisabledAt() *WebhookEndpointUpsertOne {
+	return u.Update(func(s *WebhookEndpointUpsert) {
+		s.ClearAutoDisabledAt()
 	})
 }
 
@@ -1025,6 +1082,27 @@ func (u *WebhookEndpointUpsertBulk) SetEnabled(v bool) *WebhookEndpointUpsertBul
 func (u *WebhookEndpointUpsertBulk) UpdateEnabled() *WebhookEndpointUpsertBulk {
 	return u.Update(func(s *WebhookEndpointUpsert) {
 		s.UpdateEnabled()
+	})
+}
+
+// SetAutoDisabledAt sets the "auto_disabled_at" field.
+func (u *WebhookEndpointUpsertBulk) SetAutoDisabledAt(v time.Time) *WebhookEndpointUpsertBulk {
+	return u.Update(func(s *WebhookEndpointUpsert) {
+		s.SetAutoDisabledAt(v)
+	})
+}
+
+// UpdateAutoDisabledAt sets the "auto_disabled_at" field to the value that was provided on create.
+func (u *WebhookEndpointUpsertBulk) UpdateAutoDisabledAt() *WebhookEndpointUpsertBulk {
+	return u.Update(func(s *WebhookEndpointUpsert) {
+		s.UpdateAutoDisabledAt()
+	})
+}
+
+// ClearAutoDisabledAt clears the value of the "auto_disabled_at" field.
+func (u *WebhookEndpointUpsertBulk) ClearAutoDisabledAt() *WebhookEndpointUpsertBulk {
+	return u.Update(func(s *WebhookEndpointUpsert) {
+		s.ClearAutoDisabledAt()
 	})
 }
 

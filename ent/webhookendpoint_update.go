@@ -91,6 +91,26 @@ func (_u *WebhookEndpointUpdate) SetNillableEnabled(v *bool) *WebhookEndpointUpd
 	return _u
 }
 
+// SetAutoDisabledAt sets the "auto_disabled_at" field.
+func (_u *WebhookEndpointUpdate) SetAutoDisabledAt(v time.Time) *WebhookEndpointUpdate {
+	_u.mutation.SetAutoDisabledAt(v)
+	return _u
+}
+
+// SetNillableAutoDisabledAt sets the "auto_disabled_at" field if the given value is not nil.
+func (_u *WebhookEndpointUpdate) SetNillableAutoDisabledAt(v *time.Time) *WebhookEndpointUpdate {
+	if v != nil {
+		_u.SetAutoDisabledAt(*v)
+	}
+	return _u
+}
+
+// ClearAutoDisabledAt clears the value of the "auto_disabled_at" field.
+func (_u *WebhookEndpointUpdate) ClearAutoDisabledAt() *WebhookEndpointUpdate {
+	_u.mutation.ClearAutoDisabledAt()
+	return _u
+}
+
 // SetSecret sets the "secret" field.
 func (_u *WebhookEndpointUpdate) SetSecret(v []byte) *WebhookEndpointUpdate {
 	_u.mutation.SetSecret(v)
@@ -300,6 +320,12 @@ func (_u *WebhookEndpointUpdate) sqlSave(ctx context.Context) (_node int, err er
 	if value, ok := _u.mutation.Enabled(); ok {
 		_spec.SetField(webhookendpoint.FieldEnabled, field.TypeBool, value)
 	}
+	if value, ok := _u.mutation.AutoDisabledAt(); ok {
+		_spec.SetField(webhookendpoint.FieldAutoDisabledAt, field.TypeTime, value)
+	}
+	if _u.mutation.AutoDisabledAtCleared() {
+		_spec.ClearField(webhookendpoint.FieldAutoDisabledAt, field.TypeTime)
+	}
 	if value, ok := _u.mutation.Secret(); ok {
 		_spec.SetField(webhookendpoint.FieldSecret, field.TypeBytes, value)
 	}
@@ -451,6 +477,26 @@ func (_u *WebhookEndpointUpdateOne) SetNillableEnabled(v *bool) *WebhookEndpoint
 	if v != nil {
 		_u.SetEnabled(*v)
 	}
+	return _u
+}
+
+// SetAutoDisabledAt sets the "auto_disabled_at" field.
+func (_u *WebhookEndpointUpdateOne) SetAutoDisabledAt(v time.Time) *WebhookEndpointUpdateOne {
+	_u.mutation.SetAutoDisabledAt(v)
+	return _u
+}
+
+// SetNillableAutoDisabledAt sets the "auto_disabled_at" field if the given value is not nil.
+func (_u *WebhookEndpointUpdateOne) SetNillableAutoDisabledAt(v *time.Time) *WebhookEndpointUpdateOne {
+	if v != nil {
+		_u.SetAutoDisabledAt(*v)
+	}
+	return _u
+}
+
+// ClearAutoDisabledAt clears the value of the "auto_disabled_at" field.
+func (_u *WebhookEndpointUpdateOne) ClearAutoDisabledAt() *WebhookEndpointUpdateOne {
+	_u.mutation.ClearAutoDisabledAt()
 	return _u
 }
 
@@ -692,6 +738,12 @@ func (_u *WebhookEndpointUpdateOne) sqlSave(ctx context.Context) (_node *Webhook
 	}
 	if value, ok := _u.mutation.Enabled(); ok {
 		_spec.SetField(webhookendpoint.FieldEnabled, field.TypeBool, value)
+	}
+	if value, ok := _u.mutation.AutoDisabledAt(); ok {
+		_spec.SetField(webhookendpoint.FieldAutoDisabledAt, field.TypeTime, value)
+	}
+	if _u.mutation.AutoDisabledAtCleared() {
+		_spec.ClearField(webhookendpoint.FieldAutoDisabledAt, field.TypeTime)
 	}
 	if value, ok := _u.mutation.Secret(); ok {
 		_spec.SetField(webhookendpoint.FieldSecret, field.TypeBytes, value)

@@ -74,21 +74,29 @@ func TestWebhookEndpointMutations(t *testing.T) {
 			t.Fatalf("after endWebhookEndpointSecretOverlap: %v", end)
 		}
 
-		// The first endpoint is disabled (its deliveries are held), an
-		// order is paid: one delivery each; deleting the first cancels its.
-		if d := a.gql(t, `mutation($id: ID!) { disableWebhookEndpoint(id: $id) { enabled } }`, map[string]any{"id": firstID}).ok(t, "disableWebhookEndpoint"); dig(d, "enabled") != false {
+		// The first endpoint is disabled: an order paid then fans out to the
+		// second only (no held copy, no warning). Enabled again, the next
+		// order reaches both; deleting the first cancels its delivery.
+		if d := a.gql(t, `mutation($id: ID!) { disableWebhookEndpoint(id: $id) { enabled autoDisabledAt } }`, map[string]any{"id": firstID}).ok(t, "disableWebhookEndpoint"); dig(d, "enabled") != false || dig(d, "autoDisabledAt") != nil {
 			t.Fatalf("disabled: %v", d)
 		}
 		a.gql(t, `mutation($app: ID!) { createOrder(input: {appID: $app, orderNo: "EP-1", amount: "1"}) { id } }`, map[string]any{"app": appID}).ok(t, "createOrder")
 		paid := a.gql(t, `mutation { payOrder(orderNo: "EP-1") { id } }`, nil)
-		if len(paid.Errors) > 0 || !strings.Contains(paid.Body, "WEBHOOK_HELD") {
-			t.Fatalf("payOrder with a disabled endpoint: %s, want a WEBHOOK_HELD warning", paid.Body)
+		if len(paid.Errors) > 0 || strings.Contains(paid.Body, "WEBHOOK_HELD") {
+			t.Fatalf("payOrder with one endpoint disabled: %s, want no warning", paid.Body)
 		}
+		ds, err := a.App.DB.Client.WebhookDelivery.Query().Where(webhookdelivery.BizDataContains(`"EP-1"`)).All(ctx)
+		if err != nil || len(ds) != 1 || ds[0].CallbackURL != "https://second.example.com/h" {
+			t.Fatalf("deliveries of the payment with the first endpoint disabled: %v (%v), want the second endpoint's only", ds, err)
+		}
+		a.gql(t, `mutation($id: ID!) { enableWebhookEndpoint(id: $id) { enabled } }`, map[string]any{"id": firstID}).ok(t, "enableWebhookEndpoint")
+		a.gql(t, `mutation($app: ID!) { createOrder(input: {appID: $app, orderNo: "EP-2", amount: "1"}) { id } }`, map[string]any{"app": appID}).ok(t, "createOrder")
+		a.gql(t, `mutation { payOrder(orderNo: "EP-2") { id } }`, nil).ok(t, "payOrder")
 		del := a.gql(t, `mutation($id: ID!) { deleteWebhookEndpoint(id: $id) { id url } }`, map[string]any{"id": firstID}).ok(t, "deleteWebhookEndpoint")
 		if str(del, "url") != "https://first.example.com/h" {
 			t.Fatalf("deleted %v", del)
 		}
-		ds, err := a.App.DB.Client.WebhookDelivery.Query().Where(webhookdelivery.BizDataContains(`"EP-1"`)).All(ctx)
+		ds, err = a.App.DB.Client.WebhookDelivery.Query().Where(webhookdelivery.BizDataContains(`"EP-2"`)).All(ctx)
 		if err != nil || len(ds) != 2 {
 			t.Fatalf("%d deliveries of the payment (%v), want 2", len(ds), err)
 		}

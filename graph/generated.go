@@ -414,6 +414,7 @@ type ComplexityRoot struct {
 	WebhookEndpoint struct {
 		App                     func(childComplexity int) int
 		AppID                   func(childComplexity int) int
+		AutoDisabledAt          func(childComplexity int) int
 		Breaker                 func(childComplexity int) int
 		CreateTime              func(childComplexity int) int
 		Description             func(childComplexity int) int
@@ -2238,6 +2239,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.WebhookEndpoint.AppID(childComplexity), true
+	case "WebhookEndpoint.autoDisabledAt":
+		if e.ComplexityRoot.WebhookEndpoint.AutoDisabledAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpoint.AutoDisabledAt(childComplexity), true
 	case "WebhookEndpoint.breaker":
 		if e.ComplexityRoot.WebhookEndpoint.Breaker == nil {
 			break
@@ -5543,6 +5550,7 @@ type WebhookEndpoint implements Node {
   description: String!
   eventTypes: [String!]
   enabled: Boolean!
+  autoDisabledAt: Time
   previousSecretExpiresAt: Time
   rateLimit: Int
   createTime: Time!
@@ -5612,6 +5620,19 @@ input WebhookEndpointWhereInput {
   """
   enabled: Boolean
   enabledNEQ: Boolean
+  """
+  auto_disabled_at field predicates
+  """
+  autoDisabledAt: Time
+  autoDisabledAtNEQ: Time
+  autoDisabledAtIn: [Time!]
+  autoDisabledAtNotIn: [Time!]
+  autoDisabledAtGT: Time
+  autoDisabledAtGTE: Time
+  autoDisabledAtLT: Time
+  autoDisabledAtLTE: Time
+  autoDisabledAtIsNil: Boolean
+  autoDisabledAtNotNil: Boolean
   """
   previous_secret_expires_at field predicates
   """
@@ -6462,6 +6483,8 @@ func (ec *executionContext) childFields_WebhookEndpoint(ctx context.Context, fie
 		return ec.fieldContext_WebhookEndpoint_eventTypes(ctx, field)
 	case "enabled":
 		return ec.fieldContext_WebhookEndpoint_enabled(ctx, field)
+	case "autoDisabledAt":
+		return ec.fieldContext_WebhookEndpoint_autoDisabledAt(ctx, field)
 	case "previousSecretExpiresAt":
 		return ec.fieldContext_WebhookEndpoint_previousSecretExpiresAt(ctx, field)
 	case "rateLimit":
@@ -15103,6 +15126,29 @@ func (ec *executionContext) _WebhookEndpoint_enabled(ctx context.Context, field 
 }
 func (ec *executionContext) fieldContext_WebhookEndpoint_enabled(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _WebhookEndpoint_autoDisabledAt(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpoint_autoDisabledAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AutoDisabledAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpoint_autoDisabledAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
 func (ec *executionContext) _WebhookEndpoint_previousSecretExpiresAt(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
@@ -24834,7 +24880,7 @@ func (ec *executionContext) unmarshalInputWebhookEndpointWhereInput(ctx context.
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "appID", "appIDNEQ", "appIDIn", "appIDNotIn", "url", "urlNEQ", "urlIn", "urlNotIn", "urlGT", "urlGTE", "urlLT", "urlLTE", "urlContains", "urlHasPrefix", "urlHasSuffix", "urlEqualFold", "urlContainsFold", "description", "descriptionNEQ", "descriptionIn", "descriptionNotIn", "descriptionGT", "descriptionGTE", "descriptionLT", "descriptionLTE", "descriptionContains", "descriptionHasPrefix", "descriptionHasSuffix", "descriptionEqualFold", "descriptionContainsFold", "enabled", "enabledNEQ", "previousSecretExpiresAt", "previousSecretExpiresAtNEQ", "previousSecretExpiresAtIn", "previousSecretExpiresAtNotIn", "previousSecretExpiresAtGT", "previousSecretExpiresAtGTE", "previousSecretExpiresAtLT", "previousSecretExpiresAtLTE", "previousSecretExpiresAtIsNil", "previousSecretExpiresAtNotNil", "rateLimit", "rateLimitNEQ", "rateLimitIn", "rateLimitNotIn", "rateLimitGT", "rateLimitGTE", "rateLimitLT", "rateLimitLTE", "rateLimitIsNil", "rateLimitNotNil", "createTime", "createTimeNEQ", "createTimeIn", "createTimeNotIn", "createTimeGT", "createTimeGTE", "createTimeLT", "createTimeLTE", "updateTime", "updateTimeNEQ", "updateTimeIn", "updateTimeNotIn", "updateTimeGT", "updateTimeGTE", "updateTimeLT", "updateTimeLTE", "hasApp", "hasAppWith"}
+	fieldsInOrder := [...]string{"not", "and", "or", "id", "idNEQ", "idIn", "idNotIn", "idGT", "idGTE", "idLT", "idLTE", "appID", "appIDNEQ", "appIDIn", "appIDNotIn", "url", "urlNEQ", "urlIn", "urlNotIn", "urlGT", "urlGTE", "urlLT", "urlLTE", "urlContains", "urlHasPrefix", "urlHasSuffix", "urlEqualFold", "urlContainsFold", "description", "descriptionNEQ", "descriptionIn", "descriptionNotIn", "descriptionGT", "descriptionGTE", "descriptionLT", "descriptionLTE", "descriptionContains", "descriptionHasPrefix", "descriptionHasSuffix", "descriptionEqualFold", "descriptionContainsFold", "enabled", "enabledNEQ", "autoDisabledAt", "autoDisabledAtNEQ", "autoDisabledAtIn", "autoDisabledAtNotIn", "autoDisabledAtGT", "autoDisabledAtGTE", "autoDisabledAtLT", "autoDisabledAtLTE", "autoDisabledAtIsNil", "autoDisabledAtNotNil", "previousSecretExpiresAt", "previousSecretExpiresAtNEQ", "previousSecretExpiresAtIn", "previousSecretExpiresAtNotIn", "previousSecretExpiresAtGT", "previousSecretExpiresAtGTE", "previousSecretExpiresAtLT", "previousSecretExpiresAtLTE", "previousSecretExpiresAtIsNil", "previousSecretExpiresAtNotNil", "rateLimit", "rateLimitNEQ", "rateLimitIn", "rateLimitNotIn", "rateLimitGT", "rateLimitGTE", "rateLimitLT", "rateLimitLTE", "rateLimitIsNil", "rateLimitNotNil", "createTime", "createTimeNEQ", "createTimeIn", "createTimeNotIn", "createTimeGT", "createTimeGTE", "createTimeLT", "createTimeLTE", "updateTime", "updateTimeNEQ", "updateTimeIn", "updateTimeNotIn", "updateTimeGT", "updateTimeGTE", "updateTimeLT", "updateTimeLTE", "hasApp", "hasAppWith"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -25142,6 +25188,76 @@ func (ec *executionContext) unmarshalInputWebhookEndpointWhereInput(ctx context.
 				return it, err
 			}
 			it.EnabledNEQ = data
+		case "autoDisabledAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("autoDisabledAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AutoDisabledAt = data
+		case "autoDisabledAtNEQ":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("autoDisabledAtNEQ"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AutoDisabledAtNEQ = data
+		case "autoDisabledAtIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("autoDisabledAtIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AutoDisabledAtIn = data
+		case "autoDisabledAtNotIn":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("autoDisabledAtNotIn"))
+			data, err := ec.unmarshalOTime2ᚕtimeᚐTimeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AutoDisabledAtNotIn = data
+		case "autoDisabledAtGT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("autoDisabledAtGT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AutoDisabledAtGT = data
+		case "autoDisabledAtGTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("autoDisabledAtGTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AutoDisabledAtGTE = data
+		case "autoDisabledAtLT":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("autoDisabledAtLT"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AutoDisabledAtLT = data
+		case "autoDisabledAtLTE":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("autoDisabledAtLTE"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AutoDisabledAtLTE = data
+		case "autoDisabledAtIsNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("autoDisabledAtIsNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AutoDisabledAtIsNil = data
+		case "autoDisabledAtNotNil":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("autoDisabledAtNotNil"))
+			data, err := ec.unmarshalOBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.AutoDisabledAtNotNil = data
 		case "previousSecretExpiresAt":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("previousSecretExpiresAt"))
 			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
@@ -29022,6 +29138,11 @@ func (ec *executionContext) _WebhookEndpoint(ctx context.Context, sel ast.Select
 		case "enabled":
 			out.Values[i] = ec._WebhookEndpoint_enabled(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "autoDisabledAt":
+			out.Values[i] = ec._WebhookEndpoint_autoDisabledAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "previousSecretExpiresAt":

@@ -429,6 +429,7 @@ var (
 		{Name: "description", Type: field.TypeString, Size: 1024, Default: ""},
 		{Name: "event_types", Type: field.TypeJSON, Nullable: true},
 		{Name: "enabled", Type: field.TypeBool, Default: true},
+		{Name: "auto_disabled_at", Type: field.TypeTime, Nullable: true},
 		{Name: "secret", Type: field.TypeBytes},
 		{Name: "previous_secret", Type: field.TypeBytes, Nullable: true},
 		{Name: "previous_secret_expires_at", Type: field.TypeTime, Nullable: true},
@@ -445,7 +446,7 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "webhook_endpoints_partner_apps_webhook_endpoints",
-				Columns:    []*schema.Column{WebhookEndpointsColumns[11]},
+				Columns:    []*schema.Column{WebhookEndpointsColumns[12]},
 				RefColumns: []*schema.Column{PartnerAppsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -454,7 +455,7 @@ var (
 			{
 				Name:    "webhookendpoint_app_id_enabled",
 				Unique:  false,
-				Columns: []*schema.Column{WebhookEndpointsColumns[11], WebhookEndpointsColumns[4]},
+				Columns: []*schema.Column{WebhookEndpointsColumns[12], WebhookEndpointsColumns[4]},
 			},
 		},
 	}

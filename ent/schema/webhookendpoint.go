@@ -29,9 +29,15 @@ func (WebhookEndpoint) Fields() []ent.Field {
 		// event_types is the filter: the event types the endpoint
 		// receives; empty receives every type.
 		field.Strings("event_types").Optional(),
-		// A disabled endpoint's deliveries are queued and held; they go
-		// out once it is enabled again.
+		// A disabled endpoint receives no new event (fan-out skips it); the
+		// deliveries it already had are held and go out once it is enabled
+		// again.
 		field.Bool("enabled").Default(true),
+		// auto_disabled_at is set when gatehouse disabled the endpoint
+		// because every delivery failed for 5 days; such an endpoint keeps
+		// receiving events, held, until an operator enables it (then they
+		// go out). Enabling clears it.
+		field.Time("auto_disabled_at").Optional().Nillable(),
 		// secret is the signing secret ("whsec_…") sealed with the master
 		// key; the previous one keeps signing until its expiry (rotation
 		// overlap).

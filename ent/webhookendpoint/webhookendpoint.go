@@ -24,6 +24,8 @@ const (
 	FieldEventTypes = "event_types"
 	// FieldEnabled holds the string denoting the enabled field in the database.
 	FieldEnabled = "enabled"
+	// FieldAutoDisabledAt holds the string denoting the auto_disabled_at field in the database.
+	FieldAutoDisabledAt = "auto_disabled_at"
 	// FieldSecret holds the string denoting the secret field in the database.
 	FieldSecret = "secret"
 	// FieldPreviousSecret holds the string denoting the previous_secret field in the database.
@@ -66,6 +68,7 @@ var Columns = []string{
 	FieldDescription,
 	FieldEventTypes,
 	FieldEnabled,
+	FieldAutoDisabledAt,
 	FieldSecret,
 	FieldPreviousSecret,
 	FieldPreviousSecretExpiresAt,
@@ -129,6 +132,11 @@ func ByDescription(opts ...sql.OrderTermOption) OrderOption {
 // ByEnabled orders the results by the enabled field.
 func ByEnabled(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldEnabled, opts...).ToFunc()
+}
+
+// ByAutoDisabledAt orders the results by the auto_disabled_at field.
+func ByAutoDisabledAt(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldAutoDisabledAt, opts...).ToFunc()
 }
 
 // ByPreviousSecretExpiresAt orders the results by the previous_secret_expires_at field.

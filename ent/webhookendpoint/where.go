@@ -75,6 +75,11 @@ func Enabled(v bool) predicate.WebhookEndpoint {
 	return predicate.WebhookEndpoint(sql.FieldEQ(FieldEnabled, v))
 }
 
+// AutoDisabledAt applies equality check predicate on the "auto_disabled_at" field. It's identical to AutoDisabledAtEQ.
+func AutoDisabledAt(v time.Time) predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldEQ(FieldAutoDisabledAt, v))
+}
+
 // Secret applies equality check predicate on the "secret" field. It's identical to SecretEQ.
 func Secret(v []byte) predicate.WebhookEndpoint {
 	return predicate.WebhookEndpoint(sql.FieldEQ(FieldSecret, v))
@@ -273,6 +278,56 @@ func EnabledEQ(v bool) predicate.WebhookEndpoint {
 // EnabledNEQ applies the NEQ predicate on the "enabled" field.
 func EnabledNEQ(v bool) predicate.WebhookEndpoint {
 	return predicate.WebhookEndpoint(sql.FieldNEQ(FieldEnabled, v))
+}
+
+// AutoDisabledAtEQ applies the EQ predicate on the "auto_disabled_at" field.
+func AutoDisabledAtEQ(v time.Time) predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldEQ(FieldAutoDisabledAt, v))
+}
+
+// AutoDisabledAtNEQ applies the NEQ predicate on the "auto_disabled_at" field.
+func AutoDisabledAtNEQ(v time.Time) predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldNEQ(FieldAutoDisabledAt, v))
+}
+
+// AutoDisabledAtIn applies the In predicate on the "auto_disabled_at" field.
+func AutoDisabledAtIn(vs ...time.Time) predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldIn(FieldAutoDisabledAt, vs...))
+}
+
+// AutoDisabledAtNotIn applies the NotIn predicate on the "auto_disabled_at" field.
+func AutoDisabledAtNotIn(vs ...time.Time) predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldNotIn(FieldAutoDisabledAt, vs...))
+}
+
+// AutoDisabledAtGT applies the GT predicate on the "auto_disabled_at" field.
+func AutoDisabledAtGT(v time.Time) predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldGT(FieldAutoDisabledAt, v))
+}
+
+// AutoDisabledAtGTE applies the GTE predicate on the "auto_disabled_at" field.
+func AutoDisabledAtGTE(v time.Time) predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldGTE(FieldAutoDisabledAt, v))
+}
+
+// AutoDisabledAtLT applies the LT predicate on the "auto_disabled_at" field.
+func AutoDisabledAtLT(v time.Time) predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldLT(FieldAutoDisabledAt, v))
+}
+
+// AutoDisabledAtLTE applies the LTE predicate on the "auto_disabled_at" field.
+func AutoDisabledAtLTE(v time.Time) predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldLTE(FieldAutoDisabledAt, v))
+}
+
+// AutoDisabledAtIsNil applies the IsNil predicate on the "auto_disabled_at" field.
+func AutoDisabledAtIsNil() predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldIsNull(FieldAutoDisabledAt))
+}
+
+// AutoDisabledAtNotNil applies the NotNil predicate on the "auto_disabled_at" field.
+func AutoDisabledAtNotNil() predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldNotNull(FieldAutoDisabledAt))
 }
 
 // SecretEQ applies the EQ predicate on the "secret" field.

@@ -127,7 +127,8 @@ func checkUpgraded(t *testing.T, db *store.DB, o oldWebhooks) {
 
 // TestMigrationToEndpointsKeepsDeliveries: a Postgres database at the
 // migration before webhook endpoints, holding apps and deliveries made
-// the old way, gets the endpoints migration: nothing is lost.
+// the old way, gets the endpoints migration (and every later one):
+// nothing is lost.
 func TestMigrationToEndpointsKeepsDeliveries(t *testing.T) {
 	ctx := context.Background()
 	dir, err := store.PostgresMigrations()
@@ -161,6 +162,11 @@ func TestMigrationToEndpointsKeepsDeliveries(t *testing.T) {
 	}
 	o := insertOldWebhooks(t, db.SQL)
 	apply(last)
+	for _, f := range files { // the later ones, as an upgrade applies them
+		if f.Version() > last.Version() {
+			apply(f)
+		}
+	}
 	checkUpgraded(t, db, o)
 }
 

@@ -72,7 +72,7 @@ func (s *Service) AutoDisable(ctx context.Context) (int, error) {
 			if !cur.Enabled {
 				return errNoLongerDue
 			}
-			u.SetEnabled(false)
+			u.SetEnabled(false).SetAutoDisabledAt(dbTime(now))
 			return nil
 		})
 		if errors.Is(err, errNoLongerDue) || ent.IsNotFound(err) {

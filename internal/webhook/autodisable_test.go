@@ -60,8 +60,8 @@ func TestAutoDisable(t *testing.T) {
 		if n, err := e.svc.AutoDisable(ctx); err != nil || n != 0 {
 			t.Fatalf("a second run: disabled %d (%v)", n, err)
 		}
-		if ep, _ := e.db.WebhookEndpoint.Get(ctx, failing); ep.Enabled {
-			t.Fatal("the failing endpoint is still enabled")
+		if ep, _ := e.db.WebhookEndpoint.Get(ctx, failing); ep.Enabled || ep.AutoDisabledAt == nil {
+			t.Fatalf("the failing endpoint: enabled %v, autoDisabledAt %v; want disabled automatically", ep.Enabled, ep.AutoDisabledAt)
 		}
 		if ep, _ := e.db.WebhookEndpoint.Get(ctx, fine); !ep.Enabled {
 			t.Fatal("the healthy endpoint was disabled")
@@ -93,6 +93,9 @@ func TestAutoDisable(t *testing.T) {
 		}
 		if _, err := e.svc.SetEndpointEnabled(ctx, failing, true); err != nil {
 			t.Fatal(err)
+		}
+		if ep, _ := e.db.WebhookEndpoint.Get(ctx, failing); ep.AutoDisabledAt != nil {
+			t.Fatalf("enabled again, autoDisabledAt %v is kept", ep.AutoDisabledAt)
 		}
 		e.svc.Notify()
 		e.waitStatus(t, held.ID, webhook.StatusSuccess, 10*time.Second)

@@ -256,7 +256,10 @@ func (s *Service) applyInput(appKey string, in EndpointInput, m *ent.WebhookEndp
 		m.SetRateLimit(*in.RateLimit)
 	}
 	if in.Enabled != nil {
+		// Either way the operator has decided: an endpoint disabled by
+		// hand receives no new event, one enabled receives them again.
 		m.SetEnabled(*in.Enabled)
+		m.ClearAutoDisabledAt()
 	}
 	return nil
 }

@@ -79,7 +79,7 @@ func SyncFirstEndpoint(ctx context.Context, c *ent.Client, appID int) error {
 		SetSecret(secretOrEmpty(app.WebhookSecret)).
 		SetUpdateTime(now)
 	if first.URL != app.CallbackURL {
-		u.SetEnabled(true) // "send there"
+		u.SetEnabled(true).ClearAutoDisabledAt() // "send there"
 	}
 	if app.PreviousWebhookSecret != nil && app.PreviousWebhookSecretExpiresAt != nil {
 		u.SetPreviousSecret(*app.PreviousWebhookSecret).SetPreviousSecretExpiresAt(*app.PreviousWebhookSecretExpiresAt)

@@ -229,27 +229,52 @@ func TestDeleteEndpointCancelsPending(t *testing.T) {
 	})
 }
 
-// TestDisabledEndpointHoldsDeliveries: a disabled endpoint's deliveries
-// wait and go out once it is enabled again.
-func TestDisabledEndpointHoldsDeliveries(t *testing.T) {
+// TestDisabledEndpointReceivesNothing: an event fans out to the subscribed,
+// enabled endpoints only: one disabled by an operator gets no delivery
+// (not even a held one) until it is enabled again; when every endpoint is
+// disabled nothing is queued and the notice says so. (An endpoint disabled
+// automatically keeps its events, held: TestAutoDisable.)
+func TestDisabledEndpointReceivesNothing(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		e := newEnv(t, b, webhook.Options{AllowPrivate: true})
 		ctx := context.Background()
-		r := newReceiver(t, always(200))
-		appID, _ := e.newApp(t, r.URL)
+		ra, rb := newReceiver(t, always(200)), newReceiver(t, always(200))
+		appID, _ := e.newApp(t, ra.URL)
 		first, _ := webhook.FirstEndpoint(ctx, e.db.Client, appID)
+		second, _, err := e.svc.CreateEndpoint(ctx, appID, webhook.EndpointInput{URL: ptr(rb.URL)})
+		if err != nil {
+			t.Fatal(err)
+		}
 		if _, err := e.svc.SetEndpointEnabled(ctx, first.ID, false); err != nil {
 			t.Fatal(err)
 		}
 		e.orderEvent(t, appID, false)
-		time.Sleep(300 * time.Millisecond) // nothing may arrive: there is no event to wait for
-		if r.count() != 0 {
-			t.Fatalf("a disabled endpoint received %d requests", r.count())
+		waitFor(t, 5*time.Second, func() bool { return rb.count() == 1 }, func() string { return "the enabled endpoint did not receive the event" })
+		if n := e.db.WebhookDelivery.Query().Where(webhookdelivery.EndpointID(first.ID)).CountX(ctx); n != 0 {
+			t.Fatalf("the disabled endpoint got %d deliveries, want none", n)
+		}
+		if _, err := e.svc.SetEndpointEnabled(ctx, second.ID, false); err != nil {
+			t.Fatal(err)
+		}
+		q, err := webhook.EnqueueEvent(ctx, e.db.Client, appID, "order.paid", []byte(`{"orderNo":"x"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q.Delivery != nil || q.Notice == nil || q.Notice.Code != webhook.NoticeNoCallbackURL {
+			t.Fatalf("every endpoint disabled: queued %v, notice %+v; want nothing queued and %s", q.Delivery, q.Notice, webhook.NoticeNoCallbackURL)
 		}
 		if _, err := e.svc.SetEndpointEnabled(ctx, first.ID, true); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 5*time.Second, func() bool { return r.count() == 1 }, func() string { return "the held delivery did not go out once enabled" })
+		time.Sleep(300 * time.Millisecond) // nothing was held for it: nothing may arrive
+		if ra.count() != 0 {
+			t.Fatalf("the endpoint enabled again received %d events sent while it was disabled", ra.count())
+		}
+		e.orderEvent(t, appID, false)
+		waitFor(t, 5*time.Second, func() bool { return ra.count() == 1 }, func() string { return "the endpoint enabled again did not receive the next event" })
+		if rb.count() != 1 {
+			t.Fatalf("the still disabled endpoint received %d, want 1 (from before)", rb.count())
+		}
 	})
 }
 

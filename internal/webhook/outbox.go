@@ -34,11 +34,12 @@ type Notice struct {
 // Notice codes.
 const (
 	// NoticeNoCallbackURL: the app has no webhook endpoint (no callback
-	// URL), nothing was queued.
+	// URL), or every endpoint receiving the event is disabled by an
+	// operator: nothing was queued.
 	NoticeNoCallbackURL = "NO_CALLBACK_URL"
 	// NoticeHeld: the delivery is queued but held while the app is
-	// disabled or expired, or its endpoint disabled; it goes out once they
-	// may receive again.
+	// disabled or expired, or its endpoint disabled automatically; it goes
+	// out once they may receive again.
 	NoticeHeld = "WEBHOOK_HELD"
 )
 
@@ -95,8 +96,10 @@ func EnqueueMessage(ctx context.Context, c *ent.Client, eventID string, appID in
 //
 // An app without endpoints gets no delivery (there is nowhere to send
 // it): the result has no Delivery and a Notice. Deliveries of a disabled
-// or expired app, and of a disabled endpoint, are queued and held (see
-// the dispatcher), with a Notice. An app whose endpoints all filter the
+// or expired app, and of an endpoint disabled automatically (AutoDisable)
+// or addressed by ev.EndpointID while disabled, are queued and held (see
+// the dispatcher), with a Notice; an endpoint disabled by an operator
+// receives no new event. An app whose endpoints all filter the
 // type out gets nothing, without a notice (it asked for that).
 //
 // The notice is also recorded in ctx's collector, if any (CollectNotices).
@@ -143,11 +146,19 @@ func Fanout(ctx context.Context, c *ent.Client, ev Event) (Queued, error) {
 	tc := telemetry.Capture(ctx)
 	var creates []*ent.WebhookDeliveryCreate
 	var disabled []*ent.WebhookEndpoint
+	off := 0 // subscribed endpoints disabled by hand (skipped)
 	for _, ep := range eps {
 		if ev.EndpointID == 0 && !ev.AllEndpoints && !subscribed(ep, eventType) {
 			continue
 		}
 		if !ep.Enabled {
+			// Disabled by hand: not subscribed to anything until enabled
+			// (only a delivery addressed to it alone is queued, held).
+			// Disabled automatically: its events are held for it.
+			if ep.AutoDisabledAt == nil && ev.EndpointID == 0 {
+				off++
+				continue
+			}
 			disabled = append(disabled, ep)
 		}
 		creates = append(creates, c.WebhookDelivery.Create().
@@ -167,7 +178,14 @@ func Fanout(ctx context.Context, c *ent.Client, ev Event) (Queued, error) {
 			SetTracestate(tc.Tracestate))
 	}
 	if len(creates) == 0 {
-		return Queued{}, nil
+		if off == 0 {
+			return Queued{}, nil
+		}
+		q := Queued{Notice: &Notice{NoticeNoCallbackURL, fmt.Sprintf(
+			"the %d webhook endpoints of app %s receiving %s are disabled: no %s webhook was queued (enableWebhookEndpoint to receive the next ones)",
+			off, app.AppKey, eventType, eventType)}}
+		report(ctx, q.Notice)
+		return q, nil
 	}
 	ds, err := c.WebhookDelivery.CreateBulk(creates...).Save(ctx)
 	if err != nil {
