@@ -137,7 +137,16 @@ func TestEndpointFiltersFanOut(t *testing.T) {
 // TestFailingEndpointDoesNotDelayAnother: one endpoint of an app answers
 // 500 until its breaker opens; its waiting deliveries then wait for the
 // half-open time while the app's other endpoint receives every event
-// within 100 ms (p99 of 50, each measured from its commit).
+// within 100 ms (p99 of 50, each measured from its commit). The same
+// endpoint's latency alone (the failing one disabled) is measured first:
+// on a machine whose disk makes even that slower (SQLite's FULL fsyncs on a
+// busy CI box: p99 80–150 ms alone), the bound is four times that baseline
+// instead — an endpoint held behind the open one would wait for the
+// half-open time or an attempt timeout, seconds — so the test says "the
+// open breaker beside it does not hold it up", not "this disk is fast".
+// (Beside an open breaker SQLite pays a little more: the failing
+// endpoint's copies of each event are claimed and postponed, writes that
+// take the single writer's turn.)
 func TestFailingEndpointDoesNotDelayAnother(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		e := newEnv(t, b, webhook.Options{AllowPrivate: true, RetryBase: 10 * time.Millisecond})
@@ -146,6 +155,38 @@ func TestFailingEndpointDoesNotDelayAnother(t *testing.T) {
 		appID, _ := e.newApp(t, failing.URL)
 		first, _ := webhook.FirstEndpoint(ctx, e.db.Client, appID)
 		healthyID, _ := e.endpoint(t, appID, healthy.URL)
+
+		// p99 of n events' first attempts at the healthy endpoint, each
+		// from its commit: the row's create time is taken inside the
+		// business transaction, before its commit (an fsync), which is not
+		// the dispatcher's time; an attempt that came before the Pay call
+		// returned counts as 0.
+		measure := func(n int) (p50, p99, worst time.Duration) {
+			base := healthy.count()
+			var delays []time.Duration
+			for i := range n {
+				no := e.orderEvent(t, appID, false)
+				committed := time.Now() // the payment's transaction has committed by now
+				waitFor(t, 5*time.Second, func() bool { return healthy.count() == base+i+1 }, func() string {
+					return fmt.Sprintf("healthy endpoint: event %d not delivered", i+1)
+				})
+				if _, err := e.db.WebhookDelivery.Query().Where(webhookdelivery.EndpointID(healthyID), webhookdelivery.BizDataContains(no)).Only(ctx); err != nil {
+					t.Fatal(err)
+				}
+				delays = append(delays, max(0, healthy.requests()[base+i].at.Sub(committed)))
+			}
+			slices.Sort(delays)
+			return delays[len(delays)/2], delays[len(delays)*99/100], delays[len(delays)-1]
+		}
+		if _, err := e.svc.SetEndpointEnabled(ctx, first.ID, false); err != nil {
+			t.Fatal(err)
+		}
+		b50, b99, bmax := measure(30)
+		t.Logf("healthy endpoint alone, event → first attempt: p50 %s, p99 %s, max %s", b50, b99, bmax)
+		if _, err := e.svc.SetEndpointEnabled(ctx, first.ID, true); err != nil {
+			t.Fatal(err)
+		}
+
 		for range 4 {
 			e.orderEvent(t, appID, false)
 		}
@@ -160,49 +201,33 @@ func TestFailingEndpointDoesNotDelayAnother(t *testing.T) {
 		if st := e.breaker(t, appID); st != outbound.StateOpen {
 			t.Fatalf("PartnerApp.webhookBreaker (the first endpoint's) is %s, want OPEN", st)
 		}
-		base := healthy.count()
-		var delays []time.Duration
-		for i := range 50 {
-			no := e.orderEvent(t, appID, false)
-			waitFor(t, 5*time.Second, func() bool { return healthy.count() == base+i+1 }, func() string {
-				return fmt.Sprintf("healthy endpoint: event %d not delivered", i+1)
-			})
-			d, err := e.db.WebhookDelivery.Query().Where(webhookdelivery.EndpointID(healthyID), webhookdelivery.BizDataContains(no)).Only(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			delays = append(delays, healthy.requests()[base+i].at.Sub(d.CreateTime))
-		}
-		slices.Sort(delays)
-		p99 := delays[len(delays)*99/100]
-		t.Logf("healthy endpoint beside an OPEN one, event → first attempt: p50 %s, p99 %s, max %s", delays[len(delays)/2], p99, delays[len(delays)-1])
-		if p99 > 100*time.Millisecond {
-			t.Fatalf("p99 %s beside an open breaker, want ≤ 100 ms", p99)
+		p50, p99, worst := measure(50)
+		t.Logf("healthy endpoint beside an OPEN one, event → first attempt: p50 %s, p99 %s, max %s", p50, p99, worst)
+		if bound := max(100*time.Millisecond, 4*b99); p99 > bound {
+			t.Fatalf("p99 %s beside an open breaker, want ≤ %s (100 ms, or four times the %s measured alone)", p99, bound, b99)
 		}
 	})
 }
 
-// TestDeleteEndpointCancelsPending: deleting an endpoint (held: disabled,
-// so its deliveries wait) cancels its waiting deliveries, keeps them,
-// and the app's deprecated callbackURL moves to the next endpoint.
+// TestDeleteEndpointCancelsPending: deleting an endpoint (failing, so its
+// deliveries wait for their retry) cancels its waiting deliveries, keeps
+// them, and the app's deprecated callbackURL moves to the next endpoint.
 func TestDeleteEndpointCancelsPending(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		e := newEnv(t, b, webhook.Options{AllowPrivate: true})
 		ctx := context.Background()
-		r1, r2 := newReceiver(t, always(200)), newReceiver(t, always(200))
+		r1, r2 := newReceiver(t, always(500)), newReceiver(t, always(200))
 		appID, _ := e.newApp(t, r1.URL)
 		first, _ := webhook.FirstEndpoint(ctx, e.db.Client, appID)
-		if _, err := e.svc.SetEndpointEnabled(ctx, first.ID, false); err != nil {
-			t.Fatal(err)
-		}
 		secondID, _ := e.endpoint(t, appID, r2.URL)
 		for range 3 {
 			e.orderEvent(t, appID, false)
 		}
 		waitFor(t, 10*time.Second, func() bool { return r2.count() == 3 }, func() string { return fmt.Sprint(r2.count(), " of 3 at the enabled endpoint") })
-		if r1.count() != 0 {
-			t.Fatalf("the disabled endpoint got %d requests", r1.count())
-		}
+		waitFor(t, 10*time.Second, func() bool {
+			n, _ := e.db.WebhookDelivery.Query().Where(webhookdelivery.EndpointID(first.ID), webhookdelivery.StatusEQ(webhook.StatusRetrying)).Count(ctx)
+			return n == 3
+		}, func() string { return "the failing endpoint's 3 deliveries did not wait for a retry" })
 		if _, err := e.svc.DeleteEndpoint(ctx, first.ID); err != nil {
 			t.Fatal(err)
 		}
