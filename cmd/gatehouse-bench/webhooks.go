@@ -232,6 +232,27 @@ func (g *gatehouse) app(ctx context.Context, name, url string) (int64, error) {
 // schema has; on Postgres it then announces the work (NOTIFY) as gatehouse
 // does when it queues events itself.
 func (w *webhookBench) queue(ctx context.Context, apps []int64, n int, url string) error {
+	// Each delivery belongs to its app's first webhook endpoint (the one
+	// its callback URL made), as gatehouse queues them: the dispatcher
+	// claims deliveries per endpoint, and one without an endpoint is
+	// never sent. A gatehouse from before endpoints (-before) has no such
+	// table: its deliveries have none.
+	endpoint := map[int64]any{}
+	for _, id := range apps {
+		var ep sql.NullInt64
+		err := w.db.QueryRowContext(ctx, `SELECT min(id) FROM webhook_endpoints WHERE app_id = $1`, id).Scan(&ep)
+		if err != nil {
+			break
+		}
+		if !ep.Valid {
+			return fmt.Errorf("app %d has no webhook endpoint", id)
+		}
+		endpoint[id] = ep.Int64
+	}
+	cols, ph := "", ""
+	if len(endpoint) == len(apps) {
+		cols, ph = ", endpoint_id", ", $%d"
+	}
 	tx, err := w.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -241,15 +262,21 @@ func (w *webhookBench) queue(ctx context.Context, apps []int64, n int, url strin
 	biz := `{"order_no":"SO1001","amount":99.90,"status":"PAID","create_time":"2026-11-22T10:43:47.120Z","pay_time":"2026-11-22T10:43:58.278Z"}`
 	for i := 0; i < n; i += 200 {
 		var q strings.Builder
-		q.WriteString(`INSERT INTO webhook_deliveries (app_id, event_id, event_type, biz_data, callback_url, status, retry_count, max_retry, next_attempt_at, create_time, update_time) VALUES `)
+		q.WriteString(`INSERT INTO webhook_deliveries (app_id, event_id, event_type, biz_data, callback_url, status, retry_count, max_retry, next_attempt_at, create_time, update_time` + cols + `) VALUES `)
 		var args []any
 		for j := i; j < min(i+200, n); j++ {
 			if j > i {
 				q.WriteString(", ")
 			}
 			k := len(args)
-			fmt.Fprintf(&q, "($%d, $%d, 'bench.event', $%d, $%d, 'PENDING', 0, 5, $%d, $%d, $%d)", k+1, k+2, k+3, k+4, k+5, k+6, k+7)
-			args = append(args, apps[j%len(apps)], eventID(), biz, url, now, now, now)
+			app := apps[j%len(apps)]
+			if cols == "" {
+				fmt.Fprintf(&q, "($%d, $%d, 'bench.event', $%d, $%d, 'PENDING', 0, 5, $%d, $%d, $%d)", k+1, k+2, k+3, k+4, k+5, k+6, k+7)
+				args = append(args, app, eventID(), biz, url, now, now, now)
+				continue
+			}
+			fmt.Fprintf(&q, "($%d, $%d, 'bench.event', $%d, $%d, 'PENDING', 0, 5, $%d, $%d, $%d"+ph+")", k+1, k+2, k+3, k+4, k+5, k+6, k+7, k+8)
+			args = append(args, app, eventID(), biz, url, now, now, now, endpoint[app])
 		}
 		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
 			return err
