@@ -85,7 +85,10 @@ func (c *Callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.mu.Lock()
 	switch {
 	case data.Error != "":
-		fmt.Fprintf(c.Out, "\n── OAuth callback at %s: error %q %s\n", time.Now().Format("15:04:05.000"), data.Error, data.Description)
+		// Both quoted: any web page can send a browser here, and a raw
+		// newline or escape sequence would write lines of its choosing
+		// (a fake exchange command) into the receiver's terminal.
+		fmt.Fprintf(c.Out, "\n── OAuth callback at %s: error %q %q\n", time.Now().Format("15:04:05.000"), data.Error, data.Description)
 	case data.Code != "":
 		fmt.Fprintf(c.Out, "\n── OAuth callback at %s: code %s; exchange it (once, within %s):\n%s\n", time.Now().Format("15:04:05.000"), data.Code, data.TTL, data.Commands)
 	}
