@@ -188,6 +188,11 @@ func (s *Service) changeEndpoint(ctx context.Context, id int,
 		if err != nil {
 			return err
 		}
+		// Read it again under the app's lock: a concurrent change that
+		// committed meanwhile (a rotation) is what change builds on.
+		if ep, err = tx.WebhookEndpoint.Get(ctx, id); err != nil {
+			return err
+		}
 		u := tx.WebhookEndpoint.UpdateOneID(id).SetUpdateTime(dbTime(time.Now()))
 		if err := change(tx, ep, app.AppKey, u); err != nil {
 			return err
