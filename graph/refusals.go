@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"mime"
+	"mime/multipart"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -296,7 +299,8 @@ func (a refusalAuditor) refuseGETMutations(next http.Handler) http.Handler {
 //   - any method but GET and POST (PUT, PATCH, DELETE, OPTIONS, HEAD, …):
 //     405 METHOD_NOT_ALLOWED with Allow: GET, POST.
 //
-// A mutation in such a body, when it reads as JSON, is audited as refused.
+// A mutation in such a body (JSON, a form, a multipart "operations" part or
+// the bare document: see refusedBody) is audited as refused.
 func (a refusalAuditor) requireTransport(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var status int
@@ -333,16 +337,54 @@ func (a refusalAuditor) requireTransport(next http.Handler) http.Handler {
 			"errors":  []map[string]any{{"message": msg, "extensions": ext}},
 		})
 		if b, ok := r.Body.(*bodyBytes); ok && a.gate.audit != nil {
-			var p struct {
-				Query         string         `json:"query"`
-				OperationName string         `json:"operationName"`
-				Variables     map[string]any `json:"variables"`
-			}
-			if json.Unmarshal(b.data, &p) == nil && strings.Contains(p.Query, "mutation") {
+			if p, ok := refusedBody(r.Header.Get("Content-Type"), b.data); ok && strings.Contains(p.Query, "mutation") {
 				a.record(r.Context(), a.mutationFields(p.Query, p.OperationName, p.Variables), code)
 			}
 		}
 	})
+}
+
+// refusedBodyParams is what a refused body asked to run.
+type refusedBodyParams struct {
+	Query         string         `json:"query"`
+	OperationName string         `json:"operationName"`
+	Variables     map[string]any `json:"variables"`
+}
+
+// refusedBody reads the document of a body refused for its method or
+// content type, whatever shape a client used: JSON (under any type), a
+// form (curl -d 'query=mutation …'), a multipart upload's "operations"
+// part, or the bare document (text/plain, application/graphql).
+func refusedBody(contentType string, data []byte) (refusedBodyParams, bool) {
+	var p refusedBodyParams
+	if json.Unmarshal(data, &p) == nil {
+		return p, true
+	}
+	mt, mp, _ := mime.ParseMediaType(contentType)
+	switch {
+	case mt == "application/x-www-form-urlencoded":
+		f, err := url.ParseQuery(string(data))
+		if err != nil {
+			return p, false
+		}
+		p.Query, p.OperationName = f.Get("query"), f.Get("operationName")
+		_ = json.Unmarshal([]byte(f.Get("variables")), &p.Variables)
+		return p, true
+	case strings.HasPrefix(mt, "multipart/") && mp["boundary"] != "":
+		mr := multipart.NewReader(bytes.NewReader(data), mp["boundary"])
+		for {
+			part, err := mr.NextPart()
+			if err != nil {
+				return p, false
+			}
+			if part.FormName() == "operations" {
+				ops, err := io.ReadAll(part)
+				return p, err == nil && json.Unmarshal(ops, &p) == nil
+			}
+		}
+	}
+	p.Query = string(data)
+	return p, true
 }
 
 // methodName names a standard method; any other text a client sent is not

@@ -103,3 +103,32 @@ func TestPOSTContentType(t *testing.T) {
 		}
 	})
 }
+
+// TestRefusedBodyShapesAudited: a mutation refused with 415 is audited in
+// whatever shape the body held it: a form (curl -d 'query=…'), the bare
+// document (text/plain, application/graphql), a multipart upload's
+// "operations" part.
+func TestRefusedBodyShapesAudited(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		a := startAdmin(t, b)
+		const doc = `mutation { createSku(input: {name: "x", stock: 1}) { id } }`
+		for _, c := range []struct{ ct, body string }{
+			{"application/x-www-form-urlencoded", "query=" + url.QueryEscape(doc)},
+			{"text/plain", doc},
+			{"application/graphql", doc},
+			{"multipart/form-data; boundary=XB", "--XB\r\nContent-Disposition: form-data; name=\"operations\"\r\n\r\n" +
+				`{"query": "mutation { createSku(input: {name: \"x\", stock: 1}) { id } }"}` + "\r\n--XB\r\nContent-Disposition: form-data; name=\"map\"\r\n\r\n{}\r\n--XB--\r\n"},
+		} {
+			before := lastEventID(t, a)
+			if r := a.Do(t, "POST", a.AdminURL+"/graphql", c.body, "X-API-Key", a.Key, "Content-Type", c.ct); r.Status != 415 {
+				t.Fatalf("%s: %d %s", c.ct, r.Status, r.Body)
+			}
+			if got := eventsAfter(t, a, before, 1); len(got) != 1 || got[0].Mutation != "createSku" || got[0].Outcome != "REFUSED" || got[0].Code != "UNSUPPORTED_MEDIA_TYPE" {
+				t.Fatalf("%s: audit %+v", c.ct, got)
+			}
+		}
+		if n, err := a.App.DB.Sku.Query().Count(t.Context()); err != nil || n != 0 {
+			t.Fatalf("skus: %d %v", n, err)
+		}
+	})
+}
