@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 
 	"gatehouse/ent"
 	"gatehouse/ent/webhookeventtype"
@@ -240,6 +241,9 @@ func (s *Service) CreateEventType(ctx context.Context, name, description string,
 	if err != nil {
 		return EventType{}, errs.Invalid("schema", "does not compile as a JSON Schema: %s", err)
 	}
+	if msg := refCycle(sch, example); msg != "" {
+		return EventType{}, errs.Invalid("schema", "%s (no bizData could ever satisfy it)", msg)
+	}
 	if example == nil || string(example) == "null" {
 		example = firstExample(sch, schema)
 	} else if err := validate(sch, example); err != nil {
@@ -291,6 +295,40 @@ func firstExample(sch *jsonschema.Schema, schema []byte) json.RawMessage {
 		return nil
 	}
 	return buf.Bytes()
+}
+
+// refCycle reports a reference cycle of a compiled schema ("$ref"s that
+// lead back to themselves without consuming any of the document), which
+// compiles but fails every document that reaches it: it validates a few
+// probe documents (null, {}, the example) and returns the cycle's
+// description, or "" when none showed.
+func refCycle(sch *jsonschema.Schema, example json.RawMessage) string {
+	probes := []any{nil, map[string]any{}}
+	if example != nil {
+		if v, err := jsonschema.UnmarshalJSON(bytes.NewReader(example)); err == nil {
+			probes = append(probes, v)
+		}
+	}
+	var found string
+	var walk func(*jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if k, ok := e.ErrorKind.(*kind.RefCycle); ok && found == "" {
+			found = "has a reference cycle: " + k.KeywordLocation1 + " and " + k.KeywordLocation2 + " resolve to the same schema"
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	for _, v := range probes {
+		var ve *jsonschema.ValidationError
+		if errors.As(sch.Validate(v), &ve) {
+			walk(ve)
+		}
+		if found != "" {
+			return found
+		}
+	}
+	return ""
 }
 
 // noLoader refuses every schema reference that leaves the schema itself

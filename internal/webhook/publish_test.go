@@ -77,6 +77,9 @@ func TestEventCatalogue(t *testing.T) {
 			{"invoice.issued", "d", `{"type": 5}`, "", "schema"},
 			{"invoice.issued", "d", `{"$ref": "file:///etc/passwd"}`, "", "schema"},
 			{"invoice.issued", "d", `{"$ref": "http://127.0.0.1:1/schema.json"}`, "", "schema"},
+			{"invoice.issued", "d", `{"$defs": {"a": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}`, "", "schema"},
+			{"invoice.issued", "d", `{"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}`, "", "schema"},
+			{"invoice.issued", "d", `{"$defs": {"a": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}`, `{}`, "schema"},
 			{"invoice.issued", "d", invoiceSchema, `{"invoice_no": "I-1"}`, "example"},
 		}
 		for _, c := range bad {
