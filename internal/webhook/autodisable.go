@@ -61,7 +61,7 @@ func (s *Service) AutoDisable(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, ep := range eps {
-		since, due, err := s.failingSince(ctx, ep.ID, cutoff)
+		since, due, err := s.failingSince(ctx, ep, cutoff)
 		if err != nil {
 			return n, err
 		}
@@ -95,12 +95,17 @@ func (s *Service) AutoDisable(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// failingSince says whether endpoint id has failed every delivery since
+// failingSince says whether endpoint ep has failed every delivery since
 // at least cutoff: the latest delivery that became FAILED by cutoff, with
-// no SUCCESS after it. since is that failure's time.
-func (s *Service) failingSince(ctx context.Context, id int, cutoff time.Time) (since time.Time, due bool, err error) {
+// no SUCCESS after it. since is that failure's time. Only failures after
+// the endpoint was last changed count: an operator who enables it again
+// (or changes its URL) gives it a fresh AutoDisableAfter, rather than
+// having it disabled again at the next check for the failures before.
+func (s *Service) failingSince(ctx context.Context, ep *ent.WebhookEndpoint, cutoff time.Time) (since time.Time, due bool, err error) {
+	id := ep.ID
 	f, err := s.client.WebhookDelivery.Query().Where(
 		webhookdelivery.EndpointID(id), webhookdelivery.StatusEQ(StatusFailed), webhookdelivery.UpdateTimeLTE(cutoff),
+		webhookdelivery.UpdateTimeGTE(ep.UpdateTime),
 	).Order(ent.Desc(webhookdelivery.FieldUpdateTime)).First(ctx)
 	if ent.IsNotFound(err) {
 		return time.Time{}, false, nil

@@ -101,3 +101,49 @@ func TestAutoDisable(t *testing.T) {
 		e.waitStatus(t, held.ID, webhook.StatusSuccess, 10*time.Second)
 	})
 }
+
+// TestAutoDisableEnabledAgainStays: an operator who enables an endpoint
+// that was disabled automatically gets a fresh 5 days — the failures from
+// before are not held against it again at the next check (the retention
+// job runs every minute) — and an endpoint failing every delivery for 5
+// days after that is disabled again.
+func TestAutoDisableEnabledAgainStays(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		clock := newFakeClock()
+		e := newEnv(t, b, webhook.Options{AllowPrivate: true, RetryBase: time.Millisecond, RetentionEvery: time.Hour, Now: clock.Now})
+		ctx := context.Background()
+		down := newReceiver(t, always(http.StatusServiceUnavailable))
+		appID, _ := e.newApp(t, "")
+		failing, _ := e.endpoint(t, appID, down.URL+"/down")
+		failAll := func(want int) {
+			e.orderEvent(t, appID, false)
+			waitFor(t, 20*time.Second, func() bool {
+				clock.Advance(20 * time.Second)
+				n, _ := e.db.WebhookDelivery.Query().Where(webhookdelivery.EndpointID(failing), webhookdelivery.StatusEQ(webhook.StatusFailed)).Count(ctx)
+				return n == want
+			}, func() string { return "the failing endpoint's delivery is not FAILED" })
+		}
+		failAll(1)
+		clock.Advance(webhook.AutoDisableAfter + time.Minute)
+		if n, err := e.svc.AutoDisable(ctx); err != nil || n != 1 {
+			t.Fatalf("after 5 days: disabled %d (%v), want 1", n, err)
+		}
+		if _, err := e.svc.SetEndpointEnabled(ctx, failing, true); err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			clock.Advance(time.Minute)
+			if n, err := e.svc.AutoDisable(ctx); err != nil || n != 0 {
+				t.Fatalf("enabled by an operator, then disabled again %d (%v) for the failures before", n, err)
+			}
+		}
+		if ep, _ := e.db.WebhookEndpoint.Get(ctx, failing); !ep.Enabled {
+			t.Fatal("the endpoint an operator enabled is disabled")
+		}
+		failAll(2)
+		clock.Advance(webhook.AutoDisableAfter + time.Minute)
+		if n, err := e.svc.AutoDisable(ctx); err != nil || n != 1 {
+			t.Fatalf("failing 5 days after it was enabled: disabled %d (%v), want 1", n, err)
+		}
+	})
+}

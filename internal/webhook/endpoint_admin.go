@@ -193,7 +193,7 @@ func (s *Service) changeEndpoint(ctx context.Context, id int,
 		if ep, err = tx.WebhookEndpoint.Get(ctx, id); err != nil {
 			return err
 		}
-		u := tx.WebhookEndpoint.UpdateOneID(id).SetUpdateTime(dbTime(time.Now()))
+		u := tx.WebhookEndpoint.UpdateOneID(id).SetUpdateTime(dbTime(s.now()))
 		if err := change(tx, ep, app.AppKey, u); err != nil {
 			return err
 		}
