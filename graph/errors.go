@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
+	"gatehouse/graph/scalar"
 	"gatehouse/internal/errs"
 	"gatehouse/internal/httpx"
 )
@@ -169,6 +171,19 @@ func errorPresenter(log *slog.Logger) graphql.ErrorPresenterFunc {
 		// or an argument value that could not be read (a bad Time, say).
 		if gqlErr != nil && gqlErr.Err == nil {
 			return gqlErr
+		}
+		if errors.Is(err, scalar.ErrID) {
+			// An ID argument (or input field) that is no id: named by
+			// its path among the arguments ("appID", "input.appID",
+			// "where.idIn[2]"), never with strconv's text.
+			field := "id"
+			if gqlErr != nil && len(gqlErr.Path) > 1 {
+				// The path starts with the field the arguments are of.
+				field = strings.TrimPrefix(gqlErr.Path[1:].String(), ".")
+			}
+			out.Message = field + ": " + scalar.ErrID.Error()
+			out.Extensions = map[string]any{"code": CodeValidationFailed, "field": field}
+			return out
 		}
 		out.Message = err.Error()
 		if gqlErr != nil {
