@@ -134,6 +134,7 @@ func errorPresenter(log *slog.Logger) graphql.ErrorPresenterFunc {
 					// nothing about the dependencies (the reply goes out
 					// as 499, to nobody).
 					log.DebugContext(ctx, "graphql: request abandoned by the client", "err", err, "path", out.Path.String(), "request_id", httpx.GetRequestID(ctx))
+					httpx.NoteAbandoned(ctx, err)
 				} else {
 					log.ErrorContext(ctx, "graphql: dependency unavailable", "err", err, "path", out.Path.String(), "request_id", httpx.GetRequestID(ctx))
 				}
@@ -159,6 +160,7 @@ func errorPresenter(log *slog.Logger) graphql.ErrorPresenterFunc {
 		if errors.As(err, &re) {
 			if httpx.ClientGoneContext(ctx) {
 				log.DebugContext(ctx, "graphql: request abandoned by the client", "err", err, "path", out.Path.String(), "request_id", httpx.GetRequestID(ctx))
+				httpx.NoteAbandoned(ctx, err)
 				markUnavailable(ctx) // 499, see unavailableStatus
 			} else {
 				log.ErrorContext(ctx, "graphql resolver failed", "err", err, "path", out.Path.String(), "request_id", httpx.GetRequestID(ctx))

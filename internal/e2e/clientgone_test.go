@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"gatehouse/internal/apikey"
+	"gatehouse/internal/config"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/testenv/fleet"
 )
@@ -140,6 +141,73 @@ func TestClientGoneIsNotAnOutage(t *testing.T) {
 		// Nothing was held for good: the same routes answer again.
 		if r := send(t, f.Client, newRequest(t, "POST", f.PublicURL+"/api/tickets", `{"title":"after"}`, "Content-Type", "application/json")); r.status != 201 {
 			t.Fatalf("after: %d %s", r.status, r.body)
+		}
+	})
+}
+
+// TestSlowDependencyAbandonWarns: when a dependency hangs and clients give
+// up before the request deadline, every request ends as a 499; those that
+// had waited more than half of GATEHOUSE_REQUEST_TIMEOUT are logged at
+// WARN with a line naming what they waited on, so the outage shows: the
+// database held, a ticket create whose client gives up after 0.7 s of the
+// 1 s timeout. (A frozen Redis needs no such case: its calls have a budget
+// of their own, well under half the timeout, and answer 503 first.)
+func TestSlowDependencyAbandonWarns(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		f := setup(t, b, func(c *config.Config) { c.Server.RequestTimeout = time.Second })
+		if r := send(t, f.Client, newRequest(t, "GET", f.signed(t, f.app.AppKey, f.secret, "/api/v1/orders/query", url.Values{"order_no": {"SO1001"}}), "")); r.status != 200 {
+			t.Fatalf("warm-up: %d %s", r.status, r.body)
+		}
+		type slow struct {
+			name, path, waitedOn string
+			req                  func(id string) *http.Request
+			hold                 func(t *testing.T) (release func())
+		}
+		cases := []slow{{"ticket create, database held", "/api/tickets", "database", func(id string) *http.Request {
+			return newRequest(t, "POST", f.PublicURL+"/api/tickets", `{"title":"slow"}`, "Content-Type", "application/json", "X-Request-Id", id)
+		}, func(t *testing.T) func() { return holdDatabase(t, f, b) }}}
+		for i, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				id := "slow-" + b.Name + "-" + strconv.Itoa(i) + "-" + testenv.RandomSuffix()
+				closed0, fivexx0 := responses(t, "public", "client_closed"), responses(t, "public", "5xx")
+				var once sync.Once
+				held := c.hold(t)
+				release := func() { once.Do(held) }
+				t.Cleanup(release)
+				cctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+				res, err := f.Client.Do(c.req(id).WithContext(cctx))
+				cancel()
+				if err == nil {
+					res.Body.Close()
+					t.Fatalf("the request was answered (%d) while the dependency was held", res.StatusCode)
+				}
+				warn := waitLog(t, f, "msg=\"client gave up waiting", id)
+				release()
+				for _, want := range []string{"level=WARN", "waited_on=" + c.waitedOn, "request_timeout=1s"} {
+					if !strings.Contains(warn, want) {
+						t.Errorf("WARN line lacks %s: %s", want, warn)
+					}
+				}
+				line := waitLog(t, f, "msg=request ", id)
+				for _, want := range []string{"level=WARN", "status=499", "path=" + c.path} {
+					if !strings.Contains(line, want) {
+						t.Errorf("request line lacks %s: %s", want, line)
+					}
+				}
+				if strings.Contains(f.Logs.String(), "level=ERROR") && strings.Contains(f.Logs.String(), id) {
+					for l := range strings.Lines(f.Logs.String()) {
+						if strings.Contains(l, id) && strings.Contains(l, "level=ERROR") {
+							t.Errorf("an abandoned request logged an ERROR: %s", l)
+						}
+					}
+				}
+				if d := responses(t, "public", "client_closed") - closed0; d != 1 {
+					t.Errorf("client_closed grew by %v, want 1", d)
+				}
+				if d := responses(t, "public", "5xx") - fivexx0; d != 0 {
+					t.Errorf("5xx grew by %v", d)
+				}
+			})
 		}
 	})
 }

@@ -157,3 +157,31 @@ func Field(err error) string {
 	}
 	return ""
 }
+
+// Dependency names the dependency an Unavailable error is about. The
+// storage boundaries wrap it beside the kind
+// (fmt.Errorf("%w: %w unavailable: %w", errs.Unavailable, errs.Database, err)),
+// so that a request's log line can say what it waited on without
+// reading error text.
+type Dependency string
+
+// Error is the dependency's name.
+func (d Dependency) Error() string { return string(d) }
+
+// The dependencies a request waits on.
+const (
+	// Database is the SQL database (SQLite or Postgres).
+	Database Dependency = "database"
+	// KV is the key-value store (Redis, or the in-process one).
+	KV Dependency = "kv"
+)
+
+// DependencyOf is the first Dependency in err's chain, or "" when err
+// names none.
+func DependencyOf(err error) Dependency {
+	var d Dependency
+	if errors.As(err, &d) {
+		return d
+	}
+	return ""
+}

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,6 +19,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"gatehouse/internal/errs"
 	"gatehouse/internal/requestlog"
 	"gatehouse/internal/secret"
 )
@@ -63,6 +65,11 @@ type requestInfo struct {
 	// nil and "" when tracing is off.
 	span    trace.Span
 	traceID string
+	// timeout is the request timeout (Deadline), 0 without one.
+	timeout time.Duration
+	// waitedOn is the dependency that work cut short by the client's
+	// going away was waiting on (NoteAbandoned), nil when unknown.
+	waitedOn atomic.Pointer[errs.Dependency]
 }
 
 func infoFrom(ctx context.Context) *requestInfo {
@@ -192,7 +199,9 @@ func isStandardMethod(m string) bool {
 // the path without the query string: signed requests carry signatures and
 // nonces there. A request whose client went away before the answer is
 // logged at INFO with status 499 (StatusClientClosed), counted in its own
-// class, never as a server error.
+// class, never as a server error — at WARN, with a line saying which
+// dependency it waited on, when it had waited more than half of the
+// request timeout (slowAbandon): a slow dependency, not a client.
 func Logger(log *slog.Logger, listener string) func(http.Handler) http.Handler {
 	durations := newDurationCache(listener)
 	classes := newResponseClasses(listener)
@@ -205,11 +214,16 @@ func Logger(log *slog.Logger, listener string) func(http.Handler) http.Handler {
 			d := time.Since(start)
 			durations.observer(r.Method, status).Observe(d.Seconds())
 			classes.count(status)
-			lvl := slog.LevelInfo
-			if status >= 500 {
-				lvl = slog.LevelError
-			}
 			ctx := r.Context()
+			ri := infoFrom(ctx)
+			lvl := slog.LevelInfo
+			switch {
+			case status >= 500:
+				lvl = slog.LevelError
+			case slowAbandon(ri, status, d):
+				lvl = slog.LevelWarn
+				logSlowAbandon(ctx, log, ri, d)
+			}
 			h := log.Handler()
 			if !h.Enabled(ctx, lvl) {
 				return
@@ -221,7 +235,7 @@ func Logger(log *slog.Logger, listener string) func(http.Handler) http.Handler {
 				Listener: listener, Method: r.Method, Path: r.URL.Path, Status: status, Bytes: rec.bytes,
 				Duration: d, Remote: ClientAddr(r),
 			}
-			if ri := infoFrom(ctx); ri != nil {
+			if ri != nil {
 				l.RequestID, l.TraceID = ri.id, ri.traceID
 			}
 			requestlog.Write(ctx, h, time.Now(), lvl, &l)

@@ -110,7 +110,7 @@ func (s *memoryStore) check(ctx context.Context) error {
 		return fmt.Errorf("%w: kv memory store is closed", errs.Unavailable)
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("%w: kv: %w", errs.Unavailable, err)
+		return fmt.Errorf("%w: %w: %w", errs.Unavailable, errs.KV, err)
 	}
 	return nil
 }

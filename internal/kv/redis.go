@@ -131,12 +131,12 @@ func wrap(op string, err error) error {
 		msg := reply.Error()
 		for _, p := range unavailableReplies {
 			if strings.HasPrefix(msg, p) {
-				return fmt.Errorf("%w: kv %s: %w", errs.Unavailable, op, err)
+				return fmt.Errorf("%w: %w %s: %w", errs.Unavailable, errs.KV, op, err)
 			}
 		}
 		return fmt.Errorf("kv: %s: %w", op, err)
 	}
-	return fmt.Errorf("%w: kv %s: %w", errs.Unavailable, op, err)
+	return fmt.Errorf("%w: %w %s: %w", errs.Unavailable, errs.KV, op, err)
 }
 
 // Ping writes a short-lived probe key on every master (probe.go): a

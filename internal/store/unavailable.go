@@ -89,7 +89,7 @@ func classify(err error) error {
 	if !IsUnavailable(err) {
 		return err
 	}
-	return fmt.Errorf("%w: database unavailable: %w", errs.Unavailable, err)
+	return fmt.Errorf("%w: %w unavailable: %w", errs.Unavailable, errs.Database, err)
 }
 
 // Classify is classify for code that uses the pool (DB.SQL) directly
@@ -163,7 +163,7 @@ func writeTurn(ctx context.Context, writers chan struct{}) (release func(), err 
 	case <-ctx.Done():
 		return nil, classify(ctx.Err())
 	case <-expire:
-		return nil, fmt.Errorf("%w: waited %s for the SQLite write lock", errs.Unavailable, sqliteBusyTimeout)
+		return nil, fmt.Errorf("%w: %w: waited %s for the SQLite write lock", errs.Unavailable, errs.Database, sqliteBusyTimeout)
 	}
 	var once sync.Once
 	return func() { once.Do(func() { <-writers }) }, nil
