@@ -112,6 +112,14 @@ func (r *queryResolver) WebhookDeliveries(ctx context.Context, after *entgql.Cur
 		ent.WithWebhookDeliveryOrder(orderBy), ent.WithWebhookDeliveryFilter(where.Filter))
 }
 
+// EventTypes is the resolver for the eventTypes field.
+func (r *webhookEndpointResolver) EventTypes(ctx context.Context, obj *ent.WebhookEndpoint) ([]string, error) {
+	if obj.EventTypes == nil {
+		return []string{}, nil // never set: every type, as an empty filter
+	}
+	return obj.EventTypes, nil
+}
+
 // DeliveryAttempt returns DeliveryAttemptResolver implementation.
 func (r *Resolver) DeliveryAttempt() DeliveryAttemptResolver { return &deliveryAttemptResolver{r} }
 

@@ -525,6 +525,8 @@ type WebhookDeliveryResolver interface {
 	BizDataJSON(ctx context.Context, obj *ent.WebhookDelivery) (json.RawMessage, error)
 }
 type WebhookEndpointResolver interface {
+	EventTypes(ctx context.Context, obj *ent.WebhookEndpoint) ([]string, error)
+
 	Breaker(ctx context.Context, obj *ent.WebhookEndpoint) (BreakerState, error)
 }
 type WebhookMessageResolver interface {
@@ -15091,7 +15093,7 @@ func (ec *executionContext) _WebhookEndpoint_eventTypes(ctx context.Context, fie
 			return ec.fieldContext_WebhookEndpoint_eventTypes(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.EventTypes, nil
+			return ec.Resolvers.WebhookEndpoint().EventTypes(ctx, obj)
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
@@ -15102,7 +15104,7 @@ func (ec *executionContext) _WebhookEndpoint_eventTypes(ctx context.Context, fie
 	)
 }
 func (ec *executionContext) fieldContext_WebhookEndpoint_eventTypes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("WebhookEndpoint", field, true, true, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _WebhookEndpoint_enabled(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
@@ -29131,10 +29133,43 @@ func (ec *executionContext) _WebhookEndpoint(ctx context.Context, sel ast.Select
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "eventTypes":
-			out.Values[i] = ec._WebhookEndpoint_eventTypes(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				atomic.AddUint32(&out.Invalids, 1)
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._WebhookEndpoint_eventTypes(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
 			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "enabled":
 			out.Values[i] = ec._WebhookEndpoint_enabled(ctx, field, obj)
 			if out.Values[i] == graphql.Null {

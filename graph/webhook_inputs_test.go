@@ -39,3 +39,35 @@ func TestIDArgumentOutOfRange(t *testing.T) {
 		a.gql(t, `mutation { deleteWebhookEndpoint(id: "9223372036854775807") { id } }`, nil).fails(t, "NOT_FOUND")
 	})
 }
+
+// TestEndpointEventTypesNeverNull: an endpoint receiving every type reads
+// eventTypes: [] whether its filter was never given (createWebhookEndpoint
+// without it, createPartnerApp's callbackURL) or emptied by an update.
+func TestEndpointEventTypesNeverNull(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		a := startAdmin(t, b)
+		app := a.gql(t, `mutation { createPartnerApp(input: {appName: "all", callbackURL: "https://first.example.com/h"}) { app { id } } }`, nil).ok(t, "createPartnerApp")
+		appID := str(app, "app", "id")
+		created := a.gql(t, `mutation($app: ID!) { createWebhookEndpoint(appID: $app, input: {url: "https://second.example.com/h"}) { endpoint { id eventTypes } } }`,
+			map[string]any{"app": appID}).ok(t, "createWebhookEndpoint")
+		if v, ok := dig(created, "endpoint", "eventTypes").([]any); !ok || len(v) != 0 {
+			t.Fatalf("created without a filter: eventTypes %#v, want []", dig(created, "endpoint", "eventTypes"))
+		}
+		r := a.gql(t, `query($id: ID!) { partnerApps(where: {id: $id}) { edges { node { webhookEndpoints { id eventTypes } } } } }`,
+			map[string]any{"id": appID}).ok(t, "partnerApps")
+		eps := dig(r, "edges", 0, "node", "webhookEndpoints").([]any)
+		if len(eps) != 2 {
+			t.Fatalf("endpoints %v", eps)
+		}
+		for _, ep := range eps {
+			if v, ok := dig(ep, "eventTypes").([]any); !ok || len(v) != 0 {
+				t.Errorf("endpoint %s: eventTypes %#v, want []", str(ep, "id"), dig(ep, "eventTypes"))
+			}
+		}
+		up := a.gql(t, `mutation($id: ID!) { updateWebhookEndpoint(id: $id, input: {eventTypes: []}) { eventTypes } }`,
+			map[string]any{"id": str(created, "endpoint", "id")}).ok(t, "updateWebhookEndpoint")
+		if v, ok := dig(up, "eventTypes").([]any); !ok || len(v) != 0 {
+			t.Fatalf("after an update to []: %#v", dig(up, "eventTypes"))
+		}
+	})
+}
