@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"mime"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/lexer"
@@ -312,6 +314,12 @@ func (a refusalAuditor) requireTransport(next http.Handler) http.Handler {
 		case http.MethodPost:
 			ct := r.Header.Get("Content-Type")
 			if mt, _, err := mime.ParseMediaType(ct); err == nil && mt == "application/json" {
+				if b, ok := r.Body.(*bodyBytes); ok {
+					if why := undecodable(b.data); why != "" {
+						a.refuseInvalidJSON(w, r, b.data, why)
+						return
+					}
+				}
 				next.ServeHTTP(w, r)
 				return
 			}
@@ -342,6 +350,92 @@ func (a refusalAuditor) requireTransport(next http.Handler) http.Handler {
 			}
 		}
 	})
+}
+
+// CodeInvalidJSON refuses a POST declared as JSON whose body does not
+// decode as a GraphQL request ({"query": "<document>", "variables": {…},
+// …}): not JSON, cut short, or a member of the wrong type (HTTP 400, the
+// ticket API's invalid_json).
+const CodeInvalidJSON = "INVALID_JSON"
+
+// undecodable says why data is no GraphQL request body as gqlgen's POST
+// transport decodes it (one JSON value into graphql.RawParams, numbers
+// kept as text), or "" when it is one. The reason never quotes the body.
+func undecodable(data []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var p graphql.RawParams
+	err := dec.Decode(&p)
+	var (
+		se *json.SyntaxError
+		te *json.UnmarshalTypeError
+	)
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, io.EOF):
+		return "the body is empty"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "the body ends before its JSON does"
+	case errors.As(err, &se):
+		return "the body is not valid JSON at byte " + strconv.FormatInt(se.Offset, 10)
+	case errors.As(err, &te) && te.Field != "":
+		return strconv.Quote(te.Field) + " cannot be a JSON " + te.Value
+	case errors.As(err, &te):
+		return "the body is a JSON " + te.Value + ", not an object"
+	}
+	return "the body is not a JSON object"
+}
+
+// refuseInvalidJSON answers a JSON body that undecodable refused with 400
+// in both shapes of the listener's refusals ({"error": "invalid_json", …}
+// and a GraphQL error coded INVALID_JSON), where gqlgen alone answered a
+// GraphQL error without a code that quoted the body back. A mutation in
+// it is audited as refused: the fields of the "query" member when it can
+// still be read, else one unnamed event when the body mentions a mutation.
+func (a refusalAuditor) refuseInvalidJSON(w http.ResponseWriter, r *http.Request, data []byte, why string) {
+	msg := "the request body is no GraphQL request: " + why + `; send {"query": "<document>", "variables": {…}}`
+	httpx.WriteJSON(w, http.StatusBadRequest, map[string]any{
+		"error":   "invalid_json",
+		"message": msg,
+		"errors":  []map[string]any{{"message": msg, "extensions": map[string]string{"code": CodeInvalidJSON}}},
+	})
+	if a.gate.audit == nil || !bytes.Contains(data, []byte("mutation")) {
+		return
+	}
+	q, ok := queryMember(data)
+	switch {
+	case ok:
+		a.record(r.Context(), a.mutationFields(q, "", nil), CodeInvalidJSON)
+	default:
+		a.record(r.Context(), []refusedField{{name: unnamed}}, CodeInvalidJSON)
+	}
+}
+
+// queryMember reads the "query" string of a JSON object that may not
+// decode whole (cut short, or broken after its query), as far as that
+// member: false when it cannot be reached or is no string.
+func queryMember(data []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return "", false
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		if k == "query" {
+			v, err := dec.Token()
+			q, ok := v.(string)
+			return q, err == nil && ok
+		}
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return "", false
+		}
+	}
+	return "", false
 }
 
 // refusedBodyParams is what a refused body asked to run.

@@ -132,3 +132,56 @@ func TestRefusedBodyShapesAudited(t *testing.T) {
 		}
 	})
 }
+
+// TestInvalidJSONBody: a POST declared as JSON whose body is no GraphQL
+// request (not JSON, cut short, empty, not an object, a member of the
+// wrong type) is answered 400 in the listener's two refusal shapes with
+// extensions.code INVALID_JSON, without quoting the body back; a mutation
+// in it is audited as refused (named when its "query" can still be read,
+// else "?"), and nothing runs.
+func TestInvalidJSONBody(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		a := startAdmin(t, b)
+		post := func(body string) {
+			t.Helper()
+			r := a.Do(t, "POST", a.AdminURL+"/graphql", body, "X-API-Key", a.Key, "Content-Type", "application/json")
+			var out struct {
+				Error, Message string
+				Errors         []gqlError `json:"errors"`
+			}
+			r.JSON(t, &out)
+			if r.Status != 400 || out.Error != "invalid_json" || len(out.Errors) != 1 || out.Errors[0].code() != "INVALID_JSON" ||
+				out.Message != out.Errors[0].Message || !strings.Contains(out.Message, `{"query"`) ||
+				!strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+				t.Fatalf("body %q: %d %v %s", body, r.Status, r.Header, r.Body)
+			}
+			if strings.Contains(out.Message, "secret-looking") {
+				t.Fatalf("body %q: the reply quotes the body: %s", body, out.Message)
+			}
+		}
+		before := lastEventID(t, a)
+		for _, body := range []string{`{"query": `, `{"query": "{ apiKeys(first: 1) { totalCount } }"`, `{"query": 5}`,
+			`[1]`, `"q"`, ``, `{"query": "{ apiKeys { totalCount } }", "variables": "secret-looking"}`, `not json secret-looking`} {
+			post(body)
+		}
+		for _, c := range []struct{ body, mutation string }{
+			{`{"query": "mutation { createSku(input: {name: \"x\", stock: 1}) { id } }", "variables": {`, "createSku"},
+			{`{"query": "mutation { createSku(input: {name: \"x\"`, "?"},
+			{`{"variables": {}, "query": "mutation { setSkuStock(id: 1, stock: 2) { id } }", "operationName": 7}`, "setSkuStock"},
+		} {
+			post(c.body)
+			got := eventsAfter(t, a, before, 1)
+			if len(got) != 1 || got[0].Mutation != c.mutation || got[0].Outcome != "REFUSED" || got[0].Code != "INVALID_JSON" {
+				t.Fatalf("body %q: audit %+v (the bodies without a mutation must add none)", c.body, got)
+			}
+			before = lastEventID(t, a)
+		}
+		if n, err := a.App.DB.Sku.Query().Count(t.Context()); err != nil || n != 0 {
+			t.Fatalf("skus: %d %v", n, err)
+		}
+		// A well-formed body still runs.
+		if r := a.Do(t, "POST", a.AdminURL+"/graphql", `{"query": "{ apiKeys(first: 1) { totalCount } }"}`, "X-API-Key", a.Key, "Content-Type", "application/json"); r.Status != 200 {
+			t.Fatalf("well-formed: %d %s", r.Status, r.Body)
+		}
+	})
+}
