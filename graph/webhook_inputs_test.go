@@ -1,6 +1,7 @@
 package graph_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -68,6 +69,37 @@ func TestEndpointEventTypesNeverNull(t *testing.T) {
 			map[string]any{"id": str(created, "endpoint", "id")}).ok(t, "updateWebhookEndpoint")
 		if v, ok := dig(up, "eventTypes").([]any); !ok || len(v) != 0 {
 			t.Fatalf("after an update to []: %#v", dig(up, "eventTypes"))
+		}
+	})
+}
+
+// TestUnknownEventTypeEchoBounded: an unknown or malformed event type in
+// publishWebhookEvent, sendTestWebhook or an endpoint's eventTypes filter
+// is named in the error by its first 64 characters only, quoted (a newline
+// comes back escaped).
+func TestUnknownEventTypeEchoBounded(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		a := startAdmin(t, b)
+		app := a.gql(t, `mutation { createPartnerApp(input: {appName: "echo", callbackURL: "https://first.example.com/h"}) { app { id } } }`, nil).ok(t, "createPartnerApp")
+		vars := map[string]any{"app": str(app, "app", "id")}
+		long := "invoice.issued" + strings.Repeat("x", 5000)
+		badName := "Bad\nName" + strings.Repeat("y", 5000)
+		for _, c := range []struct {
+			doc, code, typ string
+		}{
+			{`mutation($app: ID!, $t: String!) { publishWebhookEvent(appID: $app, eventType: $t, bizData: {}) { eventID } }`, "NOT_FOUND", long},
+			{`mutation($app: ID!, $t: String!) { publishWebhookEvent(appID: $app, eventType: $t, bizData: {}) { eventID } }`, "NOT_FOUND", "invoice.issued_" + strings.Repeat("z", 100)},
+			{`mutation($app: ID!, $t: String!) { sendTestWebhook(appID: $app, eventType: $t) { id } }`, "NOT_FOUND", long},
+			{`mutation($app: ID!, $t: String!) { createWebhookEndpoint(appID: $app, input: {url: "https://x.example.com", eventTypes: [$t]}) { secret } }`, "VALIDATION_FAILED", badName},
+		} {
+			vars["t"] = c.typ
+			e := a.gql(t, c.doc, vars).fails(t, c.code)
+			if len(e.Message) > 300 || !strings.Contains(e.Message, strconv.Quote(c.typ[:64])+"…") {
+				t.Errorf("%s: message (%d bytes) %.400q, want the first 64 characters quoted and …", c.doc, len(e.Message), e.Message)
+			}
+			if strings.Contains(e.Message, "\n") {
+				t.Errorf("%s: a newline came back raw: %q", c.doc, e.Message)
+			}
 		}
 	})
 }

@@ -136,13 +136,17 @@ func (c *catalogue) lookup(ctx context.Context, name string) (*schemaType, error
 	if t != nil {
 		return t, nil
 	}
+	notFound := &errs.Error{Kind: errs.NotFound, Err: ErrTypeNotFound, Msg: fmt.Sprintf(
+		"no event type %s in the catalogue (webhookEventTypes lists them; createWebhookEventType declares one)", echo(name))}
+	if len(name) > MaxTypeNameLen || !typeName.MatchString(name) {
+		return nil, notFound // no type can have that name
+	}
 	row, err := c.client.WebhookEventType.Query().Where(webhookeventtype.Name(name)).Only(ctx)
 	if ent.IsNotFound(err) {
-		return nil, &errs.Error{Kind: errs.NotFound, Err: ErrTypeNotFound, Msg: fmt.Sprintf(
-			"no event type %q in the catalogue (webhookEventTypes lists them; createWebhookEventType declares one)", name)}
+		return nil, notFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: event type %s: %w", errs.Unavailable, name, err)
+		return nil, fmt.Errorf("%w: event type %s: %w", errs.Unavailable, echo(name), err)
 	}
 	return c.remember(row)
 }

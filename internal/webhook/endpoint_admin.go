@@ -277,7 +277,7 @@ func normalizeEventTypes(in []string) ([]string, error) {
 	out := make([]string, 0, len(in))
 	for _, t := range in {
 		if !eventTypeName.MatchString(t) {
-			return nil, errs.Invalid("eventTypes", "%q is not an event type name (1-64 of a-z, 0-9, '.', '_', '-', starting with a letter)", t)
+			return nil, errs.Invalid("eventTypes", "%s is not an event type name (1-64 of a-z, 0-9, '.', '_', '-', starting with a letter)", echo(t))
 		}
 		if !slices.Contains(out, t) {
 			out = append(out, t)
