@@ -23,7 +23,11 @@ func (r *mutationResolver) CreateWebhookEventType(ctx context.Context, name stri
 
 // PublishWebhookEvent is the resolver for the publishWebhookEvent field.
 func (r *mutationResolver) PublishWebhookEvent(ctx context.Context, appID int, eventType string, bizData json.RawMessage, idempotencyKey *string) (*webhook.Published, error) {
-	return r.Webhooks.Publish(ctx, appID, eventType, bizData, deref(idempotencyKey))
+	key, err := webhook.IdempotencyKeyArg(idempotencyKey)
+	if err != nil {
+		return nil, err
+	}
+	return r.Webhooks.Publish(ctx, appID, eventType, bizData, key)
 }
 
 // WebhookEventTypes is the resolver for the webhookEventTypes field.

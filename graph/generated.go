@@ -2849,7 +2849,8 @@ extend type Mutation {
   idempotencyKey (1-128 printable ASCII characters, no spaces), the same
   key for the same app within 24 h returns the first message (replayed:
   true) and sends nothing new; concurrent calls with one key make one
-  message. Built-in types cannot be published.
+  message. An empty idempotencyKey is VALIDATION_FAILED: omit it (or pass
+  null) for none. Built-in types cannot be published.
   """
   publishWebhookEvent(
     appID: ID! @auditTarget(type: "PartnerApp")

@@ -103,3 +103,28 @@ func TestUnknownEventTypeEchoBounded(t *testing.T) {
 		}
 	})
 }
+
+// TestEmptyIdempotencyKeyRefused: publishWebhookEvent with
+// idempotencyKey: "" is VALIDATION_FAILED naming it, and queues nothing
+// (it was silently taken as no key); null or absent is no key.
+func TestEmptyIdempotencyKeyRefused(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		a := startAdmin(t, b)
+		app := a.gql(t, `mutation { createPartnerApp(input: {appName: "keys", callbackURL: "https://first.example.com/h"}) { app { id } } }`, nil).ok(t, "createPartnerApp")
+		appID := str(app, "app", "id")
+		a.gql(t, declareType, map[string]any{"name": "invoice.issued", "schema": invoiceTypeSchema}).ok(t, "createWebhookEventType")
+		biz := map[string]any{"invoice_no": "INV-9", "lines": []any{}}
+		e := a.gql(t, publishEvent, map[string]any{"app": appID, "biz": biz, "key": ""}).fails(t, "VALIDATION_FAILED")
+		if e.Extensions["field"] != "idempotencyKey" || e.Message != "idempotencyKey: must not be empty; omit it for none" {
+			t.Fatalf("empty key: %q field %v", e.Message, e.Extensions["field"])
+		}
+		count := `query($app: ID!) { webhookDeliveries(where: {hasAppWith: {id: $app}}) { totalCount } }`
+		if n := num(a.gql(t, count, map[string]any{"app": appID}).ok(t, "webhookDeliveries"), "totalCount"); n != 0 {
+			t.Fatalf("a refused publish queued %d deliveries", n)
+		}
+		m := a.gql(t, publishEvent, map[string]any{"app": appID, "biz": biz, "key": nil}).ok(t, "publishWebhookEvent")
+		if str(m, "idempotencyKey") != "" || dig(m, "replayed") != false {
+			t.Fatalf("null key: %v", m)
+		}
+	})
+}

@@ -92,6 +92,20 @@ func (s *Service) Publish(ctx context.Context, appID int, eventType string, bizD
 	return nil, &errs.Error{Kind: errs.Conflict, Msg: fmt.Sprintf("idempotency key %q is being used by concurrent calls; retry", key)}
 }
 
+// IdempotencyKeyArg reads Publish's optional idempotency key argument:
+// absent (nil) is no key; an empty string is refused rather than taken as
+// none, since a publisher sending "" most likely meant a key and would
+// otherwise get a new message on every retry.
+func IdempotencyKeyArg(key *string) (string, error) {
+	if key == nil {
+		return "", nil
+	}
+	if *key == "" {
+		return "", errs.Invalid("idempotencyKey", "must not be empty; omit it for none")
+	}
+	return *key, nil
+}
+
 func checkIdempotencyKey(key string) error {
 	if len(key) > MaxIdempotencyKeyLen {
 		return errs.Invalid("idempotencyKey", "must be at most %d characters", MaxIdempotencyKeyLen)
