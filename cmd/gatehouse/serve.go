@@ -12,6 +12,7 @@ import (
 
 	"gatehouse/internal/app"
 	"gatehouse/internal/config"
+	"gatehouse/internal/datadir"
 	"gatehouse/internal/demo"
 	"gatehouse/internal/store"
 	"gatehouse/internal/telemetry"
@@ -48,6 +49,15 @@ func serveCommand() *cli.Command {
 			gogc := tuneGC(ctx, cfg.Redis.URL)
 			for _, k := range cfg.GeneratedKeys {
 				log.Warn("generated a development key; set GATEHOUSE_MASTER_KEY and GATEHOUSE_JWT_SECRET in production", "file", k, "data_dir", cfg.Database.DataDir)
+			}
+			if cfg.Embedded() {
+				// One serving process per embedded data dir, for its whole
+				// life: a second one (a --reset above all) exits here.
+				release, err := datadir.Lock(cfg.Database.DataDir)
+				if err != nil {
+					return err
+				}
+				defer release()
 			}
 			if cfg.Demo.Reset {
 				if err := demo.Reset(cfg, log); err != nil {
