@@ -309,13 +309,15 @@ func (a refusalAuditor) requireTransport(next http.Handler) http.Handler {
 		var code, short, msg string
 		switch r.Method {
 		case http.MethodGet:
-			next.ServeHTTP(w, r)
+			if !a.refuseInvalidGETParams(w, r) {
+				next.ServeHTTP(w, r)
+			}
 			return
 		case http.MethodPost:
 			ct := r.Header.Get("Content-Type")
 			if mt, _, err := mime.ParseMediaType(ct); err == nil && mt == "application/json" {
 				if b, ok := r.Body.(*bodyBytes); ok {
-					if why := undecodable(b.data); why != "" {
+					if why := undecodable(b.data, new(graphql.RawParams)); why != "" {
 						a.refuseInvalidJSON(w, r, b.data, why)
 						return
 					}
@@ -358,14 +360,14 @@ func (a refusalAuditor) requireTransport(next http.Handler) http.Handler {
 // ticket API's invalid_json).
 const CodeInvalidJSON = "INVALID_JSON"
 
-// undecodable says why data is no GraphQL request body as gqlgen's POST
-// transport decodes it (one JSON value into graphql.RawParams, numbers
-// kept as text), or "" when it is one. The reason never quotes the body.
-func undecodable(data []byte) string {
+// undecodable says why data does not decode into v as gqlgen's
+// transports decode a request (one JSON value, numbers kept as text), or
+// "" when it does: a phrase whose subject is the body or parameter
+// ("is empty", "is not valid JSON at byte 9"). It never quotes data.
+func undecodable(data []byte, v any) string {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	var p graphql.RawParams
-	err := dec.Decode(&p)
+	err := dec.Decode(v)
 	var (
 		se *json.SyntaxError
 		te *json.UnmarshalTypeError
@@ -374,17 +376,53 @@ func undecodable(data []byte) string {
 	case err == nil:
 		return ""
 	case errors.Is(err, io.EOF):
-		return "the body is empty"
+		return "is empty"
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return "the body ends before its JSON does"
+		return "ends before its JSON does"
 	case errors.As(err, &se):
-		return "the body is not valid JSON at byte " + strconv.FormatInt(se.Offset, 10)
+		return "is not valid JSON at byte " + strconv.FormatInt(se.Offset, 10)
 	case errors.As(err, &te) && te.Field != "":
-		return strconv.Quote(te.Field) + " cannot be a JSON " + te.Value
+		return "holds " + strconv.Quote(te.Field) + " as a JSON " + te.Value + ", of the wrong type"
 	case errors.As(err, &te):
-		return "the body is a JSON " + te.Value + ", not an object"
+		return "is a JSON " + te.Value + ", not an object"
 	}
-	return "the body is not a JSON object"
+	return "is not a JSON object"
+}
+
+// writeInvalidJSON answers 400 in both shapes of the listener's refusals:
+// {"error": "invalid_json", "message": msg} and a GraphQL error coded
+// INVALID_JSON.
+func writeInvalidJSON(w http.ResponseWriter, msg string) {
+	httpx.WriteJSON(w, http.StatusBadRequest, map[string]any{
+		"error":   "invalid_json",
+		"message": msg,
+		"errors":  []map[string]any{{"message": msg, "extensions": map[string]string{"code": CodeInvalidJSON}}},
+	})
+}
+
+// refuseInvalidGETParams answers a GET whose variables or extensions
+// parameter is no JSON object with 400 INVALID_JSON (gqlgen alone
+// answered an error without a code), and reports whether it did. A
+// mutation in its query is audited as refused.
+func (a refusalAuditor) refuseInvalidGETParams(w http.ResponseWriter, r *http.Request) bool {
+	q := r.URL.Query()
+	for _, name := range []string{"variables", "extensions"} {
+		v := q.Get(name)
+		if v == "" {
+			continue
+		}
+		var m map[string]any
+		why := undecodable([]byte(v), &m)
+		if why == "" {
+			continue
+		}
+		writeInvalidJSON(w, "the "+name+" parameter "+why+`; it must be a JSON object such as {"id": "1"}`)
+		if doc := q.Get("query"); a.gate.audit != nil && strings.Contains(doc, "mutation") {
+			a.record(r.Context(), a.mutationFields(doc, q.Get("operationName"), nil), CodeInvalidJSON)
+		}
+		return true
+	}
+	return false
 }
 
 // refuseInvalidJSON answers a JSON body that undecodable refused with 400
@@ -394,12 +432,7 @@ func undecodable(data []byte) string {
 // it is audited as refused: the fields of the "query" member when it can
 // still be read, else one unnamed event when the body mentions a mutation.
 func (a refusalAuditor) refuseInvalidJSON(w http.ResponseWriter, r *http.Request, data []byte, why string) {
-	msg := "the request body is no GraphQL request: " + why + `; send {"query": "<document>", "variables": {…}}`
-	httpx.WriteJSON(w, http.StatusBadRequest, map[string]any{
-		"error":   "invalid_json",
-		"message": msg,
-		"errors":  []map[string]any{{"message": msg, "extensions": map[string]string{"code": CodeInvalidJSON}}},
-	})
+	writeInvalidJSON(w, "the request body "+why+`; a GraphQL request is {"query": "<document>", "variables": {…}}`)
 	if a.gate.audit == nil || !bytes.Contains(data, []byte("mutation")) {
 		return
 	}

@@ -185,3 +185,44 @@ func TestInvalidJSONBody(t *testing.T) {
 		}
 	})
 }
+
+// TestInvalidJSONGETParams: a GET whose variables or extensions parameter
+// is no JSON object is answered 400 INVALID_JSON in both refusal shapes
+// (gqlgen alone answered without a code); a mutation in its query is
+// audited as refused; well-formed parameters still run.
+func TestInvalidJSONGETParams(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		a := startAdmin(t, b)
+		const query = `query Q($n: Int) { apiKeys(first: $n) { totalCount } }`
+		get := func(params url.Values) (int, string, []gqlError, string) {
+			t.Helper()
+			r := a.Do(t, "GET", a.AdminURL+"/graphql?"+params.Encode(), "", "X-API-Key", a.Key)
+			var out struct {
+				Error, Message string
+				Errors         []gqlError `json:"errors"`
+			}
+			r.JSON(t, &out)
+			return r.Status, out.Error, out.Errors, out.Message
+		}
+		for _, c := range []struct{ name, value, says string }{
+			{"variables", `{"n": 1`, "the variables parameter ends before its JSON does"},
+			{"variables", `[1]`, "the variables parameter is a JSON array"},
+			{"extensions", `{x}`, "the extensions parameter is not valid JSON"},
+		} {
+			st, short, errs, msg := get(url.Values{"query": {query}, c.name: {c.value}})
+			if st != 400 || short != "invalid_json" || len(errs) != 1 || errs[0].code() != "INVALID_JSON" || errs[0].Message != msg || !strings.HasPrefix(msg, c.says) {
+				t.Fatalf("%s=%s: %d %s %+v %q", c.name, c.value, st, short, errs, msg)
+			}
+		}
+		before := lastEventID(t, a)
+		if st, _, errs, _ := get(url.Values{"query": {`mutation { createSku(input: {name: "x", stock: 1}) { id } }`}, "variables": {"{"}}); st != 400 || len(errs) != 1 || errs[0].code() != "INVALID_JSON" {
+			t.Fatalf("GET mutation with bad variables: %d %+v", st, errs)
+		}
+		if got := eventsAfter(t, a, before, 1); len(got) != 1 || got[0].Mutation != "createSku" || got[0].Outcome != "REFUSED" || got[0].Code != "INVALID_JSON" {
+			t.Fatalf("audit: %+v", got)
+		}
+		if st, _, errs, _ := get(url.Values{"query": {query}, "variables": {`{"n": 1}`}, "extensions": {`{}`}}); st != 200 || len(errs) != 0 {
+			t.Fatalf("well-formed: %d %+v", st, errs)
+		}
+	})
+}
