@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 	"testing"
@@ -11,9 +12,11 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"gatehouse/ent"
 	"gatehouse/ent/webhookdelivery"
 	"gatehouse/internal/errs"
 	"gatehouse/internal/order"
+	"gatehouse/internal/store/storetest"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
 )
@@ -374,6 +377,59 @@ func TestPublishFansOut(t *testing.T) {
 		}
 		if len(ids) != 1 || !ids[m.ID] {
 			t.Errorf("webhook-ids %v, want only %s", ids, m.ID)
+		}
+	})
+}
+
+// TestCustomTypeCapUnderConcurrency: declarations racing for the
+// catalogue's last places, on two replicas, never take it past
+// MaxCustomTypes: exactly as many succeed as there were places, the others
+// are INVALID_STATE (the count and the insert were two steps).
+func TestCustomTypeCapUnderConcurrency(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		e := newEnv(t, b, webhook.Options{})
+		ctx := context.Background()
+		const free = 3
+		now := time.Now().UTC()
+		var fill []*ent.WebhookEventTypeCreate
+		for i := range webhook.MaxCustomTypes - free {
+			fill = append(fill, e.db.Client.WebhookEventType.Create().SetName(fmt.Sprintf("filler.t%d", i)).
+				SetDescription("filler").SetSchema(`{"type":"object"}`).SetCreateTime(now))
+		}
+		for len(fill) > 0 { // in batches within SQLite's bound on parameters
+			n := min(len(fill), 200)
+			e.db.Client.WebhookEventType.CreateBulk(fill[:n]...).ExecX(ctx)
+			fill = fill[n:]
+		}
+		replicas := []*webhook.Service{e.svc, e.startService(t, storetest.OpenURL(t, e.url))}
+		const racers = 12
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var ok, full int
+		var other []error
+		start := make(chan struct{})
+		for i := range racers {
+			wg.Go(func() {
+				<-start
+				_, err := replicas[i%2].CreateEventType(ctx, fmt.Sprintf("race.t%d", i), "A racer.", json.RawMessage(`{"type":"object"}`), nil)
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err == nil:
+					ok++
+				case errs.KindOf(err) == errs.InvalidState:
+					full++
+				default:
+					other = append(other, err)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		n := e.db.Client.WebhookEventType.Query().CountX(ctx)
+		if ok != free || full != racers-free || len(other) > 0 || n != webhook.MaxCustomTypes {
+			t.Fatalf("%d declarations succeeded, %d were refused as full, other errors %v; the catalogue holds %d custom types, want %d, %d and none; at most %d",
+				ok, full, other, n, free, racers-free, webhook.MaxCustomTypes)
 		}
 	})
 }
