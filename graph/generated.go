@@ -2886,8 +2886,10 @@ extend type Mutation {
   "Enables an endpoint again: its held deliveries go out."
   enableWebhookEndpoint(id: ID!): WebhookEndpoint!
   """
-  Deletes an endpoint and returns it as it was. Its PENDING and RETRYING
-  deliveries become CANCELLED; every delivery is kept (without endpoint).
+  Deletes an endpoint and returns it as it was when deleted (after any
+  change committed before; its app and breaker as they were). Its PENDING
+  and RETRYING deliveries become CANCELLED; every delivery is kept
+  (without endpoint), so the returned endpoint has none.
   """
   deleteWebhookEndpoint(id: ID!): WebhookEndpoint!
   """

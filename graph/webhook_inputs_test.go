@@ -128,3 +128,27 @@ func TestEmptyIdempotencyKeyRefused(t *testing.T) {
 		}
 	})
 }
+
+// TestDeleteEndpointReturnsWhatWasDeleted: deleteWebhookEndpoint returns
+// the endpoint as it was when deleted, read under the app's lock after the
+// changes before it, with its app and breaker (the row is gone: they were
+// read from it before: both were INTERNAL errors).
+func TestDeleteEndpointReturnsWhatWasDeleted(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		a := startAdmin(t, b)
+		app := a.gql(t, `mutation { createPartnerApp(input: {appName: "del", callbackURL: "https://first.example.com/h"}) { app { id } } }`, nil).ok(t, "createPartnerApp")
+		appID := str(app, "app", "id")
+		created := a.gql(t, `mutation($app: ID!) { createWebhookEndpoint(appID: $app, input: {url: "https://second.example.com/h", eventTypes: ["order.paid"]}) { endpoint { id } } }`,
+			map[string]any{"app": appID}).ok(t, "createWebhookEndpoint")
+		id := str(created, "endpoint", "id")
+		a.gql(t, `mutation($id: ID!) { updateWebhookEndpoint(id: $id, input: {description: "last words", rateLimit: 7}) { id } }`, map[string]any{"id": id}).ok(t, "updateWebhookEndpoint")
+		a.gql(t, `mutation($id: ID!) { disableWebhookEndpoint(id: $id) { id } }`, map[string]any{"id": id}).ok(t, "disableWebhookEndpoint")
+		del := a.gql(t, `mutation($id: ID!) { deleteWebhookEndpoint(id: $id) { id url description eventTypes enabled rateLimit breaker app { id } } }`,
+			map[string]any{"id": id}).ok(t, "deleteWebhookEndpoint")
+		if str(del, "id") != id || str(del, "url") != "https://second.example.com/h" || str(del, "description") != "last words" ||
+			num(del, "rateLimit") != 7 || dig(del, "enabled") != false || str(del, "breaker") != "CLOSED" || str(del, "app", "id") != appID {
+			t.Fatalf("deleted %v", del)
+		}
+		a.gql(t, `mutation($id: ID!) { deleteWebhookEndpoint(id: $id) { id } }`, map[string]any{"id": id}).fails(t, "NOT_FOUND")
+	})
+}

@@ -150,7 +150,10 @@ func (s *Service) EndEndpointSecretOverlap(ctx context.Context, id int) (*ent.We
 // DeleteEndpoint deletes endpoint id and cancels its waiting deliveries
 // (PENDING or RETRYING become CANCELLED; an attempt in flight is recorded
 // but changes nothing). Its deliveries stay, without endpoint. The
-// deleted endpoint is returned as it was.
+// deleted endpoint is returned as it was when deleted: read under the
+// app's lock (so a change committed just before is in it), with its app
+// loaded (the row is gone afterwards, and the app and breaker fields of
+// the reply are read from it).
 func (s *Service) DeleteEndpoint(ctx context.Context, id int) (*ent.WebhookEndpoint, error) {
 	var out *ent.WebhookEndpoint
 	err := store.WithTx(ctx, s.client, func(tx *ent.Tx) error {
@@ -160,6 +163,9 @@ func (s *Service) DeleteEndpoint(ctx context.Context, id int) (*ent.WebhookEndpo
 		}
 		if _, err := s.lockApp(ctx, tx, ep.AppID); err != nil {
 			return err
+		}
+		if ep, err = tx.WebhookEndpoint.Query().Where(webhookendpoint.ID(id)).WithApp().Only(ctx); err != nil {
+			return err // deleted meanwhile: NOT_FOUND
 		}
 		out = ep
 		if err := deleteEndpoint(ctx, tx.Client(), id, dbTime(time.Now())); err != nil {
