@@ -152,3 +152,36 @@ func TestDeleteEndpointReturnsWhatWasDeleted(t *testing.T) {
 		a.gql(t, `mutation($id: ID!) { deleteWebhookEndpoint(id: $id) { id } }`, map[string]any{"id": id}).fails(t, "NOT_FOUND")
 	})
 }
+
+// TestNULNamesTheField: a NUL in a string argument of the webhook
+// mutations (literal, variable, inside an input or a list) is
+// VALIDATION_FAILED naming where it is, as any other validation error.
+func TestNULNamesTheField(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		a := startAdmin(t, b)
+		app := a.gql(t, `mutation { createPartnerApp(input: {appName: "nul", callbackURL: "https://first.example.com/h"}) { app { id } } }`, nil).ok(t, "createPartnerApp")
+		appID := str(app, "app", "id")
+		for _, c := range []struct {
+			doc   string
+			vars  map[string]any
+			field string
+		}{
+			{`mutation($app: ID!) { createWebhookEndpoint(appID: $app, input: {url: "https://x.example.com", description: "a\u0000b"}) { secret } }`,
+				map[string]any{"app": appID}, "input.description"},
+			{`mutation($app: ID!, $in: CreateWebhookEndpointInput!) { createWebhookEndpoint(appID: $app, input: $in) { secret } }`,
+				map[string]any{"app": appID, "in": map[string]any{"url": "https://x.example.com", "eventTypes": []any{"order.paid", "a\x00"}}}, "input.eventTypes[1]"},
+			{`mutation($d: String) { updateWebhookEndpoint(id: 1, input: {description: $d}) { id } }`, map[string]any{"d": "\x00"}, "input.description"},
+			{`mutation($app: ID!) { publishWebhookEvent(appID: $app, eventType: "a.b\u0000", bizData: {}) { eventID } }`, map[string]any{"app": appID}, "eventType"},
+			{`mutation($app: ID!) { publishWebhookEvent(appID: $app, eventType: "a.b", bizData: {lines: [{sku: "\u0000"}]}) { eventID } }`, map[string]any{"app": appID}, "bizData.lines[0].sku"},
+			{`mutation($app: ID!, $k: String) { publishWebhookEvent(appID: $app, eventType: "a.b", bizData: {}, idempotencyKey: $k) { eventID } }`,
+				map[string]any{"app": appID, "k": "k\x00"}, "idempotencyKey"},
+			{`mutation($app: ID!) { sendTestWebhook(appID: $app, eventType: "\u0000") { id } }`, map[string]any{"app": appID}, "eventType"},
+			{`mutation { createWebhookEventType(name: "a.b", description: "x\u0000", schema: {}) { name } }`, nil, "description"},
+		} {
+			e := a.gql(t, c.doc, c.vars).fails(t, "VALIDATION_FAILED")
+			if e.Extensions["field"] != c.field || !strings.HasPrefix(e.Message, c.field+": ") || !strings.Contains(e.Message, "NUL") {
+				t.Errorf("%s: %q field %v, want field %s", c.doc, e.Message, e.Extensions["field"], c.field)
+			}
+		}
+	})
+}
