@@ -48,8 +48,8 @@ func TestAPIVersions(t *testing.T) {
 			t.Fatalf("%d versions, want %d: %s", len(got), len(rest.PartnerAPI), res.Body)
 		}
 		want := map[string]map[string]any{
-			"v1": {"deprecation": deprecated.Format(scalar.TimeFormat), "sunset": sunset.Format(scalar.TimeFormat), "retired": true, "callCountLast30Days": "9"},
-			"v2": {"deprecation": nil, "sunset": nil, "retired": false, "callCountLast30Days": "5", "released": nil},
+			"v1": {"deprecation": deprecated.Format(scalar.TimeFormat), "sunset": sunset.Format(scalar.TimeFormat), "retired": true, "callCountLast30Days": "9", "released": "2026-11-22T00:00:00.000Z"},
+			"v2": {"deprecation": nil, "sunset": nil, "retired": false, "callCountLast30Days": "5", "released": "2026-11-22T00:00:00.000Z"},
 			"v3": {"deprecation": nil, "sunset": nil, "retired": false, "callCountLast30Days": "0", "released": "2026-12-01T00:00:00.000Z"},
 		}
 		removed := map[string]string{"v1": "[]", "v2": "[]", "v3": `[{"name":"customer_info","removal":"2027-06-01T00:00:00.000Z"}]`}

@@ -14,13 +14,15 @@ import (
 // endpoint is added; a new reply shape adds one presenter beside it
 // (present_v{n}.go). docs/versioning.md walks through adding a version.
 var PartnerAPI = []PartnerVersion{
-	{Name: "v1", Endpoints: []PartnerEndpoint{
+	// v1 and v2 shipped together, in the partner API's first release
+	// (2026-11-22); apiVersions shows that day as their release.
+	{Name: "v1", Released: "2026-11-22", Endpoints: []PartnerEndpoint{
 		{http.MethodGet, "/orders/query", orderQuery(presentOrderV1, order.Summary)},
 		{http.MethodPost, "/inventory/deduct", stockDeduction},
 	}},
 	// v2 only adds fields to the order; the deduction is v1's (same rules,
 	// same idempotency records: a biz_no used on v1 replays on v2).
-	{Name: "v2", Endpoints: []PartnerEndpoint{
+	{Name: "v2", Released: "2026-11-22", Endpoints: []PartnerEndpoint{
 		{http.MethodGet, "/orders/query", orderQuery(presentOrderV2, order.AllFields)},
 		{http.MethodPost, "/inventory/deduct", stockDeduction},
 	}},
