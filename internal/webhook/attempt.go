@@ -66,8 +66,10 @@ func (o *outcome) success() bool { return o.status >= 200 && o.status < 300 }
 // attempt makes one delivery attempt of j, which this process has leased,
 // and stores its outcome. While the breaker of j's endpoint is open no
 // attempt is made: the delivery waits, with no attempt used, until the
-// breaker lets trial calls through.
-func (s *Service) attempt(abort context.Context, j job) {
+// breaker lets trial calls through. With handoff, a delivered j may
+// return the next due delivery of its endpoint, leased to the caller
+// with j's outcome (see the dispatcher's work).
+func (s *Service) attempt(abort context.Context, j job, handoff bool) (next *job) {
 	ctx, cancel := context.WithTimeout(abort, s.opt.AttemptTimeout)
 	defer cancel()
 	ctx, span := s.traceAttempt(ctx, j)
@@ -79,14 +81,14 @@ func (s *Service) attempt(abort context.Context, j job) {
 		// The endpoint was deleted after the claim (which cancelled the
 		// delivery and took its lease): nothing to send.
 		s.release(j)
-		return
+		return nil
 	}
 	if err != nil {
 		// The database is failing: nothing was sent. The lease is given
 		// back (or runs out) and the delivery is tried again.
 		s.log.Error("webhook: loading the endpoint failed", "delivery_id", j.ID, "endpoint_id", j.EndpointID, "err", err)
 		s.release(j)
-		return
+		return nil
 	}
 	ep := s.endpoint(app.key, j.AppID, j.EndpointID, j.CallbackURL)
 	if ok, wait := s.limits.take(j.EndpointID, app.rateLimit, time.Now()); !ok {
@@ -94,21 +96,21 @@ func (s *Service) attempt(abort context.Context, j job) {
 		// with no attempt used.
 		span.SetAttributes(attribute.Bool("gatehouse.webhook.rate_limited", true))
 		s.postponeFor(j, wait)
-		return
+		return nil
 	}
 	secrets := app.signingSecrets(s.opt.Now())
 	if len(secrets) == 0 {
 		o.err = errNoSecret
-		s.finish(j, &o, ep)
-		return
+		s.finish(j, &o, ep, false)
+		return nil
 	}
 	if err := ValidateCallbackURL(j.CallbackURL, true); err != nil {
 		// Addresses are checked when connecting (GuardedDialer); here only
 		// the form, which cannot get better by retrying but is recorded
 		// like any failure so the operator sees it.
 		o.err = err
-		s.finish(j, &o, ep)
-		return
+		s.finish(j, &o, ep, false)
+		return nil
 	}
 
 	body := message(Message{
@@ -120,8 +122,8 @@ func (s *Service) attempt(abort context.Context, j job) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, j.CallbackURL, bytes.NewReader(body))
 	if err != nil {
 		o.err = err
-		s.finish(j, &o, ep)
-		return
+		s.finish(j, &o, ep, false)
+		return nil
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", userAgent)
@@ -140,7 +142,7 @@ func (s *Service) attempt(abort context.Context, j job) {
 	if errors.Is(err, outbound.ErrCircuitOpen) {
 		span.SetAttributes(attribute.Bool("gatehouse.webhook.breaker_open", true))
 		s.postpone(j, ep)
-		return
+		return nil
 	}
 	if err == nil {
 		o.status = resp.StatusCode
@@ -167,8 +169,9 @@ func (s *Service) attempt(abort context.Context, j job) {
 		// next owner sends it again (at-least-once). An attempt that got
 		// its whole reply before the abort is recorded as usual.
 		s.release(j)
+		return nil
 	default:
-		s.finish(j, &o, ep)
+		return s.finish(j, &o, ep, handoff && o.success() && abort.Err() == nil)
 	}
 }
 
@@ -184,8 +187,9 @@ func storeCtx() (context.Context, context.CancelFunc) {
 // retries are spent. A retry due while the endpoint's breaker is open
 // waits until it lets trial calls through. The delivery changes only while
 // this worker still holds the lease; the attempt is stored either way,
-// since it happened.
-func (s *Service) finish(j job, o *outcome, ep endpoint) {
+// since it happened. With handoff it returns the delivery handed off
+// with the outcome, if any (see record).
+func (s *Service) finish(j job, o *outcome, ep endpoint, handoff bool) *job {
 	ctx, cancel := storeCtx()
 	defer cancel()
 	errText := failureText(o, j.CallbackURL)
@@ -208,10 +212,10 @@ func (s *Service) finish(j job, o *outcome, ep endpoint) {
 	if o.err != nil {
 		row.err = sql.NullString{String: errText, Valid: true}
 	}
-	owned, attemptNo, err := s.record(ctx, j, row, v)
+	owned, attemptNo, next, err := s.record(ctx, j, row, v, handoff)
 	if err != nil {
 		s.log.Error("webhook: storing an attempt failed", "delivery_id", j.ID, "err", err)
-		return
+		return nil
 	}
 	s.observe(j, o, attemptNo)
 	log := s.log.With("delivery_id", j.ID, "event_id", j.EventID, "event_type", j.EventType,
@@ -222,7 +226,7 @@ func (s *Service) finish(j job, o *outcome, ep endpoint) {
 	if !owned {
 		// Resent, cancelled, or the lease ran out and another worker has it now.
 		log.Warn("webhook: attempt finished after the delivery changed hands; its outcome is recorded but not applied")
-		return
+		return next
 	}
 	if v.Alert {
 		alertFailed(j.EventType)
@@ -236,6 +240,7 @@ func (s *Service) finish(j job, o *outcome, ep endpoint) {
 		log.Error("ALERT webhook delivery FAILED: retries exhausted, resend it once the receiver is fixed",
 			"retries", j.RetryCount, "last_error", errText)
 	}
+	return next
 }
 
 func latest(a, b time.Time) time.Time {

@@ -144,7 +144,7 @@ func (s *Service) claimSQLite(ctx context.Context, now, dayAgo, lease time.Time,
 func (s *Service) claimSQLiteTx(ctx context.Context, tx *sql.Tx, now, dayAgo, lease time.Time, n int) ([]job, error) {
 	type app struct{ id, busy int }
 	var apps []app
-	rows, err := s.sql.query(ctx, tx, appsSQL, now, dayAgo, s.opt.PerApp, n)
+	rows, err := s.sql.query(ctx, tx, appsSQLite, now, dayAgo, s.opt.PerApp, n)
 	if err != nil {
 		return nil, fmt.Errorf("apps: %w", err)
 	}

@@ -4,8 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"sync"
+	"time"
 
 	"entgo.io/ent/dialect"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 )
 
 // maxOutcomeBatch bounds how many outcomes one write stores.
@@ -30,6 +33,7 @@ type outcomeReq struct {
 
 type outcomeRes struct {
 	owned bool
+	next  *job // the delivery handed off to the worker (see work), if any
 	err   error
 }
 
@@ -47,12 +51,12 @@ func newOutcomeWriter(s *Service) *outcomeWriter {
 	return w
 }
 
-// store writes one outcome and reports whether its delivery moved.
-func (w *outcomeWriter) store(p outcomeParams) (bool, error) {
+// store writes one outcome and reports whether its delivery moved and,
+// if p asked for one, the delivery handed off to the worker.
+func (w *outcomeWriter) store(p outcomeParams) outcomeRes {
 	r := &outcomeReq{p: p, res: make(chan outcomeRes, 1)}
 	w.in <- r
-	res := <-r.res
-	return res.owned, res.err
+	return <-r.res
 }
 
 // close stops the writer once every outcome sent was written.
@@ -86,40 +90,76 @@ func (w *outcomeWriter) run() {
 func (w *outcomeWriter) write(batch []*outcomeReq) {
 	ctx, cancel := storeCtx()
 	defer cancel()
-	if len(batch) == 1 {
+	if len(batch) == 1 && !batch[0].p.Handoff {
 		owned, err := w.s.recordAs(ctx, batch[0].p)
-		batch[0].res <- outcomeRes{owned, err}
+		batch[0].res <- outcomeRes{owned: owned, err: err}
 		return
 	}
-	owned, err := w.s.recordBatch(ctx, batch)
+	owned, handed, err := w.s.recordBatch(ctx, batch)
+	if err != nil {
+		// Each worker stores its own outcome again (see record), with no
+		// hand-off; leases that were taken are given back.
+		for _, q := range handed {
+			for _, j := range q {
+				w.s.release(j)
+			}
+		}
+		handed = nil
+	}
 	for _, r := range batch {
-		r.res <- outcomeRes{owned[r.p.DeliveryID], err}
+		res := outcomeRes{owned: owned[r.p.DeliveryID], err: err}
+		if q := handed[r.p.EndpointID]; r.p.Handoff && res.owned && len(q) > 0 {
+			res.next, handed[r.p.EndpointID] = &q[0], q[1:]
+		}
+		r.res <- res
+	}
+	for _, q := range handed {
+		// More handed off than asked for (cannot happen: the statement
+		// leases at most one per asking outcome); give them back.
+		for _, j := range q {
+			w.s.release(j)
+		}
 	}
 }
 
 // recordBatch stores several outcomes at once and returns the deliveries
-// that moved.
-func (s *Service) recordBatch(ctx context.Context, batch []*outcomeReq) (map[int]bool, error) {
+// that moved and, per endpoint, the deliveries handed off to the workers
+// that asked for one (see recordManyPostgres).
+func (s *Service) recordBatch(ctx context.Context, batch []*outcomeReq) (map[int]bool, map[int][]job, error) {
 	owned := make(map[int]bool, len(batch))
+	handed := map[int][]job{}
+	now := s.now()
+	dayAgo := now.Add(-24 * time.Hour)
+	lease := dbTime(now.Add(s.opt.Lease))
 	if s.db.Dialect == dialect.Postgres {
+		handoff := false
 		var args []any
 		for _, r := range batch {
 			args = append(args, r.p.args()...)
+			args = append(args, r.p.Handoff)
+			handoff = handoff || r.p.Handoff
 		}
-		// One statement: atomic without a transaction around it.
-		rows, err := s.db.SQL.QueryContext(ctx, recordManyPostgres(len(batch)), args...)
-		if err != nil {
-			return owned, err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id int
-			if err := rows.Scan(&id); err != nil {
-				return owned, err
+		if !handoff {
+			// One statement: atomic without a transaction around it.
+			rows, err := s.db.SQL.QueryContext(ctx, recordManyPostgres(len(batch)), args...)
+			if err != nil {
+				return owned, nil, err
 			}
-			owned[id] = true
+			defer rows.Close()
+			for rows.Next() {
+				var (
+					id  int
+					set string
+				)
+				if err := rows.Scan(&id, &set); err != nil {
+					return owned, nil, err
+				}
+				owned[id] = true
+			}
+			return owned, nil, rows.Err()
 		}
-		return owned, rows.Err()
+		err := s.recordHandoffPostgres(ctx, len(batch), args, now, dayAgo, lease, owned, handed)
+		return owned, handed, err
 	}
 	err := s.sql.inTx(ctx, func(tx *sql.Tx) error {
 		for _, r := range batch {
@@ -135,8 +175,90 @@ func (s *Service) recordBatch(ctx context.Context, batch []*outcomeReq) (map[int
 			} else if n == 1 {
 				owned[r.p.DeliveryID] = true
 			}
+			if !owned[r.p.DeliveryID] || !r.p.Handoff {
+				continue
+			}
+			jobs, err := scanJobs(s.sql.query(ctx, tx, handoffSQLite, now, dayAgo, s.opt.PerApp, lease, r.p.EndpointID))
+			if err != nil {
+				return err
+			}
+			for _, j := range jobs {
+				j.Lease = lease
+				handed[j.EndpointID] = append(handed[j.EndpointID], j)
+			}
 		}
 		return nil
 	})
-	return owned, err
+	if err != nil {
+		// Rolled back: nothing moved, nothing was handed off.
+		return map[int]bool{}, nil, err
+	}
+	return owned, handed, nil
+}
+
+// recordHandoffPostgres sends recordManyPostgres and handoffPostgres as
+// one pgx batch: one round trip, one implicit transaction (see
+// handoffPostgres for why that keeps the caps). The hand-off's plan is
+// the generic one with sequential scans ruled out, as the claim's (see
+// claimPostgres): made once per connection, it must not walk the backlog
+// because the outbox was empty when it was made.
+func (s *Service) recordHandoffPostgres(ctx context.Context, k int, args []any, now, dayAgo, lease time.Time, owned map[int]bool, handed map[int][]job) error {
+	conn, err := s.db.SQL.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		pc := dc.(*stdlib.Conn).Conn()
+		b := &pgx.Batch{}
+		b.Queue(`SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true)`)
+		b.Queue(recordManyPostgres(k), args...)
+		b.Queue(handoffPostgres, now, dayAgo, s.opt.PerApp, lease)
+		br := pc.SendBatch(ctx, b)
+		fail := func(err error) error {
+			_ = br.Close()
+			return err
+		}
+		if _, err := br.Exec(); err != nil {
+			return fail(err)
+		}
+		rows, err := br.Query()
+		if err != nil {
+			return fail(err)
+		}
+		for rows.Next() {
+			var (
+				id  int
+				set string
+			)
+			if err := rows.Scan(&id, &set); err != nil {
+				rows.Close()
+				return fail(err)
+			}
+			owned[id] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fail(err)
+		}
+		rows, err = br.Query()
+		if err != nil {
+			return fail(err)
+		}
+		for rows.Next() {
+			var j job
+			if err := rows.Scan(&j.ID, &j.AppID, &j.EndpointID, &j.EventID, &j.EventType, &j.BizData, &j.CallbackURL,
+				&j.RetryCount, &j.MaxRetry, &j.AttemptCount, &j.CreateTime, &j.Trace.Traceparent, &j.Trace.Tracestate); err != nil {
+				rows.Close()
+				return fail(err)
+			}
+			j.Lease = lease
+			handed[j.EndpointID] = append(handed[j.EndpointID], j)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fail(err)
+		}
+		return br.Close()
+	})
 }

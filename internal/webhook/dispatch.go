@@ -186,6 +186,17 @@ func dbTimeValue(v any) (time.Time, error) {
 
 // work runs the attempt of j once a worker is free. A delivery still
 // waiting when shutdown begins is given back unattempted.
+//
+// A worker whose attempt was delivered keeps its slot for the next due
+// delivery of the same endpoint, leased in the write that stores the
+// outcome (a hand-off: see recordManyPostgres), up to maxHandoffs in a
+// row; then, or when nothing is handed off, the slot goes back to the
+// claim loop. The loop's claims are what keep the apps fair; a hand-off
+// spares one for an endpoint with a backlog that answers, which is where
+// a claim per few deliveries was the bound (an app of several endpoints
+// has a small share per endpoint, so a claim found few rows per app). A
+// failed attempt never hands off: an endpoint that fails or hangs gets
+// the claim loop's share, as before.
 func (d *dispatcher) work(j job) {
 	defer func() {
 		<-d.slots
@@ -199,13 +210,34 @@ func (d *dispatcher) work(j job) {
 		return
 	}
 	defer func() { <-d.running }()
+	for n := 0; ; n++ {
+		select {
+		case <-d.stop:
+			d.s.release(j)
+			return
+		default:
+		}
+		next := d.s.attempt(d.abortCtx, j, n < maxHandoffs && !d.stopping())
+		if next == nil {
+			return
+		}
+		d.s.handoffs.Add(1)
+		j = *next
+	}
+}
+
+// maxHandoffs bounds the deliveries a worker takes in a row by hand-off
+// (see work) before its slot goes back to the claim loop.
+const maxHandoffs = 8
+
+// stopping reports whether shutdown has begun.
+func (d *dispatcher) stopping() bool {
 	select {
 	case <-d.stop:
-		d.s.release(j)
-		return
+		return true
 	default:
+		return false
 	}
-	d.s.attempt(d.abortCtx, j)
 }
 
 // shutdown stops claiming, waits for in-flight attempts within the drain

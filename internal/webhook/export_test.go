@@ -35,3 +35,6 @@ func EndpointsDisabled() float64 {
 	_ = endpointsDisabledTotal.Write(&m)
 	return m.GetCounter().GetValue()
 }
+
+// Handoffs is how many deliveries s's workers took by hand-off.
+func Handoffs(s *Service) int64 { return s.handoffs.Load() }

@@ -42,6 +42,10 @@ type outcomeParams struct {
 	// Lease is the claim's lease_until: the delivery moves only while it
 	// is still this worker's.
 	Lease time.Time
+	// Handoff asks for the next due delivery of endpoint EndpointID to be
+	// leased to the worker with the outcome (see the dispatcher's work).
+	Handoff    bool
+	EndpointID int
 }
 
 // args are recordPostgres's parameters: the insert's ($1-$10), then the
@@ -63,28 +67,33 @@ func (p outcomeParams) moveArgs() []any {
 
 // record stores attempt a of job j and moves the delivery as v says. It
 // returns whether the delivery moved (the lease was still this worker's)
-// and the attempt's number.
-func (s *Service) record(ctx context.Context, j job, a attemptRow, v verdict) (owned bool, no int, err error) {
-	var next any
+// and the attempt's number. With handoff, the next due delivery of j's
+// endpoint may come back too, leased to the caller in the same write
+// (see the dispatcher's work).
+func (s *Service) record(ctx context.Context, j job, a attemptRow, v verdict, handoff bool) (owned bool, no int, next *job, err error) {
+	var nextAt any
 	if v.Status == StatusRetrying {
-		next = v.NextAttemptAt
+		nextAt = v.NextAttemptAt
 	}
 	params := func(no int) outcomeParams {
 		return outcomeParams{
 			DeliveryID: j.ID, AttemptNo: no, Attempt: a,
-			Status: string(v.Status), RetryCount: v.RetryCount, NextAttemptAt: next,
+			Status: string(v.Status), RetryCount: v.RetryCount, NextAttemptAt: nextAt,
 			LastError:  sql.NullString{String: v.LastError, Valid: v.LastError != ""},
-			UpdateTime: s.now(), Lease: j.Lease,
+			UpdateTime: s.now(), Lease: j.Lease, EndpointID: j.EndpointID,
 		}
 	}
 	no = j.AttemptCount + 1
 	if w := s.writer(); w != nil {
-		owned, err = w.store(params(no))
+		p := params(no)
+		p.Handoff = handoff && j.EndpointID != 0
+		res := w.store(p)
+		owned, next, err = res.owned, res.next, res.err
 	} else {
 		owned, err = s.recordAs(ctx, params(no))
 	}
 	if err == nil {
-		return owned, no, nil
+		return owned, no, next, nil
 	}
 	// Number it after the last stored attempt, in a transaction that reads
 	// and writes under one lock (Postgres: the delivery row's).
@@ -92,10 +101,10 @@ func (s *Service) record(ctx context.Context, j job, a attemptRow, v verdict) (o
 		var n int
 		n, owned, err = s.recordNumbered(ctx, j.ID, params)
 		if err == nil {
-			return owned, n, nil
+			return owned, n, nil, nil
 		}
 	}
-	return false, 0, err
+	return false, 0, nil, err
 }
 
 // recordAs runs the statements with p (numbered already).

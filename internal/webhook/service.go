@@ -189,6 +189,9 @@ type Service struct {
 
 	// wake holds at most one pending wake-up of the dispatch loop.
 	wake chan struct{}
+	// handoffs counts the deliveries workers took by hand-off (see the
+	// dispatcher's work), for tests.
+	handoffs atomic.Int64
 
 	mu      sync.Mutex
 	started bool

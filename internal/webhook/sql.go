@@ -10,8 +10,22 @@ package webhook
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 )
+
+// sqliteLimits writes each bound LIMIT of q as +$n, for SQLite. SQLite
+// (3.47 and later) reads the value bound to a LIMIT's parameter while it
+// plans, and then marks the statement to be prepared again whenever that
+// parameter is bound, which database/sql does on every execution: every
+// run of such a statement parsed and planned it anew (under the write
+// lock, in the claim and the hand-off: 38 % of the process's CPU while a
+// fan-out drained). +$n is the same number, whose value the planner does
+// not read. Postgres is not given it (it cannot type a unary + of an
+// untyped parameter) and does not need it.
+func sqliteLimits(q string) string { return boundLimit.ReplaceAllString(q, "LIMIT +$$$1") }
+
+var boundLimit = regexp.MustCompile(`LIMIT \$(\d+)`)
 
 // The scheduler's SQL. Waiting: status PENDING or RETRYING. Due: waiting,
 // next attempt in the past, no live lease. In flight: a live lease.
@@ -64,10 +78,13 @@ func appsOf(fence string) string {
 // sorted or scanned. (Postgres rewrites a partial index's status IN (…)
 // predicate into a form the migration diff never takes for equal, hence
 // the two branches.)
-func waitingOf(ep, cond, limit string) string {
+func waitingOf(ep, cond, limit string) string { return waitingLocked(ep, cond, limit, "") }
+
+// waitingLocked is waitingOf with a locking clause on each branch.
+func waitingLocked(ep, cond, limit, lock string) string {
 	one := func(status, alias string) string {
 		return `SELECT * FROM (SELECT d.id, d.next_attempt_at FROM webhook_deliveries d WHERE d.endpoint_id = ` + ep +
-			` AND d.status = '` + status + `' AND ` + cond + ` ORDER BY d.next_attempt_at LIMIT ` + limit + `) AS ` + alias
+			` AND d.status = '` + status + `' AND ` + cond + ` ORDER BY d.next_attempt_at LIMIT ` + limit + lock + `) AS ` + alias
 	}
 	return one("PENDING", "wp") + ` UNION ALL ` + one("RETRYING", "wr")
 }
@@ -88,6 +105,8 @@ var (
 	// SKIP LOCKED, so each app is claimed by one replica at a time and the
 	// cap holds across replicas; another replica serves other apps.
 	appsSQL = appsOf("")
+	// appsSQLite is appsSQL as SQLite runs it (see sqliteLimits).
+	appsSQLite = sqliteLimits(appsSQL)
 
 	// lockAppsPostgres locks the apps appsSQL picks (FOR NO KEY UPDATE
 	// SKIP LOCKED) and names them in the transaction-local setting
@@ -138,8 +157,8 @@ RETURNING w.id, w.app_id, COALESCE(w.endpoint_id, 0), w.event_id, w.event_type, 
 	// (share minus attempts in flight); endpointDueSQLite one endpoint's
 	// due deliveries, oldest first (SQLite has no LATERAL: the rounds are
 	// made in Go).
-	endpointsSQLite   = `SELECT e.id, ` + shareOf + ` - ` + busyOfEndpoint + ` FROM webhook_endpoints e WHERE e.app_id = $2 AND e.enabled ORDER BY e.id`
-	endpointDueSQLite = `SELECT x.id FROM (` + waitingOf("$2", dueCond, "$3") + `) AS x ORDER BY x.next_attempt_at, x.id LIMIT $3`
+	endpointsSQLite   = sqliteLimits(`SELECT e.id, ` + shareOf + ` - ` + busyOfEndpoint + ` FROM webhook_endpoints e WHERE e.app_id = $2 AND e.enabled ORDER BY e.id`)
+	endpointDueSQLite = sqliteLimits(`SELECT x.id FROM (` + waitingOf("$2", dueCond, "$3") + `) AS x ORDER BY x.next_attempt_at, x.id LIMIT $3`)
 
 	// nextDueSQL is the earliest due time after $1 (the clock of the last
 	// claim) of a delivery this process could claim then (of an enabled
@@ -216,28 +235,73 @@ const (
   DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM doomed) RETURNING 1
 )
 SELECT (SELECT count(*) FROM deliveries), (SELECT count(*) FROM attempts)`
-
-	doomedSQLite = `SELECT id FROM webhook_deliveries WHERE ` + finalCond + ` ORDER BY update_time, id LIMIT $2`
 )
+
+var doomedSQLite = sqliteLimits(`SELECT id FROM webhook_deliveries WHERE ` + finalCond + ` ORDER BY update_time, id LIMIT $2`)
 
 // recordManyPostgres is recordPostgres for k outcomes in one statement:
 // their rows as VALUES, every attempt inserted, every delivery still
-// leased to its worker moved; it returns the ids of those.
+// leased to its worker moved; it returns the ids of those. Each outcome
+// has 17 parameters: outcomeParams.args and its hand-off flag. The
+// endpoints of the moved deliveries whose workers ask for a hand-off are
+// named, once per delivery, in the transaction-local setting
+// gatehouse.handoff, which handoffPostgres reads in the same transaction.
 func recordManyPostgres(k int) string {
 	var v strings.Builder
 	for i := range k {
 		if i > 0 {
 			v.WriteString(", ")
 		}
-		b := i * 16
+		b := i * 17
 		fmt.Fprintf(&v, "($%d::bigint, $%d::bigint, $%d::text, $%d::text, $%d::bigint, $%d::text, $%d::text, $%d::text, $%d::bigint, "+
-			"$%d::timestamptz, $%d::text, $%d::bigint, $%d::timestamptz, $%d::text, $%d::timestamptz, $%d::timestamptz)",
-			b+1, b+2, b+3, b+4, b+5, b+6, b+7, b+8, b+9, b+10, b+11, b+12, b+13, b+14, b+15, b+16)
+			"$%d::timestamptz, $%d::text, $%d::bigint, $%d::timestamptz, $%d::text, $%d::timestamptz, $%d::timestamptz, $%d::boolean)",
+			b+1, b+2, b+3, b+4, b+5, b+6, b+7, b+8, b+9, b+10, b+11, b+12, b+13, b+14, b+15, b+16, b+17)
 	}
-	return `WITH v (id, no, rh, rb, rs, rsh, rsb, err, dur, started, status, rc, next, le, upd, lease) AS (VALUES ` + v.String() + `),
+	return `WITH v (id, no, rh, rb, rs, rsh, rsb, err, dur, started, status, rc, next, le, upd, lease, handoff) AS (VALUES ` + v.String() + `),
 a AS (INSERT INTO delivery_attempts (delivery_id, attempt_no, request_headers, request_body, response_status, response_headers,
-  response_body, error, duration_ms, started_at) SELECT id, no, rh, rb, rs, rsh, rsb, err, dur, started FROM v)
-UPDATE webhook_deliveries w SET status = v.status, retry_count = v.rc, next_attempt_at = COALESCE(v.next, w.next_attempt_at),
+  response_body, error, duration_ms, started_at) SELECT id, no, rh, rb, rs, rsh, rsb, err, dur, started FROM v),
+m AS (UPDATE webhook_deliveries w SET status = v.status, retry_count = v.rc, next_attempt_at = COALESCE(v.next, w.next_attempt_at),
   last_error = v.le, attempt_count = v.no, lease_until = NULL, update_time = v.upd
-FROM v WHERE w.id = v.id AND w.lease_until = v.lease RETURNING w.id`
+  FROM v WHERE w.id = v.id AND w.lease_until = v.lease RETURNING w.id, w.endpoint_id, v.handoff)
+SELECT m.id, set_config('gatehouse.handoff', (SELECT COALESCE(string_agg(h.endpoint_id::text, ','), '') FROM m h WHERE h.handoff), true) FROM m`
 }
+
+// handoffPostgres hands work off (see the dispatcher's work): after
+// recordManyPostgres, in the same transaction, it leases to the workers
+// that asked for one the next due deliveries of their endpoints (named in
+// gatehouse.handoff), at most one per asking worker. The leases that
+// ended and those that begin are one change (one transaction), so neither
+// the app's nor the endpoint's count of attempts in flight grows, and no
+// lock of the app is needed to keep the caps over all replicas: another
+// replica's claim sees either the old leases or the new. The endpoint
+// must be enabled, its app receiving, and the endpoint under its share
+// (which shrinks when another endpoint of the app is enabled). Rows
+// another transaction holds (the other outcome writer handing off the
+// same endpoint, a claim) are skipped, not waited for: a worker that
+// gets nothing gives its slot back to the claim loop. $1 now, $2 a day ago, $3 the per-app cap, $4 the lease. The rows are
+// leased by primary key (= ANY(ARRAY(…))), as in claimPostgres, whatever
+// plan the statement was given.
+var handoffPostgres = `UPDATE webhook_deliveries w SET lease_until = $4 WHERE w.id = ANY(ARRAY(
+  SELECT p.id FROM (
+    SELECT ee.eid, LEAST(ee.k, ` + shareOf + ` - ` + busyOfEndpoint + `) AS room
+    FROM (SELECT x.eid, count(*) AS k FROM unnest(string_to_array(NULLIF(current_setting('gatehouse.handoff', true), ''), ',')::bigint[]) AS x(eid) GROUP BY x.eid) ee
+    JOIN webhook_endpoints e ON e.id = ee.eid AND e.enabled
+    JOIN partner_apps a ON a.id = e.app_id AND ` + receiving + `
+    OFFSET 0
+  ) r CROSS JOIN LATERAL (
+    SELECT y.id FROM (` + waitingLocked("r.eid", dueCond, "GREATEST(r.room, 0)", " FOR NO KEY UPDATE SKIP LOCKED") + `) AS y
+    ORDER BY y.next_attempt_at, y.id LIMIT GREATEST(r.room, 0)
+  ) p
+))
+AND (w.status IN ('PENDING', 'RETRYING')) IS TRUE AND (w.lease_until IS NULL OR w.lease_until < $1)
+RETURNING ` + jobColumns
+
+// handoffSQLite is handoffPostgres on SQLite, run in
+// the outcomes' transaction after endpoint $5's outcome moved its
+// delivery (so its lease has ended: the endpoint's count must be under
+// its share): $1 now, $2 a day ago, $3 the per-app cap, $4 the lease.
+var handoffSQLite = sqliteLimits(`UPDATE webhook_deliveries SET lease_until = $4 WHERE id = (
+  SELECT x.id FROM (` + waitingOf("$5", dueCond, "1") + `) AS x ORDER BY x.next_attempt_at, x.id LIMIT 1)
+AND EXISTS (SELECT 1 FROM webhook_endpoints e JOIN partner_apps a ON a.id = e.app_id
+  WHERE e.id = $5 AND e.enabled AND ` + receiving + ` AND ` + busyOfEndpoint + ` < ` + shareOf + `)
+RETURNING ` + jobColumns)

@@ -49,7 +49,8 @@ func TestEveryStatementRuns(t *testing.T) {
 			q    string
 			args []any
 		}{
-			{"appsSQL", true, appsSQL, []any{now, dayAgo, 4, 16}},
+			{"appsSQL", pg, appsSQL, []any{now, dayAgo, 4, 16}},
+			{"appsSQLite", lite, appsSQLite, []any{now, dayAgo, 4, 16}},
 			{"lockAppsPostgres", pg, lockAppsPostgres, []any{now, dayAgo, 4, 16}},
 			{"claimPostgres", pg, claimPostgres, []any{now, lease, 4, 16}},
 			{"endpointsSQLite", lite, endpointsSQLite, []any{now, app.ID, 4}},
@@ -61,7 +62,9 @@ func TestEveryStatementRuns(t *testing.T) {
 			{"insertAttempt", true, insertAttempt, outcome.attemptArgs()},
 			{"moveDelivery", true, moveDelivery, outcome.moveArgs()},
 			{"recordPostgres", pg, recordPostgres, outcome.args()},
-			{"recordManyPostgres", pg, recordManyPostgres(1), outcome.args()},
+			{"recordManyPostgres", pg, recordManyPostgres(1), append(outcome.args(), true)},
+			{"handoffPostgres", pg, handoffPostgres, []any{now, dayAgo, 4, lease}},
+			{"handoffSQLite", lite, handoffSQLite, []any{now, dayAgo, 4, lease, ep.ID}},
 			{"lastAttemptNo", true, lastAttemptNo, []any{d.ID}},
 			{"releaseSQL", true, releaseSQL, []any{d.ID, lease}},
 			{"postponeSQL", true, postponeSQL, []any{d.ID, lease, now.Add(time.Second), now}},
@@ -91,6 +94,23 @@ func TestEveryStatementRuns(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestSQLiteLimitsAreNotBound: no statement SQLite runs binds a LIMIT
+// (see sqliteLimits): each run of one would be parsed and planned anew.
+func TestSQLiteLimitsAreNotBound(t *testing.T) {
+	for name, q := range map[string]string{
+		"appsSQLite": appsSQLite, "endpointsSQLite": endpointsSQLite, "endpointDueSQLite": endpointDueSQLite,
+		"handoffSQLite": handoffSQLite, "doomedSQLite": doomedSQLite, "nextDueSQL": nextDueSQL,
+		"leaseSQLite": leaseSQLite, "jobSQLite": jobSQLite, "insertAttempt": insertAttempt, "moveDelivery": moveDelivery,
+	} {
+		if m := boundLimit.FindString(q); m != "" {
+			t.Errorf("%s binds its limit (%s)", name, m)
+		}
+	}
+	if got := sqliteLimits("SELECT 1 LIMIT $3"); got != "SELECT 1 LIMIT +$3" {
+		t.Errorf("sqliteLimits: %q", got)
+	}
 }
 
 func dialectOf(b testenv.Backend) string {
