@@ -58,7 +58,21 @@ func benchmark(ctx context.Context, o options, rep *report) error {
 		return err
 	}
 	rep.Baselines["bare net/http JSON handler"] = bareLoad
-	if o.deductOnly || o.publishOnly {
+	if o.fanoutOnly {
+		emb, err := startGatehouse(ctx, o, "gatehouse embedded", tmp, []string{"GATEHOUSE_DATA_DIR=" + tmp + "/data"})
+		if err != nil {
+			return err
+		}
+		err = fanoutPhase(ctx, rep, emb, "sqlite:"+tmp+"/data/gatehouse.db", "SQLite", self, tmp,
+			[]string{"-mode", "outbox-sqlite", "-sqlite", tmp + "/floor-outbox.db", "-sqlite-sync", o.sqliteSync})
+		if serr := emb.proc.stop(); err == nil {
+			err = serr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if o.deductOnly || o.publishOnly || o.fanoutOnly {
 		if err := externalPhases(ctx, o, rep, self, tmp, client, bareLoad); err != nil {
 			rep.skip("Postgres + Redis figures", err.Error())
 		}
@@ -396,6 +410,9 @@ func externalPhases(ctx context.Context, o options, rep *report, self, tmp strin
 		}
 		costPhase(ctx, o, client, rep, costs, "signed v1 order query, Postgres + Redis", urls(list))
 		return nil
+	}
+	if o.fanoutOnly {
+		return fanoutPhase(ctx, rep, g, dbURL, "Postgres", self, tmp, []string{"-mode", "outbox-pg", "-postgres", dbURL})
 	}
 	if o.publishOnly {
 		if err := publishPhases(ctx, o, rep, g, client, self, tmp, dbURL); err != nil {
