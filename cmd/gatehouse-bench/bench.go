@@ -58,13 +58,17 @@ func benchmark(ctx context.Context, o options, rep *report) error {
 		return err
 	}
 	rep.Baselines["bare net/http JSON handler"] = bareLoad
-	if o.fanoutOnly {
+	if o.fanoutOnly || o.webhooksOnly {
 		emb, err := startGatehouse(ctx, o, "gatehouse embedded", tmp, []string{"GATEHOUSE_DATA_DIR=" + tmp + "/data"})
 		if err != nil {
 			return err
 		}
-		err = fanoutPhase(ctx, rep, emb, "sqlite:"+tmp+"/data/gatehouse.db", "SQLite", self, tmp,
-			[]string{"-mode", "outbox-sqlite", "-sqlite", tmp + "/floor-outbox.db", "-sqlite-sync", o.sqliteSync})
+		floorArgs := []string{"-mode", "outbox-sqlite", "-sqlite", tmp + "/floor-outbox.db", "-sqlite-sync", o.sqliteSync}
+		if o.webhooksOnly {
+			err = webhookPhases(ctx, rep, emb, "sqlite:"+tmp+"/data/gatehouse.db", "SQLite", self, tmp, 200, floorArgs)
+		} else {
+			err = fanoutPhase(ctx, rep, emb, "sqlite:"+tmp+"/data/gatehouse.db", "SQLite", self, tmp, floorArgs)
+		}
 		if serr := emb.proc.stop(); err == nil {
 			err = serr
 		}
@@ -72,7 +76,7 @@ func benchmark(ctx context.Context, o options, rep *report) error {
 			return err
 		}
 	}
-	if o.deductOnly || o.publishOnly || o.fanoutOnly {
+	if o.deductOnly || o.publishOnly || o.fanoutOnly || o.webhooksOnly {
 		if err := externalPhases(ctx, o, rep, self, tmp, client, bareLoad); err != nil {
 			rep.skip("Postgres + Redis figures", err.Error())
 		}
@@ -413,6 +417,9 @@ func externalPhases(ctx context.Context, o options, rep *report, self, tmp strin
 	}
 	if o.fanoutOnly {
 		return fanoutPhase(ctx, rep, g, dbURL, "Postgres", self, tmp, []string{"-mode", "outbox-pg", "-postgres", dbURL})
+	}
+	if o.webhooksOnly {
+		return webhookPhases(ctx, rep, g, dbURL, "Postgres", self, tmp, 200, []string{"-mode", "outbox-pg", "-postgres", dbURL})
 	}
 	if o.publishOnly {
 		if err := publishPhases(ctx, o, rep, g, client, self, tmp, dbURL); err != nil {

@@ -74,8 +74,9 @@ type options struct {
 	deductOnly bool
 	// publishOnly measures the webhook publishing phases (Postgres) only.
 	publishOnly bool
-	// fanoutOnly measures the fan-out drain only, on both backends.
-	fanoutOnly bool
+	// fanoutOnly measures the fan-out drain only, on both backends;
+	// webhooksOnly every webhook phase (drain, fan-out, isolation).
+	fanoutOnly, webhooksOnly bool
 	// binary overrides gatehouse for one startGatehouse (the -before runs).
 	binary string
 	// sqliteSync is GATEHOUSE_SQLITE_SYNC of every embedded gatehouse
@@ -97,6 +98,7 @@ func run(ctx context.Context, args []string) error {
 	fs.StringVar(&o.before, "before", "", "an earlier gatehouse binary: its webhook drain and isolation are measured too (embedded; adds minutes)")
 	fs.BoolVar(&o.deductOnly, "deduct-only", false, "measure only the signed deductions on Postgres + Redis and their floor (for A/B runs of that path)")
 	fs.BoolVar(&o.publishOnly, "publish-only", false, "measure only publishWebhookEvent and the fan-out drain on Postgres + Redis against their floors")
+	fs.BoolVar(&o.webhooksOnly, "webhooks-only", false, "measure only the webhook phases (drain, fan-out, isolation), embedded and on Postgres + Redis, against their floors")
 	fs.BoolVar(&o.fanoutOnly, "fanout-only", false, "measure only the fan-out drain (publish → delivered, 5 endpoints), embedded and on Postgres + Redis, against the outbox floor")
 	fs.BoolVar(&o.signedOnly, "signed-only", false, "measure only the signed order query and its floors (for A/B runs of that path)")
 	fs.StringVar(&o.sqliteSync, "sqlite-sync", defaultSQLiteSync, "GATEHOUSE_SQLITE_SYNC of the embedded gatehouse and the synchronous setting of its SQLite floors: full (the server's default) or normal")

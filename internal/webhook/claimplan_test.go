@@ -46,57 +46,6 @@ func TestClaimPlanAfterQuietStatistics(t *testing.T) {
 		o.deliveries("PENDING", "new-", burst, "now() - interval '1 second'")
 		o.checkClaim(burst)
 	})
-	t.Run("hand-off planned on an empty outbox", func(t *testing.T) {
-		o := newPlanOutbox(t)
-		o.prepare()
-		o.exec(`PREPARE handoff (timestamptz, timestamptz, bigint, timestamptz) AS ` + handoffPostgres)
-		o.exec(`BEGIN`)
-		o.exec(`EXECUTE handoff(` + o.handoffArgs() + `)`)
-		o.exec(`COMMIT`)
-		o.deliveries("PENDING", "new-", burst, "now() - interval '1 second'")
-		o.checkHandoff(burst)
-	})
-}
-
-// handoffArgs are handoffPostgres's parameters as literals: now, the
-// expire date cut-off, the per-app cap 4 and the lease.
-func (o *planOutbox) handoffArgs() string {
-	return fmt.Sprintf("'%s', '%s', 4, '%s'", dbTime(o.now).Format(time.RFC3339Nano),
-		dbTime(o.now.Add(-24*time.Hour)).Format(time.RFC3339Nano), dbTime(o.now.Add(time.Minute)).Format(time.RFC3339Nano))
-}
-
-// checkHandoff runs one hand-off for two workers of each of two
-// endpoints under EXPLAIN ANALYZE and fails if a step read anything close
-// to the backlog, if it did not lease by primary key, or if it did not
-// lease the 4 deliveries asked for.
-func (o *planOutbox) checkHandoff(backlog int) {
-	o.t.Helper()
-	ctx := context.Background()
-	o.now = time.Now()
-	o.exec(`BEGIN`)
-	defer o.exec(`ROLLBACK`)
-	o.exec(`SELECT set_config('gatehouse.handoff', string_agg(id::text || ',' || id::text, ','), true) FROM (SELECT id FROM webhook_endpoints ORDER BY id LIMIT 2) e`)
-	var out []byte
-	if err := o.conn.QueryRowContext(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE handoff(`+o.handoffArgs()+`)`).Scan(&out); err != nil {
-		o.t.Fatalf("explain handoff: %v", err)
-	}
-	var plans []struct{ Plan planNode }
-	if err := json.Unmarshal(out, &plans); err != nil || len(plans) != 1 {
-		o.t.Fatalf("explain handoff: %v %s", err, out)
-	}
-	if n, node := plans[0].Plan.widest(); n >= backlog/5 {
-		o.t.Errorf("the hand-off reads %d rows in one step (%s) while %d wait: it walks the backlog\n%s", n, node, backlog, out)
-	}
-	if w, ok := plans[0].Plan.find("w"); !ok || w.index() != "webhook_deliveries_pkey" {
-		o.t.Errorf("the hand-off leases its rows by %s %q, want the primary key\n%s", w.NodeType, w.index(), out)
-	}
-	var leased int
-	if err := o.conn.QueryRowContext(ctx, `SELECT count(*) FROM webhook_deliveries WHERE lease_until IS NOT NULL`).Scan(&leased); err != nil {
-		o.t.Fatal(err)
-	}
-	if leased != 4 {
-		o.t.Errorf("the hand-off leased %d deliveries, want 4 (2 for each of 2 endpoints)", leased)
-	}
 }
 
 // planOutbox is a fresh Postgres database with 8 receiving apps (one

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"entgo.io/ent/dialect"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 )
 
 // maxOutcomeBatch bounds how many outcomes one write stores.
@@ -96,71 +94,44 @@ func (w *outcomeWriter) write(batch []*outcomeReq) {
 		return
 	}
 	owned, handed, err := w.s.recordBatch(ctx, batch)
-	if err != nil {
-		// Each worker stores its own outcome again (see record), with no
-		// hand-off; leases that were taken are given back.
-		for _, q := range handed {
-			for _, j := range q {
-				w.s.release(j)
-			}
-		}
-		handed = nil
-	}
 	for _, r := range batch {
 		res := outcomeRes{owned: owned[r.p.DeliveryID], err: err}
-		if q := handed[r.p.EndpointID]; r.p.Handoff && res.owned && len(q) > 0 {
-			res.next, handed[r.p.EndpointID] = &q[0], q[1:]
+		if j, ok := handed[r.p.DeliveryID]; ok {
+			res.next = &j
 		}
 		r.res <- res
-	}
-	for _, q := range handed {
-		// More handed off than asked for (cannot happen: the statement
-		// leases at most one per asking outcome); give them back.
-		for _, j := range q {
-			w.s.release(j)
-		}
 	}
 }
 
 // recordBatch stores several outcomes at once and returns the deliveries
-// that moved and, per endpoint, the deliveries handed off to the workers
-// that asked for one (see recordManyPostgres).
-func (s *Service) recordBatch(ctx context.Context, batch []*outcomeReq) (map[int]bool, map[int][]job, error) {
+// that moved and, by the id of the delivery whose outcome asked for one,
+// the deliveries handed off (SQLite only: see handoffSQLite).
+func (s *Service) recordBatch(ctx context.Context, batch []*outcomeReq) (map[int]bool, map[int]job, error) {
 	owned := make(map[int]bool, len(batch))
-	handed := map[int][]job{}
-	now := s.now()
-	dayAgo := now.Add(-24 * time.Hour)
-	lease := dbTime(now.Add(s.opt.Lease))
 	if s.db.Dialect == dialect.Postgres {
-		handoff := false
 		var args []any
 		for _, r := range batch {
 			args = append(args, r.p.args()...)
-			args = append(args, r.p.Handoff)
-			handoff = handoff || r.p.Handoff
 		}
-		if !handoff {
-			// One statement: atomic without a transaction around it.
-			rows, err := s.db.SQL.QueryContext(ctx, recordManyPostgres(len(batch)), args...)
-			if err != nil {
+		// One statement: atomic without a transaction around it.
+		rows, err := s.db.SQL.QueryContext(ctx, recordManyPostgres(len(batch)), args...)
+		if err != nil {
+			return owned, nil, err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id int
+			if err := rows.Scan(&id); err != nil {
 				return owned, nil, err
 			}
-			defer rows.Close()
-			for rows.Next() {
-				var (
-					id  int
-					set string
-				)
-				if err := rows.Scan(&id, &set); err != nil {
-					return owned, nil, err
-				}
-				owned[id] = true
-			}
-			return owned, nil, rows.Err()
+			owned[id] = true
 		}
-		err := s.recordHandoffPostgres(ctx, len(batch), args, now, dayAgo, lease, owned, handed)
-		return owned, handed, err
+		return owned, nil, rows.Err()
 	}
+	handed := map[int]job{}
+	now := s.now()
+	dayAgo := now.Add(-24 * time.Hour)
+	lease := dbTime(now.Add(s.opt.Lease))
 	err := s.sql.inTx(ctx, func(tx *sql.Tx) error {
 		for _, r := range batch {
 			if _, err := s.sql.exec(ctx, tx, insertAttempt, r.p.attemptArgs()...); err != nil {
@@ -184,81 +155,15 @@ func (s *Service) recordBatch(ctx context.Context, batch []*outcomeReq) (map[int
 			}
 			for _, j := range jobs {
 				j.Lease = lease
-				handed[j.EndpointID] = append(handed[j.EndpointID], j)
+				handed[r.p.DeliveryID] = j
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		// Rolled back: nothing moved, nothing was handed off.
+		// Rolled back: nothing moved, nothing was handed off; each worker
+		// stores its own outcome again (see record), with no hand-off.
 		return map[int]bool{}, nil, err
 	}
 	return owned, handed, nil
-}
-
-// recordHandoffPostgres sends recordManyPostgres and handoffPostgres as
-// one pgx batch: one round trip, one implicit transaction (see
-// handoffPostgres for why that keeps the caps). The hand-off's plan is
-// the generic one with sequential scans ruled out, as the claim's (see
-// claimPostgres): made once per connection, it must not walk the backlog
-// because the outbox was empty when it was made.
-func (s *Service) recordHandoffPostgres(ctx context.Context, k int, args []any, now, dayAgo, lease time.Time, owned map[int]bool, handed map[int][]job) error {
-	conn, err := s.db.SQL.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	return conn.Raw(func(dc any) error {
-		pc := dc.(*stdlib.Conn).Conn()
-		b := &pgx.Batch{}
-		b.Queue(`SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true)`)
-		b.Queue(recordManyPostgres(k), args...)
-		b.Queue(handoffPostgres, now, dayAgo, s.opt.PerApp, lease)
-		br := pc.SendBatch(ctx, b)
-		fail := func(err error) error {
-			_ = br.Close()
-			return err
-		}
-		if _, err := br.Exec(); err != nil {
-			return fail(err)
-		}
-		rows, err := br.Query()
-		if err != nil {
-			return fail(err)
-		}
-		for rows.Next() {
-			var (
-				id  int
-				set string
-			)
-			if err := rows.Scan(&id, &set); err != nil {
-				rows.Close()
-				return fail(err)
-			}
-			owned[id] = true
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return fail(err)
-		}
-		rows, err = br.Query()
-		if err != nil {
-			return fail(err)
-		}
-		for rows.Next() {
-			var j job
-			if err := rows.Scan(&j.ID, &j.AppID, &j.EndpointID, &j.EventID, &j.EventType, &j.BizData, &j.CallbackURL,
-				&j.RetryCount, &j.MaxRetry, &j.AttemptCount, &j.CreateTime, &j.Trace.Traceparent, &j.Trace.Tracestate); err != nil {
-				rows.Close()
-				return fail(err)
-			}
-			j.Lease = lease
-			handed[j.EndpointID] = append(handed[j.EndpointID], j)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return fail(err)
-		}
-		return br.Close()
-	})
 }

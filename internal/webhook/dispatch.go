@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"entgo.io/ent/dialect"
+
 	"gatehouse/ent/webhookdelivery"
 )
 
@@ -51,6 +53,9 @@ type dispatcher struct {
 	backlog bool
 	batch   int
 	short   time.Time
+
+	// handoff: workers take hand-offs (SQLite; see work).
+	handoff bool
 }
 
 func newDispatcher(s *Service) *dispatcher {
@@ -64,6 +69,7 @@ func newDispatcher(s *Service) *dispatcher {
 		abortCtx: ctx,
 		abort:    cancel,
 		batch:    max(1, s.opt.Workers),
+		handoff:  s.db.Dialect != dialect.Postgres,
 	}
 }
 
@@ -187,16 +193,20 @@ func dbTimeValue(v any) (time.Time, error) {
 // work runs the attempt of j once a worker is free. A delivery still
 // waiting when shutdown begins is given back unattempted.
 //
-// A worker whose attempt was delivered keeps its slot for the next due
-// delivery of the same endpoint, leased in the write that stores the
-// outcome (a hand-off: see recordManyPostgres), up to maxHandoffs in a
-// row; then, or when nothing is handed off, the slot goes back to the
-// claim loop. The loop's claims are what keep the apps fair; a hand-off
-// spares one for an endpoint with a backlog that answers, which is where
-// a claim per few deliveries was the bound (an app of several endpoints
-// has a small share per endpoint, so a claim found few rows per app). A
-// failed attempt never hands off: an endpoint that fails or hangs gets
-// the claim loop's share, as before.
+// On SQLite a worker whose attempt was delivered keeps its slot for the
+// next due delivery of the same endpoint, leased in the transaction that
+// stores the outcome (a hand-off: see handoffSQLite), up to maxHandoffs
+// in a row; then, or when nothing is handed off, the slot goes back to
+// the claim loop, whose claims keep the apps fair. A failed attempt never
+// hands off: an endpoint that fails or hangs gets the claim loop's share
+// as before. SQLite has one writer, and a claim there is a dozen
+// statements under its lock (one per endpoint of each app served), while
+// a hand-off is one more statement in a transaction that runs anyway:
+// for an app of 5 endpoints, whose share per endpoint is one slot, the
+// serial claim loop was the bound. On Postgres a claim is one round trip
+// beside the workers, and hand-offs competed with it for the same rows:
+// the drain of one endpoint per app was a third slower with them, the
+// fan-out no faster (see docs/performance.md), so there is none.
 func (d *dispatcher) work(j job) {
 	defer func() {
 		<-d.slots
@@ -217,7 +227,7 @@ func (d *dispatcher) work(j job) {
 			return
 		default:
 		}
-		next := d.s.attempt(d.abortCtx, j, n < maxHandoffs && !d.stopping())
+		next := d.s.attempt(d.abortCtx, j, d.handoff && n < maxHandoffs && !d.stopping())
 		if next == nil {
 			return
 		}

@@ -78,13 +78,10 @@ func appsOf(fence string) string {
 // sorted or scanned. (Postgres rewrites a partial index's status IN (…)
 // predicate into a form the migration diff never takes for equal, hence
 // the two branches.)
-func waitingOf(ep, cond, limit string) string { return waitingLocked(ep, cond, limit, "") }
-
-// waitingLocked is waitingOf with a locking clause on each branch.
-func waitingLocked(ep, cond, limit, lock string) string {
+func waitingOf(ep, cond, limit string) string {
 	one := func(status, alias string) string {
 		return `SELECT * FROM (SELECT d.id, d.next_attempt_at FROM webhook_deliveries d WHERE d.endpoint_id = ` + ep +
-			` AND d.status = '` + status + `' AND ` + cond + ` ORDER BY d.next_attempt_at LIMIT ` + limit + lock + `) AS ` + alias
+			` AND d.status = '` + status + `' AND ` + cond + ` ORDER BY d.next_attempt_at LIMIT ` + limit + `) AS ` + alias
 	}
 	return one("PENDING", "wp") + ` UNION ALL ` + one("RETRYING", "wr")
 }
@@ -241,65 +238,35 @@ var doomedSQLite = sqliteLimits(`SELECT id FROM webhook_deliveries WHERE ` + fin
 
 // recordManyPostgres is recordPostgres for k outcomes in one statement:
 // their rows as VALUES, every attempt inserted, every delivery still
-// leased to its worker moved; it returns the ids of those. Each outcome
-// has 17 parameters: outcomeParams.args and its hand-off flag. The
-// endpoints of the moved deliveries whose workers ask for a hand-off are
-// named, once per delivery, in the transaction-local setting
-// gatehouse.handoff, which handoffPostgres reads in the same transaction.
+// leased to its worker moved; it returns the ids of those.
 func recordManyPostgres(k int) string {
 	var v strings.Builder
 	for i := range k {
 		if i > 0 {
 			v.WriteString(", ")
 		}
-		b := i * 17
+		b := i * 16
 		fmt.Fprintf(&v, "($%d::bigint, $%d::bigint, $%d::text, $%d::text, $%d::bigint, $%d::text, $%d::text, $%d::text, $%d::bigint, "+
-			"$%d::timestamptz, $%d::text, $%d::bigint, $%d::timestamptz, $%d::text, $%d::timestamptz, $%d::timestamptz, $%d::boolean)",
-			b+1, b+2, b+3, b+4, b+5, b+6, b+7, b+8, b+9, b+10, b+11, b+12, b+13, b+14, b+15, b+16, b+17)
+			"$%d::timestamptz, $%d::text, $%d::bigint, $%d::timestamptz, $%d::text, $%d::timestamptz, $%d::timestamptz)",
+			b+1, b+2, b+3, b+4, b+5, b+6, b+7, b+8, b+9, b+10, b+11, b+12, b+13, b+14, b+15, b+16)
 	}
-	return `WITH v (id, no, rh, rb, rs, rsh, rsb, err, dur, started, status, rc, next, le, upd, lease, handoff) AS (VALUES ` + v.String() + `),
+	return `WITH v (id, no, rh, rb, rs, rsh, rsb, err, dur, started, status, rc, next, le, upd, lease) AS (VALUES ` + v.String() + `),
 a AS (INSERT INTO delivery_attempts (delivery_id, attempt_no, request_headers, request_body, response_status, response_headers,
-  response_body, error, duration_ms, started_at) SELECT id, no, rh, rb, rs, rsh, rsb, err, dur, started FROM v),
-m AS (UPDATE webhook_deliveries w SET status = v.status, retry_count = v.rc, next_attempt_at = COALESCE(v.next, w.next_attempt_at),
+  response_body, error, duration_ms, started_at) SELECT id, no, rh, rb, rs, rsh, rsb, err, dur, started FROM v)
+UPDATE webhook_deliveries w SET status = v.status, retry_count = v.rc, next_attempt_at = COALESCE(v.next, w.next_attempt_at),
   last_error = v.le, attempt_count = v.no, lease_until = NULL, update_time = v.upd
-  FROM v WHERE w.id = v.id AND w.lease_until = v.lease RETURNING w.id, w.endpoint_id, v.handoff)
-SELECT m.id, set_config('gatehouse.handoff', (SELECT COALESCE(string_agg(h.endpoint_id::text, ','), '') FROM m h WHERE h.handoff), true) FROM m`
+FROM v WHERE w.id = v.id AND w.lease_until = v.lease RETURNING w.id`
 }
 
-// handoffPostgres hands work off (see the dispatcher's work): after
-// recordManyPostgres, in the same transaction, it leases to the workers
-// that asked for one the next due deliveries of their endpoints (named in
-// gatehouse.handoff), at most one per asking worker. The leases that
-// ended and those that begin are one change (one transaction), so neither
-// the app's nor the endpoint's count of attempts in flight grows, and no
-// lock of the app is needed to keep the caps over all replicas: another
-// replica's claim sees either the old leases or the new. The endpoint
-// must be enabled, its app receiving, and the endpoint under its share
-// (which shrinks when another endpoint of the app is enabled). Rows
-// another transaction holds (the other outcome writer handing off the
-// same endpoint, a claim) are skipped, not waited for: a worker that
-// gets nothing gives its slot back to the claim loop. $1 now, $2 a day ago, $3 the per-app cap, $4 the lease. The rows are
-// leased by primary key (= ANY(ARRAY(…))), as in claimPostgres, whatever
-// plan the statement was given.
-var handoffPostgres = `UPDATE webhook_deliveries w SET lease_until = $4 WHERE w.id = ANY(ARRAY(
-  SELECT p.id FROM (
-    SELECT ee.eid, LEAST(ee.k, ` + shareOf + ` - ` + busyOfEndpoint + `) AS room
-    FROM (SELECT x.eid, count(*) AS k FROM unnest(string_to_array(NULLIF(current_setting('gatehouse.handoff', true), ''), ',')::bigint[]) AS x(eid) GROUP BY x.eid) ee
-    JOIN webhook_endpoints e ON e.id = ee.eid AND e.enabled
-    JOIN partner_apps a ON a.id = e.app_id AND ` + receiving + `
-    OFFSET 0
-  ) r CROSS JOIN LATERAL (
-    SELECT y.id FROM (` + waitingLocked("r.eid", dueCond, "GREATEST(r.room, 0)", " FOR NO KEY UPDATE SKIP LOCKED") + `) AS y
-    ORDER BY y.next_attempt_at, y.id LIMIT GREATEST(r.room, 0)
-  ) p
-))
-AND (w.status IN ('PENDING', 'RETRYING')) IS TRUE AND (w.lease_until IS NULL OR w.lease_until < $1)
-RETURNING ` + jobColumns
-
-// handoffSQLite is handoffPostgres on SQLite, run in
-// the outcomes' transaction after endpoint $5's outcome moved its
-// delivery (so its lease has ended: the endpoint's count must be under
-// its share): $1 now, $2 a day ago, $3 the per-app cap, $4 the lease.
+// handoffSQLite hands work off (see the dispatcher's work): run in the
+// outcomes' transaction after endpoint $5's delivered outcome moved its
+// delivery, it leases the endpoint's next due delivery to that worker.
+// The lease that ended and the one that begins are one transaction, so
+// neither the app's nor the endpoint's count of attempts in flight
+// grows; the endpoint must be enabled, its app receiving, and the
+// endpoint under its share (which shrinks when another endpoint of the
+// app is enabled). $1 now, $2 a day ago, $3 the per-app cap, $4 the
+// lease.
 var handoffSQLite = sqliteLimits(`UPDATE webhook_deliveries SET lease_until = $4 WHERE id = (
   SELECT x.id FROM (` + waitingOf("$5", dueCond, "1") + `) AS x ORDER BY x.next_attempt_at, x.id LIMIT 1)
 AND EXISTS (SELECT 1 FROM webhook_endpoints e JOIN partner_apps a ON a.id = e.app_id
