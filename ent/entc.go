@@ -38,7 +38,7 @@ func main() {
 			// (internal/store/migrations/postgres), written from the diff.
 			gen.FeatureVersionedMigration,
 		},
-	}, entc.Extensions(ex))
+	}, entc.Extensions(ex), entc.TemplateFiles("ent/template/txkey.tmpl"))
 	if err != nil {
 		log.Fatalf("running ent codegen: %v", err)
 	}

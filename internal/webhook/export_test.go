@@ -38,3 +38,7 @@ func EndpointsDisabled() float64 {
 
 // Handoffs is how many deliveries s's workers took by hand-off.
 func Handoffs(s *Service) int64 { return s.handoffs.Load() }
+
+// Announcing is how many open transactions will announce queued work at
+// their commit.
+func Announcing(s *Service) int { return s.announcing.len() }

@@ -23,8 +23,15 @@ const NotifyChannel = "gatehouse_webhook_work"
 // transaction just before it commits — Postgres delivers it to every
 // listening replica at the commit, once per transaction however many rows
 // it queued — and this process is woken right after the commit.
+//
+// A transaction is remembered by its Key, not by its *Tx: each call of a
+// mutation's Tx method makes a new *Tx, so a set of *Tx never recognised
+// a transaction's second row (one more hook and NOTIFY per row) and never
+// forgot one (the commit removed the *Tx it was called on, not the ones
+// added), keeping every transaction that queued a delivery, and its
+// request, in memory for good.
 func (s *Service) watch() {
-	pending := &txSet{m: make(map[*ent.Tx]bool)}
+	pending := &s.announcing
 	after := func(ctx context.Context, m interface {
 		Tx() (*ent.Tx, error)
 		Client() *ent.Client
@@ -41,12 +48,12 @@ func (s *Service) watch() {
 			s.Notify()
 			return
 		}
-		if !pending.add(tx) {
+		if !pending.add(tx.Key()) {
 			return // this transaction already announces its work
 		}
 		tx.OnCommit(func(next ent.Committer) ent.Committer {
 			return ent.CommitFunc(func(ctx context.Context, tx *ent.Tx) error {
-				defer pending.remove(tx)
+				defer pending.remove(tx.Key())
 				if err := store.Notify(ctx, tx, s.db.Dialect, NotifyChannel); err != nil {
 					return err
 				}
@@ -62,7 +69,7 @@ func (s *Service) watch() {
 		})
 		tx.OnRollback(func(next ent.Rollbacker) ent.Rollbacker {
 			return ent.RollbackFunc(func(ctx context.Context, tx *ent.Tx) error {
-				pending.remove(tx)
+				pending.remove(tx.Key())
 				return next.Rollback(ctx, tx)
 			})
 		})
@@ -111,24 +118,35 @@ func (s *Service) kick(ctx context.Context) {
 	s.Notify()
 }
 
-// txSet remembers the transactions that already announce their work.
+// txSet remembers the transactions (by ent.Tx.Key) that already announce
+// their work.
 type txSet struct {
 	mu sync.Mutex
-	m  map[*ent.Tx]bool
+	m  map[any]bool
 }
 
-func (t *txSet) add(tx *ent.Tx) bool {
+func (t *txSet) add(key any) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.m[tx] {
+	if t.m == nil {
+		t.m = make(map[any]bool)
+	}
+	if t.m[key] {
 		return false
 	}
-	t.m[tx] = true
+	t.m[key] = true
 	return true
 }
 
-func (t *txSet) remove(tx *ent.Tx) {
+func (t *txSet) remove(key any) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	delete(t.m, tx)
+	delete(t.m, key)
+}
+
+// len is how many transactions announce work now.
+func (t *txSet) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.m)
 }

@@ -193,6 +193,10 @@ type Service struct {
 	// dispatcher's work), for tests.
 	handoffs atomic.Int64
 
+	// announcing holds the open transactions that queued work and will
+	// announce it at their commit (see watch).
+	announcing txSet
+
 	mu      sync.Mutex
 	started bool
 	d       *dispatcher
