@@ -68,8 +68,9 @@ func (o *outcome) success() bool { return o.status >= 200 && o.status < 300 }
 // attempt is made: the delivery waits, with no attempt used, until the
 // breaker lets trial calls through. With handoff, a delivered j may
 // return the next due delivery of its endpoint, leased to the caller
-// with j's outcome (see the dispatcher's work).
-func (s *Service) attempt(abort context.Context, j job, handoff bool) (next *job) {
+// with j's outcome (see the dispatcher's work). sent is called once the
+// HTTP exchange is over, before the outcome is stored.
+func (s *Service) attempt(abort context.Context, j job, handoff bool, sent func()) (next *job) {
 	ctx, cancel := context.WithTimeout(abort, s.opt.AttemptTimeout)
 	defer cancel()
 	ctx, span := s.traceAttempt(ctx, j)
@@ -163,6 +164,7 @@ func (s *Service) attempt(abort context.Context, j job, handoff bool) (next *job
 	}
 	o.duration = time.Since(t0)
 	o.err = err
+	sent()
 	switch {
 	case err != nil && abort.Err() != nil:
 		// Shutting down cut the attempt short. It is not counted; the

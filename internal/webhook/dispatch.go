@@ -40,7 +40,7 @@ type dispatcher struct {
 	stop    chan struct{} // closed by shutdown: claim nothing more
 	done    chan struct{} // closed when the loop has returned
 	slots   chan struct{} // one token per claimed delivery not finished (2 × Workers)
-	running chan struct{} // one token per attempt running (Workers)
+	running chan struct{} // one token per HTTP exchange under way (Workers)
 	workers sync.WaitGroup
 
 	// abort cancels in-flight attempts when draining takes too long.
@@ -213,21 +213,30 @@ func (d *dispatcher) work(j job) {
 		d.workers.Done()
 		d.s.Notify()
 	}()
-	select {
-	case d.running <- struct{}{}:
-	case <-d.stop:
-		d.s.release(j)
-		return
-	}
-	defer func() { <-d.running }()
 	for n := 0; ; n++ {
+		if n > 0 && d.stopping() {
+			d.s.release(j)
+			return
+		}
 		select {
+		case d.running <- struct{}{}:
 		case <-d.stop:
 			d.s.release(j)
 			return
-		default:
 		}
-		next := d.s.attempt(d.abortCtx, j, d.handoff && n < maxHandoffs && !d.stopping())
+		// The running token covers the HTTP exchange only: it goes back
+		// once the reply is in (sent), while the outcome is stored, so
+		// that Workers requests can be on the wire while the outcomes of
+		// others are written (the slot, and the lease, stay until then).
+		held := true
+		sent := func() {
+			if held {
+				held = false
+				<-d.running
+			}
+		}
+		next := d.s.attempt(d.abortCtx, j, d.handoff && n < maxHandoffs && !d.stopping(), sent)
+		sent()
 		if next == nil {
 			return
 		}
