@@ -187,28 +187,31 @@ func (g *gatehouse) declarePublishType(ctx context.Context) error {
 }
 
 // fanout measures publish → delivered with fan-out: drainApps apps of
-// fanoutEndpoints endpoints each (all at the sink), fanoutEvents events
-// published through publishWebhookEvent while the apps are disabled (each
-// event queues one delivery per endpoint, held), then the apps enabled
-// together; the figure is the deliveries' arrival rate, first to last,
-// comparable with the drain's (the same number of deliveries).
+// fanoutEndpoints endpoints each (all at the sink; made by the first
+// call, reused by the next), fanoutEvents events published through
+// publishWebhookEvent while the apps are disabled (each event queues one
+// delivery per endpoint, held), then the apps enabled together; the
+// figure is the deliveries' arrival rate, first to last, comparable with
+// the drain's (the same number of deliveries).
 func (w *webhookBench) fanout(ctx context.Context) (float64, error) {
 	if err := w.g.declarePublishType(ctx); err != nil {
 		return 0, err
 	}
-	apps := make([]int64, drainApps)
-	for i := range apps {
+	for i := len(w.fanApps); i < drainApps; i++ {
 		id, err := w.g.app(ctx, fmt.Sprintf("fanout %d", i), w.sink.base+"/ok")
 		if err != nil {
 			return 0, err
 		}
-		apps[i] = id
+		w.fanApps = append(w.fanApps, id)
 		// The app's callback URL is its first endpoint; four more.
 		for j := 1; j < fanoutEndpoints; j++ {
 			if err := w.g.graphql(ctx, fmt.Sprintf(`mutation { createWebhookEndpoint(appID: "%d", input: {url: "%s/ok?e=%d"}) { endpoint { id } } }`, id, w.sink.base, j), nil); err != nil {
 				return 0, err
 			}
 		}
+	}
+	apps := w.fanApps
+	for _, id := range apps {
 		if err := w.g.graphql(ctx, fmt.Sprintf(`mutation { updatePartnerApp(id: "%d", input: {status: 0}) { id } }`, id), nil); err != nil {
 			return 0, err
 		}

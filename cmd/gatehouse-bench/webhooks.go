@@ -32,6 +32,7 @@ type webhookBench struct {
 	db      *sql.DB
 	label   string  // "SQLite" or "Postgres"
 	apps    []int64 // the drain's apps
+	fanApps []int64 // the fan-out's apps (fanoutEndpoints endpoints each)
 }
 
 // webhookPhases measures, on g (started with private callbacks allowed):
@@ -53,14 +54,20 @@ func webhookPhases(ctx context.Context, rep *report, g *gatehouse, dbURL, label,
 	defer w.db.Close()
 
 	floor := func(name string, args ...string) (float64, error) { return w.floor(ctx, self, tmp, name, args...) }
-	// The three alternate, three times, and each figure is the median of
-	// its three: the machine's load changes from second to second, and a
-	// ratio of figures taken minutes apart would measure that.
-	var drains, outboxes, bares []float64
+	// The drain, the fan-out (the same number of deliveries, made by
+	// events of apps with five endpoints each) and the two floors
+	// alternate, three times, and each figure is the median of its three:
+	// the machine's load changes from second to second, and a ratio of
+	// figures taken minutes apart would measure that.
+	var drains, fans, outboxes, bares []float64
 	for range drainRounds {
 		drain, err := w.drain(ctx)
 		if err != nil {
 			return fmt.Errorf("webhook drain: %w", err)
+		}
+		fan, err := w.fanout(ctx)
+		if err != nil {
+			return fmt.Errorf("webhook fan-out: %w", err)
 		}
 		outbox, err := floor("floor outbox "+label, floorArgs...)
 		if err != nil {
@@ -70,10 +77,10 @@ func webhookPhases(ctx context.Context, rep *report, g *gatehouse, dbURL, label,
 		if err != nil {
 			return fmt.Errorf("bare POST floor: %w", err)
 		}
-		drains, outboxes, bares = append(drains, drain), append(outboxes, outbox), append(bares, bare)
+		drains, fans, outboxes, bares = append(drains, drain), append(fans, fan), append(outboxes, outbox), append(bares, bare)
 	}
-	drain, outbox, bare := median(drains), median(outboxes), median(bares)
-	fmt.Printf("  (%s rounds, deliveries/s: gatehouse %.0f, outbox floor %.0f, bare POST %.0f)\n", label, drains, outboxes, bares)
+	drain, fan, outbox, bare := median(drains), median(fans), median(outboxes), median(bares)
+	fmt.Printf("  (%s rounds, deliveries/s: gatehouse drain %.0f, fan-out %.0f, outbox floor %.0f, bare POST %.0f)\n", label, drains, fans, outboxes, bares)
 	outboxName := "minimal outbox loop (claim SKIP LOCKED, POST, one UPDATE), " + label
 	bareName := "bare Go client POSTing to the same sink"
 	rep.Baselines[outboxName] = loadResult{Requests: drainDeliveries, RPS: outbox}
@@ -81,13 +88,6 @@ func webhookPhases(ctx context.Context, rep *report, g *gatehouse, dbURL, label,
 	name := fmt.Sprintf("webhook drain, %d queued over %d apps, %s", drainDeliveries, drainApps, label)
 	rep.add(name, loadResult{Requests: drainDeliveries, RPS: drain}, outboxName, loadResult{RPS: outbox})
 	rep.add(name+" (vs bare POST)", loadResult{Requests: drainDeliveries, RPS: drain}, bareName, loadResult{RPS: bare})
-
-	// Fan-out: the same number of deliveries, made by events of apps with
-	// five endpoints each, against the same per-delivery floor.
-	fan, err := w.fanout(ctx)
-	if err != nil {
-		return fmt.Errorf("webhook fan-out: %w", err)
-	}
 	rep.add(fmt.Sprintf("publish → delivered, %d endpoints, %d events over %d apps, %s", fanoutEndpoints, fanoutEvents, drainApps, label),
 		loadResult{Requests: drainDeliveries, RPS: fan}, outboxName, loadResult{RPS: outbox})
 
@@ -118,8 +118,9 @@ func (w *webhookBench) floor(ctx context.Context, self, tmp, name string, args .
 	return rate, err
 }
 
-// fanoutPhase is the fan-out line alone (-publish-only): one fan-out run
-// and one run of the outbox floor, in turns.
+// fanoutPhase is the fan-out line alone (-fanout-only, -publish-only):
+// fan-out runs and runs of the outbox floor in turns, drainRounds times,
+// each figure the median of its runs (as in webhookPhases).
 func fanoutPhase(ctx context.Context, rep *report, g *gatehouse, dbURL, label, self, tmp string, floorArgs []string) error {
 	s, err := startSink()
 	if err != nil {
@@ -131,14 +132,20 @@ func fanoutPhase(ctx context.Context, rep *report, g *gatehouse, dbURL, label, s
 		return err
 	}
 	defer w.db.Close()
-	fan, err := w.fanout(ctx)
-	if err != nil {
-		return fmt.Errorf("webhook fan-out: %w", err)
+	var fans, outboxes []float64
+	for range drainRounds {
+		fan, err := w.fanout(ctx)
+		if err != nil {
+			return fmt.Errorf("webhook fan-out: %w", err)
+		}
+		outbox, err := w.floor(ctx, self, tmp, "floor outbox "+label, floorArgs...)
+		if err != nil {
+			return fmt.Errorf("outbox floor: %w", err)
+		}
+		fans, outboxes = append(fans, fan), append(outboxes, outbox)
 	}
-	outbox, err := w.floor(ctx, self, tmp, "floor outbox "+label, floorArgs...)
-	if err != nil {
-		return fmt.Errorf("outbox floor: %w", err)
-	}
+	fan, outbox := median(fans), median(outboxes)
+	fmt.Printf("  (%s rounds, deliveries/s: fan-out %.0f, outbox floor %.0f)\n", label, fans, outboxes)
 	outboxName := "minimal outbox loop (claim SKIP LOCKED, POST, one UPDATE), " + label
 	rep.Baselines[outboxName] = loadResult{Requests: drainDeliveries, RPS: outbox}
 	rep.add(fmt.Sprintf("publish → delivered, %d endpoints, %d events over %d apps, %s", fanoutEndpoints, fanoutEvents, drainApps, label),
