@@ -174,16 +174,15 @@ func errorPresenter(log *slog.Logger) graphql.ErrorPresenterFunc {
 		if gqlErr != nil && gqlErr.Err == nil {
 			return gqlErr
 		}
-		if errors.Is(err, scalar.ErrID) {
-			// An ID argument (or input field) that is no id: named by
-			// its path among the arguments ("appID", "input.appID",
-			// "where.idIn[2]"), never with strconv's text.
-			field := "id"
-			if gqlErr != nil && len(gqlErr.Path) > 1 {
-				// The path starts with the field the arguments are of.
-				field = strings.TrimPrefix(gqlErr.Path[1:].String(), ".")
-			}
-			out.Message = field + ": " + scalar.ErrID.Error()
+		var unreadable *scalar.InputError
+		if errors.As(err, &unreadable) {
+			// An ID, Int64 or Time argument (or input field, or list
+			// element) that cannot be read: named by its path among the
+			// arguments ("appID", "input.appID", "where.idIn[2]",
+			// "since"), also when a variable carried it, never with
+			// strconv's or time's text.
+			field := argumentPath(ctx, gqlErr, strings.ToLower(unreadable.Scalar))
+			out.Message = field + ": " + unreadable.Error()
 			out.Extensions = map[string]any{"code": CodeValidationFailed, "field": field}
 			return out
 		}
@@ -194,6 +193,27 @@ func errorPresenter(log *slog.Logger) graphql.ErrorPresenterFunc {
 		out.Extensions = map[string]any{"code": CodeValidationFailed}
 		return out
 	}
+}
+
+// argumentPath names where among a field's arguments the value of an
+// argument error is ("where.idIn[2]"): its path less the path of the field
+// the arguments are of (ctx's), which for a nested field holds its parents
+// ("partnerApps.edges[0].node.orders"). fallback when there is none.
+func argumentPath(ctx context.Context, gqlErr *gqlerror.Error, fallback string) string {
+	if gqlErr == nil {
+		return fallback
+	}
+	at := gqlErr.Path
+	if fieldPath := graphql.GetPath(ctx); len(fieldPath) > 0 && len(at) > len(fieldPath) &&
+		at[:len(fieldPath)].String() == fieldPath.String() {
+		at = at[len(fieldPath):]
+	} else if len(at) > 1 {
+		// No field in ctx: the path starts with the field.
+		at = at[1:]
+	} else {
+		return fallback
+	}
+	return strings.TrimPrefix(at.String(), ".")
 }
 
 // validationError is a VALIDATION_FAILED error raised by the admin layer itself.

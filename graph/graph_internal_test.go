@@ -11,8 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
+	"gatehouse/graph/scalar"
 	"gatehouse/internal/apikey"
 	"gatehouse/internal/errs"
 	"gatehouse/internal/identity"
@@ -62,6 +64,8 @@ func TestErrorPresenter(t *testing.T) {
 		{&resolverError{identity.ErrConflict}, CodeConflict, ""},
 		{&resolverError{fmt.Errorf("%w: order is PAID", order.ErrInvalidState)}, CodeInvalidState, ""},
 		{gqlerror.WrapPath(nil, errors.New("time must be RFC 3339")), CodeValidationFailed, ""},
+		{gqlerror.WrapPath(ast.Path{ast.PathName("resendFailedWebhookDeliveries"), ast.PathName("since")}, scalar.ErrTime), CodeValidationFailed, "since"},
+		{gqlerror.WrapPath(ast.Path{ast.PathName("orders"), ast.PathName("where"), ast.PathName("amountMinorIn"), ast.PathIndex(2)}, scalar.ErrInt64), CodeValidationFailed, "where.amountMinorIn[2]"},
 	}
 	for _, c := range cases {
 		got := present(ctx, c.err)

@@ -41,6 +41,64 @@ func TestIDArgumentOutOfRange(t *testing.T) {
 	})
 }
 
+// TestUnreadableScalarNamesTheArgument: an Int64 or Time argument that
+// cannot be read (wrong type, bad format, out of range), as a literal, a
+// variable, inside an input, a filter or a list, or on a nested field, is
+// VALIDATION_FAILED naming the argument as an unreadable ID is, never with
+// strconv's or time's text.
+func TestUnreadableScalarNamesTheArgument(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		a := startAdmin(t, b)
+		// An app, so that its nested orders field is resolved.
+		a.gql(t, `mutation { createPartnerApp(input: {appName: "scalars", callbackURL: "https://first.example.com/h"}) { app { id } } }`, nil).ok(t, "createPartnerApp")
+		nested := func(where string) string {
+			return `{ partnerApps(first: 1) { edges { node { orders(first: 1, where: ` + where + `) { totalCount } } } } }`
+		}
+		for _, c := range []struct {
+			doc    string
+			vars   map[string]any
+			field  string
+			scalar string
+		}{
+			// Time.
+			{`mutation { resendFailedWebhookDeliveries(since: "yesterday") }`, nil, "since", "Time"},
+			{`mutation($s: Time) { resendFailedWebhookDeliveries(since: $s) }`, map[string]any{"s": 1763805600}, "since", "Time"},
+			{`mutation($s: Time) { resendFailedWebhookDeliveries(since: $s) }`, map[string]any{"s": "2026-13-01"}, "since", "Time"},
+			{`{ webhookDeliveries(where: {createTimeGT: "22/11/2026"}) { totalCount } }`, nil, "where.createTimeGT", "Time"},
+			{`{ webhookDeliveries(where: {createTimeIn: ["2026-11-22", "now"]}) { totalCount } }`, nil, "where.createTimeIn[1]", "Time"},
+			{`query($w: WebhookDeliveryWhereInput) { webhookDeliveries(where: $w) { totalCount } }`,
+				map[string]any{"w": map[string]any{"and": []any{map[string]any{"createTimeLT": true}}}}, "where.and[0].createTimeLT", "Time"},
+			{`mutation { createPartnerApp(input: {appName: "t", expireDate: "2027-02-29"}) { appSecret } }`, nil, "input.expireDate", "Time"},
+			{createAppMutation, map[string]any{"in": map[string]any{"appName": "t", "expireDate": "next year"}}, "input.expireDate", "Time"},
+			{nested(`{createTimeGT: "soon"}`), nil, "where.createTimeGT", "Time"},
+			// Int64.
+			{`{ orders(where: {amountMinor: "1e3"}) { totalCount } }`, nil, "where.amountMinor", "Int64"},
+			{`{ orders(where: {amountMinorGT: 1.5}) { totalCount } }`, nil, "where.amountMinorGT", "Int64"},
+			{`{ orders(where: {amountMinorIn: ["1", "9223372036854775808"]}) { totalCount } }`, nil, "where.amountMinorIn[1]", "Int64"},
+			{`query($v: Int64!) { orders(where: {amountMinor: $v}) { totalCount } }`, map[string]any{"v": "9223372036854775808"}, "where.amountMinor", "Int64"},
+			{`query($v: Int64!) { orders(where: {amountMinorLTE: $v}) { totalCount } }`, map[string]any{"v": true}, "where.amountMinorLTE", "Int64"},
+			{`query($w: APIKeyWhereInput) { apiKeys(where: $w) { totalCount } }`, map[string]any{"w": map[string]any{"requestCountGT": "+5"}}, "where.requestCountGT", "Int64"},
+			{nested(`{amountMinorGTE: "-"}`), nil, "where.amountMinorGTE", "Int64"},
+			// An ID on a nested field is named among its own arguments too.
+			{nested(`{id: "99999999999999999999999"}`), nil, "where.id", "ID"},
+		} {
+			e := a.gql(t, c.doc, c.vars).fails(t, "VALIDATION_FAILED")
+			want := c.field + ": must be a"
+			if c.scalar != "Time" {
+				want += "n"
+			}
+			want += " " + c.scalar + ": "
+			if e.Extensions["field"] != c.field || !strings.HasPrefix(e.Message, want) ||
+				strings.Contains(e.Message, "strconv") || strings.Contains(e.Message, "parsing") {
+				t.Errorf("%s %v: %q field %v, want field %s and a message starting %q", c.doc, c.vars, e.Message, e.Extensions["field"], c.field, want)
+			}
+		}
+		// Readable values still pass.
+		a.gql(t, `mutation($s: Time) { resendFailedWebhookDeliveries(since: $s) }`, map[string]any{"s": "2026-11-22"}).ok(t, "resendFailedWebhookDeliveries")
+		a.gql(t, `query($v: Int64!) { orders(where: {amountMinor: $v}) { totalCount } }`, map[string]any{"v": "9223372036854775807"}).ok(t, "orders")
+	})
+}
+
 // TestEndpointEventTypesNeverNull: an endpoint receiving every type reads
 // eventTypes: [] whether its filter was never given (createWebhookEndpoint
 // without it, createPartnerApp's callbackURL) or emptied by an update.

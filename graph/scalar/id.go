@@ -2,16 +2,10 @@ package scalar
 
 import (
 	"encoding/json"
-	"errors"
 	"strconv"
 
 	"github.com/99designs/gqlgen/graphql"
 )
-
-// ErrID is the error of an ID input that cannot be read: not a whole
-// number, or one beyond any id (ids are 64-bit). The value is not echoed
-// (it may be long); the admin layer names the argument it was given for.
-var ErrID = errors.New("must be an ID: a whole number of at most 19 digits, up to 9223372036854775807")
 
 // MarshalID writes an id as GraphQL's ID: a JSON string of digits.
 func MarshalID(id int) graphql.Marshaler { return graphql.MarshalIntID(id) }

@@ -2,16 +2,12 @@ package scalar
 
 import (
 	"encoding/json"
-	"errors"
 	"io"
 	"math"
 	"strconv"
 
 	"github.com/99designs/gqlgen/graphql"
 )
-
-// errInt64 is the message of an Int64 input that cannot be read.
-var errInt64 = errors.New(`Int64 must be a whole number from -9223372036854775808 to 9223372036854775807: a string of digits ("999999999999999") or an integer`)
 
 // MarshalInt64 writes the GraphQL Int64 scalar: the integer as a JSON
 // string of base-10 digits, which no client's number type can overflow
@@ -24,22 +20,22 @@ func MarshalInt64(n int64) graphql.Marshaler {
 
 // UnmarshalInt64 reads the GraphQL Int64 scalar: a string of base-10
 // digits with an optional leading minus, an integer literal, or a JSON
-// number that is a whole number in range.
+// number that is a whole number in range. Anything else is ErrInt64.
 func UnmarshalInt64(v any) (int64, error) {
 	switch x := v.(type) {
 	case string:
 		if x == "" || x[0] == '+' {
-			return 0, errInt64
+			return 0, ErrInt64
 		}
 		n, err := strconv.ParseInt(x, 10, 64)
 		if err != nil {
-			return 0, errInt64
+			return 0, ErrInt64
 		}
 		return n, nil
 	case json.Number:
 		n, err := strconv.ParseInt(string(x), 10, 64)
 		if err != nil {
-			return 0, errInt64
+			return 0, ErrInt64
 		}
 		return n, nil
 	case int64:
@@ -51,9 +47,9 @@ func UnmarshalInt64(v any) (int64, error) {
 	case float64:
 		// Exact only up to 2^53; a larger float64 may already be rounded.
 		if x != math.Trunc(x) || math.Abs(x) > 1<<53 {
-			return 0, errInt64
+			return 0, ErrInt64
 		}
 		return int64(x), nil
 	}
-	return 0, errInt64
+	return 0, ErrInt64
 }

@@ -2,7 +2,6 @@
 package scalar
 
 import (
-	"errors"
 	"io"
 	"strconv"
 	"time"
@@ -31,11 +30,12 @@ func MarshalTime(t time.Time) graphql.Marshaler {
 
 // UnmarshalTime reads the GraphQL Time scalar: an RFC 3339 time
 // ("2026-11-22T10:00:00Z", "2026-11-22T18:00:00+08:00") or a date alone
-// ("2026-11-22"), which means midnight UTC of that day.
+// ("2026-11-22"), which means midnight UTC of that day. Anything else is
+// ErrTime.
 func UnmarshalTime(v any) (time.Time, error) {
 	s, ok := v.(string)
 	if !ok {
-		return time.Time{}, errors.New("time must be a string: RFC 3339 (2026-11-22T10:00:00Z) or a date (2026-11-22)")
+		return time.Time{}, ErrTime
 	}
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return t, nil
@@ -43,5 +43,5 @@ func UnmarshalTime(v any) (time.Time, error) {
 	if t, err := time.Parse(time.DateOnly, s); err == nil {
 		return t, nil
 	}
-	return time.Time{}, errors.New("time must be RFC 3339 (2026-11-22T10:00:00Z) or a date (2026-11-22)")
+	return time.Time{}, ErrTime
 }
