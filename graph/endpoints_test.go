@@ -123,3 +123,33 @@ func TestWebhookEndpointMutations(t *testing.T) {
 		}
 	})
 }
+
+// TestWebhookEndpointEventTypesNonNull: WebhookEndpoint.eventTypes is
+// declared [String!]! (a client may rely on a list), and an endpoint whose
+// filter was never set (stored as null: made by createPartnerApp's
+// callbackURL) reads [] over both the app's list and webhookEndpoints.
+func TestWebhookEndpointEventTypesNonNull(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		a := startAdmin(t, b)
+		r := a.gql(t, `{ __type(name: "WebhookEndpoint") { fields { name type { kind name ofType { kind name ofType { kind name ofType { kind name } } } } } } }`, nil).ok(t, "__type")
+		var typ string
+		for _, f := range dig(r, "fields").([]any) {
+			if str(f, "name") != "eventTypes" {
+				continue
+			}
+			for tr := dig(f, "type"); tr != nil; tr = dig(tr, "ofType") {
+				typ += str(tr, "kind") + " " + str(tr, "name") + "/"
+			}
+		}
+		if want := "NON_NULL /LIST /NON_NULL /SCALAR String/"; typ != want {
+			t.Fatalf("WebhookEndpoint.eventTypes is %q, want %q ([String!]!)", typ, want)
+		}
+
+		app := a.gql(t, `mutation { createPartnerApp(input: {appName: "unset filter", callbackURL: "https://unset.example.com/h"}) { app { id } } }`, nil).ok(t, "createPartnerApp")
+		l := a.gql(t, `query($id: ID!) { partnerApps(where: {id: $id}) { edges { node { webhookEndpoints { eventTypes } } } } }`,
+			map[string]any{"id": str(app, "app", "id")}).ok(t, "partnerApps")
+		if got, ok := dig(l, "edges", 0, "node", "webhookEndpoints", 0, "eventTypes").([]any); !ok || len(got) != 0 {
+			t.Fatalf("an endpoint whose filter was never set: eventTypes = %#v, want []", dig(l, "edges", 0, "node", "webhookEndpoints", 0, "eventTypes"))
+		}
+	})
+}

@@ -5553,7 +5553,7 @@ type WebhookEndpoint implements Node {
   appID: ID!
   url: String!
   description: String!
-  eventTypes: [String!]
+  eventTypes: [String!]!
   enabled: Boolean!
   autoDisabledAt: Time
   previousSecretExpiresAt: Time
@@ -15100,10 +15100,10 @@ func (ec *executionContext) _WebhookEndpoint_eventTypes(ctx context.Context, fie
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
-			return ec.marshalOString2ᚕstringᚄ(ctx, selections, v)
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
 		},
 		true,
-		false,
+		true,
 	)
 }
 func (ec *executionContext) fieldContext_WebhookEndpoint_eventTypes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -29145,7 +29145,7 @@ func (ec *executionContext) _WebhookEndpoint(ctx context.Context, sel ast.Select
 					}
 				}()
 				res = ec._WebhookEndpoint_eventTypes(ctx, field, obj)
-				if res == graphql.RequiredNull {
+				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
 				return res
@@ -30568,6 +30568,35 @@ func (ec *executionContext) marshalNString2string(ctx context.Context, sel ast.S
 		}
 	}
 	return res
+}
+
+func (ec *executionContext) unmarshalNString2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]string, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNString2string(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalNString2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNString2string(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalNTicketConnection2gatehouseᚋentᚐTicketConnection(ctx context.Context, sel ast.SelectionSet, v ent.TicketConnection) graphql.Marshaler {

@@ -27,8 +27,11 @@ func (WebhookEndpoint) Fields() []ent.Field {
 		field.String("url").MaxLen(2048).NotEmpty(),
 		field.String("description").MaxLen(4 * 256).Default(""),
 		// event_types is the filter: the event types the endpoint
-		// receives; empty receives every type.
-		field.Strings("event_types").Optional(),
+		// receives; empty receives every type. Stored as null when never
+		// set, but GraphQL always reads a list ([] then, graph's resolver),
+		// so the field is declared non-null there.
+		field.Strings("event_types").Optional().
+			Annotations(entgql.Type("[String!]!")),
 		// A disabled endpoint receives no new event (fan-out skips it); the
 		// deliveries it already had are held and go out once it is enabled
 		// again.
