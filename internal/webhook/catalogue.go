@@ -14,8 +14,6 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 
-	"entgo.io/ent/dialect"
-
 	"gatehouse/ent"
 	"gatehouse/ent/webhookeventtype"
 	"gatehouse/internal/errs"
@@ -56,16 +54,6 @@ const (
 	MaxSchemaLen = 64 << 10
 	// MaxCustomTypes is how many custom types the catalogue holds.
 	MaxCustomTypes = 500
-)
-
-// The catalogue's lock (Postgres): createWebhookEventType counts the custom
-// types and inserts one while holding it, so that concurrent declarations
-// take turns and cannot pass MaxCustomTypes together. A transaction lock:
-// it ends with the transaction, also through a transaction pooler. (Kept
-// here rather than in sql.go: TestCustomTypeCapUnderConcurrency runs it.)
-const (
-	catalogueLock         = 0x67682d74797065 // "gh-type"
-	lockCataloguePostgres = `SELECT pg_advisory_xact_lock($1)`
 )
 
 // typeName is the shape of an event type name: two or more dot-separated
@@ -271,15 +259,13 @@ func (s *Service) CreateEventType(ctx context.Context, name, description string,
 		return EventType{}, errs.Invalid("example", "%s", err)
 	}
 	// The count and the insert are one transaction that concurrent
-	// declarations take in turn (Postgres: the catalogue's advisory lock;
-	// SQLite: write transactions are IMMEDIATE, one at a time), so that
-	// several at once cannot pass MaxCustomTypes together.
+	// declarations take in turn (the catalogue's lock, see
+	// lockCatalogue), so that several at once cannot pass MaxCustomTypes
+	// together.
 	var row *ent.WebhookEventType
 	err = store.WithTx(ctx, s.client, func(tx *ent.Tx) error {
-		if s.db.Dialect == dialect.Postgres {
-			if _, err := tx.ExecContext(ctx, lockCataloguePostgres, catalogueLock); err != nil {
-				return fmt.Errorf("%w: lock the catalogue: %w", errs.Unavailable, err)
-			}
+		if _, err := tx.ExecContext(ctx, lockCatalogue(s.db.Dialect)); err != nil {
+			return fmt.Errorf("%w: lock the catalogue: %w", errs.Unavailable, err)
 		}
 		n, err := tx.WebhookEventType.Query().Count(ctx)
 		if err != nil {

@@ -2,8 +2,8 @@ package webhook
 
 // The raw SQL of the webhook package, in one place: the scheduler's claim
 // and its wake-up times, the storing of attempts' outcomes, the breaker's
-// and the rate limit's postponements, the backlog metric and retention.
-// Everything else goes through Ent. Each statement is run on both
+// and the rate limit's postponements, the backlog metric, retention and
+// the catalogue's lock. Everything else goes through Ent. Each statement is run on both
 // backends (those written for one backend on it) by
 // TestEveryStatementRuns; their parameters are named where the package
 // builds them (outcomeParams for the outcome statements).
@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"entgo.io/ent/dialect"
 )
 
 // sqliteLimits writes each bound LIMIT of q as +$n, for SQLite. SQLite
@@ -272,3 +274,28 @@ var handoffSQLite = sqliteLimits(`UPDATE webhook_deliveries SET lease_until = $4
 AND EXISTS (SELECT 1 FROM webhook_endpoints e JOIN partner_apps a ON a.id = e.app_id
   WHERE e.id = $5 AND e.enabled AND ` + receiving + ` AND ` + busyOfEndpoint + ` < ` + shareOf + `)
 RETURNING ` + jobColumns)
+
+// The catalogue's lock: createWebhookEventType counts the custom types and
+// inserts one in a transaction that begins with it, so that concurrent
+// declarations (over all replicas) take turns and cannot pass
+// MaxCustomTypes together. Neither statement has parameters.
+const (
+	// lockCataloguePostgres takes the transaction-level advisory lock
+	// 0x67682d74797065 ("gh-type"): it ends with the transaction, also
+	// through a transaction pooler.
+	lockCataloguePostgres = `SELECT pg_advisory_xact_lock(29106467038130277)`
+	// lockCatalogueSQLite is a write that changes nothing, which takes the
+	// database's one write lock at once, before the count reads: a read
+	// alone would not, and another writer could insert between the count
+	// and the insert. The store's transactions begin IMMEDIATE and hold
+	// that lock already; this keeps the turns if one did not.
+	lockCatalogueSQLite = `UPDATE webhook_event_types SET id = id WHERE 0`
+)
+
+// lockCatalogue is the catalogue's lock on backend d (a dialect name).
+func lockCatalogue(d string) string {
+	if d == dialect.Postgres {
+		return lockCataloguePostgres
+	}
+	return lockCatalogueSQLite
+}

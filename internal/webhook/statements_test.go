@@ -70,6 +70,8 @@ func TestEveryStatementRuns(t *testing.T) {
 			{"deferSQL", true, deferSQL, []any{ep.ID, ep.URL, now.Add(time.Minute), now}},
 			{"purgePostgres", pg, purgePostgres, []any{now, 10}},
 			{"doomedSQLite", lite, doomedSQLite, []any{now, 10}},
+			{"lockCataloguePostgres", pg, lockCataloguePostgres, nil},
+			{"lockCatalogueSQLite", lite, lockCatalogueSQLite, nil},
 		} {
 			if !c.on {
 				continue
@@ -117,4 +119,38 @@ func dialectOf(b testenv.Backend) string {
 		return dialect.SQLite
 	}
 	return dialect.Postgres
+}
+
+// TestCatalogueLockTakesSQLiteWriter: lockCatalogueSQLite takes SQLite's
+// write lock by itself, in a transaction begun DEFERRED (the store's begin
+// IMMEDIATE and hold it already), so a declaration's count cannot be read
+// while another writer may still insert.
+func TestCatalogueLockTakesSQLiteWriter(t *testing.T) {
+	dsn := "file:" + filepath.Join(t.TempDir(), "lock.db") + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(0)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	if _, err := db.ExecContext(ctx, `CREATE TABLE webhook_event_types (id INTEGER PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+	holder, err := db.BeginTx(ctx, nil) // DEFERRED: no lock yet
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = holder.Rollback() }()
+	if _, err := holder.ExecContext(ctx, lockCatalogue(dialect.SQLite)); err != nil {
+		t.Fatal(err)
+	}
+	other, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.ExecContext(ctx, `BEGIN IMMEDIATE`); err == nil {
+		_, _ = other.ExecContext(ctx, `ROLLBACK`)
+		t.Fatal("another writer began while the catalogue's lock was held")
+	}
 }
