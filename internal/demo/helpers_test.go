@@ -23,6 +23,13 @@ import (
 // returns the app, its listeners and what the second seeding printed.
 func seedAndServe(t *testing.T, b testenv.Backend, opts ...func(*config.Config)) (*app.App, *app.Listeners, string) {
 	t.Helper()
+	return serveDemo(t, b, 2, opts...)
+}
+
+// serveDemo is seedAndServe with the demo seeded seeds times: once is a
+// fresh data dir's first start (make run), whose ids the docs name.
+func serveDemo(t *testing.T, b testenv.Backend, seeds int, opts ...func(*config.Config)) (*app.App, *app.Listeners, string) {
+	t.Helper()
 	cfg := apptest.Config(t, b)
 	// As serve --demo: the demo app may call back a receiver on loopback
 	// (a port of the test's own).
@@ -46,7 +53,7 @@ func seedAndServe(t *testing.T, b testenv.Backend, opts ...func(*config.Config))
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	for range 2 {
+	for range seeds {
 		out.Reset()
 		if err := demo.Seed(ctx, a, ls, &out); err != nil {
 			cancel()
