@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 	"time"
 
 	"entgo.io/ent/dialect"
@@ -87,9 +86,9 @@ func (s *Service) claimPostgres(ctx context.Context, now, dayAgo, lease time.Tim
 		// plan would then walk the whole backlog on every claim. The claim
 		// reads a few rows per app by index, so scans are ruled out for it (not
 		// for the apps' statement, which reads them all).
-		b.Queue(`SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`)
+		b.Queue(genericPlansPostgres)
 		b.Queue(lockAppsPostgres, now, dayAgo, s.opt.PerApp, n)
-		b.Queue(`SELECT set_config('enable_seqscan', 'off', true)`)
+		b.Queue(noSeqScanPostgres)
 		b.Queue(claimPostgres, now, lease, s.opt.PerApp, n)
 		br := pc.SendBatch(ctx, b)
 		if _, err := br.Exec(); err != nil {
@@ -258,20 +257,6 @@ func roundRobin(queues [][]int64, n int) []int64 {
 		}
 	}
 	return ids
-}
-
-// renumber turns the "?" placeholders of s into $from, $from+1, …
-func renumber(s string, from int) string {
-	var b strings.Builder
-	for _, r := range s {
-		if r == '?' {
-			fmt.Fprintf(&b, "$%d", from)
-			from++
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 func scanJobs(rows *sql.Rows, err error) ([]job, error) {

@@ -135,12 +135,8 @@ func (s *Service) recordAs(ctx context.Context, p outcomeParams) (bool, error) {
 
 func (s *Service) recordNumbered(ctx context.Context, id int, params func(no int) outcomeParams) (no int, owned bool, err error) {
 	err = s.sql.inTx(ctx, func(tx *sql.Tx) error {
-		lock := `SELECT id FROM webhook_deliveries WHERE id = $1`
-		if s.db.Dialect == dialect.Postgres {
-			lock += ` FOR UPDATE`
-		}
 		var x int
-		if err := tx.QueryRowContext(ctx, lock, id).Scan(&x); err != nil {
+		if err := tx.QueryRowContext(ctx, lockDelivery(s.db.Dialect), deliveryLockParams{DeliveryID: id}.args()...).Scan(&x); err != nil {
 			return err
 		}
 		if err := tx.QueryRowContext(ctx, lastAttemptNo, id).Scan(&no); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 	"time"
 
 	"entgo.io/ent/dialect"
@@ -86,26 +85,26 @@ func (s *Service) purgeBatch(ctx context.Context, cutoff time.Time) (Purged, err
 		if err != nil {
 			return err
 		}
-		var ids []any
+		var doomed purgeParams
 		for rows.Next() {
 			var id int64
 			if err := rows.Scan(&id); err != nil {
 				rows.Close()
 				return err
 			}
-			ids = append(ids, id)
+			doomed.DeliveryIDs = append(doomed.DeliveryIDs, id)
 		}
-		if err := rows.Err(); err != nil || len(ids) == 0 {
+		if err := rows.Err(); err != nil || len(doomed.DeliveryIDs) == 0 {
 			return err
 		}
-		in := renumber(strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", "), 1)
-		res, err := tx.ExecContext(ctx, `DELETE FROM delivery_attempts WHERE delivery_id IN (`+in+`)`, ids...)
+		k := len(doomed.DeliveryIDs)
+		res, err := tx.ExecContext(ctx, purgeAttemptsSQLite(k), doomed.args()...)
 		if err != nil {
 			return err
 		}
 		n, _ := res.RowsAffected()
 		p.Attempts = int(n)
-		if res, err = tx.ExecContext(ctx, `DELETE FROM webhook_deliveries WHERE id IN (`+in+`)`, ids...); err != nil {
+		if res, err = tx.ExecContext(ctx, purgeDeliveriesSQLite(k), doomed.args()...); err != nil {
 			return err
 		}
 		n, _ = res.RowsAffected()

@@ -2,11 +2,13 @@ package webhook
 
 // The raw SQL of the webhook package, in one place: the scheduler's claim
 // and its wake-up times, the storing of attempts' outcomes, the breaker's
-// and the rate limit's postponements, the backlog metric, retention and
-// the catalogue's lock. Everything else goes through Ent. Each statement is run on both
+// and the rate limit's postponements, the backlog metric, retention, the
+// catalogue's lock, recordNumbered's lock and the claim's settings.
+// Everything else goes through Ent. Each statement is run on both
 // backends (those written for one backend on it) by
 // TestEveryStatementRuns; their parameters are named where the package
-// builds them (outcomeParams for the outcome statements).
+// builds them (outcomeParams for the outcome statements, deliveryLockParams
+// and purgeParams).
 
 import (
 	"fmt"
@@ -170,6 +172,14 @@ RETURNING w.id, w.app_id, COALESCE(w.endpoint_id, 0), w.event_id, w.event_type, 
 FROM partner_apps a WHERE ` + receiving + `) x`
 )
 
+// The settings claimPostgres's batch makes for its transaction (see
+// Service.claimPostgres): generic plans, made once per connection, and
+// no sequential scans for the claim. Neither has parameters.
+const (
+	genericPlansPostgres = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
+	noSeqScanPostgres    = `SELECT set_config('enable_seqscan', 'off', true)`
+)
+
 // leaseSQLite and jobSQLite lease one delivery and read it (claimSQLite).
 const (
 	leaseSQLite = `UPDATE webhook_deliveries SET lease_until = $2 WHERE id = $3 AND status IN ('PENDING', 'RETRYING') AND (lease_until IS NULL OR lease_until < $1)`
@@ -196,6 +206,31 @@ const (
 	// the row predates attempt_count.
 	lastAttemptNo = `SELECT COALESCE(MAX(attempt_no), 0) FROM delivery_attempts WHERE delivery_id = $1`
 )
+
+// recordNumbered's lock of the delivery (parameters: deliveryLockParams)
+// before it reads lastAttemptNo: on Postgres the row's lock, so that two
+// workers number their attempts in turn. On SQLite it only reads the row
+// (the store begins transactions IMMEDIATE: they hold the one write lock
+// already). A missing delivery fails both.
+const (
+	lockDeliverySQLite   = `SELECT id FROM webhook_deliveries WHERE id = $1`
+	lockDeliveryPostgres = lockDeliverySQLite + ` FOR UPDATE`
+)
+
+// lockDelivery is recordNumbered's lock on backend d (a dialect name).
+func lockDelivery(d string) string {
+	if d == dialect.Postgres {
+		return lockDeliveryPostgres
+	}
+	return lockDeliverySQLite
+}
+
+// deliveryLockParams are lockDelivery's parameters.
+type deliveryLockParams struct {
+	DeliveryID int // $1
+}
+
+func (p deliveryLockParams) args() []any { return []any{p.DeliveryID} }
 
 // releaseSQL gives a lease back without counting an attempt; with
 // next_attempt_at it also moves the delivery's next attempt.
@@ -237,6 +272,43 @@ SELECT (SELECT count(*) FROM deliveries), (SELECT count(*) FROM attempts)`
 )
 
 var doomedSQLite = sqliteLimits(`SELECT id FROM webhook_deliveries WHERE ` + finalCond + ` ORDER BY update_time, id LIMIT $2`)
+
+// purgeAttemptsSQLite and purgeDeliveriesSQLite delete, on SQLite and in
+// doomedSQLite's transaction, the k deliveries it chose: their attempts,
+// then the deliveries. Their parameters are purgeParams.
+func purgeAttemptsSQLite(k int) string {
+	return `DELETE FROM delivery_attempts WHERE delivery_id IN (` + placeholders(k) + `)`
+}
+
+func purgeDeliveriesSQLite(k int) string {
+	return `DELETE FROM webhook_deliveries WHERE id IN (` + placeholders(k) + `)`
+}
+
+// purgeParams are the parameters of purgeAttemptsSQLite and
+// purgeDeliveriesSQLite: the ids of the doomed deliveries, $1-$k.
+type purgeParams struct {
+	DeliveryIDs []int64
+}
+
+func (p purgeParams) args() []any {
+	a := make([]any, len(p.DeliveryIDs))
+	for i, id := range p.DeliveryIDs {
+		a[i] = id
+	}
+	return a
+}
+
+// placeholders is the list "$1, $2, …, $k".
+func placeholders(k int) string {
+	var b strings.Builder
+	for i := 1; i <= k; i++ {
+		if i > 1 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "$%d", i)
+	}
+	return b.String()
+}
 
 // recordManyPostgres is recordPostgres for k outcomes in one statement:
 // their rows as VALUES, every attempt inserted, every delivery still

@@ -41,6 +41,8 @@ func TestEveryStatementRuns(t *testing.T) {
 			Status:  string(StatusRetrying), RetryCount: 1, NextAttemptAt: now.Add(time.Second),
 			LastError: sql.NullString{String: "HTTP 500", Valid: true}, UpdateTime: now, Lease: lease,
 		}
+		locked := deliveryLockParams{DeliveryID: d.ID}
+		doomed := purgeParams{DeliveryIDs: []int64{int64(d.ID), int64(d.ID) + 1}}
 		pg, lite := b.DatabaseURL != "", b.Embedded()
 		dayAgo := now.Add(-24 * time.Hour)
 		for _, c := range []struct {
@@ -51,7 +53,9 @@ func TestEveryStatementRuns(t *testing.T) {
 		}{
 			{"appsSQL", pg, appsSQL, []any{now, dayAgo, 4, 16}},
 			{"appsSQLite", lite, appsSQLite, []any{now, dayAgo, 4, 16}},
+			{"genericPlansPostgres", pg, genericPlansPostgres, nil},
 			{"lockAppsPostgres", pg, lockAppsPostgres, []any{now, dayAgo, 4, 16}},
+			{"noSeqScanPostgres", pg, noSeqScanPostgres, nil},
 			{"claimPostgres", pg, claimPostgres, []any{now, lease, 4, 16}},
 			{"endpointsSQLite", lite, endpointsSQLite, []any{now, app.ID, 4}},
 			{"endpointDueSQLite", lite, endpointDueSQLite, []any{now, ep.ID, 4}},
@@ -64,12 +68,16 @@ func TestEveryStatementRuns(t *testing.T) {
 			{"recordPostgres", pg, recordPostgres, outcome.args()},
 			{"recordManyPostgres", pg, recordManyPostgres(1), outcome.args()},
 			{"handoffSQLite", lite, handoffSQLite, []any{now, dayAgo, 4, lease, ep.ID}},
+			{"lockDeliveryPostgres", pg, lockDeliveryPostgres, locked.args()},
+			{"lockDeliverySQLite", lite, lockDeliverySQLite, locked.args()},
 			{"lastAttemptNo", true, lastAttemptNo, []any{d.ID}},
 			{"releaseSQL", true, releaseSQL, []any{d.ID, lease}},
 			{"postponeSQL", true, postponeSQL, []any{d.ID, lease, now.Add(time.Second), now}},
 			{"deferSQL", true, deferSQL, []any{ep.ID, ep.URL, now.Add(time.Minute), now}},
 			{"purgePostgres", pg, purgePostgres, []any{now, 10}},
 			{"doomedSQLite", lite, doomedSQLite, []any{now, 10}},
+			{"purgeAttemptsSQLite", lite, purgeAttemptsSQLite(len(doomed.DeliveryIDs)), doomed.args()},
+			{"purgeDeliveriesSQLite", lite, purgeDeliveriesSQLite(len(doomed.DeliveryIDs)), doomed.args()},
 			{"lockCataloguePostgres", pg, lockCataloguePostgres, nil},
 			{"lockCatalogueSQLite", lite, lockCatalogueSQLite, nil},
 		} {
@@ -104,6 +112,7 @@ func TestSQLiteLimitsAreNotBound(t *testing.T) {
 		"appsSQLite": appsSQLite, "endpointsSQLite": endpointsSQLite, "endpointDueSQLite": endpointDueSQLite,
 		"handoffSQLite": handoffSQLite, "doomedSQLite": doomedSQLite, "nextDueSQL": nextDueSQL,
 		"leaseSQLite": leaseSQLite, "jobSQLite": jobSQLite, "insertAttempt": insertAttempt, "moveDelivery": moveDelivery,
+		"lockDeliverySQLite": lockDeliverySQLite, "purgeAttemptsSQLite": purgeAttemptsSQLite(2), "purgeDeliveriesSQLite": purgeDeliveriesSQLite(2),
 	} {
 		if m := boundLimit.FindString(q); m != "" {
 			t.Errorf("%s binds its limit (%s)", name, m)
