@@ -199,6 +199,44 @@ func TestExpiredLeaseIsTakenOver(t *testing.T) {
 	})
 }
 
+// An attempt whose number is taken already (a worker that took the
+// delivery over stored it, or the row predates attempt_count) is stored
+// the careful way (recordNumbered: the delivery locked, numbered after
+// the last stored attempt) and the delivery moves on.
+func TestTakenAttemptNumberIsNumberedAfterTheLast(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		rcv := newReceiver(t, always(http.StatusOK))
+		e := newEnv(t, b, webhook.Options{AllowPrivate: true, PollInterval: 50 * time.Millisecond})
+		appID, _ := e.newApp(t, rcv.URL)
+		ctx := context.Background()
+		tx, err := e.db.Tx(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := webhook.Enqueue(ctx, tx.Client(), appID, "test.event", []byte(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// attempt_count is 0: the worker numbers its attempt 1, taken.
+		if err := tx.DeliveryAttempt.Create().SetDeliveryID(d.ID).SetAttemptNo(1).SetRequestHeaders("{}").SetRequestBody("{}").
+			SetError("connection reset").SetDurationMs(1).SetStartedAt(time.Now().UTC()).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		e.svc.Notify()
+		got := e.waitStatus(t, d.ID, webhook.StatusSuccess, 10*time.Second)
+		as := e.attempts(t, d.ID)
+		if len(as) != 2 || as[1].AttemptNo != 2 || as[1].ResponseStatus == nil || *as[1].ResponseStatus != http.StatusOK {
+			t.Fatalf("attempts %+v, want the stored one and no 2 (200)", as)
+		}
+		if got.AttemptCount != 2 || got.LeaseUntil != nil {
+			t.Errorf("delivery attempt_count %d lease %v, want 2 and none", got.AttemptCount, got.LeaseUntil)
+		}
+	})
+}
+
 // Shutdown lets an in-flight attempt finish when it can.
 func TestCloseFinishesInFlightAttempt(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
