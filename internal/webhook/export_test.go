@@ -41,4 +41,8 @@ func Handoffs(s *Service) int64 { return s.handoffs.Load() }
 
 // Announcing is how many open transactions will announce queued work at
 // their commit.
-func Announcing(s *Service) int { return s.announcing.len() }
+func Announcing(s *Service) int {
+	s.announcing.mu.Lock()
+	defer s.announcing.mu.Unlock()
+	return len(s.announcing.m)
+}

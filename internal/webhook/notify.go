@@ -143,10 +143,3 @@ func (t *txSet) remove(key any) {
 	defer t.mu.Unlock()
 	delete(t.m, key)
 }
-
-// len is how many transactions announce work now.
-func (t *txSet) len() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.m)
-}
