@@ -3,13 +3,14 @@ package webhook_test
 import (
 	"context"
 	"errors"
-	"gatehouse/internal/store/storetest"
 	"net/http"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"gatehouse/ent"
 	"gatehouse/ent/webhookdelivery"
+	"gatehouse/internal/store/storetest"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
 )
@@ -177,21 +178,9 @@ func TestExpiredLeaseIsTakenOver(t *testing.T) {
 		ctx := context.Background()
 		// As a crashed replica leaves it: claimed, lease still running.
 		leaseEnd := time.Now().Add(700 * time.Millisecond)
-		tx, err := e.db.Tx(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := webhook.Enqueue(ctx, tx.Client(), appID, "test.event", []byte(`{}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := tx.WebhookDelivery.UpdateOneID(d.ID).SetLeaseUntil(leaseEnd.UTC()).Exec(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := tx.Commit(); err != nil {
-			t.Fatal(err)
-		}
-		e.svc.Notify()
+		d := e.queueWith(t, appID, func(tx *ent.Tx, d *ent.WebhookDelivery) error {
+			return tx.WebhookDelivery.UpdateOneID(d.ID).SetLeaseUntil(leaseEnd.UTC()).Exec(ctx)
+		})
 		e.waitStatus(t, d.ID, webhook.StatusSuccess, 10*time.Second)
 		if at := rcv.requests()[0].at; at.Before(leaseEnd) {
 			t.Errorf("delivered %s before the lease ran out", leaseEnd.Sub(at))
@@ -209,23 +198,11 @@ func TestTakenAttemptNumberIsNumberedAfterTheLast(t *testing.T) {
 		e := newEnv(t, b, webhook.Options{AllowPrivate: true, PollInterval: 50 * time.Millisecond})
 		appID, _ := e.newApp(t, rcv.URL)
 		ctx := context.Background()
-		tx, err := e.db.Tx(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := webhook.Enqueue(ctx, tx.Client(), appID, "test.event", []byte(`{}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		// attempt_count is 0: the worker numbers its attempt 1, taken.
-		if err := tx.DeliveryAttempt.Create().SetDeliveryID(d.ID).SetAttemptNo(1).SetRequestHeaders("{}").SetRequestBody("{}").
-			SetError("connection reset").SetDurationMs(1).SetStartedAt(time.Now().UTC()).Exec(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := tx.Commit(); err != nil {
-			t.Fatal(err)
-		}
-		e.svc.Notify()
+		d := e.queueWith(t, appID, func(tx *ent.Tx, d *ent.WebhookDelivery) error {
+			// attempt_count is 0: the worker numbers its attempt 1, taken.
+			return tx.DeliveryAttempt.Create().SetDeliveryID(d.ID).SetAttemptNo(1).SetRequestHeaders("{}").SetRequestBody("{}").
+				SetError("connection reset").SetDurationMs(1).SetStartedAt(time.Now().UTC()).Exec(ctx)
+		})
 		got := e.waitStatus(t, d.ID, webhook.StatusSuccess, 10*time.Second)
 		as := e.attempts(t, d.ID)
 		if len(as) != 2 || as[1].AttemptNo != 2 || as[1].ResponseStatus == nil || *as[1].ResponseStatus != http.StatusOK {
@@ -303,4 +280,28 @@ func TestCloseReleasesStuckAttempt(t *testing.T) {
 			t.Errorf("receiver got %d requests, want 2 (at-least-once)", n)
 		}
 	})
+}
+
+// queueWith queues a test.event delivery for appID and, in the same
+// transaction, lets change alter what a crashed or older replica would
+// have left; then it wakes the dispatcher.
+func (e *env) queueWith(t testing.TB, appID int, change func(tx *ent.Tx, d *ent.WebhookDelivery) error) *ent.WebhookDelivery {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := e.db.Tx(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := webhook.Enqueue(ctx, tx.Client(), appID, "test.event", []byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := change(tx, d); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	e.svc.Notify()
+	return d
 }
