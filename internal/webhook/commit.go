@@ -107,12 +107,12 @@ func (w *outcomeWriter) write(batch []*outcomeReq) {
 func (s *Service) recordBatch(ctx context.Context, batch []*outcomeReq) (map[int]bool, map[int]job, error) {
 	owned := make(map[int]bool, len(batch))
 	if s.db.Dialect == dialect.Postgres {
-		var args []any
-		for _, r := range batch {
-			args = append(args, r.p.args()...)
+		ps := make([]outcomeParams, len(batch))
+		for i, r := range batch {
+			ps[i] = r.p
 		}
 		// One statement: atomic without a transaction around it.
-		rows, err := s.db.SQL.QueryContext(ctx, recordManyPostgres(len(batch)), args...)
+		rows, err := s.db.SQL.QueryContext(ctx, recordManyPostgres, manyParams(ps...).args()...)
 		if err != nil {
 			return owned, nil, err
 		}

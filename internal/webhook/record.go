@@ -65,6 +65,69 @@ func (p outcomeParams) moveArgs() []any {
 	return []any{p.DeliveryID, p.AttemptNo, p.Status, p.RetryCount, p.NextAttemptAt, p.LastError, p.UpdateTime, p.Lease}
 }
 
+// recordManyParams are recordManyPostgres's parameters: one array per
+// column of outcomeParams, in args's order ($1-$16); element i of each is
+// the i-th outcome's (null where outcomeParams holds a null).
+type recordManyParams struct {
+	DeliveryIDs, AttemptNos                 []int64
+	RequestHeaders, RequestBodies           []string
+	ResponseStatuses                        []*int64
+	ResponseHeaders, ResponseBodies, Errors []*string
+	DurationsMs                             []int64
+	StartedAt                               []time.Time
+	Statuses                                []string
+	RetryCounts                             []int64
+	NextAttemptAt                           []*time.Time
+	LastErrors                              []*string
+	UpdateTimes, Leases                     []time.Time
+}
+
+// manyParams gathers the parameters of outcomes ps for recordManyPostgres.
+func manyParams(ps ...outcomeParams) recordManyParams {
+	var m recordManyParams
+	for _, p := range ps {
+		a := p.Attempt
+		m.DeliveryIDs = append(m.DeliveryIDs, int64(p.DeliveryID))
+		m.AttemptNos = append(m.AttemptNos, int64(p.AttemptNo))
+		m.RequestHeaders = append(m.RequestHeaders, a.reqHeaders)
+		m.RequestBodies = append(m.RequestBodies, a.reqBody)
+		var status *int64
+		if a.status.Valid {
+			status = &a.status.Int64
+		}
+		m.ResponseStatuses = append(m.ResponseStatuses, status)
+		m.ResponseHeaders = append(m.ResponseHeaders, nullable(a.respHeaders))
+		m.ResponseBodies = append(m.ResponseBodies, nullable(a.respBody))
+		m.Errors = append(m.Errors, nullable(a.err))
+		m.DurationsMs = append(m.DurationsMs, a.durationMs)
+		m.StartedAt = append(m.StartedAt, a.startedAt)
+		m.Statuses = append(m.Statuses, p.Status)
+		m.RetryCounts = append(m.RetryCounts, int64(p.RetryCount))
+		var next *time.Time
+		if t, ok := p.NextAttemptAt.(time.Time); ok {
+			next = &t
+		}
+		m.NextAttemptAt = append(m.NextAttemptAt, next)
+		m.LastErrors = append(m.LastErrors, nullable(p.LastError))
+		m.UpdateTimes = append(m.UpdateTimes, p.UpdateTime)
+		m.Leases = append(m.Leases, p.Lease)
+	}
+	return m
+}
+
+func (m recordManyParams) args() []any {
+	return []any{m.DeliveryIDs, m.AttemptNos, m.RequestHeaders, m.RequestBodies, m.ResponseStatuses, m.ResponseHeaders,
+		m.ResponseBodies, m.Errors, m.DurationsMs, m.StartedAt, m.Statuses, m.RetryCounts, m.NextAttemptAt, m.LastErrors,
+		m.UpdateTimes, m.Leases}
+}
+
+func nullable(s sql.NullString) *string {
+	if !s.Valid {
+		return nil
+	}
+	return &s.String
+}
+
 // record stores attempt a of job j and moves the delivery as v says. It
 // returns whether the delivery moved (the lease was still this worker's)
 // and the attempt's number. With handoff, the next due delivery of j's

@@ -310,27 +310,22 @@ func placeholders(k int) string {
 	return b.String()
 }
 
-// recordManyPostgres is recordPostgres for k outcomes in one statement:
-// their rows as VALUES, every attempt inserted, every delivery still
-// leased to its worker moved; it returns the ids of those.
-func recordManyPostgres(k int) string {
-	var v strings.Builder
-	for i := range k {
-		if i > 0 {
-			v.WriteString(", ")
-		}
-		b := i * 16
-		fmt.Fprintf(&v, "($%d::bigint, $%d::bigint, $%d::text, $%d::text, $%d::bigint, $%d::text, $%d::text, $%d::text, $%d::bigint, "+
-			"$%d::timestamptz, $%d::text, $%d::bigint, $%d::timestamptz, $%d::text, $%d::timestamptz, $%d::timestamptz)",
-			b+1, b+2, b+3, b+4, b+5, b+6, b+7, b+8, b+9, b+10, b+11, b+12, b+13, b+14, b+15, b+16)
-	}
-	return `WITH v (id, no, rh, rb, rs, rsh, rsb, err, dur, started, status, rc, next, le, upd, lease) AS (VALUES ` + v.String() + `),
-a AS (INSERT INTO delivery_attempts (delivery_id, attempt_no, request_headers, request_body, response_status, response_headers,
+// recordManyPostgres is recordPostgres for several outcomes in one
+// statement: their columns as arrays (recordManyParams), one element per
+// outcome, unnested into rows; every attempt inserted, every delivery
+// still leased to its worker moved; it returns the ids of those. One text
+// for any number of outcomes: it is prepared once per connection, and
+// nothing is built per write (a VALUES list of k rows was a statement per
+// k, whose text took 4 % of the dispatcher's CPU to build).
+const recordManyPostgres = `WITH v AS (
+  SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::bigint[],
+    $10::timestamptz[], $11::text[], $12::bigint[], $13::timestamptz[], $14::text[], $15::timestamptz[], $16::timestamptz[])
+    AS v (id, no, rh, rb, rs, rsh, rsb, err, dur, started, status, rc, next, le, upd, lease)
+), a AS (INSERT INTO delivery_attempts (delivery_id, attempt_no, request_headers, request_body, response_status, response_headers,
   response_body, error, duration_ms, started_at) SELECT id, no, rh, rb, rs, rsh, rsb, err, dur, started FROM v)
 UPDATE webhook_deliveries w SET status = v.status, retry_count = v.rc, next_attempt_at = COALESCE(v.next, w.next_attempt_at),
   last_error = v.le, attempt_count = v.no, lease_until = NULL, update_time = v.upd
 FROM v WHERE w.id = v.id AND w.lease_until = v.lease RETURNING w.id`
-}
 
 // handoffSQLite hands work off (see the dispatcher's work): run in the
 // outcomes' transaction after endpoint $5's delivered outcome moved its

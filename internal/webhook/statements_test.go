@@ -66,7 +66,7 @@ func TestEveryStatementRuns(t *testing.T) {
 			{"insertAttempt", true, insertAttempt, outcome.attemptArgs()},
 			{"moveDelivery", true, moveDelivery, outcome.moveArgs()},
 			{"recordPostgres", pg, recordPostgres, outcome.args()},
-			{"recordManyPostgres", pg, recordManyPostgres(1), outcome.args()},
+			{"recordManyPostgres", pg, recordManyPostgres, manyParams(outcome).args()},
 			{"handoffSQLite", lite, handoffSQLite, []any{now, dayAgo, 4, lease, ep.ID}},
 			{"lockDeliveryPostgres", pg, lockDeliveryPostgres, locked.args()},
 			{"lockDeliverySQLite", lite, lockDeliverySQLite, locked.args()},
@@ -161,5 +161,92 @@ func TestCatalogueLockTakesSQLiteWriter(t *testing.T) {
 	if _, err := other.ExecContext(ctx, `BEGIN IMMEDIATE`); err == nil {
 		_, _ = other.ExecContext(ctx, `ROLLBACK`)
 		t.Fatal("another writer began while the catalogue's lock was held")
+	}
+}
+
+// TestRecordManyStoresEachOutcome: recordManyPostgres stores each outcome
+// of a group with its own values, nulls included (an attempt with no
+// reply, a delivery whose due time is kept), and moves only the
+// deliveries still leased to their workers.
+func TestRecordManyStoresEachOutcome(t *testing.T) {
+	db := storetest.OpenURL(t, testenv.PostgresURL(t))
+	ctx := context.Background()
+	now := dbTime(time.Now())
+	app := db.PartnerApp.Create().SetAppName("many").SetAppKey("many-" + testenv.RandomSuffix()).SetSecret([]byte{1}).SaveX(ctx)
+	ep := db.WebhookEndpoint.Create().SetAppID(app.ID).SetURL("https://partner.example/hook").SetSecret([]byte{1}).
+		SetCreateTime(now).SetUpdateTime(now).SaveX(ctx)
+	lease := now.Add(time.Minute)
+	due := now.Add(-time.Second)
+	var ids []int
+	for _, e := range []string{"msg_a", "msg_b", "msg_c"} {
+		ids = append(ids, db.WebhookDelivery.Create().SetAppID(app.ID).SetEndpointID(ep.ID).SetEventID(e).SetEventType("order.paid").
+			SetBizData(`{}`).SetCallbackURL(ep.URL).SetNextAttemptAt(due).SetCreateTime(now).SetUpdateTime(now).
+			SetLeaseUntil(lease).SaveX(ctx).ID)
+	}
+	retryAt := now.Add(time.Hour)
+	later := now.Add(time.Second)
+	delivered := outcomeParams{
+		DeliveryID: ids[0], AttemptNo: 1, Status: string(StatusSuccess), UpdateTime: later, Lease: lease,
+		Attempt: attemptRow{reqHeaders: `{"a":"1"}`, reqBody: `{"x":1}`, status: sql.NullInt64{Int64: 204, Valid: true},
+			respHeaders: sql.NullString{String: `{"b":"2"}`, Valid: true}, respBody: sql.NullString{String: "ok", Valid: true},
+			durationMs: 7, startedAt: now},
+	}
+	unreachable := outcomeParams{
+		DeliveryID: ids[1], AttemptNo: 3, Status: string(StatusRetrying), RetryCount: 2, NextAttemptAt: retryAt,
+		LastError: sql.NullString{String: "dial: refused", Valid: true}, UpdateTime: later, Lease: lease,
+		Attempt: attemptRow{reqHeaders: `{}`, reqBody: `{"x":2}`, err: sql.NullString{String: "dial: refused", Valid: true}, startedAt: now},
+	}
+	takenOver := delivered
+	takenOver.DeliveryID, takenOver.Lease = ids[2], lease.Add(time.Second)
+	rows, err := db.SQL.QueryContext(ctx, recordManyPostgres, manyParams(delivered, unreachable, takenOver).args()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := map[int]bool{}
+	for rows.Next() {
+		var id int
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		moved[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !moved[ids[0]] || !moved[ids[1]] || moved[ids[2]] || len(moved) != 2 {
+		t.Fatalf("moved %v, want %d and %d", moved, ids[0], ids[1])
+	}
+	type state struct {
+		status              string
+		retries, attempts   int
+		next                time.Time
+		lastError           sql.NullString
+		leased              bool
+		attemptStatus       sql.NullInt64
+		respHeaders, errTxt sql.NullString
+		reqBody             string
+		no, dur             int
+	}
+	read := func(id int) state {
+		var s state
+		err := db.SQL.QueryRowContext(ctx, `SELECT d.status, d.retry_count, d.attempt_count, d.next_attempt_at, d.last_error, d.lease_until IS NOT NULL,
+  a.response_status, a.response_headers, a.error, a.request_body, a.attempt_no, a.duration_ms
+FROM webhook_deliveries d JOIN delivery_attempts a ON a.delivery_id = d.id WHERE d.id = $1`, id).
+			Scan(&s.status, &s.retries, &s.attempts, &s.next, &s.lastError, &s.leased, &s.attemptStatus, &s.respHeaders, &s.errTxt, &s.reqBody, &s.no, &s.dur)
+		if err != nil {
+			t.Fatalf("delivery %d: %v", id, err)
+		}
+		return s
+	}
+	if s := read(ids[0]); s.status != "SUCCESS" || s.attempts != 1 || !s.next.Equal(due) || s.leased || s.attemptStatus.Int64 != 204 ||
+		s.respHeaders.String != `{"b":"2"}` || s.errTxt.Valid || s.reqBody != `{"x":1}` || s.dur != 7 {
+		t.Errorf("delivered: %+v", s)
+	}
+	if s := read(ids[1]); s.status != "RETRYING" || s.retries != 2 || s.attempts != 3 || !s.next.Equal(retryAt) || s.leased ||
+		s.lastError.String != "dial: refused" || s.attemptStatus.Valid || s.respHeaders.Valid || s.errTxt.String != "dial: refused" || s.no != 3 {
+		t.Errorf("unreachable: %+v", s)
+	}
+	if s := read(ids[2]); s.status != "PENDING" || s.attempts != 0 || !s.leased || s.no != 1 {
+		t.Errorf("taken over: %+v (its attempt is stored, the delivery must not move)", s)
 	}
 }
