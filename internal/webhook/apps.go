@@ -30,6 +30,21 @@ type appInfo struct {
 	previous      string
 	previousUntil time.Time
 	rateLimit     int // deliveries per second; 0: no limit
+	// url is the endpoint's URL when it was read and urlErr what
+	// ValidateCallbackURL said of it: deliveries queued to that URL (all
+	// but those queued before a change of it) are not parsed again on
+	// every attempt.
+	url    string
+	urlErr error
+}
+
+// checkURL is ValidateCallbackURL(u, true), from the endpoint's load when
+// u is the endpoint's URL then.
+func (a *appInfo) checkURL(u string) error {
+	if u == a.url {
+		return a.urlErr
+	}
+	return ValidateCallbackURL(u, true)
 }
 
 // signingSecrets returns the secrets that sign at now: the current one,
@@ -124,7 +139,7 @@ func (s *Service) loadEndpoint(ctx context.Context, id int) (*appInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	info := &appInfo{key: ep.Edges.App.AppKey}
+	info := &appInfo{key: ep.Edges.App.AppKey, url: ep.URL, urlErr: ValidateCallbackURL(ep.URL, true)}
 	info.secret = s.unseal(&ep.Secret)
 	if ep.PreviousSecretExpiresAt != nil {
 		info.previous = s.unseal(ep.PreviousSecret)

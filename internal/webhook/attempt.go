@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -105,7 +106,7 @@ func (s *Service) attempt(abort context.Context, j job, handoff bool, sent func(
 		s.finish(j, &o, ep, false)
 		return nil
 	}
-	if err := ValidateCallbackURL(j.CallbackURL, true); err != nil {
+	if err := app.checkURL(j.CallbackURL); err != nil {
 		// Addresses are checked when connecting (GuardedDialer); here only
 		// the form, which cannot get better by retrying but is recorded
 		// like any failure so the operator sees it.
@@ -220,14 +221,9 @@ func (s *Service) finish(j job, o *outcome, ep endpoint, handoff bool) *job {
 		return nil
 	}
 	s.observe(j, o, attemptNo)
-	log := s.log.With("delivery_id", j.ID, "event_id", j.EventID, "event_type", j.EventType,
-		"app_id", j.AppID, "attempt", attemptNo, "callback_host", hostOf(j.CallbackURL))
-	if o.status != 0 {
-		log = log.With("status", o.status)
-	}
 	if !owned {
 		// Resent, cancelled, or the lease ran out and another worker has it now.
-		log.Warn("webhook: attempt finished after the delivery changed hands; its outcome is recorded but not applied")
+		s.logOutcome(slog.LevelWarn, "webhook: attempt finished after the delivery changed hands; its outcome is recorded but not applied", j, attemptNo, o.status)
 		return next
 	}
 	if v.Alert {
@@ -235,14 +231,32 @@ func (s *Service) finish(j job, o *outcome, ep endpoint, handoff bool) *job {
 	}
 	switch v.Status {
 	case StatusSuccess:
-		log.Debug("webhook delivered", "duration_ms", o.duration.Milliseconds())
+		s.logOutcome(slog.LevelDebug, "webhook delivered", j, attemptNo, o.status, "duration_ms", o.duration.Milliseconds())
 	case StatusRetrying:
-		log.Info("webhook attempt failed, will retry", "err", errText, "retry_at", v.NextAttemptAt.Format(time.RFC3339Nano))
+		s.logOutcome(slog.LevelInfo, "webhook attempt failed, will retry", j, attemptNo, o.status,
+			"err", errText, "retry_at", v.NextAttemptAt.Format(time.RFC3339Nano))
 	case StatusFailed:
-		log.Error("ALERT webhook delivery FAILED: retries exhausted, resend it once the receiver is fixed",
+		s.logOutcome(slog.LevelError, "ALERT webhook delivery FAILED: retries exhausted, resend it once the receiver is fixed", j, attemptNo, o.status,
 			"retries", j.RetryCount, "last_error", errText)
 	}
 	return next
+}
+
+// logOutcome logs msg at level about attempt no of j (status: the
+// reply's, 0 for none), with extra attributes, when the level is enabled:
+// a delivered attempt logs at Debug, and its attributes are not gathered
+// for nothing.
+func (s *Service) logOutcome(level slog.Level, msg string, j job, no, status int, extra ...any) {
+	ctx := context.Background()
+	if !s.log.Enabled(ctx, level) {
+		return
+	}
+	args := []any{"delivery_id", j.ID, "event_id", j.EventID, "event_type", j.EventType,
+		"app_id", j.AppID, "attempt", no, "callback_host", hostOf(j.CallbackURL)}
+	if status != 0 {
+		args = append(args, "status", status)
+	}
+	s.log.Log(ctx, level, msg, append(args, extra...)...)
 }
 
 func latest(a, b time.Time) time.Time {
