@@ -81,9 +81,14 @@ func runFloor(ctx context.Context, args []string) error {
 			return err
 		}
 		defer db.Close()
-		claim := `UPDATE bench_outbox SET lease_until = $1 WHERE id IN (SELECT id FROM bench_outbox WHERE status = 0 AND lease_until IS NULL ORDER BY id LIMIT $2) RETURNING id, url, body`
+		// On SQLite the batch size is written +$2: a bound LIMIT makes
+		// SQLite prepare the statement again on every run (gatehouse
+		// writes its own limits the same way, see the webhook package's
+		// sqliteLimits), and the floor should not pay for what gatehouse
+		// avoids.
+		claim := `UPDATE bench_outbox SET lease_until = $1 WHERE id IN (SELECT id FROM bench_outbox WHERE status = 0 AND lease_until IS NULL ORDER BY id LIMIT +$2) RETURNING id, url, body`
 		if *mode == "outbox-pg" {
-			claim = strings.Replace(claim, "LIMIT $2)", "LIMIT $2 FOR UPDATE SKIP LOCKED)", 1)
+			claim = strings.Replace(claim, "LIMIT +$2)", "LIMIT $2 FOR UPDATE SKIP LOCKED)", 1)
 		}
 		for range *workers {
 			wg.Go(func() {
