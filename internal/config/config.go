@@ -173,6 +173,13 @@ func (c *Config) devKeys() error {
 	return nil
 }
 
+// loadOrCreate reads the key in path or, when there is none, stores gen's
+// and reports it created. Gatehouses started together on a new data dir
+// (serve's lock on it comes later, and other commands take none) must all
+// end with the one key the file keeps, and none may read it half written:
+// the key is written and synced to a file of its own, which then takes the
+// name by a hard link, atomic and refused when the name exists. The loser
+// of that race reads the winner's whole key.
 func loadOrCreate(path string, gen func() string) (string, bool, error) {
 	b, err := os.ReadFile(path)
 	if err == nil {
@@ -182,17 +189,31 @@ func loadOrCreate(path string, gen func() string) (string, bool, error) {
 		return "", false, fmt.Errorf("read %s: %w", path, err)
 	}
 	v := gen()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, os.ErrExist) { // another process won the race
-		b, err := os.ReadFile(path)
-		return strings.TrimSpace(string(b)), false, err
-	}
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".new-*") // mode 0600
 	if err != nil {
 		return "", false, fmt.Errorf("create %s: %w", path, err)
 	}
-	defer f.Close()
-	if _, err := f.WriteString(v + "\n"); err != nil {
+	defer os.Remove(f.Name())
+	_, err = f.WriteString(v + "\n")
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return "", false, fmt.Errorf("write %s: %w", path, err)
+	}
+	err = os.Link(f.Name(), path)
+	if errors.Is(err, os.ErrExist) { // another start won the race
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "", false, fmt.Errorf("read %s: %w", path, err)
+		}
+		return strings.TrimSpace(string(b)), false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("create %s: %w", path, err)
 	}
 	return v, true, nil
 }
