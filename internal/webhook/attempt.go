@@ -275,7 +275,7 @@ func (s *Service) RetryDelay(n int) time.Duration {
 func (s *Service) release(j job) {
 	ctx, cancel := storeCtx()
 	defer cancel()
-	if _, err := s.sql.exec(ctx, nil, releaseSQL, j.ID, j.Lease); err != nil {
+	if _, err := s.sql.exec(ctx, nil, releaseSQL, releaseParams{DeliveryID: j.ID, Lease: j.Lease}.args()...); err != nil {
 		s.log.Error("webhook: releasing a lease failed; it runs out by itself", "delivery_id", j.ID, "err", err)
 	}
 }

@@ -56,7 +56,7 @@ func (c *backlogCollector) Collect(ch chan<- prometheus.Metric) {
 	var n int64
 	// A failing database leaves the metric out of this scrape (the
 	// readiness alert speaks for it).
-	if err := s.db.SQL.QueryRowContext(ctx, dueSQL, now, now.Add(-24*time.Hour), maxBacklogCount).Scan(&n); err != nil {
+	if err := s.db.SQL.QueryRowContext(ctx, dueSQL, dueParams{Now: now, DayAgo: now.Add(-24 * time.Hour), Max: maxBacklogCount}.args()...).Scan(&n); err != nil {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(backlogDesc, prometheus.GaugeValue, float64(n))

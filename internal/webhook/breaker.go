@@ -96,7 +96,7 @@ func (s *Service) postponeFor(j job, wait time.Duration) {
 	ctx, cancel := storeCtx()
 	defer cancel()
 	now := s.now()
-	if _, err := s.sql.exec(ctx, nil, postponeSQL, j.ID, j.Lease, dbTime(now.Add(wait)), now); err != nil {
+	if _, err := s.sql.exec(ctx, nil, postponeSQL, postponeParams{DeliveryID: j.ID, Lease: j.Lease, NextAttemptAt: dbTime(now.Add(wait)), UpdateTime: now}.args()...); err != nil {
 		s.log.Error("webhook: postponing a delivery failed; its lease runs out by itself", "delivery_id", j.ID, "err", err)
 	}
 }
@@ -125,7 +125,7 @@ func (s *Service) breakerChanged(client *outbound.Client, key, from, to string) 
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		now := s.now()
-		if _, err := s.sql.exec(ctx, nil, deferSQL, epID, u, dbTime(now.Add(wait)), now); err != nil {
+		if _, err := s.sql.exec(ctx, nil, deferSQL, deferParams{EndpointID: epID, CallbackURL: u, Until: dbTime(now.Add(wait)), Now: now}.args()...); err != nil {
 			s.log.Error("webhook: moving deliveries to the breaker's half-open time failed; they are postponed one by one", "app_id", appID, "err", err)
 		}
 	}()

@@ -87,9 +87,9 @@ func (s *Service) claimPostgres(ctx context.Context, now, dayAgo, lease time.Tim
 		// reads a few rows per app by index, so scans are ruled out for it (not
 		// for the apps' statement, which reads them all).
 		b.Queue(genericPlansPostgres)
-		b.Queue(lockAppsPostgres, now, dayAgo, s.opt.PerApp, n)
+		b.Queue(lockAppsPostgres, appsParams{Now: now, DayAgo: dayAgo, PerApp: s.opt.PerApp, Limit: n}.args()...)
 		b.Queue(noSeqScanPostgres)
-		b.Queue(claimPostgres, now, lease, s.opt.PerApp, n)
+		b.Queue(claimPostgres, claimParams{Now: now, Lease: lease, PerApp: s.opt.PerApp, Limit: n}.args()...)
 		br := pc.SendBatch(ctx, b)
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
@@ -143,7 +143,7 @@ func (s *Service) claimSQLite(ctx context.Context, now, dayAgo, lease time.Time,
 func (s *Service) claimSQLiteTx(ctx context.Context, tx *sql.Tx, now, dayAgo, lease time.Time, n int) ([]job, error) {
 	type app struct{ id, busy int }
 	var apps []app
-	rows, err := s.sql.query(ctx, tx, appsSQLite, now, dayAgo, s.opt.PerApp, n)
+	rows, err := s.sql.query(ctx, tx, appsSQLite, appsParams{Now: now, DayAgo: dayAgo, PerApp: s.opt.PerApp, Limit: n}.args()...)
 	if err != nil {
 		return nil, fmt.Errorf("apps: %w", err)
 	}
@@ -174,7 +174,7 @@ func (s *Service) claimSQLiteTx(ctx context.Context, tx *sql.Tx, now, dayAgo, le
 	// cheaper than parsing an UPDATE with a list of ids each time.
 	var out []job
 	for _, id := range ids {
-		res, err := s.sql.exec(ctx, tx, leaseSQLite, now, lease, id)
+		res, err := s.sql.exec(ctx, tx, leaseSQLite, leaseParams{Now: now, Lease: lease, DeliveryID: id}.args()...)
 		if err != nil {
 			return nil, err
 		}
@@ -184,7 +184,7 @@ func (s *Service) claimSQLiteTx(ctx context.Context, tx *sql.Tx, now, dayAgo, le
 			}
 			continue
 		}
-		jobs, err := scanJobs(s.sql.query(ctx, tx, jobSQLite, id))
+		jobs, err := scanJobs(s.sql.query(ctx, tx, jobSQLite, deliveryParams{DeliveryID: int(id)}.args()...))
 		if err != nil {
 			return nil, err
 		}
@@ -199,7 +199,7 @@ func (s *Service) claimSQLiteTx(ctx context.Context, tx *sql.Tx, now, dayAgo, le
 func (s *Service) appDueSQLite(ctx context.Context, tx *sql.Tx, now time.Time, appID, room int) ([]int64, error) {
 	type ep struct{ id, room int }
 	var eps []ep
-	rows, err := s.sql.query(ctx, tx, endpointsSQLite, now, appID, s.opt.PerApp)
+	rows, err := s.sql.query(ctx, tx, endpointsSQLite, endpointsParams{Now: now, AppID: appID, PerApp: s.opt.PerApp}.args()...)
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +219,7 @@ func (s *Service) appDueSQLite(ctx context.Context, tx *sql.Tx, now time.Time, a
 		if e.room <= 0 {
 			continue
 		}
-		rows, err := s.sql.query(ctx, tx, endpointDueSQLite, now, e.id, min(e.room, room))
+		rows, err := s.sql.query(ctx, tx, endpointDueSQLite, endpointDueParams{Now: now, EndpointID: e.id, Limit: min(e.room, room)}.args()...)
 		if err != nil {
 			return nil, err
 		}

@@ -147,7 +147,7 @@ func (s *Service) recordBatch(ctx context.Context, batch []*outcomeReq) (map[int
 			if !owned[r.p.DeliveryID] || !r.p.Handoff {
 				continue
 			}
-			jobs, err := scanJobs(s.sql.query(ctx, tx, handoffSQLite, now, dayAgo, s.opt.PerApp, lease, r.p.EndpointID))
+			jobs, err := scanJobs(s.sql.query(ctx, tx, handoffSQLite, handoffParams{Now: now, DayAgo: dayAgo, PerApp: s.opt.PerApp, Lease: lease, EndpointID: r.p.EndpointID}.args()...))
 			if err != nil {
 				return err
 			}

@@ -158,7 +158,7 @@ func (d *dispatcher) untilNextDue(claimedAt time.Time) time.Duration {
 	defer cancel()
 	now := d.s.now()
 	var raw any
-	err := d.s.db.SQL.QueryRowContext(ctx, nextDueSQL, claimedAt, claimedAt.Add(-24*time.Hour)).Scan(&raw)
+	err := d.s.db.SQL.QueryRowContext(ctx, nextDueSQL, nextDueParams{ClaimedAt: claimedAt, DayAgo: claimedAt.Add(-24 * time.Hour)}.args()...).Scan(&raw)
 	var next time.Time
 	if err == nil && raw != nil {
 		next, err = dbTimeValue(raw)

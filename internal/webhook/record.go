@@ -199,10 +199,11 @@ func (s *Service) recordAs(ctx context.Context, p outcomeParams) (bool, error) {
 func (s *Service) recordNumbered(ctx context.Context, id int, params func(no int) outcomeParams) (no int, owned bool, err error) {
 	err = s.sql.inTx(ctx, func(tx *sql.Tx) error {
 		var x int
-		if err := tx.QueryRowContext(ctx, lockDelivery(s.db.Dialect), deliveryLockParams{DeliveryID: id}.args()...).Scan(&x); err != nil {
+		del := deliveryParams{DeliveryID: id}
+		if err := tx.QueryRowContext(ctx, lockDelivery(s.db.Dialect), del.args()...).Scan(&x); err != nil {
 			return err
 		}
-		if err := tx.QueryRowContext(ctx, lastAttemptNo, id).Scan(&no); err != nil {
+		if err := tx.QueryRowContext(ctx, lastAttemptNo, del.args()...).Scan(&no); err != nil {
 			return err
 		}
 		no++

@@ -77,11 +77,11 @@ func (s *Service) Purge(ctx context.Context, cutoff time.Time) (Purged, error) {
 func (s *Service) purgeBatch(ctx context.Context, cutoff time.Time) (Purged, error) {
 	var p Purged
 	if s.db.Dialect == dialect.Postgres {
-		err := s.db.SQL.QueryRowContext(ctx, purgePostgres, cutoff, s.opt.RetentionBatch).Scan(&p.Deliveries, &p.Attempts)
+		err := s.db.SQL.QueryRowContext(ctx, purgePostgres, retentionParams{Cutoff: cutoff, Batch: s.opt.RetentionBatch}.args()...).Scan(&p.Deliveries, &p.Attempts)
 		return p, err
 	}
 	err := s.sql.inTx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, doomedSQLite, cutoff, s.opt.RetentionBatch)
+		rows, err := tx.QueryContext(ctx, doomedSQLite, retentionParams{Cutoff: cutoff, Batch: s.opt.RetentionBatch}.args()...)
 		if err != nil {
 			return err
 		}

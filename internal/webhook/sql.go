@@ -6,14 +6,17 @@ package webhook
 // catalogue's lock, recordNumbered's lock and the claim's settings.
 // Everything else goes through Ent. Each statement is run on both
 // backends (those written for one backend on it) by
-// TestEveryStatementRuns; their parameters are named where the package
-// builds them (outcomeParams for the outcome statements, deliveryLockParams
-// and purgeParams).
+// TestEveryStatementRuns. Every statement with parameters takes them from
+// a named struct next to it (outcomeParams and recordManyParams, for the
+// outcome statements, are in record.go), whose args method lists them in
+// placeholder order; only the claim's settings and the catalogue's lock
+// have none.
 
 import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"entgo.io/ent/dialect"
 )
@@ -114,7 +117,20 @@ var (
 	// gatehouse.claim_apps.
 	lockAppsPostgres = `SELECT set_config('gatehouse.claim_apps', COALESCE(string_agg(l.id::text, ','), ''), true) FROM (
   SELECT a.id FROM partner_apps a JOIN (` + appsOf(" OFFSET 0") + `) c ON c.id = a.id FOR NO KEY UPDATE OF a SKIP LOCKED) l`
+)
 
+// appsParams are the parameters of appsSQL, appsSQLite and
+// lockAppsPostgres.
+type appsParams struct {
+	Now    time.Time // $1: the claim's clock
+	DayAgo time.Time // $2: Now less a day (an expire date is valid through its whole UTC day)
+	PerApp int       // $3: the cap of attempts in flight per app
+	Limit  int       // $4: the most apps to pick
+}
+
+func (p appsParams) args() []any { return []any{p.Now, p.DayAgo, p.PerApp, p.Limit} }
+
+var (
 	// claimPostgres leases, in one statement, up to $4 due deliveries of
 	// the apps lockAppsPostgres locked in the same transaction (so the
 	// in-flight counts are exact): at most $3 in flight per app, and per
@@ -153,14 +169,46 @@ var (
 ))
 AND (w.status IN ('PENDING', 'RETRYING')) IS TRUE AND (w.lease_until IS NULL OR w.lease_until < $1)
 RETURNING w.id, w.app_id, COALESCE(w.endpoint_id, 0), w.event_id, w.event_type, w.biz_data, w.callback_url, w.retry_count, w.max_retry, w.attempt_count, w.create_time, COALESCE(w.traceparent, ''), COALESCE(w.tracestate, '')`
+)
 
+// claimParams are claimPostgres's parameters.
+type claimParams struct {
+	Now    time.Time // $1: the claim's clock
+	Lease  time.Time // $2: the lease_until given to the claimed deliveries
+	PerApp int       // $3: the cap of attempts in flight per app
+	Limit  int       // $4: the most deliveries to claim
+}
+
+func (p claimParams) args() []any { return []any{p.Now, p.Lease, p.PerApp, p.Limit} }
+
+var (
 	// endpointsSQLite lists app $2's enabled endpoints with their room
 	// (share minus attempts in flight); endpointDueSQLite one endpoint's
 	// due deliveries, oldest first (SQLite has no LATERAL: the rounds are
 	// made in Go).
 	endpointsSQLite   = sqliteLimits(`SELECT e.id, ` + shareOf + ` - ` + busyOfEndpoint + ` FROM webhook_endpoints e WHERE e.app_id = $2 AND e.enabled ORDER BY e.id`)
 	endpointDueSQLite = sqliteLimits(`SELECT x.id FROM (` + waitingOf("$2", dueCond, "$3") + `) AS x ORDER BY x.next_attempt_at, x.id LIMIT $3`)
+)
 
+// endpointsParams are endpointsSQLite's parameters.
+type endpointsParams struct {
+	Now    time.Time // $1: the claim's clock
+	AppID  int       // $2
+	PerApp int       // $3: the cap of attempts in flight per app
+}
+
+func (p endpointsParams) args() []any { return []any{p.Now, p.AppID, p.PerApp} }
+
+// endpointDueParams are endpointDueSQLite's parameters.
+type endpointDueParams struct {
+	Now        time.Time // $1: the claim's clock
+	EndpointID int       // $2
+	Limit      int       // $3: the most deliveries to list
+}
+
+func (p endpointDueParams) args() []any { return []any{p.Now, p.EndpointID, p.Limit} }
+
+var (
 	// nextDueSQL is the earliest due time after $1 (the clock of the last
 	// claim) of a delivery this process could claim then (of an enabled
 	// endpoint of an app that may receive). Rows due at $1 but not
@@ -171,6 +219,14 @@ RETURNING w.id, w.app_id, COALESCE(w.endpoint_id, 0), w.event_id, w.event_type, 
 		oldestOf(`d.next_attempt_at > $1 AND (d.lease_until IS NULL OR d.lease_until < $1)`) + ` AS n
 FROM partner_apps a WHERE ` + receiving + `) x`
 )
+
+// nextDueParams are nextDueSQL's parameters.
+type nextDueParams struct {
+	ClaimedAt time.Time // $1: the clock of the last claim
+	DayAgo    time.Time // $2: ClaimedAt less a day (see appsParams)
+}
+
+func (p nextDueParams) args() []any { return []any{p.ClaimedAt, p.DayAgo} }
 
 // The settings claimPostgres's batch makes for its transaction (see
 // Service.claimPostgres): generic plans, made once per connection, and
@@ -185,6 +241,16 @@ const (
 	leaseSQLite = `UPDATE webhook_deliveries SET lease_until = $2 WHERE id = $3 AND status IN ('PENDING', 'RETRYING') AND (lease_until IS NULL OR lease_until < $1)`
 	jobSQLite   = `SELECT ` + jobColumns + ` FROM webhook_deliveries WHERE id = $1`
 )
+
+// leaseParams are leaseSQLite's parameters; jobSQLite's is a
+// deliveryParams.
+type leaseParams struct {
+	Now        time.Time // $1: the claim's clock
+	Lease      time.Time // $2: the lease_until to give
+	DeliveryID int64     // $3
+}
+
+func (p leaseParams) args() []any { return []any{p.Now, p.Lease, p.DeliveryID} }
 
 // The outcome of an attempt is one statement on Postgres (the attempt row
 // inserted and the delivery moved on together) and one short transaction
@@ -203,11 +269,11 @@ const (
   WHERE id = $1 AND lease_until = $16`
 	// lastAttemptNo numbers an attempt when the fast path collided: a
 	// worker that took the delivery over recorded the same number, or
-	// the row predates attempt_count.
+	// the row predates attempt_count. Its parameter is a deliveryParams.
 	lastAttemptNo = `SELECT COALESCE(MAX(attempt_no), 0) FROM delivery_attempts WHERE delivery_id = $1`
 )
 
-// recordNumbered's lock of the delivery (parameters: deliveryLockParams)
+// recordNumbered's lock of the delivery (parameters: deliveryParams)
 // before it reads lastAttemptNo: on Postgres the row's lock, so that two
 // workers number their attempts in turn. On SQLite it only reads the row
 // (the store begins transactions IMMEDIATE: they hold the one write lock
@@ -225,12 +291,13 @@ func lockDelivery(d string) string {
 	return lockDeliverySQLite
 }
 
-// deliveryLockParams are lockDelivery's parameters.
-type deliveryLockParams struct {
+// deliveryParams are the parameters of the statements that read or lock
+// one delivery by its id: lockDelivery, lastAttemptNo and jobSQLite.
+type deliveryParams struct {
 	DeliveryID int // $1
 }
 
-func (p deliveryLockParams) args() []any { return []any{p.DeliveryID} }
+func (p deliveryParams) args() []any { return []any{p.DeliveryID} }
 
 // releaseSQL gives a lease back without counting an attempt; with
 // next_attempt_at it also moves the delivery's next attempt.
@@ -239,11 +306,41 @@ const (
 	postponeSQL = `UPDATE webhook_deliveries SET lease_until = NULL, next_attempt_at = $3, update_time = $4 WHERE id = $1 AND lease_until = $2`
 )
 
+// releaseParams are releaseSQL's parameters.
+type releaseParams struct {
+	DeliveryID int       // $1
+	Lease      time.Time // $2: the lease given back, if it is still this worker's
+}
+
+func (p releaseParams) args() []any { return []any{p.DeliveryID, p.Lease} }
+
+// postponeParams are postponeSQL's parameters.
+type postponeParams struct {
+	DeliveryID    int       // $1
+	Lease         time.Time // $2: the lease given back, if it is still this worker's
+	NextAttemptAt time.Time // $3
+	UpdateTime    time.Time // $4
+}
+
+func (p postponeParams) args() []any {
+	return []any{p.DeliveryID, p.Lease, p.NextAttemptAt, p.UpdateTime}
+}
+
 // deferSQL moves every waiting delivery of an endpoint to the time its
 // breaker lets trial calls through.
 const deferSQL = `UPDATE webhook_deliveries SET next_attempt_at = $3, update_time = $4
 WHERE endpoint_id = $1 AND callback_url = $2 AND status IN ('PENDING', 'RETRYING') AND next_attempt_at < $3
   AND (lease_until IS NULL OR lease_until < $4)`
+
+// deferParams are deferSQL's parameters.
+type deferParams struct {
+	EndpointID  int       // $1
+	CallbackURL string    // $2: the URL the breaker is for
+	Until       time.Time // $3: the breaker's half-open time, the new next_attempt_at
+	Now         time.Time // $4: the update time; leases live at Now are left alone
+}
+
+func (p deferParams) args() []any { return []any{p.EndpointID, p.CallbackURL, p.Until, p.Now} }
 
 // dueSQL counts (up to $3) the deliveries due at $1 of enabled endpoints
 // of apps that may receive at $2: the backlog the dispatchers have not
@@ -251,6 +348,15 @@ WHERE endpoint_id = $1 AND callback_url = $2 AND status IN ('PENDING', 'RETRYING
 const dueSQL = `SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries d JOIN partner_apps a ON a.id = d.app_id
 JOIN webhook_endpoints e ON e.id = d.endpoint_id
 WHERE d.status IN ('PENDING', 'RETRYING') AND d.next_attempt_at <= $1 AND e.enabled AND ` + receiving + ` LIMIT $3) x`
+
+// dueParams are dueSQL's parameters.
+type dueParams struct {
+	Now    time.Time // $1
+	DayAgo time.Time // $2: Now less a day (see appsParams)
+	Max    int       // $3: the count stops here
+}
+
+func (p dueParams) args() []any { return []any{p.Now, p.DayAgo, p.Max} }
 
 // The retention job's statements. A batch is the oldest RetentionBatch
 // final deliveries (SUCCESS, FAILED, CANCELLED) whose last change is
@@ -272,6 +378,14 @@ SELECT (SELECT count(*) FROM deliveries), (SELECT count(*) FROM attempts)`
 )
 
 var doomedSQLite = sqliteLimits(`SELECT id FROM webhook_deliveries WHERE ` + finalCond + ` ORDER BY update_time, id LIMIT $2`)
+
+// retentionParams are the parameters of purgePostgres and doomedSQLite.
+type retentionParams struct {
+	Cutoff time.Time // $1: final deliveries last changed before it go
+	Batch  int       // $2: the most deliveries of one batch
+}
+
+func (p retentionParams) args() []any { return []any{p.Cutoff, p.Batch} }
 
 // purgeAttemptsSQLite and purgeDeliveriesSQLite delete, on SQLite and in
 // doomedSQLite's transaction, the k deliveries it chose: their attempts,
@@ -334,13 +448,23 @@ FROM v WHERE w.id = v.id AND w.lease_until = v.lease RETURNING w.id`
 // neither the app's nor the endpoint's count of attempts in flight
 // grows; the endpoint must be enabled, its app receiving, and the
 // endpoint under its share (which shrinks when another endpoint of the
-// app is enabled). $1 now, $2 a day ago, $3 the per-app cap, $4 the
-// lease.
+// app is enabled). Its parameters are handoffParams.
 var handoffSQLite = sqliteLimits(`UPDATE webhook_deliveries SET lease_until = $4 WHERE id = (
   SELECT x.id FROM (` + waitingOf("$5", dueCond, "1") + `) AS x ORDER BY x.next_attempt_at, x.id LIMIT 1)
 AND EXISTS (SELECT 1 FROM webhook_endpoints e JOIN partner_apps a ON a.id = e.app_id
   WHERE e.id = $5 AND e.enabled AND ` + receiving + ` AND ` + busyOfEndpoint + ` < ` + shareOf + `)
 RETURNING ` + jobColumns)
+
+// handoffParams are handoffSQLite's parameters.
+type handoffParams struct {
+	Now        time.Time // $1
+	DayAgo     time.Time // $2: Now less a day (see appsParams)
+	PerApp     int       // $3: the cap of attempts in flight per app
+	Lease      time.Time // $4: the lease_until to give
+	EndpointID int       // $5: the endpoint whose delivery moved
+}
+
+func (p handoffParams) args() []any { return []any{p.Now, p.DayAgo, p.PerApp, p.Lease, p.EndpointID} }
 
 // The catalogue's lock: createWebhookEventType counts the custom types and
 // inserts one in a transaction that begins with it, so that concurrent

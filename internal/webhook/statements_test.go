@@ -41,41 +41,43 @@ func TestEveryStatementRuns(t *testing.T) {
 			Status:  string(StatusRetrying), RetryCount: 1, NextAttemptAt: now.Add(time.Second),
 			LastError: sql.NullString{String: "HTTP 500", Valid: true}, UpdateTime: now, Lease: lease,
 		}
-		locked := deliveryLockParams{DeliveryID: d.ID}
+		byID := deliveryParams{DeliveryID: d.ID}
 		doomed := purgeParams{DeliveryIDs: []int64{int64(d.ID), int64(d.ID) + 1}}
 		pg, lite := b.DatabaseURL != "", b.Embedded()
 		dayAgo := now.Add(-24 * time.Hour)
+		apps := appsParams{Now: now, DayAgo: dayAgo, PerApp: 4, Limit: 16}
+		retention := retentionParams{Cutoff: now, Batch: 10}
 		for _, c := range []struct {
 			name string
 			on   bool // the backend runs it
 			q    string
 			args []any
 		}{
-			{"appsSQL", pg, appsSQL, []any{now, dayAgo, 4, 16}},
-			{"appsSQLite", lite, appsSQLite, []any{now, dayAgo, 4, 16}},
+			{"appsSQL", pg, appsSQL, apps.args()},
+			{"appsSQLite", lite, appsSQLite, apps.args()},
 			{"genericPlansPostgres", pg, genericPlansPostgres, nil},
-			{"lockAppsPostgres", pg, lockAppsPostgres, []any{now, dayAgo, 4, 16}},
+			{"lockAppsPostgres", pg, lockAppsPostgres, apps.args()},
 			{"noSeqScanPostgres", pg, noSeqScanPostgres, nil},
-			{"claimPostgres", pg, claimPostgres, []any{now, lease, 4, 16}},
-			{"endpointsSQLite", lite, endpointsSQLite, []any{now, app.ID, 4}},
-			{"endpointDueSQLite", lite, endpointDueSQLite, []any{now, ep.ID, 4}},
-			{"leaseSQLite", lite, leaseSQLite, []any{now, lease, d.ID}},
-			{"jobSQLite", lite, jobSQLite, []any{d.ID}},
-			{"nextDueSQL", true, nextDueSQL, []any{now, dayAgo}},
-			{"dueSQL", true, dueSQL, []any{now, dayAgo, maxBacklogCount}},
+			{"claimPostgres", pg, claimPostgres, claimParams{Now: now, Lease: lease, PerApp: 4, Limit: 16}.args()},
+			{"endpointsSQLite", lite, endpointsSQLite, endpointsParams{Now: now, AppID: app.ID, PerApp: 4}.args()},
+			{"endpointDueSQLite", lite, endpointDueSQLite, endpointDueParams{Now: now, EndpointID: ep.ID, Limit: 4}.args()},
+			{"leaseSQLite", lite, leaseSQLite, leaseParams{Now: now, Lease: lease, DeliveryID: int64(d.ID)}.args()},
+			{"jobSQLite", lite, jobSQLite, byID.args()},
+			{"nextDueSQL", true, nextDueSQL, nextDueParams{ClaimedAt: now, DayAgo: dayAgo}.args()},
+			{"dueSQL", true, dueSQL, dueParams{Now: now, DayAgo: dayAgo, Max: maxBacklogCount}.args()},
 			{"insertAttempt", true, insertAttempt, outcome.attemptArgs()},
 			{"moveDelivery", true, moveDelivery, outcome.moveArgs()},
 			{"recordPostgres", pg, recordPostgres, outcome.args()},
 			{"recordManyPostgres", pg, recordManyPostgres, manyParams(outcome).args()},
-			{"handoffSQLite", lite, handoffSQLite, []any{now, dayAgo, 4, lease, ep.ID}},
-			{"lockDeliveryPostgres", pg, lockDeliveryPostgres, locked.args()},
-			{"lockDeliverySQLite", lite, lockDeliverySQLite, locked.args()},
-			{"lastAttemptNo", true, lastAttemptNo, []any{d.ID}},
-			{"releaseSQL", true, releaseSQL, []any{d.ID, lease}},
-			{"postponeSQL", true, postponeSQL, []any{d.ID, lease, now.Add(time.Second), now}},
-			{"deferSQL", true, deferSQL, []any{ep.ID, ep.URL, now.Add(time.Minute), now}},
-			{"purgePostgres", pg, purgePostgres, []any{now, 10}},
-			{"doomedSQLite", lite, doomedSQLite, []any{now, 10}},
+			{"handoffSQLite", lite, handoffSQLite, handoffParams{Now: now, DayAgo: dayAgo, PerApp: 4, Lease: lease, EndpointID: ep.ID}.args()},
+			{"lockDeliveryPostgres", pg, lockDeliveryPostgres, byID.args()},
+			{"lockDeliverySQLite", lite, lockDeliverySQLite, byID.args()},
+			{"lastAttemptNo", true, lastAttemptNo, byID.args()},
+			{"releaseSQL", true, releaseSQL, releaseParams{DeliveryID: d.ID, Lease: lease}.args()},
+			{"postponeSQL", true, postponeSQL, postponeParams{DeliveryID: d.ID, Lease: lease, NextAttemptAt: now.Add(time.Second), UpdateTime: now}.args()},
+			{"deferSQL", true, deferSQL, deferParams{EndpointID: ep.ID, CallbackURL: ep.URL, Until: now.Add(time.Minute), Now: now}.args()},
+			{"purgePostgres", pg, purgePostgres, retention.args()},
+			{"doomedSQLite", lite, doomedSQLite, retention.args()},
 			{"purgeAttemptsSQLite", lite, purgeAttemptsSQLite(len(doomed.DeliveryIDs)), doomed.args()},
 			{"purgeDeliveriesSQLite", lite, purgeDeliveriesSQLite(len(doomed.DeliveryIDs)), doomed.args()},
 			{"lockCataloguePostgres", pg, lockCataloguePostgres, nil},
