@@ -206,3 +206,129 @@ func TestHandoffStopsWhenHeld(t *testing.T) {
 		})
 	})
 }
+
+// gate is a receiver whose requests each wait for a step of the test (or
+// its end) before answering 200, and which notes the most requests in
+// flight at once among those that began after mark.
+type gate struct {
+	*httptest.Server
+	step chan struct{}
+	mu   sync.Mutex
+	now  int
+	// peak is the most requests in flight (each counted at its start)
+	// since mark; began counts the requests begun since.
+	peak, began int
+	marked      bool
+}
+
+func newGate(t testing.TB) *gate {
+	g := &gate{step: make(chan struct{})}
+	end := make(chan struct{})
+	g.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g.mu.Lock()
+		g.now++
+		if g.marked {
+			g.began++
+			g.peak = max(g.peak, g.now)
+		}
+		g.mu.Unlock()
+		defer func() {
+			g.mu.Lock()
+			g.now--
+			g.mu.Unlock()
+		}()
+		select {
+		case <-g.step:
+		case <-end:
+		case <-r.Context().Done():
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(g.Close)
+	t.Cleanup(func() { close(end) }) // first: Close waits for the handlers
+	return g
+}
+
+func (g *gate) inFlight() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.now
+}
+
+func (g *gate) mark() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.marked = true
+}
+
+func (g *gate) sinceMark() (peak, began int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.peak, g.began
+}
+
+// answer lets one waiting request answer, waiting for one to arrive.
+func (g *gate) answer(t testing.TB) {
+	t.Helper()
+	select {
+	case g.step <- struct{}{}:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no request arrived to answer (%d in flight)", g.inFlight())
+	}
+}
+
+// TestHandoffKeepsToAShrunkShare: an endpoint alone in its app has the
+// whole per-app cap, 4 attempts in flight, all held by its receiver.
+// Enabling a second endpoint halves its share at once: as the held
+// attempts are answered one by one, no worker takes the endpoint's next
+// delivery by hand-off (SQLite) or claim until it is under its new share
+// of 2, so it never again has more than 2 in flight, and the second
+// endpoint gets the slots it gives up. (A hand-off keeps an endpoint's
+// count of attempts in flight as it is, so with a share that never
+// changes the caps hold without its share check, as in
+// TestHandoffKeepsCaps; only the check brings an endpoint down to a share
+// that shrank.)
+func TestHandoffKeepsToAShrunkShare(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		e := newEnv(t, b, hangingOptions())
+		ctx := context.Background()
+		held := newGate(t)
+		second := newReceiver(t, always(http.StatusOK))
+		appID, _ := e.newApp(t, held.URL)
+		secondID, _ := e.endpoint(t, appID, second.URL)
+		if _, err := e.svc.SetEndpointEnabled(ctx, secondID, false); err != nil {
+			t.Fatal(err)
+		}
+		e.queue(t, appID, 40) // all to the first endpoint: the second is disabled
+		e.svc.Notify()
+		waitFor(t, 10*time.Second, func() bool { return held.inFlight() == webhook.DefaultPerApp }, func() string {
+			return fmt.Sprintf("%d in flight at the endpoint alone, want the whole cap %d", held.inFlight(), webhook.DefaultPerApp)
+		})
+
+		if _, err := e.svc.SetEndpointEnabled(ctx, secondID, true); err != nil {
+			t.Fatal(err)
+		}
+		held.mark()
+		const toSecond = 10
+		e.queue(t, appID, toSecond)
+		e.svc.Notify()
+		for range 2 * webhook.DefaultPerApp {
+			held.answer(t)
+		}
+		// Were the first endpoint's workers to go on handing off its
+		// deliveries, it would keep the whole cap (its requests wait for
+		// answers that no longer come) and the second would get nothing.
+		waitFor(t, 10*time.Second, func() bool { return second.count() == toSecond }, func() string {
+			return fmt.Sprintf("%d of %d delivered to the second endpoint (the first has %d in flight)", second.count(), toSecond, held.inFlight())
+		})
+		share := webhook.DefaultPerApp / 2
+		if peak, began := held.sinceMark(); peak > share {
+			t.Errorf("after its share shrank, %d attempts began at the first endpoint, up to %d in flight at once: want at most its share %d",
+				began, peak, share)
+		}
+		if b.Embedded() && webhook.Handoffs(e.svc) == 0 {
+			t.Error("no delivery was handed off: the share check was not reached")
+		}
+	})
+}
