@@ -45,7 +45,7 @@ lint:
 	$(GO) tool staticcheck $$($(GO) list ./... | grep -v '^gatehouse/ent' ) gatehouse/ent/schema
 
 ## bench: load harness (cmd/gatehouse-bench): gatehouse as its own process, embedded and on
-## Postgres + Redis, against baselines measured in the same run; < 3 min; JSON in bin/bench.json
+## Postgres + Redis, against baselines measured in the same run; about 3½ min; JSON in bin/bench.json
 bench: build
 	$(GO) build -o bin/gatehouse-bench ./cmd/gatehouse-bench
 	./bin/gatehouse-bench -gatehouse $(BIN) -out bin/bench.json
