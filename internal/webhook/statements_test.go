@@ -9,6 +9,8 @@ import (
 
 	"entgo.io/ent/dialect"
 
+	"gatehouse/ent"
+	"gatehouse/internal/store"
 	"gatehouse/internal/store/storetest"
 	"gatehouse/internal/testenv"
 )
@@ -28,9 +30,7 @@ func TestEveryStatementRuns(t *testing.T) {
 		db := storetest.OpenURL(t, url)
 		ctx := context.Background()
 		now := dbTime(time.Now())
-		app := db.PartnerApp.Create().SetAppName("statements").SetAppKey("statements-" + testenv.RandomSuffix()).SetSecret([]byte{1}).SaveX(ctx)
-		ep := db.WebhookEndpoint.Create().SetAppID(app.ID).SetURL("https://partner.example/hook").SetSecret([]byte{1}).
-			SetCreateTime(now).SetUpdateTime(now).SaveX(ctx)
+		app, ep := appWithEndpoint(t, db, "statements", now)
 		lease := now.Add(time.Minute)
 		d := db.WebhookDelivery.Create().SetAppID(app.ID).SetEndpointID(ep.ID).SetEventID("msg_statements").SetEventType("order.paid").
 			SetBizData(`{}`).SetCallbackURL(ep.URL).SetNextAttemptAt(now.Add(-time.Second)).SetCreateTime(now).SetUpdateTime(now).
@@ -174,9 +174,7 @@ func TestRecordManyStoresEachOutcome(t *testing.T) {
 	db := storetest.OpenURL(t, testenv.PostgresURL(t))
 	ctx := context.Background()
 	now := dbTime(time.Now())
-	app := db.PartnerApp.Create().SetAppName("many").SetAppKey("many-" + testenv.RandomSuffix()).SetSecret([]byte{1}).SaveX(ctx)
-	ep := db.WebhookEndpoint.Create().SetAppID(app.ID).SetURL("https://partner.example/hook").SetSecret([]byte{1}).
-		SetCreateTime(now).SetUpdateTime(now).SaveX(ctx)
+	app, ep := appWithEndpoint(t, db, "many", now)
 	lease := now.Add(time.Minute)
 	due := now.Add(-time.Second)
 	var ids []int
@@ -251,4 +249,15 @@ FROM webhook_deliveries d JOIN delivery_attempts a ON a.delivery_id = d.id WHERE
 	if s := read(ids[2]); s.status != "PENDING" || s.attempts != 0 || !s.leased || s.no != 1 {
 		t.Errorf("taken over: %+v (its attempt is stored, the delivery must not move)", s)
 	}
+}
+
+// appWithEndpoint makes an app named name with one endpoint, written as
+// of now, for the statements to run over.
+func appWithEndpoint(t *testing.T, db *store.DB, name string, now time.Time) (*ent.PartnerApp, *ent.WebhookEndpoint) {
+	t.Helper()
+	ctx := context.Background()
+	app := db.PartnerApp.Create().SetAppName(name).SetAppKey(name + "-" + testenv.RandomSuffix()).SetSecret([]byte{1}).SaveX(ctx)
+	ep := db.WebhookEndpoint.Create().SetAppID(app.ID).SetURL("https://partner.example/hook").SetSecret([]byte{1}).
+		SetCreateTime(now).SetUpdateTime(now).SaveX(ctx)
+	return app, ep
 }
