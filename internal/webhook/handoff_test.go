@@ -207,77 +207,6 @@ func TestHandoffStopsWhenHeld(t *testing.T) {
 	})
 }
 
-// gate is a receiver whose requests each wait for a step of the test (or
-// its end) before answering 200, and which notes the most requests in
-// flight at once among those that began after mark.
-type gate struct {
-	*httptest.Server
-	step chan struct{}
-	mu   sync.Mutex
-	now  int
-	// peak is the most requests in flight (each counted at its start)
-	// since mark; began counts the requests begun since.
-	peak, began int
-	marked      bool
-}
-
-func newGate(t testing.TB) *gate {
-	g := &gate{step: make(chan struct{})}
-	end := make(chan struct{})
-	g.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		g.mu.Lock()
-		g.now++
-		if g.marked {
-			g.began++
-			g.peak = max(g.peak, g.now)
-		}
-		g.mu.Unlock()
-		defer func() {
-			g.mu.Lock()
-			g.now--
-			g.mu.Unlock()
-		}()
-		select {
-		case <-g.step:
-		case <-end:
-		case <-r.Context().Done():
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-	}))
-	t.Cleanup(g.Close)
-	t.Cleanup(func() { close(end) }) // first: Close waits for the handlers
-	return g
-}
-
-func (g *gate) inFlight() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.now
-}
-
-func (g *gate) mark() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.marked = true
-}
-
-func (g *gate) sinceMark() (peak, began int) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.peak, g.began
-}
-
-// answer lets one waiting request answer, waiting for one to arrive.
-func (g *gate) answer(t testing.TB) {
-	t.Helper()
-	select {
-	case g.step <- struct{}{}:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("no request arrived to answer (%d in flight)", g.inFlight())
-	}
-}
-
 // TestHandoffKeepsToAShrunkShare: an endpoint alone in its app has the
 // whole per-app cap, 4 attempts in flight, all held by its receiver.
 // Enabling a second endpoint halves its share at once: as the held
@@ -293,7 +222,7 @@ func TestHandoffKeepsToAShrunkShare(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		e := newEnv(t, b, hangingOptions())
 		ctx := context.Background()
-		held := newGate(t)
+		held := gated(t)
 		second := newReceiver(t, always(http.StatusOK))
 		appID, _ := e.newApp(t, held.URL)
 		secondID, _ := e.endpoint(t, appID, second.URL)
@@ -302,14 +231,16 @@ func TestHandoffKeepsToAShrunkShare(t *testing.T) {
 		}
 		e.queue(t, appID, 40) // all to the first endpoint: the second is disabled
 		e.svc.Notify()
-		waitFor(t, 10*time.Second, func() bool { return held.inFlight() == webhook.DefaultPerApp }, func() string {
-			return fmt.Sprintf("%d in flight at the endpoint alone, want the whole cap %d", held.inFlight(), webhook.DefaultPerApp)
+		inFlight := func() int { now, _ := held.concurrency(); return now }
+		waitFor(t, 10*time.Second, func() bool { return inFlight() == webhook.DefaultPerApp }, func() string {
+			return fmt.Sprintf("%d in flight at the endpoint alone, want the whole cap %d", inFlight(), webhook.DefaultPerApp)
 		})
 
 		if _, err := e.svc.SetEndpointEnabled(ctx, secondID, true); err != nil {
 			t.Fatal(err)
 		}
-		held.mark()
+		held.resetPeak()
+		before := held.count()
 		const toSecond = 10
 		e.queue(t, appID, toSecond)
 		e.svc.Notify()
@@ -320,10 +251,11 @@ func TestHandoffKeepsToAShrunkShare(t *testing.T) {
 		// deliveries, it would keep the whole cap (its requests wait for
 		// answers that no longer come) and the second would get nothing.
 		waitFor(t, 10*time.Second, func() bool { return second.count() == toSecond }, func() string {
-			return fmt.Sprintf("%d of %d delivered to the second endpoint (the first has %d in flight)", second.count(), toSecond, held.inFlight())
+			return fmt.Sprintf("%d of %d delivered to the second endpoint (the first has %d in flight)", second.count(), toSecond, inFlight())
 		})
 		share := webhook.DefaultPerApp / 2
-		if peak, began := held.sinceMark(); peak > share {
+		if _, peak := held.concurrency(); peak > share {
+			began := held.count() - before
 			t.Errorf("after its share shrank, %d attempts began at the first endpoint, up to %d in flight at once: want at most its share %d",
 				began, peak, share)
 		}

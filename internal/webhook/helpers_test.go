@@ -179,6 +179,9 @@ type receiver struct {
 	got     []received
 	respond func(n int) int
 	hold    chan struct{} // when non-nil, requests wait for it to close
+	// step, when non-nil, lets one waiting request answer per value sent
+	// (see gated and answer).
+	step chan struct{}
 	// inFlight and peak count the requests being answered at once.
 	inFlight, peak int
 	once           sync.Once
@@ -191,7 +194,7 @@ func newReceiver(t testing.TB, respond func(n int) int) *receiver {
 		r.mu.Lock()
 		r.got = append(r.got, received{at: time.Now(), header: req.Header.Clone(), body: body})
 		n := len(r.got)
-		hold := r.hold
+		hold, step := r.hold, r.step
 		status := http.StatusOK
 		if r.respond != nil {
 			status = r.respond(n)
@@ -204,9 +207,10 @@ func newReceiver(t testing.TB, respond func(n int) int) *receiver {
 			r.inFlight--
 			r.mu.Unlock()
 		}()
-		if hold != nil {
+		if hold != nil || step != nil {
 			select {
 			case <-hold:
+			case <-step:
 			case <-req.Context().Done():
 				return
 			}
@@ -240,6 +244,34 @@ func hanging(t testing.TB) *receiver {
 	r.hold = make(chan struct{})
 	t.Cleanup(r.release)
 	return r
+}
+
+// gated makes a hanging receiver whose requests also answer one at a time,
+// as the test calls answer.
+func gated(t testing.TB) *receiver {
+	r := hanging(t)
+	r.step = make(chan struct{})
+	return r
+}
+
+// answer lets one waiting request of a gated receiver answer, waiting for
+// one to arrive.
+func (r *receiver) answer(t testing.TB) {
+	t.Helper()
+	select {
+	case r.step <- struct{}{}:
+	case <-time.After(10 * time.Second):
+		now, _ := r.concurrency()
+		t.Fatalf("no request arrived to answer (%d in flight)", now)
+	}
+}
+
+// resetPeak makes concurrency's peak count from now on: the most
+// requests in flight when one of those that begin from now on begins.
+func (r *receiver) resetPeak() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.peak = 0
 }
 
 // release lets the held requests of a hanging receiver (and later ones) go.
