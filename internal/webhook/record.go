@@ -36,7 +36,7 @@ type outcomeParams struct {
 	// RETRYING (the due time is kept).
 	Status        string
 	RetryCount    int
-	NextAttemptAt any
+	NextAttemptAt *time.Time
 	LastError     sql.NullString
 	UpdateTime    time.Time
 	// Lease is the claim's lease_until: the delivery moves only while it
@@ -103,11 +103,7 @@ func manyParams(ps ...outcomeParams) recordManyParams {
 		m.StartedAt = append(m.StartedAt, a.startedAt)
 		m.Statuses = append(m.Statuses, p.Status)
 		m.RetryCounts = append(m.RetryCounts, int64(p.RetryCount))
-		var next *time.Time
-		if t, ok := p.NextAttemptAt.(time.Time); ok {
-			next = &t
-		}
-		m.NextAttemptAt = append(m.NextAttemptAt, next)
+		m.NextAttemptAt = append(m.NextAttemptAt, p.NextAttemptAt)
 		m.LastErrors = append(m.LastErrors, nullable(p.LastError))
 		m.UpdateTimes = append(m.UpdateTimes, p.UpdateTime)
 		m.Leases = append(m.Leases, p.Lease)
@@ -134,9 +130,9 @@ func nullable(s sql.NullString) *string {
 // endpoint may come back too, leased to the caller in the same write
 // (see the dispatcher's work).
 func (s *Service) record(ctx context.Context, j job, a attemptRow, v verdict, handoff bool) (owned bool, no int, next *job, err error) {
-	var nextAt any
+	var nextAt *time.Time
 	if v.Status == StatusRetrying {
-		nextAt = v.NextAttemptAt
+		nextAt = &v.NextAttemptAt
 	}
 	params := func(no int) outcomeParams {
 		return outcomeParams{

@@ -38,7 +38,7 @@ func TestEveryStatementRuns(t *testing.T) {
 		outcome := outcomeParams{
 			DeliveryID: d.ID, AttemptNo: 1,
 			Attempt: attemptRow{reqHeaders: `{}`, reqBody: `{}`, status: sql.NullInt64{Int64: 500, Valid: true}, durationMs: 3, startedAt: now},
-			Status:  string(StatusRetrying), RetryCount: 1, NextAttemptAt: now.Add(time.Second),
+			Status:  string(StatusRetrying), RetryCount: 1, NextAttemptAt: new(now.Add(time.Second)),
 			LastError: sql.NullString{String: "HTTP 500", Valid: true}, UpdateTime: now, Lease: lease,
 		}
 		byID := deliveryParams{DeliveryID: d.ID}
@@ -192,7 +192,7 @@ func TestRecordManyStoresEachOutcome(t *testing.T) {
 			durationMs: 7, startedAt: now},
 	}
 	unreachable := outcomeParams{
-		DeliveryID: ids[1], AttemptNo: 3, Status: string(StatusRetrying), RetryCount: 2, NextAttemptAt: retryAt,
+		DeliveryID: ids[1], AttemptNo: 3, Status: string(StatusRetrying), RetryCount: 2, NextAttemptAt: &retryAt,
 		LastError: sql.NullString{String: "dial: refused", Valid: true}, UpdateTime: later, Lease: lease,
 		Attempt: attemptRow{reqHeaders: `{}`, reqBody: `{"x":2}`, err: sql.NullString{String: "dial: refused", Valid: true}, startedAt: now},
 	}
