@@ -165,6 +165,13 @@ func (c *Config) devKeys() error {
 		if err != nil {
 			return err
 		}
+		// The same floor as GATEHOUSE_JWT_SECRET's: a file left empty or
+		// short (by hand, or by a start of an older version killed while
+		// it wrote the key) must not sign sessions with next to no key.
+		if len(raw) < 32 {
+			return fmt.Errorf("%s: holds %d bytes, an HS256 key needs at least 32 (delete the file to have a new key generated; sessions signed with the old one end)",
+				filepath.Join(dir, "jwt.key"), len(raw))
+		}
 		c.JWTSecret = []byte(raw)
 		if created {
 			c.GeneratedKeys = append(c.GeneratedKeys, "jwt.key")

@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -74,6 +75,27 @@ func TestDevKeysConcurrentStartsAgree(t *testing.T) {
 		stored.Database.DataDir = dir
 		if err := stored.Resolve(); err != nil || string(stored.MasterKey) != string(cfgs[0].MasterKey) {
 			t.Fatalf("the stored master key %q is not the one the starts run with (%v)", master, err)
+		}
+	}
+}
+
+// TestShortDevJWTKeyRefused: a jwt.key in the data dir that is empty or
+// shorter than 32 bytes is refused, naming the file, as a short
+// GATEHOUSE_JWT_SECRET is: no session is signed with next to no key.
+func TestShortDevJWTKeyRefused(t *testing.T) {
+	for _, content := range []string{"", "\n", "short-key\n"} {
+		dir := filepath.Join(t.TempDir(), "data")
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "jwt.key"), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c := Defaults()
+		c.Database.DataDir = dir
+		err := c.Resolve()
+		if err == nil || !strings.Contains(err.Error(), "jwt.key") || !strings.Contains(err.Error(), "at least 32") {
+			t.Errorf("jwt.key %q: Resolve said %v, want the file refused", content, err)
 		}
 	}
 }
