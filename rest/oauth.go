@@ -81,8 +81,8 @@ func (h OAuth) Routes() chi.Router {
 // metadata serves the authorization server metadata (RFC 8414) at
 // /.well-known/oauth-authorization-server.
 func (h OAuth) metadata(w http.ResponseWriter, r *http.Request) {
-	issuer := h.Issuer
-	if issuer == "" {
+	issuer, pinned := h.Issuer, h.Issuer != ""
+	if !pinned {
 		scheme := "http"
 		if httpx.RequestHTTPS(r) {
 			scheme = "https"
@@ -94,7 +94,15 @@ func (h OAuth) metadata(w http.ResponseWriter, r *http.Request) {
 		h.internal(w, r, err)
 		return
 	}
-	w.Header().Set("Cache-Control", "public, max-age=300")
+	if pinned {
+		w.Header().Set("Cache-Control", "public, max-age=300")
+	} else {
+		// Built from the request's own Host: a shared cache must neither
+		// keep it nor hand it to a client that asked under another name
+		// (a stranger's Host would otherwise poison it for everyone).
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("Vary", "Host")
+	}
 	httpx.WriteJSON(w, http.StatusOK, m)
 }
 

@@ -183,3 +183,33 @@ func TestOAuthMetadataIssuer(t *testing.T) {
 		t.Fatalf("metadata %v", m)
 	}
 }
+
+// TestOAuthMetadataCaching: metadata built from the request's Host (no
+// GATEHOUSE_PUBLIC_URL) is neither cached nor shared across hosts: a
+// stranger's Host gets a document no shared cache keeps. With a public URL
+// the document is the same for every Host and may be cached.
+func TestOAuthMetadataCaching(t *testing.T) {
+	for _, c := range []struct {
+		name, publicURL, cache, vary string
+	}{
+		{"from the Host header", "", "no-store", "Host"},
+		{"pinned by GATEHOUSE_PUBLIC_URL", "https://gatehouse.example.com", "public, max-age=300", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := auSetup(t, testenv.Backend{Name: "sqlite"}, func(cfg *config.Config) { cfg.Server.PublicURL = c.publicURL })
+			req, _ := http.NewRequest("GET", f.PublicURL+"/.well-known/oauth-authorization-server", nil)
+			req.Host = "evil.example"
+			resp, err := f.Client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if got := resp.Header.Get("Cache-Control"); got != c.cache {
+				t.Errorf("Cache-Control %q, want %q", got, c.cache)
+			}
+			if got := resp.Header.Get("Vary"); got != c.vary {
+				t.Errorf("Vary %q, want %q", got, c.vary)
+			}
+		})
+	}
+}
