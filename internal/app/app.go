@@ -128,6 +128,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		// signed partner requests and passwords would cross in clear.
 		log.Warn("partner and sign-in traffic must arrive over HTTPS: set GATEHOUSE_TLS_CERT/GATEHOUSE_TLS_KEY, or GATEHOUSE_TRUSTED_PROXIES for the TLS-terminating proxy in front")
 	}
+	warnSingleReplicaState(cfg, log)
 	a.Tickets = ticket.NewService(db.Client)
 	// Each capability wires its services in its own file (wire_*.go).
 	for _, wire := range []func(context.Context) error{a.wirePartner, a.wireInventory, a.wireAdmin, a.wireWebhooks, a.wireAuth, a.wirePayments} {
@@ -260,4 +261,20 @@ func (a *App) Close(ctx context.Context) error {
 		a.closeErr = errors.Join(errs...)
 	})
 	return a.closeErr
+}
+
+// warnSingleReplicaState says at start what a setting left empty costs once
+// more than one replica runs, or once a stranger picks the Host header.
+func warnSingleReplicaState(cfg config.Config, log *slog.Logger) {
+	if !cfg.Embedded() && cfg.Redis.URL == "" {
+		log.Warn("Postgres with the in-process store (GATEHOUSE_REDIS_URL empty): replay memory, rate windows and "+
+			"revocation caches are per replica, so a signed request used on one replica is accepted again on "+
+			"another and each replica grants an app its whole rate limit; run one replica, or set GATEHOUSE_REDIS_URL",
+			"kv", "memory")
+	}
+	if cfg.Server.PublicURL == "" {
+		log.Warn("GATEHOUSE_PUBLIC_URL is not set: the OAuth issuer and metadata endpoints are built from each " +
+			"request's Host header (served with Cache-Control: no-store and Vary: Host); set it to the URL " +
+			"clients reach the public listener at")
+	}
 }

@@ -118,3 +118,38 @@ func TestPlainPostgresWarns(t *testing.T) {
 		t.Fatal("warned although a TLS-terminating proxy is configured")
 	}
 }
+
+// TestStartWarnsAboutPerReplicaState: Postgres with the in-process store
+// warns that replay memory, rate windows and revocation caches are per
+// replica; with Redis it does not. Without GATEHOUSE_PUBLIC_URL every start
+// warns that the OAuth metadata follows the Host header.
+func TestStartWarnsAboutPerReplicaState(t *testing.T) {
+	const perReplica = "replay memory, rate windows and revocation caches are per replica"
+	const host = "GATEHOUSE_PUBLIC_URL is not set"
+	warned := func(logs, what string) bool {
+		for _, l := range strings.Split(logs, "\n") {
+			if strings.Contains(l, "level=WARN") && strings.Contains(l, what) {
+				return true
+			}
+		}
+		return false
+	}
+	pg := testenv.Backend{Name: "postgres", DatabaseURL: testenv.PostgresURL(t)}
+	e := apptest.Start(t, pg)
+	if !warned(e.Logs.String(), perReplica) || !warned(e.Logs.String(), host) {
+		t.Fatalf("Postgres without Redis or a public URL: missing WARN\n%s", e.Logs.String())
+	}
+	withRedis := pg
+	withRedis.RedisURL, withRedis.KeyPrefix = testenv.RedisURL(t), testenv.KeyPrefix(t)
+	e = apptest.Start(t, withRedis, func(c *config.Config) { c.Server.PublicURL = "https://gatehouse.example.com" })
+	if warned(e.Logs.String(), perReplica) || warned(e.Logs.String(), host) {
+		t.Fatalf("Postgres with Redis and a public URL warned:\n%s", e.Logs.String())
+	}
+	e = apptest.Start(t, testenv.Backend{Name: "sqlite"})
+	if warned(e.Logs.String(), perReplica) {
+		t.Fatalf("the embedded default warned about replicas:\n%s", e.Logs.String())
+	}
+	if !warned(e.Logs.String(), host) {
+		t.Fatalf("embedded without a public URL: no WARN\n%s", e.Logs.String())
+	}
+}
