@@ -24,12 +24,45 @@ var spoofing = map[rune]string{
 	0x2068: "FIRST STRONG ISOLATE",
 	0x2069: "POP DIRECTIONAL ISOLATE",
 	0xFEFF: "ZERO WIDTH NO-BREAK SPACE",
+	// Invisible or blank-looking characters that render as nothing (or
+	// as a space) in most fonts, so that two titles look alike.
+	0x00AD:  "SOFT HYPHEN",
+	0x034F:  "COMBINING GRAPHEME JOINER",
+	0x115F:  "HANGUL CHOSEONG FILLER",
+	0x1160:  "HANGUL JUNGSEONG FILLER",
+	0x17B4:  "KHMER VOWEL INHERENT AQ",
+	0x17B5:  "KHMER VOWEL INHERENT AA",
+	0x180E:  "MONGOLIAN VOWEL SEPARATOR",
+	0x2061:  "FUNCTION APPLICATION",
+	0x2062:  "INVISIBLE TIMES",
+	0x2063:  "INVISIBLE SEPARATOR",
+	0x2064:  "INVISIBLE PLUS",
+	0x206A:  "INHIBIT SYMMETRIC SWAPPING",
+	0x206B:  "ACTIVATE SYMMETRIC SWAPPING",
+	0x206C:  "INHIBIT ARABIC FORM SHAPING",
+	0x206D:  "ACTIVATE ARABIC FORM SHAPING",
+	0x206E:  "NATIONAL DIGIT SHAPES",
+	0x206F:  "NOMINAL DIGIT SHAPES",
+	0x3164:  "HANGUL FILLER",
+	0xFFA0:  "HALFWIDTH HANGUL FILLER",
+	0xFFF9:  "INTERLINEAR ANNOTATION ANCHOR",
+	0xFFFA:  "INTERLINEAR ANNOTATION SEPARATOR",
+	0xFFFB:  "INTERLINEAR ANNOTATION TERMINATOR",
+	0x1D173: "MUSICAL SYMBOL BEGIN BEAM",
+	0x1D174: "MUSICAL SYMBOL END BEAM",
+	0x1D175: "MUSICAL SYMBOL BEGIN TIE",
+	0x1D176: "MUSICAL SYMBOL END TIE",
+	0x1D177: "MUSICAL SYMBOL BEGIN SLUR",
+	0x1D178: "MUSICAL SYMBOL END SLUR",
+	0x1D179: "MUSICAL SYMBOL BEGIN PHRASE",
+	0x1D17A: "MUSICAL SYMBOL END PHRASE",
 }
 
 // RefusedRune says why r may not appear in a ticket title, naming it
 // (`U+202E RIGHT-TO-LEFT OVERRIDE`); "" when it may. Refused: control
-// characters (C0, DEL, C1) and the bidirectional, zero-width and invisible
-// format characters of spoofing.
+// characters (C0, DEL, C1), the bidirectional, zero-width and invisible
+// format characters of spoofing, and the tag characters (U+E0000–E007F,
+// invisible letters that can carry hidden text).
 func RefusedRune(r rune) string {
 	switch name, ok := spoofing[r]; {
 	case ok:
@@ -38,6 +71,8 @@ func RefusedRune(r rune) string {
 			kind = "a bidirectional control character"
 		}
 		return fmt.Sprintf("U+%04X %s (%s)", r, name, kind)
+	case r >= 0xE0000 && r <= 0xE007F:
+		return fmt.Sprintf("U+%04X (a tag character: invisible)", r)
 	case r >= 0x80 && r <= 0x9F:
 		return fmt.Sprintf("U+%04X (a C1 control character)", r)
 	case r < 0x20 || r == 0x7F:

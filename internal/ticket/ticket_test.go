@@ -137,13 +137,15 @@ func TestConcurrentCompareAndSet(t *testing.T) {
 // Titles that could display differently from what they hold are refused,
 // naming the character; ordinary text of every script is not.
 func TestTitleRefusesSpoofingCharacters(t *testing.T) {
-	refused := []rune{0x061C, 0x200E, 0x200F, 0x2060, 0xFEFF}
-	for _, span := range [][2]rune{{0x202A, 0x202E}, {0x2066, 0x2069}, {0x200B, 0x200D}, {0x0080, 0x009F}} {
+	refused := []rune{0x061C, 0x200E, 0x200F, 0x2060, 0xFEFF,
+		0x00AD, 0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x180E, 0x3164, 0xFFA0}
+	for _, span := range [][2]rune{{0x202A, 0x202E}, {0x2066, 0x2069}, {0x200B, 0x200D}, {0x0080, 0x009F},
+		{0x2061, 0x2064}, {0x206A, 0x206F}, {0xFFF9, 0xFFFB}, {0x1D173, 0x1D17A}, {0xE0000, 0xE007F}} {
 		for r := span[0]; r <= span[1]; r++ {
 			refused = append(refused, r)
 		}
 	}
-	if len(refused) != 5+5+4+3+32 {
+	if len(refused) != 14+5+4+3+32+4+6+3+8+128 {
 		t.Fatalf("%d code points listed", len(refused))
 	}
 	for _, r := range refused {
