@@ -248,3 +248,39 @@ func TestReplayFile(t *testing.T) {
 	}
 	_ = s.Close()
 }
+
+// TestReplayFileOverTheBound: a saved file holding more live nonces than
+// the memory's bound (saved under a larger GATEHOUSE_NONCE_MEMORY_MAX, or
+// edited) is not loaded in part: the memory starts now, so a request
+// signed before is refused, and the memory holds nothing over its bound.
+func TestReplayFileOverTheBound(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "replay")
+	clk := testenv.NewClock(time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC))
+	open := func(max int) Store {
+		s, err := Open(context.Background(), "", WithClock(clk.Now), WithReplayFile(path), WithNonceMemoryMax(max))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s := open(1000)
+	for i := range 60 {
+		if _, err := s.Admit(context.Background(), AdmitRequest{App: fmt.Sprint("app", i%7), Nonce: fmt.Sprint("n", i), NonceTTL: 5 * time.Minute,
+			Verified: true, Limit: 100, Window: time.Second, SignedAt: clk.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Second)
+	s = open(50)
+	defer s.Close()
+	if n := s.(*memoryStore).nonceCount.Load(); n != 0 {
+		t.Fatalf("%d nonces loaded under a bound of 50", n)
+	}
+	a, err := s.Admit(context.Background(), AdmitRequest{App: "app0", Nonce: "n0", NonceTTL: time.Minute, Verified: true, Limit: 100, Window: time.Second, SignedAt: clk.Now().Add(-2 * time.Second)})
+	if err != nil || !a.BeforeStart {
+		t.Fatalf("a request signed before the unused file: %+v %v, want refused as before the start", a, err)
+	}
+}

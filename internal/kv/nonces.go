@@ -242,7 +242,7 @@ func (s *memoryStore) loadReplayFile() {
 	}
 	n, err := s.decodeReplay(data)
 	if err != nil {
-		s.log.Error("the saved replay memory is damaged: it starts now", "file", s.replayFile, "err", err)
+		s.log.Error("the saved replay memory cannot be used: it starts now", "file", s.replayFile, "err", err)
 		return
 	}
 	s.log.Info("replay memory loaded", "nonces", n, "start", s.replayStart().UTC().Format(time.RFC3339Nano))
@@ -316,6 +316,12 @@ func (s *memoryStore) decodeReplay(data []byte) (int, error) {
 			k, _ := u64()
 			exp, _ := u64()
 			if int64(exp) > nowMs {
+				if int64(total) >= s.nonceMax {
+					// Loading part of it would forget nonces still
+					// live; refusing the whole file starts the memory
+					// now, which refuses every request stamped before.
+					return 0, fmt.Errorf("it holds more live nonces than GATEHOUSE_NONCE_MEMORY_MAX (%d)", s.nonceMax)
+				}
 				loaded[app] = append(loaded[app], entry{nonceKey(k), int64(exp)})
 				total++
 			}
