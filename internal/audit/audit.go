@@ -85,9 +85,10 @@ func init() { prometheus.MustRegister(recordFailures) }
 
 // Service records and purges audit events. It is safe for concurrent use.
 type Service struct {
-	db  *store.DB
-	log *slog.Logger
-	opt Options
+	db      *store.DB
+	log     *slog.Logger
+	opt     Options
+	refused refusedLimit
 }
 
 // NewService returns the audit trail over db. It makes the AuditEvent
@@ -130,9 +131,14 @@ func appendOnly(next ent.Mutator) ent.Mutator {
 // cancellation, so that a mutation cut off by its request's deadline is
 // still recorded. When the event cannot be stored it is logged in full at
 // ERROR (it holds no secret) and counted, and the error is returned.
+// Refused events are limited per API key (see RefusedBurst): those over
+// the limit are counted and not stored, and Record returns nil.
 func (s *Service) Record(ctx context.Context, e Event) error {
 	if e.Time.IsZero() {
 		e.Time = s.opt.Now()
+	}
+	if !s.admitRefused(ctx, e) {
+		return nil
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
