@@ -28,7 +28,22 @@ const (
 	CodeUpstreamUnavailable  = "UPSTREAM_UNAVAILABLE"
 	CodeInternal             = "INTERNAL"
 	CodeQueryTooComplex      = "QUERY_TOO_COMPLEX"
+	// CodePersistedQueryInvalid: the persistedQuery extension cannot be
+	// used (its hash does not match the query sent, an unknown version,
+	// data of the wrong shape).
+	CodePersistedQueryInvalid = "PERSISTED_QUERY_INVALID"
+	// CodeBadRequest: any other refusal of the request itself.
+	CodeBadRequest = "BAD_REQUEST"
 )
+
+// codeOfRequestError codes an error gqlgen raised about the request's
+// parameters without one.
+func codeOfRequestError(msg string) string {
+	if strings.Contains(msg, "APQ") {
+		return CodePersistedQueryInvalid
+	}
+	return CodeBadRequest
+}
 
 // resolverError marks an error returned by a resolver (see
 // wrapResolverErrors), as opposed to one raised while reading the request
@@ -172,6 +187,15 @@ func errorPresenter(log *slog.Logger) graphql.ErrorPresenterFunc {
 		// Not from a resolver: a parse or validation error of the request,
 		// or an argument value that could not be read (a bad Time, say).
 		if gqlErr != nil && gqlErr.Err == nil {
+			if gqlErr.Extensions["code"] == nil {
+				// gqlgen's own refusals of a request's parameters (a
+				// persisted query's hash that does not match its document,
+				// an unknown APQ version) come without a code.
+				if gqlErr.Extensions == nil {
+					gqlErr.Extensions = map[string]any{}
+				}
+				gqlErr.Extensions["code"] = codeOfRequestError(gqlErr.Message)
+			}
 			return gqlErr
 		}
 		var unreadable *scalar.InputError

@@ -374,6 +374,12 @@ func undecodable(data []byte, v any) string {
 	)
 	switch {
 	case err == nil:
+		if _, err := dec.Token(); err != io.EOF {
+			return "has more after its JSON value (at byte " + strconv.FormatInt(dec.InputOffset(), 10) + ")"
+		}
+		if k, ok := duplicateKey(data); ok {
+			return "names " + strconv.Quote(k) + " twice in one object"
+		}
 		return ""
 	case errors.Is(err, io.EOF):
 		return "is empty"
@@ -387,6 +393,55 @@ func undecodable(data []byte, v any) string {
 		return "is a JSON " + te.Value + ", not an object"
 	}
 	return "is not a JSON object"
+}
+
+// duplicateKey finds a member name given twice in one object of data (a
+// JSON value already known to be valid), at any depth. Decoders disagree
+// on which of the two counts (Go's keeps the last), so a body with one
+// could run another document than the one a proxy or a log read.
+func duplicateKey(data []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	type frame struct {
+		object bool
+		seen   map[string]struct{}
+		key    bool // the next token of an object is a member name
+	}
+	var stack []*frame
+	for {
+		t, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		var top *frame
+		if n := len(stack); n > 0 {
+			top = stack[n-1]
+		}
+		if top != nil && top.object && top.key {
+			if d, ok := t.(json.Delim); ok && d == '}' {
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			k, _ := t.(string)
+			if _, dup := top.seen[k]; dup {
+				return k, true
+			}
+			top.seen[k] = struct{}{}
+			top.key = false
+			continue
+		}
+		switch t {
+		case json.Delim('{'):
+			stack = append(stack, &frame{object: true, seen: map[string]struct{}{}, key: true})
+		case json.Delim('['):
+			stack = append(stack, &frame{})
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+		if top != nil && top.object && t != json.Delim('}') {
+			// A value of top's member was read (or begun): a name is next.
+			top.key = true
+		}
+	}
 }
 
 // writeInvalidJSON answers 400 in both shapes of the listener's refusals:
@@ -447,28 +502,40 @@ func (a refusalAuditor) refuseInvalidJSON(w http.ResponseWriter, r *http.Request
 
 // queryMember reads the "query" string of a JSON object that may not
 // decode whole (cut short, or broken after its query), as far as that
-// member: false when it cannot be reached or is no string.
+// member: false when it cannot be reached or is no string. Of an object
+// that names "query" twice, it is the first that mentions a mutation (the
+// one an admin would want audited), else the first.
 func queryMember(data []byte) (string, bool) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return "", false
 	}
+	first, found := "", false
 	for dec.More() {
 		k, err := dec.Token()
 		if err != nil {
-			return "", false
+			break
 		}
 		if k == "query" {
 			v, err := dec.Token()
 			q, ok := v.(string)
-			return q, err == nil && ok
+			if err != nil || !ok {
+				break
+			}
+			if mentionsMutation(q) {
+				return q, true
+			}
+			if !found {
+				first, found = q, true
+			}
+			continue
 		}
 		var skip json.RawMessage
 		if dec.Decode(&skip) != nil {
-			return "", false
+			break
 		}
 	}
-	return "", false
+	return first, found
 }
 
 // refusedBodyParams is what a refused body asked to run.

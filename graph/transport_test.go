@@ -186,6 +186,46 @@ func TestInvalidJSONBody(t *testing.T) {
 	})
 }
 
+// TestAmbiguousJSONBody: a body that decoders could read two ways is
+// refused 400 INVALID_JSON and nothing in it runs: a member named twice
+// (Go keeps the last "query", another reader the first), at the top or
+// deeper, and bytes after the JSON value. The refused mutation is audited.
+func TestAmbiguousJSONBody(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		a := startAdmin(t, b)
+		before := lastEventID(t, a)
+		for _, c := range []struct{ body, says string }{
+			{`{"query": "{ apiKeys(first: 1) { totalCount } }", "query": "mutation { createSku(input: {name: \"x\", stock: 1}) { id } }"}`, `names "query" twice`},
+			{`{"query": "mutation($i: CreateSkuInput!) { createSku(input: $i) { id } }", "variables": {"i": {"name": "x", "stock": 1, "stock": 2}}}`, `names "stock" twice`},
+			{`{"query": "mutation { createSku(input: {name: \"x\", stock: 1}) { id } }"} {"query": "x"}`, "has more after its JSON value"},
+			{`{"query": "mutation { createSku(input: {name: \"x\", stock: 1}) { id } }"}]`, "has more after its JSON value"},
+		} {
+			r := a.Do(t, "POST", a.AdminURL+"/graphql", c.body, "X-API-Key", a.Key, "Content-Type", "application/json")
+			var out struct {
+				Error, Message string
+				Errors         []gqlError `json:"errors"`
+			}
+			r.JSON(t, &out)
+			if r.Status != 400 || out.Error != "invalid_json" || len(out.Errors) != 1 || out.Errors[0].code() != "INVALID_JSON" || !strings.Contains(out.Message, c.says) {
+				t.Fatalf("body %s: %d %s", c.body, r.Status, r.Body)
+			}
+			got := eventsAfter(t, a, before, 1)
+			if len(got) != 1 || got[0].Outcome != "REFUSED" || got[0].Code != "INVALID_JSON" {
+				t.Fatalf("body %s: audit %+v", c.body, got)
+			}
+			before = lastEventID(t, a)
+		}
+		if n, err := a.App.DB.Sku.Query().Count(t.Context()); err != nil || n != 0 {
+			t.Fatalf("skus: %d %v", n, err)
+		}
+		// The same key in two different objects is no duplicate.
+		body := `{"query": "query($a: Int, $b: Int) { a: apiKeys(first: $a) { totalCount } b: apiKeys(first: $b) { totalCount } }", "variables": {"a": 1, "b": 2}, "extensions": {"a": {"a": 1, "b": [{"a": 1}, {"a": 2}]}}}`
+		if r := a.Do(t, "POST", a.AdminURL+"/graphql", body, "X-API-Key", a.Key, "Content-Type", "application/json"); r.Status != 200 {
+			t.Fatalf("well-formed: %d %s", r.Status, r.Body)
+		}
+	})
+}
+
 // TestInvalidJSONGETParams: a GET whose variables or extensions parameter
 // is no JSON object is answered 400 INVALID_JSON in both refusal shapes
 // (gqlgen alone answered without a code); a mutation in its query is
@@ -225,4 +265,36 @@ func TestInvalidJSONGETParams(t *testing.T) {
 			t.Fatalf("well-formed: %d %+v", st, errs)
 		}
 	})
+}
+
+// TestPersistedQueryErrorsHaveACode: gqlgen's refusals of the
+// persistedQuery extension (a hash that does not match the query, an
+// unknown version, data of the wrong shape) carry extensions.code like
+// every other error; an unknown hash keeps PERSISTED_QUERY_NOT_FOUND.
+func TestPersistedQueryErrorsHaveACode(t *testing.T) {
+	a := startAdmin(t, testenv.Backend{Name: "sqlite"})
+	for _, c := range []struct{ ext, code string }{
+		{`{"persistedQuery": {"version": 1, "sha256Hash": "00"}}`, "PERSISTED_QUERY_INVALID"},
+		{`{"persistedQuery": {"version": 2, "sha256Hash": "00"}}`, "PERSISTED_QUERY_INVALID"},
+		{`{"persistedQuery": {"version": "x"}}`, "PERSISTED_QUERY_INVALID"},
+	} {
+		body := `{"query": "{ apiKeys(first: 1) { totalCount } }", "extensions": ` + c.ext + `}`
+		r := a.Do(t, "POST", a.AdminURL+"/graphql", body, "X-API-Key", a.Key, "Content-Type", "application/json")
+		var out struct {
+			Errors []gqlError `json:"errors"`
+		}
+		r.JSON(t, &out)
+		if len(out.Errors) != 1 || out.Errors[0].code() != c.code {
+			t.Fatalf("extensions %s: %d %s", c.ext, r.Status, r.Body)
+		}
+	}
+	body := `{"extensions": {"persistedQuery": {"version": 1, "sha256Hash": "00"}}}`
+	r := a.Do(t, "POST", a.AdminURL+"/graphql", body, "X-API-Key", a.Key, "Content-Type", "application/json")
+	var out struct {
+		Errors []gqlError `json:"errors"`
+	}
+	r.JSON(t, &out)
+	if len(out.Errors) != 1 || out.Errors[0].code() != "PERSISTED_QUERY_NOT_FOUND" {
+		t.Fatalf("unknown hash: %d %s", r.Status, r.Body)
+	}
 }
