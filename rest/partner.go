@@ -15,6 +15,7 @@ import (
 	"gatehouse/internal/inventory"
 	"gatehouse/internal/order"
 	"gatehouse/internal/partner"
+	"gatehouse/internal/webhook"
 )
 
 // PartnerMountPattern is where Partner.Routes is mounted. Below it, each
@@ -34,6 +35,9 @@ type Partner struct {
 	Inventory *inventory.Service
 	// Usage counts admitted calls per app, version and day; nil: not counted.
 	Usage *partner.Usage
+	// Webhooks serves the partner's own webhooks (v3); nil: those
+	// endpoints answer 500.
+	Webhooks *webhook.Service
 	// Versions are the lifecycles of the versions (deprecation, sunset),
 	// from partner.NewVersions; a version missing here is simply served.
 	Versions partner.Versions
@@ -107,8 +111,19 @@ func (h Partner) versionRoutes(v PartnerVersion) chi.Router {
 		WriteEnvelopeErrorStatus(w, r, http.StatusNotFound, CodeParamInvalid,
 			message(codeInfo[CodeParamInvalid].meaning, "no endpoint /api/"+v.Name+routePath(r)))
 	})
+	mux := r
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		methods := slices.Sorted(slices.Values(allowed[routePath(r)]))
+		// The methods whose routes match this path ("/webhooks/endpoints/7"
+		// is the pattern "/webhooks/endpoints/{id}").
+		var methods []string
+		for _, ms := range allowed {
+			for _, m := range ms {
+				if !slices.Contains(methods, m) && mux.Match(chi.NewRouteContext(), m, routePath(r)) {
+					methods = append(methods, m)
+				}
+			}
+		}
+		slices.Sort(methods)
 		w.Header().Set("Allow", strings.Join(methods, ", "))
 		WriteEnvelopeErrorStatus(w, r, http.StatusMethodNotAllowed, CodeParamInvalid,
 			message(codeInfo[CodeParamInvalid].meaning, "method "+r.Method+" is not allowed; use "+strings.Join(methods, ", ")))
@@ -131,7 +146,8 @@ func routePath(r *http.Request) string {
 // removal="2027-05-27"`. After the
 // sunset every path of the version answers 410/5002, before the signature
 // is checked. An oversized body is refused here too: partner parameters
-// travel in the query string, a body is never read.
+// travel in the query string; only the v3 webhook endpoints read a JSON
+// body, bound to the signature by content_sha256.
 func (h Partner) versionHeaders(version string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		versionValue := []string{version} // shared by every reply: never appended to in place (cap 1)

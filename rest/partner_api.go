@@ -29,10 +29,12 @@ var PartnerAPI = []PartnerVersion{
 	// v3 removes customer_info from the order (personal data leaves the
 	// order query); it stays for 6 months from the release, announced by
 	// Deprecated-Fields. The deduction is v1's.
-	{Name: "v3", Released: "2026-11-27", Removes: []string{fieldCustomerInfo}, Endpoints: []PartnerEndpoint{
+	// v3 also lets a partner manage its own webhooks and read its usage
+	// (partner_webhooks.go).
+	{Name: "v3", Released: "2026-11-27", Removes: []string{fieldCustomerInfo}, Endpoints: append([]PartnerEndpoint{
 		{http.MethodGet, "/orders/query", orderQueryCarrying(presentOrderV3, order.AllFields)},
 		{http.MethodPost, "/inventory/deduct", stockDeduction},
-	}},
+	}, webhookEndpoints...)},
 }
 
 // PartnerVersion is one version of the partner API, served under

@@ -55,6 +55,7 @@ func (a *App) mountPartner(r chi.Router) {
 		Orders:    a.Orders,
 		Inventory: a.Inventory,
 		Usage:     a.Usage,
+		Webhooks:  a.Webhooks,
 		Versions:  a.APIVersions,
 		Log:       a.Log,
 	}

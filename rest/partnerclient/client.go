@@ -1,7 +1,10 @@
 package partnerclient
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -81,13 +84,35 @@ func retryAfter(h http.Header) time.Duration {
 // not an envelope is returned as an error; an envelope with any code is a
 // Response (see Response.Err).
 func (c *Client) Do(ctx context.Context, method, path string, params url.Values) (*Response, error) {
+	return c.DoBody(ctx, method, path, params, nil)
+}
+
+// DoBody is Do with a JSON body (nil: none), bound to the signature by the
+// signed parameter content_sha256, the hex SHA-256 of the body.
+func (c *Client) DoBody(ctx context.Context, method, path string, params url.Values, body []byte) (*Response, error) {
+	if body != nil {
+		sum := sha256.Sum256(body)
+		p := url.Values{}
+		for k, v := range params {
+			p[k] = v
+		}
+		p.Set("content_sha256", hex.EncodeToString(sum[:]))
+		params = p
+	}
 	signed, err := c.Sign(params)
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.BaseURL+path+"?"+signed.Encode(), nil)
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.BaseURL+path+"?"+signed.Encode(), rd)
 	if err != nil {
 		return nil, fmt.Errorf("partnerclient: %w", err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	hc := c.HTTPClient
 	if hc == nil {
@@ -98,13 +123,13 @@ func (c *Client) Do(ctx context.Context, method, path string, params url.Values)
 		return nil, fmt.Errorf("partnerclient: %s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	reply, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if err != nil {
 		return nil, fmt.Errorf("partnerclient: read reply: %w", err)
 	}
 	r := &Response{HTTPStatus: resp.StatusCode, Header: resp.Header}
-	if err := json.Unmarshal(body, r); err != nil || r.Code == 0 {
-		return nil, fmt.Errorf("partnerclient: %s %s: HTTP %d with a reply that is not an envelope: %.200q", method, path, resp.StatusCode, body)
+	if err := json.Unmarshal(reply, r); err != nil || r.Code == 0 {
+		return nil, fmt.Errorf("partnerclient: %s %s: HTTP %d with a reply that is not an envelope: %.200q", method, path, resp.StatusCode, reply)
 	}
 	return r, nil
 }
