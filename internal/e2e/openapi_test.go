@@ -3,6 +3,8 @@ package e2e_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
@@ -178,6 +180,46 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 				}
 				c.do(nil, c.req("GET", f.signed(t, f.slow.AppKey, f.slowSec, path, url.Values{"order_no": {"SO3001"}})[len(f.PublicURL):], ""), 429)
 			}
+		})
+
+		t.Run("partner webhooks", func(t *testing.T) {
+			c.t = t
+			// call signs path with params and, for a body, its content_sha256.
+			call := func(method, path string, params url.Values, body string, want int) resp {
+				t.Helper()
+				p := url.Values{}
+				for k, v := range params {
+					p[k] = v
+				}
+				var hd []string
+				if body != "" {
+					sum := sha256.Sum256([]byte(body))
+					p.Set("content_sha256", hex.EncodeToString(sum[:]))
+					hd = json
+				}
+				return c.do(nil, c.req(method, f.signed(t, f.app.AppKey, f.secret, path, p)[len(f.PublicURL):], body, hd...), want)
+			}
+			const base = "/api/v3/webhooks"
+			created := call("POST", base+"/endpoints", nil, `{"url": "https://hooks.partner.example/in", "event_types": ["order.paid"]}`, 200).object(t)
+			id := strconv.Itoa(int(created["data"].(map[string]any)["endpoint"].(map[string]any)["id"].(float64)))
+			call("POST", base+"/endpoints", nil, `{"url": "ftp://x"}`, 400)
+			call("GET", base+"/endpoints", nil, "", 200)
+			call("GET", base+"/endpoints/"+id, nil, "", 200)
+			call("GET", base+"/endpoints/999999", nil, "", 404)
+			call("PATCH", base+"/endpoints/"+id, nil, `{"description": "orders", "rate_limit": null}`, 200)
+			call("POST", base+"/endpoints/"+id+"/rotate-secret", nil, "", 200)
+			call("GET", base+"/deliveries", url.Values{"status": {"FAILED"}, "limit": {"5"}}, "", 200)
+			call("GET", base+"/deliveries", url.Values{"status": {"LOST"}}, "", 400)
+			call("GET", base+"/deliveries/999999", nil, "", 404)
+			call("POST", base+"/deliveries/999999/resend", nil, "", 404)
+			call("POST", base+"/recover", url.Values{"since": {"2026-01-01T00:00:00Z"}}, "", 200)
+			call("GET", base+"/event-types", nil, "", 200)
+			call("GET", "/api/v3/usage", nil, "", 200)
+			call("DELETE", base+"/endpoints/"+id, nil, "", 200)
+			// A body changed after signing.
+			sum := sha256.Sum256([]byte(`{"url": "https://hooks.partner.example/in"}`))
+			u := f.signed(t, f.app.AppKey, f.secret, base+"/endpoints", url.Values{"content_sha256": {hex.EncodeToString(sum[:])}})
+			c.do(nil, c.req("POST", u[len(f.PublicURL):], `{"url": "https://attacker.example/in"}`, json...), 401)
 		})
 
 		t.Run("deduct", func(t *testing.T) {
