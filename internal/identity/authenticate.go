@@ -29,6 +29,9 @@ func (u *Users) Authenticate(ctx context.Context, username, password string) (*e
 	case err != nil:
 		return nil, fmt.Errorf("identity: look up user: %w", err)
 	}
+	if f := u.afterRead.Load(); f != nil {
+		(*f)(ctx, username)
+	}
 	if !secret.CheckPassword(row.PasswordHash, password) || row.Status != UserEnabled {
 		return nil, ErrInvalidCredentials
 	}
