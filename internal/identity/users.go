@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"gatehouse/ent"
 	"gatehouse/internal/errs"
@@ -112,6 +113,14 @@ func (u *Users) Create(ctx context.Context, in NewUser) (*ent.User, error) {
 		return nil, fmt.Errorf("create user: %w", err)
 	}
 	return row, nil
+}
+
+// now is the clock of the token service (tests move it), else the wall clock.
+func (u *Users) now() time.Time {
+	if u.tokens != nil {
+		return u.tokens.now()
+	}
+	return time.Now()
 }
 
 // ValidateUsername checks the username rule: 1–64 of [A-Za-z0-9._-].
