@@ -37,6 +37,8 @@ type AuthCode struct {
 	ExpiresAt time.Time `json:"expires_at,omitempty"`
 	// UsedAt holds the value of the "used_at" field.
 	UsedAt *time.Time `json:"used_at,omitempty"`
+	// UserVersion holds the value of the "user_version" field.
+	UserVersion int `json:"user_version,omitempty"`
 	// CreateTime holds the value of the "create_time" field.
 	CreateTime time.Time `json:"create_time,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
@@ -85,7 +87,7 @@ func (*AuthCode) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case authcode.FieldID, authcode.FieldAppID, authcode.FieldUserID:
+		case authcode.FieldID, authcode.FieldAppID, authcode.FieldUserID, authcode.FieldUserVersion:
 			values[i] = new(sql.NullInt64)
 		case authcode.FieldCodeHash, authcode.FieldScope, authcode.FieldRedirectURI, authcode.FieldCodeChallenge, authcode.FieldCodeChallengeMethod:
 			values[i] = new(sql.NullString)
@@ -167,6 +169,12 @@ func (_m *AuthCode) assignValues(columns []string, values []any) error {
 				_m.UsedAt = new(time.Time)
 				*_m.UsedAt = value.Time
 			}
+		case authcode.FieldUserVersion:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field user_version", values[i])
+			} else if value.Valid {
+				_m.UserVersion = int(value.Int64)
+			}
 		case authcode.FieldCreateTime:
 			if value, ok := values[i].(*sql.NullTime); !ok {
 				return fmt.Errorf("unexpected type %T for field create_time", values[i])
@@ -246,6 +254,9 @@ func (_m *AuthCode) String() string {
 		builder.WriteString("used_at=")
 		builder.WriteString(v.Format(time.ANSIC))
 	}
+	builder.WriteString(", ")
+	builder.WriteString("user_version=")
+	builder.WriteString(fmt.Sprintf("%v", _m.UserVersion))
 	builder.WriteString(", ")
 	builder.WriteString("create_time=")
 	builder.WriteString(_m.CreateTime.Format(time.ANSIC))

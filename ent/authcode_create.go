@@ -110,6 +110,20 @@ func (_c *AuthCodeCreate) SetNillableUsedAt(v *time.Time) *AuthCodeCreate {
 	return _c
 }
 
+// SetUserVersion sets the "user_version" field.
+func (_c *AuthCodeCreate) SetUserVersion(v int) *AuthCodeCreate {
+	_c.mutation.SetUserVersion(v)
+	return _c
+}
+
+// SetNillableUserVersion sets the "user_version" field if the given value is not nil.
+func (_c *AuthCodeCreate) SetNillableUserVersion(v *int) *AuthCodeCreate {
+	if v != nil {
+		_c.SetUserVersion(*v)
+	}
+	return _c
+}
+
 // SetCreateTime sets the "create_time" field.
 func (_c *AuthCodeCreate) SetCreateTime(v time.Time) *AuthCodeCreate {
 	_c.mutation.SetCreateTime(v)
@@ -173,6 +187,10 @@ func (_c *AuthCodeCreate) defaults() {
 		v := authcode.DefaultScope
 		_c.mutation.SetScope(v)
 	}
+	if _, ok := _c.mutation.UserVersion(); !ok {
+		v := authcode.DefaultUserVersion
+		_c.mutation.SetUserVersion(v)
+	}
 	if _, ok := _c.mutation.CreateTime(); !ok {
 		v := authcode.DefaultCreateTime()
 		_c.mutation.SetCreateTime(v)
@@ -203,6 +221,14 @@ func (_c *AuthCodeCreate) check() error {
 	}
 	if _, ok := _c.mutation.ExpiresAt(); !ok {
 		return &ValidationError{Name: "expires_at", err: errors.New(`ent: missing required field "AuthCode.expires_at"`)}
+	}
+	if _, ok := _c.mutation.UserVersion(); !ok {
+		return &ValidationError{Name: "user_version", err: errors.New(`ent: missing required field "AuthCode.user_version"`)}
+	}
+	if v, ok := _c.mutation.UserVersion(); ok {
+		if err := authcode.UserVersionValidator(v); err != nil {
+			return &ValidationError{Name: "user_version", err: fmt.Errorf(`ent: validator failed for field "AuthCode.user_version": %w`, err)}
+		}
 	}
 	if _, ok := _c.mutation.CreateTime(); !ok {
 		return &ValidationError{Name: "create_time", err: errors.New(`ent: missing required field "AuthCode.create_time"`)}
@@ -267,6 +293,10 @@ func (_c *AuthCodeCreate) createSpec() (*AuthCode, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.UsedAt(); ok {
 		_spec.SetField(authcode.FieldUsedAt, field.TypeTime, value)
 		_node.UsedAt = &value
+	}
+	if value, ok := _c.mutation.UserVersion(); ok {
+		_spec.SetField(authcode.FieldUserVersion, field.TypeInt, value)
+		_node.UserVersion = value
 	}
 	if value, ok := _c.mutation.CreateTime(); ok {
 		_spec.SetField(authcode.FieldCreateTime, field.TypeTime, value)
@@ -410,6 +440,9 @@ func (u *AuthCodeUpsertOne) UpdateNewValues() *AuthCodeUpsertOne {
 		}
 		if _, exists := u.create.mutation.ExpiresAt(); exists {
 			s.SetIgnore(authcode.FieldExpiresAt)
+		}
+		if _, exists := u.create.mutation.UserVersion(); exists {
+			s.SetIgnore(authcode.FieldUserVersion)
 		}
 		if _, exists := u.create.mutation.CreateTime(); exists {
 			s.SetIgnore(authcode.FieldCreateTime)
@@ -665,6 +698,9 @@ func (u *AuthCodeUpsertBulk) UpdateNewValues() *AuthCodeUpsertBulk {
 			}
 			if _, exists := b.mutation.ExpiresAt(); exists {
 				s.SetIgnore(authcode.FieldExpiresAt)
+			}
+			if _, exists := b.mutation.UserVersion(); exists {
+				s.SetIgnore(authcode.FieldUserVersion)
 			}
 			if _, exists := b.mutation.CreateTime(); exists {
 				s.SetIgnore(authcode.FieldCreateTime)

@@ -2318,6 +2318,8 @@ type AuthCodeMutation struct {
 	code_challenge_method *string
 	expires_at            *time.Time
 	used_at               *time.Time
+	user_version          *int
+	adduser_version       *int
 	create_time           *time.Time
 	clearedFields         map[string]struct{}
 	app                   *int
@@ -2790,6 +2792,62 @@ func (m *AuthCodeMutation) ResetUsedAt() {
 	delete(m.clearedFields, authcode.FieldUsedAt)
 }
 
+// SetUserVersion sets the "user_version" field.
+func (m *AuthCodeMutation) SetUserVersion(i int) {
+	m.user_version = &i
+	m.adduser_version = nil
+}
+
+// UserVersion returns the value of the "user_version" field in the mutation.
+func (m *AuthCodeMutation) UserVersion() (r int, exists bool) {
+	v := m.user_version
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUserVersion returns the old "user_version" field's value of the AuthCode entity.
+// If the AuthCode object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *AuthCodeMutation) OldUserVersion(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUserVersion is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUserVersion requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUserVersion: %w", err)
+	}
+	return oldValue.UserVersion, nil
+}
+
+// AddUserVersion adds i to the "user_version" field.
+func (m *AuthCodeMutation) AddUserVersion(i int) {
+	if m.adduser_version != nil {
+		*m.adduser_version += i
+	} else {
+		m.adduser_version = &i
+	}
+}
+
+// AddedUserVersion returns the value that was added to the "user_version" field in this mutation.
+func (m *AuthCodeMutation) AddedUserVersion() (r int, exists bool) {
+	v := m.adduser_version
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetUserVersion resets all changes to the "user_version" field.
+func (m *AuthCodeMutation) ResetUserVersion() {
+	m.user_version = nil
+	m.adduser_version = nil
+}
+
 // SetCreateTime sets the "create_time" field.
 func (m *AuthCodeMutation) SetCreateTime(t time.Time) {
 	m.create_time = &t
@@ -2914,7 +2972,7 @@ func (m *AuthCodeMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *AuthCodeMutation) Fields() []string {
-	fields := make([]string, 0, 10)
+	fields := make([]string, 0, 11)
 	if m.code_hash != nil {
 		fields = append(fields, authcode.FieldCodeHash)
 	}
@@ -2941,6 +2999,9 @@ func (m *AuthCodeMutation) Fields() []string {
 	}
 	if m.used_at != nil {
 		fields = append(fields, authcode.FieldUsedAt)
+	}
+	if m.user_version != nil {
+		fields = append(fields, authcode.FieldUserVersion)
 	}
 	if m.create_time != nil {
 		fields = append(fields, authcode.FieldCreateTime)
@@ -2971,6 +3032,8 @@ func (m *AuthCodeMutation) Field(name string) (ent.Value, bool) {
 		return m.ExpiresAt()
 	case authcode.FieldUsedAt:
 		return m.UsedAt()
+	case authcode.FieldUserVersion:
+		return m.UserVersion()
 	case authcode.FieldCreateTime:
 		return m.CreateTime()
 	}
@@ -3000,6 +3063,8 @@ func (m *AuthCodeMutation) OldField(ctx context.Context, name string) (ent.Value
 		return m.OldExpiresAt(ctx)
 	case authcode.FieldUsedAt:
 		return m.OldUsedAt(ctx)
+	case authcode.FieldUserVersion:
+		return m.OldUserVersion(ctx)
 	case authcode.FieldCreateTime:
 		return m.OldCreateTime(ctx)
 	}
@@ -3074,6 +3139,13 @@ func (m *AuthCodeMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetUsedAt(v)
 		return nil
+	case authcode.FieldUserVersion:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUserVersion(v)
+		return nil
 	case authcode.FieldCreateTime:
 		v, ok := value.(time.Time)
 		if !ok {
@@ -3089,6 +3161,9 @@ func (m *AuthCodeMutation) SetField(name string, value ent.Value) error {
 // this mutation.
 func (m *AuthCodeMutation) AddedFields() []string {
 	var fields []string
+	if m.adduser_version != nil {
+		fields = append(fields, authcode.FieldUserVersion)
+	}
 	return fields
 }
 
@@ -3097,6 +3172,8 @@ func (m *AuthCodeMutation) AddedFields() []string {
 // was not set, or was not defined in the schema.
 func (m *AuthCodeMutation) AddedField(name string) (ent.Value, bool) {
 	switch name {
+	case authcode.FieldUserVersion:
+		return m.AddedUserVersion()
 	}
 	return nil, false
 }
@@ -3106,6 +3183,13 @@ func (m *AuthCodeMutation) AddedField(name string) (ent.Value, bool) {
 // type.
 func (m *AuthCodeMutation) AddField(name string, value ent.Value) error {
 	switch name {
+	case authcode.FieldUserVersion:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddUserVersion(v)
+		return nil
 	}
 	return fmt.Errorf("unknown AuthCode numeric field %s", name)
 }
@@ -3180,6 +3264,9 @@ func (m *AuthCodeMutation) ResetField(name string) error {
 		return nil
 	case authcode.FieldUsedAt:
 		m.ResetUsedAt()
+		return nil
+	case authcode.FieldUserVersion:
+		m.ResetUserVersion()
 		return nil
 	case authcode.FieldCreateTime:
 		m.ResetCreateTime()
@@ -5104,6 +5191,8 @@ type OAuthTokenMutation struct {
 	access_expires_at  *time.Time
 	refresh_expires_at *time.Time
 	revoked_at         *time.Time
+	user_version       *int
+	adduser_version    *int
 	create_time        *time.Time
 	clearedFields      map[string]struct{}
 	app                *int
@@ -5584,6 +5673,62 @@ func (m *OAuthTokenMutation) ResetRevokedAt() {
 	delete(m.clearedFields, oauthtoken.FieldRevokedAt)
 }
 
+// SetUserVersion sets the "user_version" field.
+func (m *OAuthTokenMutation) SetUserVersion(i int) {
+	m.user_version = &i
+	m.adduser_version = nil
+}
+
+// UserVersion returns the value of the "user_version" field in the mutation.
+func (m *OAuthTokenMutation) UserVersion() (r int, exists bool) {
+	v := m.user_version
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUserVersion returns the old "user_version" field's value of the OAuthToken entity.
+// If the OAuthToken object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *OAuthTokenMutation) OldUserVersion(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUserVersion is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUserVersion requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUserVersion: %w", err)
+	}
+	return oldValue.UserVersion, nil
+}
+
+// AddUserVersion adds i to the "user_version" field.
+func (m *OAuthTokenMutation) AddUserVersion(i int) {
+	if m.adduser_version != nil {
+		*m.adduser_version += i
+	} else {
+		m.adduser_version = &i
+	}
+}
+
+// AddedUserVersion returns the value that was added to the "user_version" field in this mutation.
+func (m *OAuthTokenMutation) AddedUserVersion() (r int, exists bool) {
+	v := m.adduser_version
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetUserVersion resets all changes to the "user_version" field.
+func (m *OAuthTokenMutation) ResetUserVersion() {
+	m.user_version = nil
+	m.adduser_version = nil
+}
+
 // SetCreateTime sets the "create_time" field.
 func (m *OAuthTokenMutation) SetCreateTime(t time.Time) {
 	m.create_time = &t
@@ -5708,7 +5853,7 @@ func (m *OAuthTokenMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *OAuthTokenMutation) Fields() []string {
-	fields := make([]string, 0, 10)
+	fields := make([]string, 0, 11)
 	if m.access_hash != nil {
 		fields = append(fields, oauthtoken.FieldAccessHash)
 	}
@@ -5735,6 +5880,9 @@ func (m *OAuthTokenMutation) Fields() []string {
 	}
 	if m.revoked_at != nil {
 		fields = append(fields, oauthtoken.FieldRevokedAt)
+	}
+	if m.user_version != nil {
+		fields = append(fields, oauthtoken.FieldUserVersion)
 	}
 	if m.create_time != nil {
 		fields = append(fields, oauthtoken.FieldCreateTime)
@@ -5765,6 +5913,8 @@ func (m *OAuthTokenMutation) Field(name string) (ent.Value, bool) {
 		return m.RefreshExpiresAt()
 	case oauthtoken.FieldRevokedAt:
 		return m.RevokedAt()
+	case oauthtoken.FieldUserVersion:
+		return m.UserVersion()
 	case oauthtoken.FieldCreateTime:
 		return m.CreateTime()
 	}
@@ -5794,6 +5944,8 @@ func (m *OAuthTokenMutation) OldField(ctx context.Context, name string) (ent.Val
 		return m.OldRefreshExpiresAt(ctx)
 	case oauthtoken.FieldRevokedAt:
 		return m.OldRevokedAt(ctx)
+	case oauthtoken.FieldUserVersion:
+		return m.OldUserVersion(ctx)
 	case oauthtoken.FieldCreateTime:
 		return m.OldCreateTime(ctx)
 	}
@@ -5868,6 +6020,13 @@ func (m *OAuthTokenMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetRevokedAt(v)
 		return nil
+	case oauthtoken.FieldUserVersion:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUserVersion(v)
+		return nil
 	case oauthtoken.FieldCreateTime:
 		v, ok := value.(time.Time)
 		if !ok {
@@ -5886,6 +6045,9 @@ func (m *OAuthTokenMutation) AddedFields() []string {
 	if m.addauth_code_id != nil {
 		fields = append(fields, oauthtoken.FieldAuthCodeID)
 	}
+	if m.adduser_version != nil {
+		fields = append(fields, oauthtoken.FieldUserVersion)
+	}
 	return fields
 }
 
@@ -5896,6 +6058,8 @@ func (m *OAuthTokenMutation) AddedField(name string) (ent.Value, bool) {
 	switch name {
 	case oauthtoken.FieldAuthCodeID:
 		return m.AddedAuthCodeID()
+	case oauthtoken.FieldUserVersion:
+		return m.AddedUserVersion()
 	}
 	return nil, false
 }
@@ -5911,6 +6075,13 @@ func (m *OAuthTokenMutation) AddField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.AddAuthCodeID(v)
+		return nil
+	case oauthtoken.FieldUserVersion:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddUserVersion(v)
 		return nil
 	}
 	return fmt.Errorf("unknown OAuthToken numeric field %s", name)
@@ -5980,6 +6151,9 @@ func (m *OAuthTokenMutation) ResetField(name string) error {
 		return nil
 	case oauthtoken.FieldRevokedAt:
 		m.ResetRevokedAt()
+		return nil
+	case oauthtoken.FieldUserVersion:
+		m.ResetUserVersion()
 		return nil
 	case oauthtoken.FieldCreateTime:
 		m.ResetCreateTime()
@@ -9841,6 +10015,8 @@ type TokenRevocationMutation struct {
 	kind          *tokenrevocation.Kind
 	subject       *string
 	revoked_at    *time.Time
+	version       *int
+	addversion    *int
 	expires_at    *time.Time
 	clearedFields map[string]struct{}
 	done          bool
@@ -10054,6 +10230,62 @@ func (m *TokenRevocationMutation) ResetRevokedAt() {
 	m.revoked_at = nil
 }
 
+// SetVersion sets the "version" field.
+func (m *TokenRevocationMutation) SetVersion(i int) {
+	m.version = &i
+	m.addversion = nil
+}
+
+// Version returns the value of the "version" field in the mutation.
+func (m *TokenRevocationMutation) Version() (r int, exists bool) {
+	v := m.version
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldVersion returns the old "version" field's value of the TokenRevocation entity.
+// If the TokenRevocation object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *TokenRevocationMutation) OldVersion(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldVersion is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldVersion requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldVersion: %w", err)
+	}
+	return oldValue.Version, nil
+}
+
+// AddVersion adds i to the "version" field.
+func (m *TokenRevocationMutation) AddVersion(i int) {
+	if m.addversion != nil {
+		*m.addversion += i
+	} else {
+		m.addversion = &i
+	}
+}
+
+// AddedVersion returns the value that was added to the "version" field in this mutation.
+func (m *TokenRevocationMutation) AddedVersion() (r int, exists bool) {
+	v := m.addversion
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetVersion resets all changes to the "version" field.
+func (m *TokenRevocationMutation) ResetVersion() {
+	m.version = nil
+	m.addversion = nil
+}
+
 // SetExpiresAt sets the "expires_at" field.
 func (m *TokenRevocationMutation) SetExpiresAt(t time.Time) {
 	m.expires_at = &t
@@ -10124,7 +10356,7 @@ func (m *TokenRevocationMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *TokenRevocationMutation) Fields() []string {
-	fields := make([]string, 0, 4)
+	fields := make([]string, 0, 5)
 	if m.kind != nil {
 		fields = append(fields, tokenrevocation.FieldKind)
 	}
@@ -10133,6 +10365,9 @@ func (m *TokenRevocationMutation) Fields() []string {
 	}
 	if m.revoked_at != nil {
 		fields = append(fields, tokenrevocation.FieldRevokedAt)
+	}
+	if m.version != nil {
+		fields = append(fields, tokenrevocation.FieldVersion)
 	}
 	if m.expires_at != nil {
 		fields = append(fields, tokenrevocation.FieldExpiresAt)
@@ -10151,6 +10386,8 @@ func (m *TokenRevocationMutation) Field(name string) (ent.Value, bool) {
 		return m.Subject()
 	case tokenrevocation.FieldRevokedAt:
 		return m.RevokedAt()
+	case tokenrevocation.FieldVersion:
+		return m.Version()
 	case tokenrevocation.FieldExpiresAt:
 		return m.ExpiresAt()
 	}
@@ -10168,6 +10405,8 @@ func (m *TokenRevocationMutation) OldField(ctx context.Context, name string) (en
 		return m.OldSubject(ctx)
 	case tokenrevocation.FieldRevokedAt:
 		return m.OldRevokedAt(ctx)
+	case tokenrevocation.FieldVersion:
+		return m.OldVersion(ctx)
 	case tokenrevocation.FieldExpiresAt:
 		return m.OldExpiresAt(ctx)
 	}
@@ -10200,6 +10439,13 @@ func (m *TokenRevocationMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetRevokedAt(v)
 		return nil
+	case tokenrevocation.FieldVersion:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetVersion(v)
+		return nil
 	case tokenrevocation.FieldExpiresAt:
 		v, ok := value.(time.Time)
 		if !ok {
@@ -10214,13 +10460,21 @@ func (m *TokenRevocationMutation) SetField(name string, value ent.Value) error {
 // AddedFields returns all numeric fields that were incremented/decremented during
 // this mutation.
 func (m *TokenRevocationMutation) AddedFields() []string {
-	return nil
+	var fields []string
+	if m.addversion != nil {
+		fields = append(fields, tokenrevocation.FieldVersion)
+	}
+	return fields
 }
 
 // AddedField returns the numeric value that was incremented/decremented on a field
 // with the given name. The second boolean return value indicates that this field
 // was not set, or was not defined in the schema.
 func (m *TokenRevocationMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case tokenrevocation.FieldVersion:
+		return m.AddedVersion()
+	}
 	return nil, false
 }
 
@@ -10229,6 +10483,13 @@ func (m *TokenRevocationMutation) AddedField(name string) (ent.Value, bool) {
 // type.
 func (m *TokenRevocationMutation) AddField(name string, value ent.Value) error {
 	switch name {
+	case tokenrevocation.FieldVersion:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddVersion(v)
+		return nil
 	}
 	return fmt.Errorf("unknown TokenRevocation numeric field %s", name)
 }
@@ -10264,6 +10525,9 @@ func (m *TokenRevocationMutation) ResetField(name string) error {
 		return nil
 	case tokenrevocation.FieldRevokedAt:
 		m.ResetRevokedAt()
+		return nil
+	case tokenrevocation.FieldVersion:
+		m.ResetVersion()
 		return nil
 	case tokenrevocation.FieldExpiresAt:
 		m.ResetExpiresAt()
@@ -10333,6 +10597,8 @@ type UserMutation struct {
 	status              *int
 	addstatus           *int
 	tokens_revoked_at   *time.Time
+	security_version    *int
+	addsecurity_version *int
 	create_time         *time.Time
 	clearedFields       map[string]struct{}
 	auth_codes          map[int]struct{}
@@ -10686,6 +10952,62 @@ func (m *UserMutation) ResetTokensRevokedAt() {
 	delete(m.clearedFields, user.FieldTokensRevokedAt)
 }
 
+// SetSecurityVersion sets the "security_version" field.
+func (m *UserMutation) SetSecurityVersion(i int) {
+	m.security_version = &i
+	m.addsecurity_version = nil
+}
+
+// SecurityVersion returns the value of the "security_version" field in the mutation.
+func (m *UserMutation) SecurityVersion() (r int, exists bool) {
+	v := m.security_version
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldSecurityVersion returns the old "security_version" field's value of the User entity.
+// If the User object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *UserMutation) OldSecurityVersion(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldSecurityVersion is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldSecurityVersion requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldSecurityVersion: %w", err)
+	}
+	return oldValue.SecurityVersion, nil
+}
+
+// AddSecurityVersion adds i to the "security_version" field.
+func (m *UserMutation) AddSecurityVersion(i int) {
+	if m.addsecurity_version != nil {
+		*m.addsecurity_version += i
+	} else {
+		m.addsecurity_version = &i
+	}
+}
+
+// AddedSecurityVersion returns the value that was added to the "security_version" field in this mutation.
+func (m *UserMutation) AddedSecurityVersion() (r int, exists bool) {
+	v := m.addsecurity_version
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetSecurityVersion resets all changes to the "security_version" field.
+func (m *UserMutation) ResetSecurityVersion() {
+	m.security_version = nil
+	m.addsecurity_version = nil
+}
+
 // SetCreateTime sets the "create_time" field.
 func (m *UserMutation) SetCreateTime(t time.Time) {
 	m.create_time = &t
@@ -10864,7 +11186,7 @@ func (m *UserMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *UserMutation) Fields() []string {
-	fields := make([]string, 0, 6)
+	fields := make([]string, 0, 7)
 	if m.username != nil {
 		fields = append(fields, user.FieldUsername)
 	}
@@ -10879,6 +11201,9 @@ func (m *UserMutation) Fields() []string {
 	}
 	if m.tokens_revoked_at != nil {
 		fields = append(fields, user.FieldTokensRevokedAt)
+	}
+	if m.security_version != nil {
+		fields = append(fields, user.FieldSecurityVersion)
 	}
 	if m.create_time != nil {
 		fields = append(fields, user.FieldCreateTime)
@@ -10901,6 +11226,8 @@ func (m *UserMutation) Field(name string) (ent.Value, bool) {
 		return m.Status()
 	case user.FieldTokensRevokedAt:
 		return m.TokensRevokedAt()
+	case user.FieldSecurityVersion:
+		return m.SecurityVersion()
 	case user.FieldCreateTime:
 		return m.CreateTime()
 	}
@@ -10922,6 +11249,8 @@ func (m *UserMutation) OldField(ctx context.Context, name string) (ent.Value, er
 		return m.OldStatus(ctx)
 	case user.FieldTokensRevokedAt:
 		return m.OldTokensRevokedAt(ctx)
+	case user.FieldSecurityVersion:
+		return m.OldSecurityVersion(ctx)
 	case user.FieldCreateTime:
 		return m.OldCreateTime(ctx)
 	}
@@ -10968,6 +11297,13 @@ func (m *UserMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetTokensRevokedAt(v)
 		return nil
+	case user.FieldSecurityVersion:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetSecurityVersion(v)
+		return nil
 	case user.FieldCreateTime:
 		v, ok := value.(time.Time)
 		if !ok {
@@ -10986,6 +11322,9 @@ func (m *UserMutation) AddedFields() []string {
 	if m.addstatus != nil {
 		fields = append(fields, user.FieldStatus)
 	}
+	if m.addsecurity_version != nil {
+		fields = append(fields, user.FieldSecurityVersion)
+	}
 	return fields
 }
 
@@ -10996,6 +11335,8 @@ func (m *UserMutation) AddedField(name string) (ent.Value, bool) {
 	switch name {
 	case user.FieldStatus:
 		return m.AddedStatus()
+	case user.FieldSecurityVersion:
+		return m.AddedSecurityVersion()
 	}
 	return nil, false
 }
@@ -11011,6 +11352,13 @@ func (m *UserMutation) AddField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.AddStatus(v)
+		return nil
+	case user.FieldSecurityVersion:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddSecurityVersion(v)
 		return nil
 	}
 	return fmt.Errorf("unknown User numeric field %s", name)
@@ -11068,6 +11416,9 @@ func (m *UserMutation) ResetField(name string) error {
 		return nil
 	case user.FieldTokensRevokedAt:
 		m.ResetTokensRevokedAt()
+		return nil
+	case user.FieldSecurityVersion:
+		m.ResetSecurityVersion()
 		return nil
 	case user.FieldCreateTime:
 		m.ResetCreateTime()

@@ -37,6 +37,8 @@ type OAuthToken struct {
 	RefreshExpiresAt time.Time `json:"refresh_expires_at,omitempty"`
 	// RevokedAt holds the value of the "revoked_at" field.
 	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+	// UserVersion holds the value of the "user_version" field.
+	UserVersion int `json:"user_version,omitempty"`
 	// CreateTime holds the value of the "create_time" field.
 	CreateTime time.Time `json:"create_time,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
@@ -85,7 +87,7 @@ func (*OAuthToken) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case oauthtoken.FieldID, oauthtoken.FieldAppID, oauthtoken.FieldUserID, oauthtoken.FieldAuthCodeID:
+		case oauthtoken.FieldID, oauthtoken.FieldAppID, oauthtoken.FieldUserID, oauthtoken.FieldAuthCodeID, oauthtoken.FieldUserVersion:
 			values[i] = new(sql.NullInt64)
 		case oauthtoken.FieldAccessHash, oauthtoken.FieldRefreshHash, oauthtoken.FieldScope:
 			values[i] = new(sql.NullString)
@@ -168,6 +170,12 @@ func (_m *OAuthToken) assignValues(columns []string, values []any) error {
 				_m.RevokedAt = new(time.Time)
 				*_m.RevokedAt = value.Time
 			}
+		case oauthtoken.FieldUserVersion:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field user_version", values[i])
+			} else if value.Valid {
+				_m.UserVersion = int(value.Int64)
+			}
 		case oauthtoken.FieldCreateTime:
 			if value, ok := values[i].(*sql.NullTime); !ok {
 				return fmt.Errorf("unexpected type %T for field create_time", values[i])
@@ -248,6 +256,9 @@ func (_m *OAuthToken) String() string {
 		builder.WriteString("revoked_at=")
 		builder.WriteString(v.Format(time.ANSIC))
 	}
+	builder.WriteString(", ")
+	builder.WriteString("user_version=")
+	builder.WriteString(fmt.Sprintf("%v", _m.UserVersion))
 	builder.WriteString(", ")
 	builder.WriteString("create_time=")
 	builder.WriteString(_m.CreateTime.Format(time.ANSIC))

@@ -102,6 +102,20 @@ func (_c *OAuthTokenCreate) SetNillableRevokedAt(v *time.Time) *OAuthTokenCreate
 	return _c
 }
 
+// SetUserVersion sets the "user_version" field.
+func (_c *OAuthTokenCreate) SetUserVersion(v int) *OAuthTokenCreate {
+	_c.mutation.SetUserVersion(v)
+	return _c
+}
+
+// SetNillableUserVersion sets the "user_version" field if the given value is not nil.
+func (_c *OAuthTokenCreate) SetNillableUserVersion(v *int) *OAuthTokenCreate {
+	if v != nil {
+		_c.SetUserVersion(*v)
+	}
+	return _c
+}
+
 // SetCreateTime sets the "create_time" field.
 func (_c *OAuthTokenCreate) SetCreateTime(v time.Time) *OAuthTokenCreate {
 	_c.mutation.SetCreateTime(v)
@@ -165,6 +179,10 @@ func (_c *OAuthTokenCreate) defaults() {
 		v := oauthtoken.DefaultScope
 		_c.mutation.SetScope(v)
 	}
+	if _, ok := _c.mutation.UserVersion(); !ok {
+		v := oauthtoken.DefaultUserVersion
+		_c.mutation.SetUserVersion(v)
+	}
 	if _, ok := _c.mutation.CreateTime(); !ok {
 		v := oauthtoken.DefaultCreateTime()
 		_c.mutation.SetCreateTime(v)
@@ -193,6 +211,14 @@ func (_c *OAuthTokenCreate) check() error {
 	}
 	if _, ok := _c.mutation.RefreshExpiresAt(); !ok {
 		return &ValidationError{Name: "refresh_expires_at", err: errors.New(`ent: missing required field "OAuthToken.refresh_expires_at"`)}
+	}
+	if _, ok := _c.mutation.UserVersion(); !ok {
+		return &ValidationError{Name: "user_version", err: errors.New(`ent: missing required field "OAuthToken.user_version"`)}
+	}
+	if v, ok := _c.mutation.UserVersion(); ok {
+		if err := oauthtoken.UserVersionValidator(v); err != nil {
+			return &ValidationError{Name: "user_version", err: fmt.Errorf(`ent: validator failed for field "OAuthToken.user_version": %w`, err)}
+		}
 	}
 	if _, ok := _c.mutation.CreateTime(); !ok {
 		return &ValidationError{Name: "create_time", err: errors.New(`ent: missing required field "OAuthToken.create_time"`)}
@@ -257,6 +283,10 @@ func (_c *OAuthTokenCreate) createSpec() (*OAuthToken, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.RevokedAt(); ok {
 		_spec.SetField(oauthtoken.FieldRevokedAt, field.TypeTime, value)
 		_node.RevokedAt = &value
+	}
+	if value, ok := _c.mutation.UserVersion(); ok {
+		_spec.SetField(oauthtoken.FieldUserVersion, field.TypeInt, value)
+		_node.UserVersion = value
 	}
 	if value, ok := _c.mutation.CreateTime(); ok {
 		_spec.SetField(oauthtoken.FieldCreateTime, field.TypeTime, value)
@@ -400,6 +430,9 @@ func (u *OAuthTokenUpsertOne) UpdateNewValues() *OAuthTokenUpsertOne {
 		}
 		if _, exists := u.create.mutation.RefreshExpiresAt(); exists {
 			s.SetIgnore(oauthtoken.FieldRefreshExpiresAt)
+		}
+		if _, exists := u.create.mutation.UserVersion(); exists {
+			s.SetIgnore(oauthtoken.FieldUserVersion)
 		}
 		if _, exists := u.create.mutation.CreateTime(); exists {
 			s.SetIgnore(oauthtoken.FieldCreateTime)
@@ -655,6 +688,9 @@ func (u *OAuthTokenUpsertBulk) UpdateNewValues() *OAuthTokenUpsertBulk {
 			}
 			if _, exists := b.mutation.RefreshExpiresAt(); exists {
 				s.SetIgnore(oauthtoken.FieldRefreshExpiresAt)
+			}
+			if _, exists := b.mutation.UserVersion(); exists {
+				s.SetIgnore(oauthtoken.FieldUserVersion)
 			}
 			if _, exists := b.mutation.CreateTime(); exists {
 				s.SetIgnore(oauthtoken.FieldCreateTime)

@@ -138,8 +138,14 @@ func init() {
 	authcodeDescRedirectURI := authcodeFields[4].Descriptor()
 	// authcode.RedirectURIValidator is a validator for the "redirect_uri" field. It is called by the builders before save.
 	authcode.RedirectURIValidator = authcodeDescRedirectURI.Validators[0].(func(string) error)
+	// authcodeDescUserVersion is the schema descriptor for user_version field.
+	authcodeDescUserVersion := authcodeFields[9].Descriptor()
+	// authcode.DefaultUserVersion holds the default value on creation for the user_version field.
+	authcode.DefaultUserVersion = authcodeDescUserVersion.Default.(int)
+	// authcode.UserVersionValidator is a validator for the "user_version" field. It is called by the builders before save.
+	authcode.UserVersionValidator = authcodeDescUserVersion.Validators[0].(func(int) error)
 	// authcodeDescCreateTime is the schema descriptor for create_time field.
-	authcodeDescCreateTime := authcodeFields[9].Descriptor()
+	authcodeDescCreateTime := authcodeFields[10].Descriptor()
 	// authcode.DefaultCreateTime holds the default value on creation for the create_time field.
 	authcode.DefaultCreateTime = authcodeDescCreateTime.Default.(func() time.Time)
 	deliveryattemptFields := schema.DeliveryAttempt{}.Fields()
@@ -230,8 +236,14 @@ func init() {
 	oauthtokenDescScope := oauthtokenFields[5].Descriptor()
 	// oauthtoken.DefaultScope holds the default value on creation for the scope field.
 	oauthtoken.DefaultScope = oauthtokenDescScope.Default.(string)
+	// oauthtokenDescUserVersion is the schema descriptor for user_version field.
+	oauthtokenDescUserVersion := oauthtokenFields[9].Descriptor()
+	// oauthtoken.DefaultUserVersion holds the default value on creation for the user_version field.
+	oauthtoken.DefaultUserVersion = oauthtokenDescUserVersion.Default.(int)
+	// oauthtoken.UserVersionValidator is a validator for the "user_version" field. It is called by the builders before save.
+	oauthtoken.UserVersionValidator = oauthtokenDescUserVersion.Validators[0].(func(int) error)
 	// oauthtokenDescCreateTime is the schema descriptor for create_time field.
-	oauthtokenDescCreateTime := oauthtokenFields[9].Descriptor()
+	oauthtokenDescCreateTime := oauthtokenFields[10].Descriptor()
 	// oauthtoken.DefaultCreateTime holds the default value on creation for the create_time field.
 	oauthtoken.DefaultCreateTime = oauthtokenDescCreateTime.Default.(func() time.Time)
 	orderFields := schema.Order{}.Fields()
@@ -412,6 +424,12 @@ func init() {
 			return nil
 		}
 	}()
+	// tokenrevocationDescVersion is the schema descriptor for version field.
+	tokenrevocationDescVersion := tokenrevocationFields[3].Descriptor()
+	// tokenrevocation.DefaultVersion holds the default value on creation for the version field.
+	tokenrevocation.DefaultVersion = tokenrevocationDescVersion.Default.(int)
+	// tokenrevocation.VersionValidator is a validator for the "version" field. It is called by the builders before save.
+	tokenrevocation.VersionValidator = tokenrevocationDescVersion.Validators[0].(func(int) error)
 	userFields := schema.User{}.Fields()
 	_ = userFields
 	// userDescUsername is the schema descriptor for username field.
@@ -438,8 +456,14 @@ func init() {
 	user.DefaultStatus = userDescStatus.Default.(int)
 	// user.StatusValidator is a validator for the "status" field. It is called by the builders before save.
 	user.StatusValidator = userDescStatus.Validators[0].(func(int) error)
+	// userDescSecurityVersion is the schema descriptor for security_version field.
+	userDescSecurityVersion := userFields[5].Descriptor()
+	// user.DefaultSecurityVersion holds the default value on creation for the security_version field.
+	user.DefaultSecurityVersion = userDescSecurityVersion.Default.(int)
+	// user.SecurityVersionValidator is a validator for the "security_version" field. It is called by the builders before save.
+	user.SecurityVersionValidator = userDescSecurityVersion.Validators[0].(func(int) error)
 	// userDescCreateTime is the schema descriptor for create_time field.
-	userDescCreateTime := userFields[5].Descriptor()
+	userDescCreateTime := userFields[6].Descriptor()
 	// user.DefaultCreateTime holds the default value on creation for the create_time field.
 	user.DefaultCreateTime = userDescCreateTime.Default.(func() time.Time)
 	webhookdeliveryFields := schema.WebhookDelivery{}.Fields()

@@ -23,6 +23,8 @@ type TokenRevocation struct {
 	Subject string `json:"subject,omitempty"`
 	// RevokedAt holds the value of the "revoked_at" field.
 	RevokedAt time.Time `json:"revoked_at,omitempty"`
+	// Version holds the value of the "version" field.
+	Version int `json:"version,omitempty"`
 	// ExpiresAt holds the value of the "expires_at" field.
 	ExpiresAt    time.Time `json:"expires_at,omitempty"`
 	selectValues sql.SelectValues
@@ -33,7 +35,7 @@ func (*TokenRevocation) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case tokenrevocation.FieldID:
+		case tokenrevocation.FieldID, tokenrevocation.FieldVersion:
 			values[i] = new(sql.NullInt64)
 		case tokenrevocation.FieldKind, tokenrevocation.FieldSubject:
 			values[i] = new(sql.NullString)
@@ -77,6 +79,12 @@ func (_m *TokenRevocation) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field revoked_at", values[i])
 			} else if value.Valid {
 				_m.RevokedAt = value.Time
+			}
+		case tokenrevocation.FieldVersion:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field version", values[i])
+			} else if value.Valid {
+				_m.Version = int(value.Int64)
 			}
 		case tokenrevocation.FieldExpiresAt:
 			if value, ok := values[i].(*sql.NullTime); !ok {
@@ -128,6 +136,9 @@ func (_m *TokenRevocation) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("revoked_at=")
 	builder.WriteString(_m.RevokedAt.Format(time.ANSIC))
+	builder.WriteString(", ")
+	builder.WriteString("version=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Version))
 	builder.WriteString(", ")
 	builder.WriteString("expires_at=")
 	builder.WriteString(_m.ExpiresAt.Format(time.ANSIC))

@@ -40,6 +40,20 @@ func (_c *TokenRevocationCreate) SetRevokedAt(v time.Time) *TokenRevocationCreat
 	return _c
 }
 
+// SetVersion sets the "version" field.
+func (_c *TokenRevocationCreate) SetVersion(v int) *TokenRevocationCreate {
+	_c.mutation.SetVersion(v)
+	return _c
+}
+
+// SetNillableVersion sets the "version" field if the given value is not nil.
+func (_c *TokenRevocationCreate) SetNillableVersion(v *int) *TokenRevocationCreate {
+	if v != nil {
+		_c.SetVersion(*v)
+	}
+	return _c
+}
+
 // SetExpiresAt sets the "expires_at" field.
 func (_c *TokenRevocationCreate) SetExpiresAt(v time.Time) *TokenRevocationCreate {
 	_c.mutation.SetExpiresAt(v)
@@ -53,6 +67,7 @@ func (_c *TokenRevocationCreate) Mutation() *TokenRevocationMutation {
 
 // Save creates the TokenRevocation in the database.
 func (_c *TokenRevocationCreate) Save(ctx context.Context) (*TokenRevocation, error) {
+	_c.defaults()
 	return withHooks(ctx, _c.sqlSave, _c.mutation, _c.hooks)
 }
 
@@ -78,6 +93,14 @@ func (_c *TokenRevocationCreate) ExecX(ctx context.Context) {
 	}
 }
 
+// defaults sets the default values of the builder before save.
+func (_c *TokenRevocationCreate) defaults() {
+	if _, ok := _c.mutation.Version(); !ok {
+		v := tokenrevocation.DefaultVersion
+		_c.mutation.SetVersion(v)
+	}
+}
+
 // check runs all checks and user-defined validators on the builder.
 func (_c *TokenRevocationCreate) check() error {
 	if _, ok := _c.mutation.Kind(); !ok {
@@ -98,6 +121,14 @@ func (_c *TokenRevocationCreate) check() error {
 	}
 	if _, ok := _c.mutation.RevokedAt(); !ok {
 		return &ValidationError{Name: "revoked_at", err: errors.New(`ent: missing required field "TokenRevocation.revoked_at"`)}
+	}
+	if _, ok := _c.mutation.Version(); !ok {
+		return &ValidationError{Name: "version", err: errors.New(`ent: missing required field "TokenRevocation.version"`)}
+	}
+	if v, ok := _c.mutation.Version(); ok {
+		if err := tokenrevocation.VersionValidator(v); err != nil {
+			return &ValidationError{Name: "version", err: fmt.Errorf(`ent: validator failed for field "TokenRevocation.version": %w`, err)}
+		}
 	}
 	if _, ok := _c.mutation.ExpiresAt(); !ok {
 		return &ValidationError{Name: "expires_at", err: errors.New(`ent: missing required field "TokenRevocation.expires_at"`)}
@@ -140,6 +171,10 @@ func (_c *TokenRevocationCreate) createSpec() (*TokenRevocation, *sqlgraph.Creat
 	if value, ok := _c.mutation.RevokedAt(); ok {
 		_spec.SetField(tokenrevocation.FieldRevokedAt, field.TypeTime, value)
 		_node.RevokedAt = value
+	}
+	if value, ok := _c.mutation.Version(); ok {
+		_spec.SetField(tokenrevocation.FieldVersion, field.TypeInt, value)
+		_node.Version = value
 	}
 	if value, ok := _c.mutation.ExpiresAt(); ok {
 		_spec.SetField(tokenrevocation.FieldExpiresAt, field.TypeTime, value)
@@ -216,6 +251,9 @@ func (u *TokenRevocationUpsertOne) UpdateNewValues() *TokenRevocationUpsertOne {
 		}
 		if _, exists := u.create.mutation.RevokedAt(); exists {
 			s.SetIgnore(tokenrevocation.FieldRevokedAt)
+		}
+		if _, exists := u.create.mutation.Version(); exists {
+			s.SetIgnore(tokenrevocation.FieldVersion)
 		}
 		if _, exists := u.create.mutation.ExpiresAt(); exists {
 			s.SetIgnore(tokenrevocation.FieldExpiresAt)
@@ -303,6 +341,7 @@ func (_c *TokenRevocationCreateBulk) Save(ctx context.Context) ([]*TokenRevocati
 	for i := range _c.builders {
 		func(i int, root context.Context) {
 			builder := _c.builders[i]
+			builder.defaults()
 			var mut Mutator = MutateFunc(func(ctx context.Context, m Mutation) (Value, error) {
 				mutation, ok := m.(*TokenRevocationMutation)
 				if !ok {
@@ -434,6 +473,9 @@ func (u *TokenRevocationUpsertBulk) UpdateNewValues() *TokenRevocationUpsertBulk
 			}
 			if _, exists := b.mutation.RevokedAt(); exists {
 				s.SetIgnore(tokenrevocation.FieldRevokedAt)
+			}
+			if _, exists := b.mutation.Version(); exists {
+				s.SetIgnore(tokenrevocation.FieldVersion)
 			}
 			if _, exists := b.mutation.ExpiresAt(); exists {
 				s.SetIgnore(tokenrevocation.FieldExpiresAt)

@@ -28,6 +28,8 @@ type User struct {
 	Status int `json:"status,omitempty"`
 	// TokensRevokedAt holds the value of the "tokens_revoked_at" field.
 	TokensRevokedAt *time.Time `json:"tokens_revoked_at,omitempty"`
+	// SecurityVersion holds the value of the "security_version" field.
+	SecurityVersion int `json:"security_version,omitempty"`
 	// CreateTime holds the value of the "create_time" field.
 	CreateTime time.Time `json:"create_time,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
@@ -75,7 +77,7 @@ func (*User) scanValues(columns []string) ([]any, error) {
 		switch columns[i] {
 		case user.FieldRoles:
 			values[i] = new([]byte)
-		case user.FieldID, user.FieldStatus:
+		case user.FieldID, user.FieldStatus, user.FieldSecurityVersion:
 			values[i] = new(sql.NullInt64)
 		case user.FieldUsername, user.FieldPasswordHash:
 			values[i] = new(sql.NullString)
@@ -134,6 +136,12 @@ func (_m *User) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.TokensRevokedAt = new(time.Time)
 				*_m.TokensRevokedAt = value.Time
+			}
+		case user.FieldSecurityVersion:
+			if value, ok := values[i].(*sql.NullInt64); !ok {
+				return fmt.Errorf("unexpected type %T for field security_version", values[i])
+			} else if value.Valid {
+				_m.SecurityVersion = int(value.Int64)
 			}
 		case user.FieldCreateTime:
 			if value, ok := values[i].(*sql.NullTime); !ok {
@@ -202,6 +210,9 @@ func (_m *User) String() string {
 		builder.WriteString("tokens_revoked_at=")
 		builder.WriteString(v.Format(time.ANSIC))
 	}
+	builder.WriteString(", ")
+	builder.WriteString("security_version=")
+	builder.WriteString(fmt.Sprintf("%v", _m.SecurityVersion))
 	builder.WriteString(", ")
 	builder.WriteString("create_time=")
 	builder.WriteString(_m.CreateTime.Format(time.ANSIC))

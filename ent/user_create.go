@@ -70,6 +70,20 @@ func (_c *UserCreate) SetNillableTokensRevokedAt(v *time.Time) *UserCreate {
 	return _c
 }
 
+// SetSecurityVersion sets the "security_version" field.
+func (_c *UserCreate) SetSecurityVersion(v int) *UserCreate {
+	_c.mutation.SetSecurityVersion(v)
+	return _c
+}
+
+// SetNillableSecurityVersion sets the "security_version" field if the given value is not nil.
+func (_c *UserCreate) SetNillableSecurityVersion(v *int) *UserCreate {
+	if v != nil {
+		_c.SetSecurityVersion(*v)
+	}
+	return _c
+}
+
 // SetCreateTime sets the "create_time" field.
 func (_c *UserCreate) SetCreateTime(v time.Time) *UserCreate {
 	_c.mutation.SetCreateTime(v)
@@ -153,6 +167,10 @@ func (_c *UserCreate) defaults() {
 		v := user.DefaultStatus
 		_c.mutation.SetStatus(v)
 	}
+	if _, ok := _c.mutation.SecurityVersion(); !ok {
+		v := user.DefaultSecurityVersion
+		_c.mutation.SetSecurityVersion(v)
+	}
 	if _, ok := _c.mutation.CreateTime(); !ok {
 		v := user.DefaultCreateTime()
 		_c.mutation.SetCreateTime(v)
@@ -178,6 +196,14 @@ func (_c *UserCreate) check() error {
 	if v, ok := _c.mutation.Status(); ok {
 		if err := user.StatusValidator(v); err != nil {
 			return &ValidationError{Name: "status", err: fmt.Errorf(`ent: validator failed for field "User.status": %w`, err)}
+		}
+	}
+	if _, ok := _c.mutation.SecurityVersion(); !ok {
+		return &ValidationError{Name: "security_version", err: errors.New(`ent: missing required field "User.security_version"`)}
+	}
+	if v, ok := _c.mutation.SecurityVersion(); ok {
+		if err := user.SecurityVersionValidator(v); err != nil {
+			return &ValidationError{Name: "security_version", err: fmt.Errorf(`ent: validator failed for field "User.security_version": %w`, err)}
 		}
 	}
 	if _, ok := _c.mutation.CreateTime(); !ok {
@@ -229,6 +255,10 @@ func (_c *UserCreate) createSpec() (*User, *sqlgraph.CreateSpec) {
 	if value, ok := _c.mutation.TokensRevokedAt(); ok {
 		_spec.SetField(user.FieldTokensRevokedAt, field.TypeTime, value)
 		_node.TokensRevokedAt = &value
+	}
+	if value, ok := _c.mutation.SecurityVersion(); ok {
+		_spec.SetField(user.FieldSecurityVersion, field.TypeInt, value)
+		_node.SecurityVersion = value
 	}
 	if value, ok := _c.mutation.CreateTime(); ok {
 		_spec.SetField(user.FieldCreateTime, field.TypeTime, value)
@@ -396,6 +426,24 @@ func (u *UserUpsert) ClearTokensRevokedAt() *UserUpsert {
 	return u
 }
 
+// SetSecurityVersion sets the "security_version" field.
+func (u *UserUpsert) SetSecurityVersion(v int) *UserUpsert {
+	u.Set(user.FieldSecurityVersion, v)
+	return u
+}
+
+// UpdateSecurityVersion sets the "security_version" field to the value that was provided on create.
+func (u *UserUpsert) UpdateSecurityVersion() *UserUpsert {
+	u.SetExcluded(user.FieldSecurityVersion)
+	return u
+}
+
+// AddSecurityVersion adds v to the "security_version" field.
+func (u *UserUpsert) AddSecurityVersion(v int) *UserUpsert {
+	u.Add(user.FieldSecurityVersion, v)
+	return u
+}
+
 // UpdateNewValues updates the mutable fields using the new values that were set on create.
 // Using this option is equivalent to using:
 //
@@ -529,6 +577,27 @@ func (u *UserUpsertOne) UpdateTokensRevokedAt() *UserUpsertOne {
 func (u *UserUpsertOne) ClearTokensRevokedAt() *UserUpsertOne {
 	return u.Update(func(s *UserUpsert) {
 		s.ClearTokensRevokedAt()
+	})
+}
+
+// SetSecurityVersion sets the "security_version" field.
+func (u *UserUpsertOne) SetSecurityVersion(v int) *UserUpsertOne {
+	return u.Update(func(s *UserUpsert) {
+		s.SetSecurityVersion(v)
+	})
+}
+
+// AddSecurityVersion adds v to the "security_version" field.
+func (u *UserUpsertOne) AddSecurityVersion(v int) *UserUpsertOne {
+	return u.Update(func(s *UserUpsert) {
+		s.AddSecurityVersion(v)
+	})
+}
+
+// UpdateSecurityVersion sets the "security_version" field to the value that was provided on create.
+func (u *UserUpsertOne) UpdateSecurityVersion() *UserUpsertOne {
+	return u.Update(func(s *UserUpsert) {
+		s.UpdateSecurityVersion()
 	})
 }
 
@@ -831,6 +900,27 @@ func (u *UserUpsertBulk) UpdateTokensRevokedAt() *UserUpsertBulk {
 func (u *UserUpsertBulk) ClearTokensRevokedAt() *UserUpsertBulk {
 	return u.Update(func(s *UserUpsert) {
 		s.ClearTokensRevokedAt()
+	})
+}
+
+// SetSecurityVersion sets the "security_version" field.
+func (u *UserUpsertBulk) SetSecurityVersion(v int) *UserUpsertBulk {
+	return u.Update(func(s *UserUpsert) {
+		s.SetSecurityVersion(v)
+	})
+}
+
+// AddSecurityVersion adds v to the "security_version" field.
+func (u *UserUpsertBulk) AddSecurityVersion(v int) *UserUpsertBulk {
+	return u.Update(func(s *UserUpsert) {
+		s.AddSecurityVersion(v)
+	})
+}
+
+// UpdateSecurityVersion sets the "security_version" field to the value that was provided on create.
+func (u *UserUpsertBulk) UpdateSecurityVersion() *UserUpsertBulk {
+	return u.Update(func(s *UserUpsert) {
+		s.UpdateSecurityVersion()
 	})
 }
 

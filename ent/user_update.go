@@ -119,6 +119,27 @@ func (_u *UserUpdate) ClearTokensRevokedAt() *UserUpdate {
 	return _u
 }
 
+// SetSecurityVersion sets the "security_version" field.
+func (_u *UserUpdate) SetSecurityVersion(v int) *UserUpdate {
+	_u.mutation.ResetSecurityVersion()
+	_u.mutation.SetSecurityVersion(v)
+	return _u
+}
+
+// SetNillableSecurityVersion sets the "security_version" field if the given value is not nil.
+func (_u *UserUpdate) SetNillableSecurityVersion(v *int) *UserUpdate {
+	if v != nil {
+		_u.SetSecurityVersion(*v)
+	}
+	return _u
+}
+
+// AddSecurityVersion adds value to the "security_version" field.
+func (_u *UserUpdate) AddSecurityVersion(v int) *UserUpdate {
+	_u.mutation.AddSecurityVersion(v)
+	return _u
+}
+
 // AddAuthCodeIDs adds the "auth_codes" edge to the AuthCode entity by IDs.
 func (_u *UserUpdate) AddAuthCodeIDs(ids ...int) *UserUpdate {
 	_u.mutation.AddAuthCodeIDs(ids...)
@@ -235,6 +256,11 @@ func (_u *UserUpdate) check() error {
 			return &ValidationError{Name: "status", err: fmt.Errorf(`ent: validator failed for field "User.status": %w`, err)}
 		}
 	}
+	if v, ok := _u.mutation.SecurityVersion(); ok {
+		if err := user.SecurityVersionValidator(v); err != nil {
+			return &ValidationError{Name: "security_version", err: fmt.Errorf(`ent: validator failed for field "User.security_version": %w`, err)}
+		}
+	}
 	return nil
 }
 
@@ -284,6 +310,12 @@ func (_u *UserUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	}
 	if _u.mutation.TokensRevokedAtCleared() {
 		_spec.ClearField(user.FieldTokensRevokedAt, field.TypeTime)
+	}
+	if value, ok := _u.mutation.SecurityVersion(); ok {
+		_spec.SetField(user.FieldSecurityVersion, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.AddedSecurityVersion(); ok {
+		_spec.AddField(user.FieldSecurityVersion, field.TypeInt, value)
 	}
 	if _u.mutation.AuthCodesCleared() {
 		edge := &sqlgraph.EdgeSpec{
@@ -484,6 +516,27 @@ func (_u *UserUpdateOne) ClearTokensRevokedAt() *UserUpdateOne {
 	return _u
 }
 
+// SetSecurityVersion sets the "security_version" field.
+func (_u *UserUpdateOne) SetSecurityVersion(v int) *UserUpdateOne {
+	_u.mutation.ResetSecurityVersion()
+	_u.mutation.SetSecurityVersion(v)
+	return _u
+}
+
+// SetNillableSecurityVersion sets the "security_version" field if the given value is not nil.
+func (_u *UserUpdateOne) SetNillableSecurityVersion(v *int) *UserUpdateOne {
+	if v != nil {
+		_u.SetSecurityVersion(*v)
+	}
+	return _u
+}
+
+// AddSecurityVersion adds value to the "security_version" field.
+func (_u *UserUpdateOne) AddSecurityVersion(v int) *UserUpdateOne {
+	_u.mutation.AddSecurityVersion(v)
+	return _u
+}
+
 // AddAuthCodeIDs adds the "auth_codes" edge to the AuthCode entity by IDs.
 func (_u *UserUpdateOne) AddAuthCodeIDs(ids ...int) *UserUpdateOne {
 	_u.mutation.AddAuthCodeIDs(ids...)
@@ -613,6 +666,11 @@ func (_u *UserUpdateOne) check() error {
 			return &ValidationError{Name: "status", err: fmt.Errorf(`ent: validator failed for field "User.status": %w`, err)}
 		}
 	}
+	if v, ok := _u.mutation.SecurityVersion(); ok {
+		if err := user.SecurityVersionValidator(v); err != nil {
+			return &ValidationError{Name: "security_version", err: fmt.Errorf(`ent: validator failed for field "User.security_version": %w`, err)}
+		}
+	}
 	return nil
 }
 
@@ -679,6 +737,12 @@ func (_u *UserUpdateOne) sqlSave(ctx context.Context) (_node *User, err error) {
 	}
 	if _u.mutation.TokensRevokedAtCleared() {
 		_spec.ClearField(user.FieldTokensRevokedAt, field.TypeTime)
+	}
+	if value, ok := _u.mutation.SecurityVersion(); ok {
+		_spec.SetField(user.FieldSecurityVersion, field.TypeInt, value)
+	}
+	if value, ok := _u.mutation.AddedSecurityVersion(); ok {
+		_spec.AddField(user.FieldSecurityVersion, field.TypeInt, value)
 	}
 	if _u.mutation.AuthCodesCleared() {
 		edge := &sqlgraph.EdgeSpec{

@@ -70,7 +70,7 @@ func (h Auth) login(w http.ResponseWriter, r *http.Request) {
 		writeThrottled(w, h.Throttle)
 		return
 	}
-	u, err := h.Users.Authenticate(ctx, username, password)
+	si, err := h.Users.Authenticate(ctx, username, password)
 	if errors.Is(err, identity.ErrInvalidCredentials) {
 		writeAuthError(w, http.StatusUnauthorized, "invalid_credentials", "wrong username or password")
 		return
@@ -83,7 +83,7 @@ func (h Auth) login(w http.ResponseWriter, r *http.Request) {
 		// The login itself succeeded; a stale count only expires later.
 		h.Log.WarnContext(ctx, "clear login attempts", "err", err, "request_id", httpx.GetRequestID(ctx))
 	}
-	token, _, err := h.Tokens.Issue(u)
+	token, _, err := h.Tokens.IssueSignIn(si)
 	if err != nil {
 		internalAuthError(w, r, h.Log, err)
 		return

@@ -160,7 +160,7 @@ func (h OAuth) loginSubmit(w http.ResponseWriter, r *http.Request) {
 		renderPage(w, r, h.Log, http.StatusTooManyRequests, "login.html", d)
 		return
 	}
-	u, err := h.Users.Authenticate(ctx, username, password)
+	si, err := h.Users.Authenticate(ctx, username, password)
 	if errors.Is(err, identity.ErrInvalidCredentials) {
 		d.Error = "Wrong username or password."
 		renderPage(w, r, h.Log, http.StatusUnauthorized, "login.html", d)
@@ -170,6 +170,7 @@ func (h OAuth) loginSubmit(w http.ResponseWriter, r *http.Request) {
 		h.internal(w, r, err)
 		return
 	}
+	u := si.User
 	if err := h.Throttle.Succeeded(ctx, username, addr); err != nil {
 		h.Log.WarnContext(ctx, "clear login attempts", "err", err, "request_id", httpx.GetRequestID(ctx))
 	}
@@ -186,6 +187,10 @@ func (h OAuth) loginSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	h.Sessions.Put(ctx, sessionUserID, u.ID)
 	h.Sessions.Put(ctx, sessionSignedInAt, time.Now().UnixMilli())
+	// The version the login read before the password check: a disable
+	// or a new password committed while it was checked signs this
+	// session out at once (sessionUser).
+	h.Sessions.Put(ctx, sessionSecurityVersion, u.SecurityVersion)
 	newest, err := h.adoptPending(w, r, u)
 	if err != nil {
 		h.internal(w, r, err)
@@ -283,7 +288,7 @@ func (h OAuth) confirm(w http.ResponseWriter, r *http.Request) {
 		redirectWith(w, p.RedirectURI, params)
 		return
 	}
-	code, err := h.Svc.IssueCode(ctx, p, u.ID, h.signedInAt(r))
+	code, err := h.Svc.IssueCode(ctx, p, u.ID, h.signedInAt(r), h.securityVersion(r))
 	var oe *oauth.Error
 	if errors.As(err, &oe) {
 		writeAuthError(w, http.StatusBadRequest, oe.Code, oe.Description)
@@ -358,13 +363,19 @@ func (h OAuth) signedInAt(r *http.Request) time.Time {
 	return time.UnixMilli(h.Sessions.GetInt64(r.Context(), sessionSignedInAt))
 }
 
+// securityVersion is the session user's security version when they
+// signed in (0 in sessions of earlier releases, as every user's was then).
+func (h OAuth) securityVersion(r *http.Request) int {
+	return h.Sessions.GetInt(r.Context(), sessionSecurityVersion)
+}
+
 func (h OAuth) sessionUser(r *http.Request) (*ent.User, error) {
 	ctx := r.Context()
 	id := h.Sessions.GetInt(ctx, sessionUserID)
 	if id == 0 {
 		return nil, nil
 	}
-	u, err := h.Users.ActiveSince(ctx, id, h.signedInAt(r))
+	u, err := h.Users.ActiveSince(ctx, id, h.signedInAt(r), h.securityVersion(r))
 	if errors.Is(err, identity.ErrInactive) {
 		h.Sessions.Remove(ctx, sessionUserID)
 		return nil, nil

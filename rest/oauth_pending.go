@@ -23,7 +23,10 @@ const (
 	// sessionSignedInAt is when the user signed in (unix ms): a session
 	// older than the user's last revocation is signed out.
 	sessionSignedInAt = "signed_in_at"
-	sessionPending    = "oauth_pending" // JSON map of id → oauth.Pending
+	// sessionSecurityVersion is the user's security version read by the
+	// login: a session whose user has another one now is signed out.
+	sessionSecurityVersion = "sv"
+	sessionPending         = "oauth_pending" // JSON map of id → oauth.Pending
 
 	pendingCookiePrefix = "gatehouse_oauth_"
 	// maxPendingCookies bounds the cookies of one browser (older ones are

@@ -32,6 +32,8 @@ const (
 	FieldExpiresAt = "expires_at"
 	// FieldUsedAt holds the string denoting the used_at field in the database.
 	FieldUsedAt = "used_at"
+	// FieldUserVersion holds the string denoting the user_version field in the database.
+	FieldUserVersion = "user_version"
 	// FieldCreateTime holds the string denoting the create_time field in the database.
 	FieldCreateTime = "create_time"
 	// EdgeApp holds the string denoting the app edge name in mutations.
@@ -68,6 +70,7 @@ var Columns = []string{
 	FieldCodeChallengeMethod,
 	FieldExpiresAt,
 	FieldUsedAt,
+	FieldUserVersion,
 	FieldCreateTime,
 }
 
@@ -86,6 +89,10 @@ var (
 	DefaultScope string
 	// RedirectURIValidator is a validator for the "redirect_uri" field. It is called by the builders before save.
 	RedirectURIValidator func(string) error
+	// DefaultUserVersion holds the default value on creation for the "user_version" field.
+	DefaultUserVersion int
+	// UserVersionValidator is a validator for the "user_version" field. It is called by the builders before save.
+	UserVersionValidator func(int) error
 	// DefaultCreateTime holds the default value on creation for the "create_time" field.
 	DefaultCreateTime func() time.Time
 )
@@ -141,6 +148,11 @@ func ByExpiresAt(opts ...sql.OrderTermOption) OrderOption {
 // ByUsedAt orders the results by the used_at field.
 func ByUsedAt(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldUsedAt, opts...).ToFunc()
+}
+
+// ByUserVersion orders the results by the user_version field.
+func ByUserVersion(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldUserVersion, opts...).ToFunc()
 }
 
 // ByCreateTime orders the results by the create_time field.

@@ -100,6 +100,11 @@ func UsedAt(v time.Time) predicate.AuthCode {
 	return predicate.AuthCode(sql.FieldEQ(FieldUsedAt, v))
 }
 
+// UserVersion applies equality check predicate on the "user_version" field. It's identical to UserVersionEQ.
+func UserVersion(v int) predicate.AuthCode {
+	return predicate.AuthCode(sql.FieldEQ(FieldUserVersion, v))
+}
+
 // CreateTime applies equality check predicate on the "create_time" field. It's identical to CreateTimeEQ.
 func CreateTime(v time.Time) predicate.AuthCode {
 	return predicate.AuthCode(sql.FieldEQ(FieldCreateTime, v))
@@ -578,6 +583,46 @@ func UsedAtIsNil() predicate.AuthCode {
 // UsedAtNotNil applies the NotNil predicate on the "used_at" field.
 func UsedAtNotNil() predicate.AuthCode {
 	return predicate.AuthCode(sql.FieldNotNull(FieldUsedAt))
+}
+
+// UserVersionEQ applies the EQ predicate on the "user_version" field.
+func UserVersionEQ(v int) predicate.AuthCode {
+	return predicate.AuthCode(sql.FieldEQ(FieldUserVersion, v))
+}
+
+// UserVersionNEQ applies the NEQ predicate on the "user_version" field.
+func UserVersionNEQ(v int) predicate.AuthCode {
+	return predicate.AuthCode(sql.FieldNEQ(FieldUserVersion, v))
+}
+
+// UserVersionIn applies the In predicate on the "user_version" field.
+func UserVersionIn(vs ...int) predicate.AuthCode {
+	return predicate.AuthCode(sql.FieldIn(FieldUserVersion, vs...))
+}
+
+// UserVersionNotIn applies the NotIn predicate on the "user_version" field.
+func UserVersionNotIn(vs ...int) predicate.AuthCode {
+	return predicate.AuthCode(sql.FieldNotIn(FieldUserVersion, vs...))
+}
+
+// UserVersionGT applies the GT predicate on the "user_version" field.
+func UserVersionGT(v int) predicate.AuthCode {
+	return predicate.AuthCode(sql.FieldGT(FieldUserVersion, v))
+}
+
+// UserVersionGTE applies the GTE predicate on the "user_version" field.
+func UserVersionGTE(v int) predicate.AuthCode {
+	return predicate.AuthCode(sql.FieldGTE(FieldUserVersion, v))
+}
+
+// UserVersionLT applies the LT predicate on the "user_version" field.
+func UserVersionLT(v int) predicate.AuthCode {
+	return predicate.AuthCode(sql.FieldLT(FieldUserVersion, v))
+}
+
+// UserVersionLTE applies the LTE predicate on the "user_version" field.
+func UserVersionLTE(v int) predicate.AuthCode {
+	return predicate.AuthCode(sql.FieldLTE(FieldUserVersion, v))
 }
 
 // CreateTimeEQ applies the EQ predicate on the "create_time" field.

@@ -97,6 +97,7 @@ var (
 		{Name: "code_challenge_method", Type: field.TypeString, Nullable: true},
 		{Name: "expires_at", Type: field.TypeTime},
 		{Name: "used_at", Type: field.TypeTime, Nullable: true},
+		{Name: "user_version", Type: field.TypeInt, Default: 0},
 		{Name: "create_time", Type: field.TypeTime},
 		{Name: "app_id", Type: field.TypeInt},
 		{Name: "user_id", Type: field.TypeInt},
@@ -109,13 +110,13 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "auth_codes_partner_apps_auth_codes",
-				Columns:    []*schema.Column{AuthCodesColumns[9]},
+				Columns:    []*schema.Column{AuthCodesColumns[10]},
 				RefColumns: []*schema.Column{PartnerAppsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
 			{
 				Symbol:     "auth_codes_users_auth_codes",
-				Columns:    []*schema.Column{AuthCodesColumns[10]},
+				Columns:    []*schema.Column{AuthCodesColumns[11]},
 				RefColumns: []*schema.Column{UsersColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -184,6 +185,7 @@ var (
 		{Name: "access_expires_at", Type: field.TypeTime},
 		{Name: "refresh_expires_at", Type: field.TypeTime},
 		{Name: "revoked_at", Type: field.TypeTime, Nullable: true},
+		{Name: "user_version", Type: field.TypeInt, Default: 0},
 		{Name: "create_time", Type: field.TypeTime},
 		{Name: "app_id", Type: field.TypeInt},
 		{Name: "user_id", Type: field.TypeInt},
@@ -196,13 +198,13 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "oauth_tokens_partner_apps_oauth_tokens",
-				Columns:    []*schema.Column{OauthTokensColumns[9]},
+				Columns:    []*schema.Column{OauthTokensColumns[10]},
 				RefColumns: []*schema.Column{PartnerAppsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
 			{
 				Symbol:     "oauth_tokens_users_oauth_tokens",
-				Columns:    []*schema.Column{OauthTokensColumns[10]},
+				Columns:    []*schema.Column{OauthTokensColumns[11]},
 				RefColumns: []*schema.Column{UsersColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -312,6 +314,7 @@ var (
 		{Name: "kind", Type: field.TypeEnum, Enums: []string{"jti", "user"}},
 		{Name: "subject", Type: field.TypeString, Size: 128},
 		{Name: "revoked_at", Type: field.TypeTime},
+		{Name: "version", Type: field.TypeInt, Default: 0},
 		{Name: "expires_at", Type: field.TypeTime},
 	}
 	// TokenRevocationsTable holds the schema information for the "token_revocations" table.
@@ -323,7 +326,7 @@ var (
 			{
 				Name:    "tokenrevocation_expires_at",
 				Unique:  false,
-				Columns: []*schema.Column{TokenRevocationsColumns[4]},
+				Columns: []*schema.Column{TokenRevocationsColumns[5]},
 			},
 		},
 	}
@@ -335,6 +338,7 @@ var (
 		{Name: "roles", Type: field.TypeJSON, Nullable: true},
 		{Name: "status", Type: field.TypeInt, Default: 1},
 		{Name: "tokens_revoked_at", Type: field.TypeTime, Nullable: true},
+		{Name: "security_version", Type: field.TypeInt, Default: 0},
 		{Name: "create_time", Type: field.TypeTime},
 	}
 	// UsersTable holds the schema information for the "users" table.

@@ -32,6 +32,8 @@ const (
 	FieldRefreshExpiresAt = "refresh_expires_at"
 	// FieldRevokedAt holds the string denoting the revoked_at field in the database.
 	FieldRevokedAt = "revoked_at"
+	// FieldUserVersion holds the string denoting the user_version field in the database.
+	FieldUserVersion = "user_version"
 	// FieldCreateTime holds the string denoting the create_time field in the database.
 	FieldCreateTime = "create_time"
 	// EdgeApp holds the string denoting the app edge name in mutations.
@@ -68,6 +70,7 @@ var Columns = []string{
 	FieldAccessExpiresAt,
 	FieldRefreshExpiresAt,
 	FieldRevokedAt,
+	FieldUserVersion,
 	FieldCreateTime,
 }
 
@@ -84,6 +87,10 @@ func ValidColumn(column string) bool {
 var (
 	// DefaultScope holds the default value on creation for the "scope" field.
 	DefaultScope string
+	// DefaultUserVersion holds the default value on creation for the "user_version" field.
+	DefaultUserVersion int
+	// UserVersionValidator is a validator for the "user_version" field. It is called by the builders before save.
+	UserVersionValidator func(int) error
 	// DefaultCreateTime holds the default value on creation for the "create_time" field.
 	DefaultCreateTime func() time.Time
 )
@@ -139,6 +146,11 @@ func ByRefreshExpiresAt(opts ...sql.OrderTermOption) OrderOption {
 // ByRevokedAt orders the results by the revoked_at field.
 func ByRevokedAt(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldRevokedAt, opts...).ToFunc()
+}
+
+// ByUserVersion orders the results by the user_version field.
+func ByUserVersion(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldUserVersion, opts...).ToFunc()
 }
 
 // ByCreateTime orders the results by the create_time field.

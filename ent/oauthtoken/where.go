@@ -100,6 +100,11 @@ func RevokedAt(v time.Time) predicate.OAuthToken {
 	return predicate.OAuthToken(sql.FieldEQ(FieldRevokedAt, v))
 }
 
+// UserVersion applies equality check predicate on the "user_version" field. It's identical to UserVersionEQ.
+func UserVersion(v int) predicate.OAuthToken {
+	return predicate.OAuthToken(sql.FieldEQ(FieldUserVersion, v))
+}
+
 // CreateTime applies equality check predicate on the "create_time" field. It's identical to CreateTimeEQ.
 func CreateTime(v time.Time) predicate.OAuthToken {
 	return predicate.OAuthToken(sql.FieldEQ(FieldCreateTime, v))
@@ -518,6 +523,46 @@ func RevokedAtIsNil() predicate.OAuthToken {
 // RevokedAtNotNil applies the NotNil predicate on the "revoked_at" field.
 func RevokedAtNotNil() predicate.OAuthToken {
 	return predicate.OAuthToken(sql.FieldNotNull(FieldRevokedAt))
+}
+
+// UserVersionEQ applies the EQ predicate on the "user_version" field.
+func UserVersionEQ(v int) predicate.OAuthToken {
+	return predicate.OAuthToken(sql.FieldEQ(FieldUserVersion, v))
+}
+
+// UserVersionNEQ applies the NEQ predicate on the "user_version" field.
+func UserVersionNEQ(v int) predicate.OAuthToken {
+	return predicate.OAuthToken(sql.FieldNEQ(FieldUserVersion, v))
+}
+
+// UserVersionIn applies the In predicate on the "user_version" field.
+func UserVersionIn(vs ...int) predicate.OAuthToken {
+	return predicate.OAuthToken(sql.FieldIn(FieldUserVersion, vs...))
+}
+
+// UserVersionNotIn applies the NotIn predicate on the "user_version" field.
+func UserVersionNotIn(vs ...int) predicate.OAuthToken {
+	return predicate.OAuthToken(sql.FieldNotIn(FieldUserVersion, vs...))
+}
+
+// UserVersionGT applies the GT predicate on the "user_version" field.
+func UserVersionGT(v int) predicate.OAuthToken {
+	return predicate.OAuthToken(sql.FieldGT(FieldUserVersion, v))
+}
+
+// UserVersionGTE applies the GTE predicate on the "user_version" field.
+func UserVersionGTE(v int) predicate.OAuthToken {
+	return predicate.OAuthToken(sql.FieldGTE(FieldUserVersion, v))
+}
+
+// UserVersionLT applies the LT predicate on the "user_version" field.
+func UserVersionLT(v int) predicate.OAuthToken {
+	return predicate.OAuthToken(sql.FieldLT(FieldUserVersion, v))
+}
+
+// UserVersionLTE applies the LTE predicate on the "user_version" field.
+func UserVersionLTE(v int) predicate.OAuthToken {
+	return predicate.OAuthToken(sql.FieldLTE(FieldUserVersion, v))
 }
 
 // CreateTimeEQ applies the EQ predicate on the "create_time" field.

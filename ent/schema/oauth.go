@@ -27,6 +27,9 @@ func (AuthCode) Fields() []ent.Field {
 		field.String("code_challenge_method").Optional().Immutable(),
 		field.Time("expires_at").Immutable(),
 		field.Time("used_at").Optional().Nillable(),
+		// user_version: the user's security version when they signed in
+		// for this code; it must still be theirs when it is exchanged.
+		field.Int("user_version").Default(0).NonNegative().Immutable(),
 		field.Time("create_time").Default(time.Now).Immutable(),
 	}
 }
@@ -64,6 +67,10 @@ func (OAuthToken) Fields() []ent.Field {
 		field.Time("access_expires_at").Immutable(),
 		field.Time("refresh_expires_at").Immutable(),
 		field.Time("revoked_at").Optional().Nillable(),
+		// user_version: the user's security version at the sign-in the
+		// pair descends from (a refresh keeps it); a pair whose user has
+		// a newer one is refused.
+		field.Int("user_version").Default(0).NonNegative().Immutable(),
 		field.Time("create_time").Default(time.Now).Immutable(),
 	}
 }

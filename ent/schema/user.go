@@ -27,6 +27,15 @@ func (User) Fields() []ent.Field {
 		// browser sessions from before this instant are refused (set when
 		// the user is disabled or given a new password).
 		field.Time("tokens_revoked_at").Optional().Nillable(),
+		// security_version counts the changes that end the user's
+		// sign-ins (a disable, a new password): each adds one, in the
+		// transaction of the change. A login reads it with the user,
+		// before the password check, and every token it issues carries
+		// it (the JWT's sv claim, the OAuth code and token rows, the
+		// browser session); a token carrying an older version is refused,
+		// however late its login finished.
+		field.Int("security_version").Default(0).NonNegative().
+			Annotations(entgql.Skip(entgql.SkipAll)),
 		field.Time("create_time").Default(time.Now).Immutable().
 			Annotations(entgql.OrderField("CREATE_TIME")),
 	}

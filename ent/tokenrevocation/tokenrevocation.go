@@ -21,6 +21,8 @@ const (
 	FieldSubject = "subject"
 	// FieldRevokedAt holds the string denoting the revoked_at field in the database.
 	FieldRevokedAt = "revoked_at"
+	// FieldVersion holds the string denoting the version field in the database.
+	FieldVersion = "version"
 	// FieldExpiresAt holds the string denoting the expires_at field in the database.
 	FieldExpiresAt = "expires_at"
 	// Table holds the table name of the tokenrevocation in the database.
@@ -33,6 +35,7 @@ var Columns = []string{
 	FieldKind,
 	FieldSubject,
 	FieldRevokedAt,
+	FieldVersion,
 	FieldExpiresAt,
 }
 
@@ -49,6 +52,10 @@ func ValidColumn(column string) bool {
 var (
 	// SubjectValidator is a validator for the "subject" field. It is called by the builders before save.
 	SubjectValidator func(string) error
+	// DefaultVersion holds the default value on creation for the "version" field.
+	DefaultVersion int
+	// VersionValidator is a validator for the "version" field. It is called by the builders before save.
+	VersionValidator func(int) error
 )
 
 // Kind defines the type for the "kind" enum field.
@@ -95,6 +102,11 @@ func BySubject(opts ...sql.OrderTermOption) OrderOption {
 // ByRevokedAt orders the results by the revoked_at field.
 func ByRevokedAt(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldRevokedAt, opts...).ToFunc()
+}
+
+// ByVersion orders the results by the version field.
+func ByVersion(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldVersion, opts...).ToFunc()
 }
 
 // ByExpiresAt orders the results by the expires_at field.

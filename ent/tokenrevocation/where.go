@@ -64,6 +64,11 @@ func RevokedAt(v time.Time) predicate.TokenRevocation {
 	return predicate.TokenRevocation(sql.FieldEQ(FieldRevokedAt, v))
 }
 
+// Version applies equality check predicate on the "version" field. It's identical to VersionEQ.
+func Version(v int) predicate.TokenRevocation {
+	return predicate.TokenRevocation(sql.FieldEQ(FieldVersion, v))
+}
+
 // ExpiresAt applies equality check predicate on the "expires_at" field. It's identical to ExpiresAtEQ.
 func ExpiresAt(v time.Time) predicate.TokenRevocation {
 	return predicate.TokenRevocation(sql.FieldEQ(FieldExpiresAt, v))
@@ -192,6 +197,46 @@ func RevokedAtLT(v time.Time) predicate.TokenRevocation {
 // RevokedAtLTE applies the LTE predicate on the "revoked_at" field.
 func RevokedAtLTE(v time.Time) predicate.TokenRevocation {
 	return predicate.TokenRevocation(sql.FieldLTE(FieldRevokedAt, v))
+}
+
+// VersionEQ applies the EQ predicate on the "version" field.
+func VersionEQ(v int) predicate.TokenRevocation {
+	return predicate.TokenRevocation(sql.FieldEQ(FieldVersion, v))
+}
+
+// VersionNEQ applies the NEQ predicate on the "version" field.
+func VersionNEQ(v int) predicate.TokenRevocation {
+	return predicate.TokenRevocation(sql.FieldNEQ(FieldVersion, v))
+}
+
+// VersionIn applies the In predicate on the "version" field.
+func VersionIn(vs ...int) predicate.TokenRevocation {
+	return predicate.TokenRevocation(sql.FieldIn(FieldVersion, vs...))
+}
+
+// VersionNotIn applies the NotIn predicate on the "version" field.
+func VersionNotIn(vs ...int) predicate.TokenRevocation {
+	return predicate.TokenRevocation(sql.FieldNotIn(FieldVersion, vs...))
+}
+
+// VersionGT applies the GT predicate on the "version" field.
+func VersionGT(v int) predicate.TokenRevocation {
+	return predicate.TokenRevocation(sql.FieldGT(FieldVersion, v))
+}
+
+// VersionGTE applies the GTE predicate on the "version" field.
+func VersionGTE(v int) predicate.TokenRevocation {
+	return predicate.TokenRevocation(sql.FieldGTE(FieldVersion, v))
+}
+
+// VersionLT applies the LT predicate on the "version" field.
+func VersionLT(v int) predicate.TokenRevocation {
+	return predicate.TokenRevocation(sql.FieldLT(FieldVersion, v))
+}
+
+// VersionLTE applies the LTE predicate on the "version" field.
+func VersionLTE(v int) predicate.TokenRevocation {
+	return predicate.TokenRevocation(sql.FieldLTE(FieldVersion, v))
 }
 
 // ExpiresAtEQ applies the EQ predicate on the "expires_at" field.

@@ -24,6 +24,8 @@ const (
 	FieldStatus = "status"
 	// FieldTokensRevokedAt holds the string denoting the tokens_revoked_at field in the database.
 	FieldTokensRevokedAt = "tokens_revoked_at"
+	// FieldSecurityVersion holds the string denoting the security_version field in the database.
+	FieldSecurityVersion = "security_version"
 	// FieldCreateTime holds the string denoting the create_time field in the database.
 	FieldCreateTime = "create_time"
 	// EdgeAuthCodes holds the string denoting the auth_codes edge name in mutations.
@@ -56,6 +58,7 @@ var Columns = []string{
 	FieldRoles,
 	FieldStatus,
 	FieldTokensRevokedAt,
+	FieldSecurityVersion,
 	FieldCreateTime,
 }
 
@@ -76,6 +79,10 @@ var (
 	DefaultStatus int
 	// StatusValidator is a validator for the "status" field. It is called by the builders before save.
 	StatusValidator func(int) error
+	// DefaultSecurityVersion holds the default value on creation for the "security_version" field.
+	DefaultSecurityVersion int
+	// SecurityVersionValidator is a validator for the "security_version" field. It is called by the builders before save.
+	SecurityVersionValidator func(int) error
 	// DefaultCreateTime holds the default value on creation for the "create_time" field.
 	DefaultCreateTime func() time.Time
 )
@@ -106,6 +113,11 @@ func ByStatus(opts ...sql.OrderTermOption) OrderOption {
 // ByTokensRevokedAt orders the results by the tokens_revoked_at field.
 func ByTokensRevokedAt(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldTokensRevokedAt, opts...).ToFunc()
+}
+
+// BySecurityVersion orders the results by the security_version field.
+func BySecurityVersion(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldSecurityVersion, opts...).ToFunc()
 }
 
 // ByCreateTime orders the results by the create_time field.

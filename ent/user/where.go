@@ -75,6 +75,11 @@ func TokensRevokedAt(v time.Time) predicate.User {
 	return predicate.User(sql.FieldEQ(FieldTokensRevokedAt, v))
 }
 
+// SecurityVersion applies equality check predicate on the "security_version" field. It's identical to SecurityVersionEQ.
+func SecurityVersion(v int) predicate.User {
+	return predicate.User(sql.FieldEQ(FieldSecurityVersion, v))
+}
+
 // CreateTime applies equality check predicate on the "create_time" field. It's identical to CreateTimeEQ.
 func CreateTime(v time.Time) predicate.User {
 	return predicate.User(sql.FieldEQ(FieldCreateTime, v))
@@ -308,6 +313,46 @@ func TokensRevokedAtIsNil() predicate.User {
 // TokensRevokedAtNotNil applies the NotNil predicate on the "tokens_revoked_at" field.
 func TokensRevokedAtNotNil() predicate.User {
 	return predicate.User(sql.FieldNotNull(FieldTokensRevokedAt))
+}
+
+// SecurityVersionEQ applies the EQ predicate on the "security_version" field.
+func SecurityVersionEQ(v int) predicate.User {
+	return predicate.User(sql.FieldEQ(FieldSecurityVersion, v))
+}
+
+// SecurityVersionNEQ applies the NEQ predicate on the "security_version" field.
+func SecurityVersionNEQ(v int) predicate.User {
+	return predicate.User(sql.FieldNEQ(FieldSecurityVersion, v))
+}
+
+// SecurityVersionIn applies the In predicate on the "security_version" field.
+func SecurityVersionIn(vs ...int) predicate.User {
+	return predicate.User(sql.FieldIn(FieldSecurityVersion, vs...))
+}
+
+// SecurityVersionNotIn applies the NotIn predicate on the "security_version" field.
+func SecurityVersionNotIn(vs ...int) predicate.User {
+	return predicate.User(sql.FieldNotIn(FieldSecurityVersion, vs...))
+}
+
+// SecurityVersionGT applies the GT predicate on the "security_version" field.
+func SecurityVersionGT(v int) predicate.User {
+	return predicate.User(sql.FieldGT(FieldSecurityVersion, v))
+}
+
+// SecurityVersionGTE applies the GTE predicate on the "security_version" field.
+func SecurityVersionGTE(v int) predicate.User {
+	return predicate.User(sql.FieldGTE(FieldSecurityVersion, v))
+}
+
+// SecurityVersionLT applies the LT predicate on the "security_version" field.
+func SecurityVersionLT(v int) predicate.User {
+	return predicate.User(sql.FieldLT(FieldSecurityVersion, v))
+}
+
+// SecurityVersionLTE applies the LTE predicate on the "security_version" field.
+func SecurityVersionLTE(v int) predicate.User {
+	return predicate.User(sql.FieldLTE(FieldSecurityVersion, v))
 }
 
 // CreateTimeEQ applies the EQ predicate on the "create_time" field.

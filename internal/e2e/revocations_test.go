@@ -125,7 +125,8 @@ func prepareRevocations(t *testing.T, e *apptest.Env) *revocationFixture {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := e.App.OAuth.IssueCode(ctx, p, userID, time.Now())
+		// Signed in just now: the user's current security version.
+		c, err := e.App.OAuth.IssueCode(ctx, p, userID, time.Now(), e.App.DB.User.GetX(ctx, userID).SecurityVersion)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"gatehouse/ent"
@@ -11,16 +12,27 @@ import (
 	"gatehouse/internal/secret"
 )
 
+// SignIn is a successful password check: the user as the login read
+// them, before the check, and when that read began. Tokens issued from it
+// carry the security version of that read (User.SecurityVersion): a
+// disable or a new password committed while the check ran has raised the
+// version, so they are refused however late they are issued.
+type SignIn struct {
+	User   *ent.User
+	ReadAt time.Time
+}
+
 // Authenticate returns the enabled user with that username and password,
-// or ErrInvalidCredentials. An unknown username still costs one bcrypt
-// comparison (against a dummy hash) and a disabled user is refused only
-// after the password check, so response time does not reveal which
-// usernames exist or are disabled.
-func (u *Users) Authenticate(ctx context.Context, username, password string) (*ent.User, error) {
+// as read before the password check, or ErrInvalidCredentials. An
+// unknown username still costs one bcrypt comparison (against a dummy
+// hash) and a disabled user is refused only after the password check, so
+// response time does not reveal which usernames exist or are disabled.
+func (u *Users) Authenticate(ctx context.Context, username, password string) (*SignIn, error) {
 	if !plausibleUsername(username) {
 		secret.CheckPassword("", password)
 		return nil, ErrInvalidCredentials
 	}
+	readAt := u.now()
 	row, err := u.client.User.Query().Where(user.Username(username)).Only(ctx)
 	switch {
 	case ent.IsNotFound(err):
@@ -29,10 +41,13 @@ func (u *Users) Authenticate(ctx context.Context, username, password string) (*e
 	case err != nil:
 		return nil, fmt.Errorf("identity: look up user: %w", err)
 	}
+	if f := u.afterRead.Load(); f != nil {
+		(*f)(ctx, username)
+	}
 	if !secret.CheckPassword(row.PasswordHash, password) || row.Status != UserEnabled {
 		return nil, ErrInvalidCredentials
 	}
-	return row, nil
+	return &SignIn{User: row, ReadAt: readAt}, nil
 }
 
 // Active returns user id when it exists and is enabled, else ErrInactive.

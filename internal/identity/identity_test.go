@@ -74,7 +74,7 @@ func TestAuthenticate(t *testing.T) {
 		}
 
 		got, err := users.Authenticate(ctx, "alice", "correct horse")
-		if err != nil || got.ID != alice.ID {
+		if err != nil || got.User.ID != alice.ID {
 			t.Fatalf("right password: %v, %v", got, err)
 		}
 		for name, c := range map[string][2]string{
@@ -136,12 +136,15 @@ func TestTokenRoundTrip(t *testing.T) {
 	if tok.Header["alg"] != "HS256" {
 		t.Fatalf("alg %v", tok.Header["alg"])
 	}
-	for _, k := range []string{"sub", "username", "roles", "iat", "exp", "jti"} {
+	for _, k := range []string{"sub", "username", "roles", "iat", "exp", "jti", "sv"} {
 		if _, ok := wire[k]; !ok {
 			t.Errorf("claim %s missing: %v", k, wire)
 		}
 	}
-	if wire["sub"] != "42" || wire["username"] != "alice" {
+	if len(wire) != 7 {
+		t.Errorf("claims %v, want exactly sub, username, roles, iat, exp, jti and sv", wire)
+	}
+	if wire["sub"] != "42" || wire["username"] != "alice" || wire["sv"] != float64(0) {
 		t.Fatalf("claims %v", wire)
 	}
 	if exp, iat := wire["exp"].(float64), wire["iat"].(float64); exp-iat != 7200 {

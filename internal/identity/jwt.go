@@ -12,6 +12,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"gatehouse/ent"
+	"gatehouse/internal/errs"
 	"gatehouse/internal/kv"
 	"gatehouse/internal/secret"
 )
@@ -25,19 +26,34 @@ const maxTokenLen = 4096
 // denyPrefix starts the deny-list keys in the shared store.
 const denyPrefix = "jwt:deny:"
 
-// revokedPrefix starts the per-user revocation marks: the value is the
-// unix millisecond at or before which the user's tokens were issued in vain.
+// revokedPrefix starts the per-user revocation marks: the value is
+// "<unix ms>:<security version>" — tokens of the user issued at or before
+// that millisecond, or carrying a lower security version, are refused
+// (see formatMark).
 const revokedPrefix = "jwt:user-revoked:"
+
+// MaxSignInAge bounds the time between a login's read of the user and the
+// token it issues (a login slower than that is refused, 503, and may be
+// repeated). A user revocation is kept this much longer than a token
+// lives: a token carrying the version before the change is issued at most
+// MaxSignInAge after the change, so it expires before its revocation is
+// forgotten (pruned from the database, expired in Redis).
+const MaxSignInAge = time.Minute
 
 // ErrInvalidToken is returned by Verify for a token that is malformed,
 // not signed with HS256 by our key, expired, or logged out.
 var ErrInvalidToken = errors.New("identity: invalid token")
 
 // Claims are the claims of a signed user token: sub (the user id),
-// username, roles, iat, exp and jti.
+// username, roles, iat, exp, jti and sv.
 type Claims struct {
 	Username string   `json:"username"`
 	Roles    []string `json:"roles"`
+	// SecurityVersion (sv) is the user's security version when the login
+	// read them, before the password check (see SignIn). Tokens of
+	// earlier releases have none; only the revocation instant applies
+	// to them.
+	SecurityVersion *int `json:"sv,omitempty"`
 	jwt.RegisteredClaims
 }
 
@@ -101,16 +117,35 @@ func NewTokenService(key []byte, ttl time.Duration, store kv.Store, opts ...Toke
 // TTL is the lifetime of issued tokens.
 func (s *TokenService) TTL() time.Duration { return s.ttl }
 
-// Issue signs a token for u.
-func (s *TokenService) Issue(u *ent.User) (string, *Claims, error) {
+// IssueSignIn signs a token for a login's user, carrying the security
+// version the login read. A sign-in read more than MaxSignInAge ago is
+// refused (errs.Unavailable: the login may be repeated), so that no token
+// outlives the revocations that may concern it.
+func (s *TokenService) IssueSignIn(si *SignIn) (string, *Claims, error) {
 	now := s.now()
+	if age := now.Sub(si.ReadAt); age > MaxSignInAge {
+		return "", nil, fmt.Errorf("%w: the sign-in took %v, longer than %v; sign in again", errs.Unavailable, age.Round(time.Millisecond), MaxSignInAge)
+	}
+	return s.sign(si.User, now)
+}
+
+// Issue signs a token for u, a user read just now (tools and tests; a
+// login calls IssueSignIn).
+func (s *TokenService) Issue(u *ent.User) (string, *Claims, error) {
+	return s.sign(u, s.now())
+}
+
+// sign signs a token for u, issued at now.
+func (s *TokenService) sign(u *ent.User, now time.Time) (string, *Claims, error) {
+	sv := u.SecurityVersion
 	roles := u.Roles
 	if roles == nil {
 		roles = []string{}
 	}
 	c := &Claims{
-		Username: u.Username,
-		Roles:    roles,
+		Username:        u.Username,
+		Roles:           roles,
+		SecurityVersion: &sv,
 		RegisteredClaims: jwt.RegisteredClaims{
 			Subject:   strconv.Itoa(u.ID),
 			IssuedAt:  jwt.NewNumericDate(now),
@@ -129,9 +164,12 @@ func (s *TokenService) Issue(u *ent.User) (string, *Claims, error) {
 // required claims, then the revocations: the in-memory mirror of the
 // database's (no I/O), then the shared store's deny-list and user marks
 // (which reach every replica sharing Redis at once, before the mirrors
-// have read the row). It returns ErrInvalidToken for any token that must
-// be refused, and an error wrapping errs.Unavailable when the shared store
-// cannot be read (the token is then not accepted either).
+// have read the row). A user revocation refuses the user's tokens issued
+// up to its instant and those carrying a lower security version (issued
+// later by a login that read the user before the change). It returns
+// ErrInvalidToken for any token that must be refused, and an error
+// wrapping errs.Unavailable when the shared store cannot be read (the
+// token is then not accepted either).
 func (s *TokenService) Verify(ctx context.Context, raw string) (*Claims, error) {
 	if raw == "" || len(raw) > maxTokenLen {
 		return nil, ErrInvalidToken
@@ -152,7 +190,7 @@ func (s *TokenService) Verify(ctx context.Context, raw string) (*Claims, error) 
 		if s.revs.jtiRevoked(c.ID) {
 			return nil, fmt.Errorf("%w: logged out", ErrInvalidToken)
 		}
-		if at, ok := s.revs.userRevokedAt(uid); ok && issuedAtMillis(c) <= at {
+		if rv, ok := s.revs.userRevocation(uid); ok && rv.refuses(c) {
 			return nil, fmt.Errorf("%w: revoked", ErrInvalidToken)
 		}
 	}
@@ -167,56 +205,48 @@ func (s *TokenService) Verify(ctx context.Context, raw string) (*Claims, error) 
 	if err != nil {
 		return nil, fmt.Errorf("identity: read revocations: %w", err)
 	}
-	if revoked && issuedAtMillis(c) <= parseMillis(mark) {
+	if revoked && parseMark(mark).refuses(c) {
 		return nil, fmt.Errorf("%w: revoked", ErrInvalidToken)
 	}
 	return c, nil
 }
 
 // storeUserRevocation records, in tx, that every token of user id issued
-// at or before at is refused (Users.Disable, Users.SetPassword). Without
-// Revocations it does nothing: markUser alone keeps it.
-func (s *TokenService) storeUserRevocation(ctx context.Context, tx *ent.Tx, id int, at time.Time) error {
+// at or before at, or carrying a security version below version, is
+// refused (Users.Disable, Users.SetPassword). Without Revocations it does
+// nothing: markUser alone keeps it.
+func (s *TokenService) storeUserRevocation(ctx context.Context, tx *ent.Tx, id int, at time.Time, version int) error {
 	if s.revs == nil {
 		return nil
 	}
-	return s.revs.insert(ctx, tx, kindUser, strconv.Itoa(id), at, s.userRevocationExpiry(at))
+	return s.revs.insert(ctx, tx, kindUser, strconv.Itoa(id), at, s.userRevocationExpiry(at), version)
 }
 
 // userRevocationExpiry is when the last token a user revocation at at can
-// concern expires.
+// concern expires: one issued MaxSignInAge after it, by a login that read
+// the user before it.
 func (s *TokenService) userRevocationExpiry(at time.Time) time.Time {
-	return at.Add(s.ttl + time.Second)
+	return at.Add(s.ttl + MaxSignInAge + time.Second)
 }
 
 // markUser, once storeUserRevocation's transaction committed, puts the
 // revocation in this process's mirror and in the shared store, where
-// every replica sharing it sees it at once. The shared store's mark
-// outlives the tokens: a token lives at most TTL.
+// every replica sharing it sees it at once (before its mirror reads the
+// row). The mark lives as long as the row.
 //
-// The transaction's row refuses tokens issued up to the change's start.
-// A login that read the user before the commit may issue its token while
-// the change commits, after that instant: a second row at the instant
-// after the commit (the mark's instant) refuses it too. Should the process
-// end between the two, the first row still holds the revocation. When the
-// second row cannot be stored the call fails (the change is made: calling
-// again writes it); when only the shared store's mark cannot be written,
-// that is logged, not returned: the database holds the revocation and the
-// other replicas' mirrors read it within a poll.
-func (s *TokenService) markUser(ctx context.Context, id int, at time.Time) error {
+// A login that read the user before the commit issues its token after
+// it, with the old security version: the version, not the instant,
+// refuses that token. When the shared store's mark cannot be written,
+// that is logged, not returned: the database holds the revocation and
+// the other replicas' mirrors read it within a poll.
+func (s *TokenService) markUser(ctx context.Context, id int, at time.Time, version int) error {
 	sub := strconv.Itoa(id)
+	exp := s.userRevocationExpiry(at)
 	if s.revs != nil {
-		s.revs.apply(kindUser, sub, at, s.userRevocationExpiry(at))
-		if after := s.now(); after.UnixMilli() > at.UnixMilli() {
-			if err := s.revs.insert(ctx, nil, kindUser, sub, after, s.userRevocationExpiry(after)); err != nil {
-				return err
-			}
-			s.revs.apply(kindUser, sub, after, s.userRevocationExpiry(after))
-			at = after
-		}
+		s.revs.apply(kindUser, sub, at, exp, version)
 	}
-	mark := strconv.AppendInt(nil, at.UnixMilli(), 10)
-	if err := s.store.Set(ctx, revokedPrefix+sub, mark, s.ttl+time.Second); err != nil {
+	mark := formatMark(userRevocation{at: at.UnixMilli(), version: version})
+	if err := s.store.Set(ctx, revokedPrefix+sub, mark, exp.Sub(at)); err != nil {
 		if s.revs != nil {
 			s.revs.log.WarnContext(ctx, "identity: the revocation of a user is stored, but its mark in the shared store could not be written", "user_id", id, "err", err)
 			return nil
@@ -224,6 +254,49 @@ func (s *TokenService) markUser(ctx context.Context, id int, at time.Time) error
 		return fmt.Errorf("identity: write the revocation of user %d: %w", id, err)
 	}
 	return nil
+}
+
+// userRevocation is what a user revocation refuses: the user's tokens
+// issued at or before at (unix ms), and those carrying a security version
+// below version.
+type userRevocation struct {
+	at      int64
+	version int
+}
+
+// refuses reports whether r refuses the token with claims c.
+func (r userRevocation) refuses(c *Claims) bool {
+	if issuedAtMillis(c) <= r.at {
+		return true
+	}
+	return c.SecurityVersion != nil && *c.SecurityVersion < r.version
+}
+
+// formatMark writes r as the shared store's mark: "<unix ms>:<version>".
+func formatMark(r userRevocation) []byte {
+	b := strconv.AppendInt(nil, r.at, 10)
+	b = append(b, ':')
+	return strconv.AppendInt(b, int64(r.version), 10)
+}
+
+// parseMark reads a mark of formatMark, or of an earlier release (the
+// instant alone: version 0). An unreadable mark refuses every token of
+// the user rather than accept one.
+func parseMark(b []byte) userRevocation {
+	ms, ver, hasVer := strings.Cut(string(b), ":")
+	at, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil {
+		return userRevocation{at: math.MaxInt64}
+	}
+	r := userRevocation{at: at}
+	if hasVer {
+		v, err := strconv.Atoi(ver)
+		if err != nil {
+			return userRevocation{at: math.MaxInt64}
+		}
+		r.version = v
+	}
+	return r
 }
 
 // newJTI returns a token id that also says when, to the millisecond, the
@@ -247,14 +320,6 @@ func issuedAtMillis(c *Claims) int64 {
 	return c.IssuedAt.Unix() * 1000
 }
 
-func parseMillis(b []byte) int64 {
-	v, err := strconv.ParseInt(string(b), 10, 64)
-	if err != nil {
-		return math.MaxInt64 // unreadable mark: refuse rather than accept
-	}
-	return v
-}
-
 // Revoke refuses the token with claims c until it expires, on every
 // replica: stored in the database (when Revocations are configured)
 // before this returns, so that no restart or loss of Redis undoes it, put
@@ -270,10 +335,10 @@ func (s *TokenService) Revoke(ctx context.Context, c *Claims) error {
 		return nil
 	}
 	if s.revs != nil {
-		if err := s.revs.insert(ctx, nil, kindJTI, c.ID, now, exp); err != nil {
+		if err := s.revs.insert(ctx, nil, kindJTI, c.ID, now, exp, 0); err != nil {
 			return err
 		}
-		s.revs.apply(kindJTI, c.ID, now, exp)
+		s.revs.apply(kindJTI, c.ID, now, exp, 0)
 	}
 	if err := s.store.Set(ctx, denyPrefix+c.ID, []byte{1}, ttl); err != nil {
 		if s.revs != nil {

@@ -96,9 +96,13 @@ type Revocations struct {
 	wake chan struct{}
 }
 
-// revokedUser: tokens of the user issued at or before at (unix ms) are
-// refused; exp (unix ms) is when the last of them expires.
-type revokedUser struct{ at, exp int64 }
+// revokedUser: tokens of the user issued at or before at (unix ms), or
+// carrying a security version below version, are refused; exp (unix ms)
+// is when the last of them expires.
+type revokedUser struct {
+	at, exp int64
+	version int
+}
 
 // RevocationsOption configures Revocations.
 type RevocationsOption func(*Revocations)
@@ -247,7 +251,7 @@ func (r *Revocations) sync(ctx context.Context) error {
 				}
 				r.cursor = row.ID
 			}
-			r.apply(row.Kind, row.Subject, row.RevokedAt, row.ExpiresAt)
+			r.apply(row.Kind, row.Subject, row.RevokedAt, row.ExpiresAt, row.Version)
 		}
 		if len(rows) < syncPage {
 			ms := r.now().UnixMilli()
@@ -258,8 +262,9 @@ func (r *Revocations) sync(ctx context.Context) error {
 	}
 }
 
-// apply adds one revocation to the mirror (idempotent).
-func (r *Revocations) apply(kind tokenrevocation.Kind, subject string, at, exp time.Time) {
+// apply adds one revocation to the mirror (idempotent): for a user, the
+// latest instant and the highest version it has seen.
+func (r *Revocations) apply(kind tokenrevocation.Kind, subject string, at, exp time.Time, version int) {
 	expMS := exp.UnixMilli()
 	if expMS <= r.now().UnixMilli() {
 		return // every token it concerns has expired
@@ -277,7 +282,7 @@ func (r *Revocations) apply(kind tokenrevocation.Kind, subject string, at, exp t
 			return
 		}
 		cur := r.users[id]
-		r.users[id] = revokedUser{at: max(cur.at, at.UnixMilli()), exp: max(cur.exp, expMS)}
+		r.users[id] = revokedUser{at: max(cur.at, at.UnixMilli()), exp: max(cur.exp, expMS), version: max(cur.version, version)}
 	}
 	r.gauge()
 }
@@ -296,13 +301,12 @@ func (r *Revocations) jtiRevoked(jti string) bool {
 	return ok
 }
 
-// userRevokedAt returns the instant (unix ms) at or before which user
-// id's tokens are refused, if any.
-func (r *Revocations) userRevokedAt(id int) (int64, bool) {
+// userRevocation returns what the revocations of user id refuse, if any.
+func (r *Revocations) userRevocation(id int) (userRevocation, bool) {
 	r.mu.RLock()
 	u, ok := r.users[id]
 	r.mu.RUnlock()
-	return u.at, ok
+	return userRevocation{at: u.at, version: u.version}, ok
 }
 
 // Len returns how many logged-out tokens and revoked users the mirror holds.
@@ -316,15 +320,15 @@ func (r *Revocations) Len() (jtis, users int) {
 // once) and announces it to the other replicas (inside tx, the NOTIFY is
 // delivered at the commit). The caller applies it to the mirror once it
 // is committed.
-func (r *Revocations) insert(ctx context.Context, tx *ent.Tx, kind tokenrevocation.Kind, subject string, at, exp time.Time) error {
+func (r *Revocations) insert(ctx context.Context, tx *ent.Tx, kind tokenrevocation.Kind, subject string, at, exp time.Time, version int) error {
 	var err error
 	if tx != nil {
-		_, err = tx.TokenRevocation.Create().SetKind(kind).SetSubject(subject).SetRevokedAt(at).SetExpiresAt(exp).Save(ctx)
+		_, err = tx.TokenRevocation.Create().SetKind(kind).SetSubject(subject).SetRevokedAt(at).SetExpiresAt(exp).SetVersion(version).Save(ctx)
 		if err == nil {
 			err = store.Notify(ctx, tx, r.dialect, RevocationChannel)
 		}
 	} else {
-		_, err = r.client.TokenRevocation.Create().SetKind(kind).SetSubject(subject).SetRevokedAt(at).SetExpiresAt(exp).Save(ctx)
+		_, err = r.client.TokenRevocation.Create().SetKind(kind).SetSubject(subject).SetRevokedAt(at).SetExpiresAt(exp).SetVersion(version).Save(ctx)
 		if err == nil {
 			if nerr := store.Notify(ctx, r.client, r.dialect, RevocationChannel); nerr != nil {
 				// Stored: the other replicas find it at their next poll.

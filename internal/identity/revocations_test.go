@@ -208,8 +208,14 @@ func TestRevocationsPrune(t *testing.T) {
 		if _, err := ts.Verify(ctx, tok); !errors.Is(err, identity.ErrInvalidToken) {
 			t.Fatalf("a logged-out token after a prune: %v", err)
 		}
+		// A user revocation is kept MaxSignInAge longer: a login that read
+		// the user before it may issue a token that late.
 		clock.add(2 * time.Minute)
-		if n, err := revs.Prune(ctx); err != nil || n != 2 || count() != 0 {
+		if n, err := revs.Prune(ctx); err != nil || n != 1 || count() != 1 {
+			t.Fatalf("prune after the logged-out token expired: %d, %v (%d rows left)", n, err, count())
+		}
+		clock.add(identity.MaxSignInAge)
+		if n, err := revs.Prune(ctx); err != nil || n != 1 || count() != 0 {
 			t.Fatalf("prune after the tokens expired: %d, %v (%d rows left)", n, err, count())
 		}
 		if jtis, us := revs.Len(); jtis != 0 || us != 0 {
@@ -219,14 +225,14 @@ func TestRevocationsPrune(t *testing.T) {
 }
 
 // TestRevokeUserCoversTheCommit: a token issued while a disable commits
-// (a login that read the user before the commit) is refused too, by the
-// second revocation row written at the instant after the commit; on a
-// new process as well.
+// or after it, by a login that read the user before the commit, is
+// refused too — by the security version it carries, which the disable
+// raised; on a new process as well.
 func TestRevokeUserCoversTheCommit(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		db := storetest.Open(t, b)
 		ctx := context.Background()
-		clock := newFakeClock(time.Now())
+		clock := newFakeClock(time.Now().Add(-time.Minute)) // behind the new process's clock: its tokens are not from the future
 		revs := identity.NewRevocations(db, quiet, identity.WithRevocationClock(clock.now))
 		if err := revs.Load(ctx); err != nil {
 			t.Fatal(err)
@@ -255,12 +261,28 @@ func TestRevokeUserCoversTheCommit(t *testing.T) {
 		if during == "" {
 			t.Fatal("the hook did not run")
 		}
-		if _, err := ts.Verify(ctx, during); !errors.Is(err, identity.ErrInvalidToken) {
-			t.Fatalf("a token issued while the disable committed: %v", err)
+		clock.add(time.Second) // the login's password check ends well after the commit
+		late, _, _ := ts.Issue(alice)
+		for name, tok := range map[string]string{"while the disable committed": during, "after it": late} {
+			if _, err := ts.Verify(ctx, tok); !errors.Is(err, identity.ErrInvalidToken) {
+				t.Fatalf("a token issued %s from a read before it: %v", name, err)
+			}
+		}
+		if _, err := users.Enable(ctx, alice.ID); err != nil {
+			t.Fatal(err)
+		}
+		fresh, _, _ := ts.Issue(db.User.GetX(ctx, alice.ID))
+		if _, err := ts.Verify(ctx, fresh); err != nil {
+			t.Fatalf("a token from a login after the disable and enable: %v", err)
 		}
 		next := newReplica(t, db, false)
-		if !next.refused(t, during) {
-			t.Fatal("a new process accepts the token issued while the disable committed")
+		for name, tok := range map[string]string{"while the disable committed": during, "after it": late} {
+			if !next.refused(t, tok) {
+				t.Fatalf("a new process accepts the token issued %s from a read before it", name)
+			}
+		}
+		if next.refused(t, fresh) {
+			t.Fatal("a new process refuses a token from a login after the disable and enable")
 		}
 	})
 }

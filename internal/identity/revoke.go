@@ -16,9 +16,14 @@ import (
 // Disabling a user or giving them a new password ends everything they
 // signed in with before, on every replica:
 //
+//   - the user's security version goes up by one in the change's
+//     transaction. Every token carries the version its login read before
+//     the password check, so a login that was checking the password while
+//     the change committed issues a token that is refused, however late;
 //   - signed tokens (JWT): a revocation row (kind "user": tokens issued at
-//     or before this instant are refused) is inserted in the same
-//     transaction as the change, so it is as durable as the change itself;
+//     or before this instant, or carrying a lower security version, are
+//     refused) is inserted in the same transaction as the change, so it
+//     is as durable as the change itself;
 //     every replica's mirror of the revocations holds it (see
 //     Revocations), and a per-user mark in the shared store (Redis, or
 //     memory for one replica) carries it to every replica sharing Redis at
@@ -27,10 +32,13 @@ import (
 //     has expired anyway;
 //   - OAuth access and refresh tokens: revoked in the database, in the
 //     same transaction as the change (enabling the user again does not
-//     bring them back), and unused authorization codes are spent;
-//   - browser sessions of the authorization flow: the user row's
-//     tokens_revoked_at is compared with the session's sign-in time on
-//     every use (the session already reads the user row).
+//     bring them back), and unused authorization codes are spent; their
+//     rows also carry the version of their sign-in, compared with the
+//     user's on every use (which reads the user row anyway);
+//   - browser sessions of the authorization flow: the session's sign-in
+//     time and security version are compared with the user row's
+//     tokens_revoked_at and security_version on every use (the session
+//     already reads the user row).
 
 // Disable disables user id: they cannot sign in, and their signed tokens,
 // OAuth tokens and sessions are refused from now on. Disabling a disabled
@@ -83,7 +91,7 @@ func (u *Users) revoke(ctx context.Context, id int, change func(*ent.UserUpdateO
 	)
 	err := store.WithTx(ctx, u.client, func(tx *ent.Tx) error {
 		now = u.tokens.now()
-		m := tx.User.UpdateOneID(id).SetTokensRevokedAt(now)
+		m := tx.User.UpdateOneID(id).SetTokensRevokedAt(now).AddSecurityVersion(1)
 		change(m)
 		var err error
 		if row, err = m.Save(ctx); err != nil {
@@ -99,7 +107,7 @@ func (u *Users) revoke(ctx context.Context, id int, change func(*ent.UserUpdateO
 			SetUsedAt(now).Save(ctx); err != nil {
 			return fmt.Errorf("spend authorization codes: %w", err)
 		}
-		return u.tokens.storeUserRevocation(ctx, tx, id, now)
+		return u.tokens.storeUserRevocation(ctx, tx, id, now, row.SecurityVersion)
 	})
 	if ent.IsNotFound(err) {
 		return nil, ErrNotFound
@@ -107,21 +115,22 @@ func (u *Users) revoke(ctx context.Context, id int, change func(*ent.UserUpdateO
 	if err != nil {
 		return nil, fmt.Errorf("update user %d: %w", id, err)
 	}
-	if err := u.tokens.markUser(ctx, id, now); err != nil {
+	if err := u.tokens.markUser(ctx, id, now, row.SecurityVersion); err != nil {
 		return nil, err
 	}
 	return row, nil
 }
 
 // ActiveSince returns user id when it exists, is enabled, and nothing was
-// revoked since signedIn (a browser session's sign-in time); else
+// revoked since a browser session's sign-in: signedIn is when it signed
+// in, version the security version its login read (SignIn). Else
 // ErrInactive.
-func (u *Users) ActiveSince(ctx context.Context, id int, signedIn time.Time) (*ent.User, error) {
+func (u *Users) ActiveSince(ctx context.Context, id int, signedIn time.Time, version int) (*ent.User, error) {
 	row, err := u.Active(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if row.TokensRevokedAt != nil && !signedIn.After(*row.TokensRevokedAt) {
+	if row.TokensRevokedAt != nil && !signedIn.After(*row.TokensRevokedAt) || row.SecurityVersion != version {
 		return nil, ErrInactive
 	}
 	return row, nil

@@ -77,7 +77,7 @@ func TestRevokeUser(t *testing.T) {
 			t.Fatal("alice's unused authorization code can still be exchanged")
 		}
 		signedIn := clock.now().Add(-time.Second)
-		if _, err := users.ActiveSince(ctx, alice.ID, signedIn); !errors.Is(err, identity.ErrInactive) {
+		if _, err := users.ActiveSince(ctx, alice.ID, signedIn, 0); !errors.Is(err, identity.ErrInactive) {
 			t.Fatalf("session of a disabled user: %v", err)
 		}
 
@@ -87,6 +87,8 @@ func TestRevokeUser(t *testing.T) {
 		if _, err := users.Enable(ctx, alice.ID); err != nil {
 			t.Fatal(err)
 		}
+		stale := alice
+		alice = db.User.GetX(ctx, alice.ID) // a login reads the user anew
 		after, c, _ := ts.Issue(alice)
 		if c.IssuedAt.Unix() != time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC).Unix() {
 			t.Fatal("the test wants both tokens in one second")
@@ -100,11 +102,21 @@ func TestRevokeUser(t *testing.T) {
 		if r := db.OAuthToken.GetX(ctx, aliceTok); r.RevokedAt == nil {
 			t.Fatal("enable brought back an OAuth token")
 		}
-		if _, err := users.ActiveSince(ctx, alice.ID, signedIn); !errors.Is(err, identity.ErrInactive) {
+		if _, err := users.ActiveSince(ctx, alice.ID, signedIn, 0); !errors.Is(err, identity.ErrInactive) {
 			t.Fatal("enable brought back a session")
 		}
-		if _, err := users.ActiveSince(ctx, alice.ID, clock.now()); err != nil {
+		if _, err := users.ActiveSince(ctx, alice.ID, clock.now(), alice.SecurityVersion); err != nil {
 			t.Fatalf("a session signed in after the revocation: %v", err)
+		}
+		// A login that read the user before the disable finishes now:
+		// its token and its session carry the old security version and
+		// are refused, though issued after the revocation's instant.
+		late, _, _ := ts.Issue(stale)
+		if _, err := ts.Verify(ctx, late); !errors.Is(err, identity.ErrInvalidToken) {
+			t.Fatalf("a token from a login that read the user before the disable: %v", err)
+		}
+		if _, err := users.ActiveSince(ctx, alice.ID, clock.now(), stale.SecurityVersion); !errors.Is(err, identity.ErrInactive) {
+			t.Fatal("a session from a login that read the user before the disable")
 		}
 
 		// A token of an earlier release (jti without the issue time) is

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
+	"time"
 
 	"gatehouse/ent"
 	"gatehouse/internal/errs"
@@ -47,6 +49,21 @@ type Users struct {
 	// tokens refuses signed tokens issued before a revocation; nil in
 	// tools that only create users (the CLI).
 	tokens *TokenService
+	// afterRead, when set, runs in Authenticate between reading the user
+	// and checking the password (SetAfterRead; tests only).
+	afterRead atomic.Pointer[func(ctx context.Context, username string)]
+}
+
+// SetAfterRead installs f, which Authenticate calls after it read the
+// user and before it checks the password; nil removes it. Only tests use
+// it: they hold a login there while an admin changes the user, the window
+// a slow password hash leaves open in production.
+func (u *Users) SetAfterRead(f func(ctx context.Context, username string)) {
+	if f == nil {
+		u.afterRead.Store(nil)
+		return
+	}
+	u.afterRead.Store(&f)
 }
 
 // UsersOption configures Users.
@@ -96,6 +113,14 @@ func (u *Users) Create(ctx context.Context, in NewUser) (*ent.User, error) {
 		return nil, fmt.Errorf("create user: %w", err)
 	}
 	return row, nil
+}
+
+// now is the clock of the token service (tests move it), else the wall clock.
+func (u *Users) now() time.Time {
+	if u.tokens != nil {
+		return u.tokens.now()
+	}
+	return time.Now()
 }
 
 // ValidateUsername checks the username rule: 1–64 of [A-Za-z0-9._-].

@@ -103,13 +103,15 @@ func grantScope(requested string, allowed []string) (string, error) {
 }
 
 // IssueCode issues an authorization code for an approved request on
-// behalf of user userID, who signed in at signedIn. The client must still
-// be usable and the redirect URI still registered; the user must still be
-// enabled with no revocation (password reset, disabling) since signedIn —
-// checked under the user's row lock, so a code cannot slip past a
-// revocation running at the same moment (see activeUser). Only the code's
+// behalf of user userID, who signed in at signedIn with security version
+// version (read by the login before the password check). The client must
+// still be usable and the redirect URI still registered; the user must
+// still be enabled with no revocation (password reset, disabling) since
+// signedIn, and still have that version — checked under the user's row
+// lock, so a code cannot slip past a revocation running at the same
+// moment (see activeUser). The code keeps the version. Only the code's
 // hash is stored.
-func (s *Service) IssueCode(ctx context.Context, p Pending, userID int, signedIn time.Time) (string, error) {
+func (s *Service) IssueCode(ctx context.Context, p Pending, userID int, signedIn time.Time, version int) (string, error) {
 	c, err := s.Client(ctx, p.ClientID)
 	if err != nil {
 		return "", err
@@ -120,7 +122,7 @@ func (s *Service) IssueCode(ctx context.Context, p Pending, userID int, signedIn
 	code := secret.RandomToken(codePrefix, tokenBytes)
 	now := s.now()
 	err = store.WithTx(ctx, s.client, func(tx *ent.Tx) error {
-		if err := activeUser(ctx, tx, userID, signedIn); err != nil {
+		if err := activeUser(ctx, tx, userID, signedIn, version); err != nil {
 			return err
 		}
 		cr := tx.AuthCode.Create().
@@ -130,6 +132,7 @@ func (s *Service) IssueCode(ctx context.Context, p Pending, userID int, signedIn
 			SetScope(p.Scope).
 			SetRedirectURI(p.RedirectURI).
 			SetExpiresAt(now.Add(CodeTTL)).
+			SetUserVersion(version).
 			SetCreateTime(now)
 		if p.CodeChallenge != "" {
 			cr.SetCodeChallenge(p.CodeChallenge).SetCodeChallengeMethod(MethodS256)

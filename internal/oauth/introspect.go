@@ -62,7 +62,8 @@ func (s *Service) find(ctx context.Context, token string, accessOnly bool) (*ent
 }
 
 // live reports whether the token is usable at now: not revoked, not
-// expired, its app usable and its user enabled.
+// expired, its app usable, its user enabled and still at the security
+// version of the sign-in the token descends from.
 func live(row *ent.OAuthToken, kind string, now time.Time) (TokenInfo, bool) {
 	exp := row.AccessExpiresAt
 	if kind == KindRefresh {
@@ -70,7 +71,7 @@ func live(row *ent.OAuthToken, kind string, now time.Time) (TokenInfo, bool) {
 	}
 	app, user := row.Edges.App, row.Edges.User
 	if row.RevokedAt != nil || !now.Before(exp) || app == nil || user == nil ||
-		!usable(app, now) || user.Status != identity.UserEnabled {
+		!usable(app, now) || user.Status != identity.UserEnabled || user.SecurityVersion != row.UserVersion {
 		return TokenInfo{}, false
 	}
 	return TokenInfo{

@@ -106,7 +106,8 @@ func (f *fixture) code(t *testing.T, req oauth.AuthorizeRequest) string {
 	if err != nil {
 		t.Fatalf("authorize: %v", err)
 	}
-	code, err := f.svc.IssueCode(ctx, p, f.user.ID, time.Now())
+	// Signed in just now: the user's current security version.
+	code, err := f.svc.IssueCode(ctx, p, f.user.ID, time.Now(), f.db.User.GetX(ctx, f.user.ID).SecurityVersion)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -99,6 +99,8 @@ func TestPasswordResetRacingApprove(t *testing.T) {
 		}
 		for round := range rounds {
 			signedIn := time.Now()
+			// The sign-in read the user's security version.
+			version := f.db.User.GetX(ctx, f.user.ID).SecurityVersion
 			time.Sleep(2 * time.Millisecond) // the reset's instant is strictly later
 			p, err := f.svc.Authorize(ctx, oauth.AuthorizeRequest{ClientID: f.app.AppKey, RedirectURI: redirect})
 			if err != nil {
@@ -119,7 +121,7 @@ func TestPasswordResetRacingApprove(t *testing.T) {
 						return
 					default:
 					}
-					code, err := f.svc.IssueCode(ctx, p, f.user.ID, signedIn)
+					code, err := f.svc.IssueCode(ctx, p, f.user.ID, signedIn, version)
 					if err != nil {
 						if !oauth.IsCode(err, oauth.CodeInvalidGrant) {
 							t.Errorf("approve: %v", err)
@@ -137,7 +139,7 @@ func TestPasswordResetRacingApprove(t *testing.T) {
 			}
 			close(reset)
 			wg.Wait()
-			if _, err := f.svc.IssueCode(ctx, p, f.user.ID, signedIn); !oauth.IsCode(err, oauth.CodeInvalidGrant) {
+			if _, err := f.svc.IssueCode(ctx, p, f.user.ID, signedIn, version); !oauth.IsCode(err, oauth.CodeInvalidGrant) {
 				t.Fatalf("round %d: a session from before the reset still gets a code (%v)", round, err)
 			}
 			for i, code := range codes {

@@ -82,7 +82,7 @@ func (s *Service) ExchangeCode(ctx context.Context, c Client, code, redirectURI,
 			return oauthErr(CodeInvalidGrant, "code_verifier given, but the authorization request had no code_challenge")
 		}
 		// The user's row first (see activeUser), then the code.
-		if err := activeUser(ctx, tx, row.UserID, time.Time{}); err != nil {
+		if err := activeUser(ctx, tx, row.UserID, time.Time{}, row.UserVersion); err != nil {
 			return err
 		}
 		n, err := tx.AuthCode.Update().Where(authcode.ID(row.ID), authcode.UsedAtIsNil()).SetUsedAt(now).Save(ctx)
@@ -94,7 +94,7 @@ func (s *Service) ExchangeCode(ctx context.Context, c Client, code, redirectURI,
 			return revokeFamily(ctx, tx, row.ID, now)
 		}
 		codeID := row.ID
-		resp, err = issue(ctx, tx, row.AppID, row.UserID, &codeID, row.Scope, now)
+		resp, err = issue(ctx, tx, row.AppID, row.UserID, row.UserVersion, &codeID, row.Scope, now)
 		return err
 	})
 	if err != nil {
@@ -154,7 +154,7 @@ func (s *Service) Refresh(ctx context.Context, c Client, refresh, scope string) 
 			newScope = strings.Join(out, " ")
 		}
 		// The user's row first (see activeUser), then the token.
-		if err := activeUser(ctx, tx, row.UserID, time.Time{}); err != nil {
+		if err := activeUser(ctx, tx, row.UserID, time.Time{}, row.UserVersion); err != nil {
 			return err
 		}
 		n, err := tx.OAuthToken.Update().Where(oauthtoken.ID(row.ID), oauthtoken.RevokedAtIsNil()).SetRevokedAt(now).Save(ctx)
@@ -165,7 +165,7 @@ func (s *Service) Refresh(ctx context.Context, c Client, refresh, scope string) 
 			replayed = true
 			return revokeTokenFamily(ctx, tx, row, now)
 		}
-		resp, err = issue(ctx, tx, row.AppID, row.UserID, row.AuthCodeID, newScope, now)
+		resp, err = issue(ctx, tx, row.AppID, row.UserID, row.UserVersion, row.AuthCodeID, newScope, now)
 		return err
 	})
 	if err != nil {
@@ -177,8 +177,10 @@ func (s *Service) Refresh(ctx context.Context, c Client, refresh, scope string) 
 	return resp, nil
 }
 
-// activeUser checks that user id is enabled (and, unless signedIn is
-// zero, that nothing was revoked since that sign-in) and, on Postgres,
+// activeUser checks that user id is enabled and still has security
+// version version (that of the sign-in the code or token descends from;
+// unless signedIn is zero, also that nothing was revoked since that
+// sign-in) and, on Postgres,
 // holds a shared lock on the user's row until tx ends. Disabling the user
 // or setting their password updates that row before revoking the user's
 // tokens and codes in the same transaction, so the two serialize: a token
@@ -189,8 +191,8 @@ func (s *Service) Refresh(ctx context.Context, c Client, refresh, scope string) 
 // it and outlive a password reset. (SQLite runs one writing transaction at
 // a time.) Callers lock the user before the code or token row, in the
 // revocation's order, so the two cannot deadlock.
-func activeUser(ctx context.Context, tx *ent.Tx, id int, signedIn time.Time) error {
-	u, err := tx.User.Query().Where(user.ID(id)).Select(user.FieldStatus, user.FieldTokensRevokedAt).
+func activeUser(ctx context.Context, tx *ent.Tx, id int, signedIn time.Time, version int) error {
+	u, err := tx.User.Query().Where(user.ID(id)).Select(user.FieldStatus, user.FieldTokensRevokedAt, user.FieldSecurityVersion).
 		Modify(func(s *entsql.Selector) {
 			if s.Dialect() == dialect.Postgres {
 				s.ForShare()
@@ -205,14 +207,16 @@ func activeUser(ctx context.Context, tx *ent.Tx, id int, signedIn time.Time) err
 	if u.Status != identity.UserEnabled {
 		return oauthErr(CodeInvalidGrant, "the user is no longer active")
 	}
-	if !signedIn.IsZero() && u.TokensRevokedAt != nil && !signedIn.After(*u.TokensRevokedAt) {
+	if u.SecurityVersion != version || !signedIn.IsZero() && u.TokensRevokedAt != nil && !signedIn.After(*u.TokensRevokedAt) {
 		return oauthErr(CodeInvalidGrant, "the sign-in ended (the password was changed or the account disabled); sign in again")
 	}
 	return nil
 }
 
-// issue stores a new token pair (hashes only) and returns it in plain text.
-func issue(ctx context.Context, tx *ent.Tx, appID, userID int, codeID *int, scope string, now time.Time) (TokenResponse, error) {
+// issue stores a new token pair (hashes only), carrying userVersion (the
+// user's security version at the sign-in it descends from), and returns
+// it in plain text.
+func issue(ctx context.Context, tx *ent.Tx, appID, userID, userVersion int, codeID *int, scope string, now time.Time) (TokenResponse, error) {
 	access := secret.RandomToken(accessPrefix, tokenBytes)
 	refresh := secret.RandomToken(refreshPrefix, tokenBytes)
 	_, err := tx.OAuthToken.Create().
@@ -220,6 +224,7 @@ func issue(ctx context.Context, tx *ent.Tx, appID, userID int, codeID *int, scop
 		SetRefreshHash(secret.HashToken(refresh)).
 		SetAppID(appID).
 		SetUserID(userID).
+		SetUserVersion(userVersion).
 		SetNillableAuthCodeID(codeID).
 		SetScope(scope).
 		SetAccessExpiresAt(now.Add(AccessTTL)).
