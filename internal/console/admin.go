@@ -75,18 +75,29 @@ type appRow struct {
 func (c *Console) apps(w http.ResponseWriter, r *http.Request) { c.appsPage(w, r, http.StatusOK, "") }
 
 func (c *Console) appsPage(w http.ResponseWriter, r *http.Request, status int, formErr string) {
-	var out struct {
-		PartnerApps struct{ Edges []struct{ Node appRow } }
-	}
-	if err := c.query(r, appsListQuery, nil, &out); err != nil {
+	listPage[appRow](c, w, r, status, appsListQuery, "apps", "Apps", formErr)
+}
+
+const keysQuery = `query ConsoleKeys { apiKeys(first: 100, orderBy: {field: CREATE_TIME, direction: DESC}) { edges { node {
+  id name prefix role status lastUsedAt requestCount createTime } } } }`
+
+const usersQuery = `query ConsoleUsers { users(first: 100, orderBy: {field: USERNAME, direction: ASC}) { edges { node { id username roles status createTime } } } }`
+
+// listPage renders page with the nodes of the one connection doc asks
+// for (the first 100) and a form's last error.
+func listPage[T any](c *Console, w http.ResponseWriter, r *http.Request, status int, doc, page, title, formErr string) {
+	var out map[string]struct{ Edges []struct{ Node T } }
+	if err := c.query(r, doc, nil, &out); err != nil {
 		c.fail(w, r, err)
 		return
 	}
-	var rows []appRow
-	for _, e := range out.PartnerApps.Edges {
-		rows = append(rows, e.Node)
+	var rows []T
+	for _, conn := range out {
+		for _, e := range conn.Edges {
+			rows = append(rows, e.Node)
+		}
 	}
-	c.render(w, r, status, "apps", "Apps", listData{Rows: rows, FormError: formErr})
+	c.render(w, r, status, page, title, listData{Rows: rows, FormError: formErr})
 }
 
 // createApp creates an app and shows its secrets once.
@@ -176,18 +187,7 @@ type keyRow struct {
 func (c *Console) keys(w http.ResponseWriter, r *http.Request) { c.keysPage(w, r, http.StatusOK, "") }
 
 func (c *Console) keysPage(w http.ResponseWriter, r *http.Request, status int, formErr string) {
-	var out struct {
-		APIKeys struct{ Edges []struct{ Node keyRow } }
-	}
-	if err := c.query(r, `query ConsoleKeys { apiKeys(first: 100, orderBy: {field: CREATE_TIME, direction: DESC}) { edges { node { id name prefix role status lastUsedAt requestCount createTime } } } }`, nil, &out); err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	var rows []keyRow
-	for _, e := range out.APIKeys.Edges {
-		rows = append(rows, e.Node)
-	}
-	c.render(w, r, status, "keys", "API keys", listData{Rows: rows, FormError: formErr})
+	listPage[keyRow](c, w, r, status, keysQuery, "keys", "API keys", formErr)
 }
 
 func (c *Console) createKey(w http.ResponseWriter, r *http.Request) {
@@ -215,18 +215,7 @@ type userRow struct {
 func (c *Console) users(w http.ResponseWriter, r *http.Request) { c.usersPage(w, r, http.StatusOK, "") }
 
 func (c *Console) usersPage(w http.ResponseWriter, r *http.Request, status int, formErr string) {
-	var out struct {
-		Users struct{ Edges []struct{ Node userRow } }
-	}
-	if err := c.query(r, `query ConsoleUsers { users(first: 100, orderBy: {field: USERNAME, direction: ASC}) { edges { node { id username roles status createTime } } } }`, nil, &out); err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	var rows []userRow
-	for _, e := range out.Users.Edges {
-		rows = append(rows, e.Node)
-	}
-	c.render(w, r, status, "users", "Users", listData{Rows: rows, FormError: formErr})
+	listPage[userRow](c, w, r, status, usersQuery, "users", "Users", formErr)
 }
 
 func (c *Console) createUser(w http.ResponseWriter, r *http.Request) {
