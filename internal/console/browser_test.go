@@ -1,6 +1,8 @@
 package console_test
 
 import (
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -45,6 +47,22 @@ func TestConsoleBrowser(t *testing.T) {
 			}
 			axeChecked[loc] = true
 		}
+		// GATEHOUSE_CONSOLE_SCREENSHOTS=dir writes the pictures of
+		// docs/console.md (the SQLite run only).
+		shotDir := os.Getenv("GATEHOUSE_CONSOLE_SCREENSHOTS")
+		shot := func(name string) {
+			t.Helper()
+			if shotDir == "" || !b.Embedded() {
+				return
+			}
+			png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(shotDir, "console-"+name+".png"), png, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
 		focused := func() string {
 			t.Helper()
 			s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => { const e = document.activeElement; const l = e.labels && e.labels[0]; return (l ? l.textContent : e.textContent || "").trim(); })()`))
@@ -69,13 +87,17 @@ func TestConsoleBrowser(t *testing.T) {
 
 		// Find the FAILED delivery by its event type.
 		run("filter", chromedp.SetValue(browser.Labelled("Event type"), f.failedEventType), chromedp.SetValue(browser.Labelled("Status"), "FAILED"),
-			chromedp.Click(browser.Button("Filter")), chromedp.WaitVisible(browser.Link(f.failed.EventID)))
+			chromedp.Click(browser.Button("Filter")),
+			// The filtered page: its Status field shows FAILED as chosen.
+			chromedp.WaitReady(chromedp.Search(`//option[@selected][normalize-space()="FAILED"]`)),
+			chromedp.WaitVisible(browser.Link(f.failed.EventID)))
 		rows, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("main tbody tr").length`))
 		if err != nil || rows != 1 {
 			t.Fatalf("%d rows for %s FAILED (%v), want 1", rows, f.failedEventType, err)
 		}
 		run("the row has its status and a Resend button", chromedp.WaitVisible(browser.Cell("FAILED")), chromedp.WaitVisible(browser.ButtonIn(f.failed.EventID, "Resend")))
 		axe()
+		shot("log")
 
 		// Open its attempts.
 		run("open the delivery", chromedp.Click(browser.Link(f.failed.EventID)), chromedp.WaitVisible(browser.Heading("Attempts")),
@@ -102,14 +124,17 @@ func TestConsoleBrowser(t *testing.T) {
 			run("reload", chromedp.Reload(), chromedp.WaitVisible(browser.Heading("Attempts")))
 		}
 		run("the new attempt succeeded", chromedp.WaitVisible(browser.Cell("200")))
+		shot("detail")
 
 		// Rotate the endpoint's secret: shown once.
 		run("endpoints", chromedp.Click(browser.Link("Endpoints")), chromedp.WaitVisible(browser.Heading("Endpoints of shop")))
 		axe()
+		shot("endpoints")
 		run("rotate", chromedp.Click(browser.ButtonIn(f.receiverURL, "Rotate secret")), chromedp.WaitVisible(browser.Heading("Rotate the endpoint secret")))
 		axe()
 		run("confirm", chromedp.Click(browser.Button("Rotate secret")), chromedp.WaitVisible(browser.Labelled("Signing secret")))
 		axe()
+		shot("secret")
 		secret, err := chromedp.Run(ctx, chromedp.Value(browser.Labelled("Signing secret")))
 		if err != nil || !strings.HasPrefix(secret, "whsec_") {
 			t.Fatalf("secret %q (%v)", secret, err)

@@ -214,7 +214,11 @@ func TestConsoleReadOnly(t *testing.T) {
 			t.Fatalf("delivery %s after a forged resend", s)
 		}
 		var audit struct {
-			AuditEvents struct{ Edges []struct{ Node struct{ Mutation, Outcome, APIKeyName string } } }
+			AuditEvents struct {
+				Edges []struct {
+					Node struct{ Mutation, Outcome, APIKeyName string }
+				}
+			}
 		}
 		f.gql(t, `{ auditEvents(where: {mutation: "resendWebhookDelivery"}) { edges { node { mutation outcome apiKeyName } } } }`, nil, &audit)
 		if len(audit.AuditEvents.Edges) != 1 || audit.AuditEvents.Edges[0].Node.APIKeyName != "console reader" || audit.AuditEvents.Edges[0].Node.Outcome == "OK" {

@@ -36,7 +36,7 @@ type fixture struct {
 	received        chan struct{}
 }
 
-func start(t *testing.T, b testenv.Backend, appName string) *fixture {
+func start(t testing.TB, b testenv.Backend, appName string) *fixture {
 	t.Helper()
 	f := &fixture{received: make(chan struct{}, 100), failedEventType: "order.refunded"}
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -95,7 +95,7 @@ func start(t *testing.T, b testenv.Backend, appName string) *fixture {
 }
 
 // gql runs a GraphQL operation as the admin key (setup only).
-func (f *fixture) gql(t *testing.T, query string, vars map[string]any, out any) {
+func (f *fixture) gql(t testing.TB, query string, vars map[string]any, out any) {
 	t.Helper()
 	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
 	r := f.env.Do(t, "POST", f.env.AdminURL+"/graphql", string(body), "Content-Type", "application/json", "X-API-Key", f.admin)
@@ -115,7 +115,7 @@ func (f *fixture) gql(t *testing.T, query string, vars map[string]any, out any) 
 }
 
 // status reads a delivery's status from the database.
-func (f *fixture) status(t *testing.T, id int) webhookdelivery.Status {
+func (f *fixture) status(t testing.TB, id int) webhookdelivery.Status {
 	t.Helper()
 	d, err := f.env.App.DB.Client.WebhookDelivery.Get(context.Background(), id)
 	if err != nil {
@@ -127,13 +127,13 @@ func (f *fixture) status(t *testing.T, id int) webhookdelivery.Status {
 // browserless is a plain HTTP client with a cookie jar that does not
 // follow redirects, and records every page, header and URL it saw.
 type browserless struct {
-	t    *testing.T
+	t    testing.TB
 	c    *http.Client
 	base string
 	seen bytes.Buffer
 }
 
-func newClient(t *testing.T, f *fixture) *browserless {
+func newClient(t testing.TB, f *fixture) *browserless {
 	jar, _ := cookiejar.New(nil)
 	return &browserless{t: t, base: f.env.AdminURL, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
@@ -147,7 +147,7 @@ type page struct {
 var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
 // csrf is the token in the page's forms.
-func (p page) csrf(t *testing.T) string {
+func (p page) csrf(t testing.TB) string {
 	t.Helper()
 	m := csrfField.FindStringSubmatch(p.body)
 	if m == nil {
