@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"encoding/base64"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"gatehouse/ent/webhookdelivery"
+	"gatehouse/internal/secret"
 	"gatehouse/internal/testenv"
 )
 
@@ -154,7 +156,17 @@ func TestConsoleRefusesOtherListenersSession(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sm.Put(ctx, "console.key", "forged")
+		// The admin key, sealed as the console seals it: were the stores
+		// shared, this session would be signed in.
+		sealer, err := secret.NewSealer(f.env.App.Cfg.MasterKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sealed, err := sealer.Seal([]byte(f.admin))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sm.Put(ctx, "console.key", base64.RawStdEncoding.EncodeToString(sealed))
 		sm.Put(ctx, "console.name", "console admin")
 		sm.Put(ctx, "console.role", "ADMIN")
 		sm.Put(ctx, "ui.csrf", "t")
