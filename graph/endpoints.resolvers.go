@@ -76,3 +76,19 @@ func (r *webhookEndpointResolver) Breaker(ctx context.Context, obj *ent.WebhookE
 	}
 	return BreakerState(r.Webhooks.EndpointBreakerState(app.AppKey, obj)), nil
 }
+
+// Health is the resolver for the health field.
+func (r *webhookEndpointResolver) Health(ctx context.Context, obj *ent.WebhookEndpoint) (*WebhookEndpointHealth, error) {
+	h, err := r.Webhooks.EndpointHealth(ctx, obj.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := &WebhookEndpointHealth{SuccessRate: h.SuccessRate(), Succeeded: h.Succeeded, Failed: h.Failed, LastErrorAt: h.LastErrorAt}
+	if h.LastErrorAt != nil {
+		out.LastError = &h.LastError
+	}
+	for _, b := range h.Buckets {
+		out.Hours = append(out.Hours, &WebhookEndpointHour{Start: b.Start, Succeeded: b.Succeeded, Failed: b.Failed})
+	}
+	return out, nil
+}

@@ -312,6 +312,7 @@ type ComplexityRoot struct {
 		Skus               func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.SkuOrder, where *ent.SkuWhereInput) int
 		Tickets            func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.TicketOrder, where *ent.TicketWhereInput) int
 		Users              func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.UserOrder, where *ent.UserWhereInput) int
+		Viewer             func(childComplexity int) int
 		WebhookDeliveries  func(childComplexity int, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.WebhookDeliveryOrder, where *ent.WebhookDeliveryWhereInput) int
 		WebhookEventTypes  func(childComplexity int) int
 	}
@@ -420,11 +421,27 @@ type ComplexityRoot struct {
 		Description             func(childComplexity int) int
 		Enabled                 func(childComplexity int) int
 		EventTypes              func(childComplexity int) int
+		Health                  func(childComplexity int) int
 		ID                      func(childComplexity int) int
 		PreviousSecretExpiresAt func(childComplexity int) int
 		RateLimit               func(childComplexity int) int
 		URL                     func(childComplexity int) int
 		UpdateTime              func(childComplexity int) int
+	}
+
+	WebhookEndpointHealth struct {
+		Failed      func(childComplexity int) int
+		Hours       func(childComplexity int) int
+		LastError   func(childComplexity int) int
+		LastErrorAt func(childComplexity int) int
+		Succeeded   func(childComplexity int) int
+		SuccessRate func(childComplexity int) int
+	}
+
+	WebhookEndpointHour struct {
+		Failed    func(childComplexity int) int
+		Start     func(childComplexity int) int
+		Succeeded func(childComplexity int) int
 	}
 
 	WebhookEndpointSecretPayload struct {
@@ -519,6 +536,7 @@ type QueryResolver interface {
 	WebhookDeliveries(ctx context.Context, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.WebhookDeliveryOrder, where *ent.WebhookDeliveryWhereInput) (*ent.WebhookDeliveryConnection, error)
 	PaymentProvider(ctx context.Context) (*PaymentProvider, error)
 	WebhookEventTypes(ctx context.Context) ([]*webhook.EventType, error)
+	Viewer(ctx context.Context) (*ent.APIKey, error)
 	APIVersions(ctx context.Context) ([]*APIVersion, error)
 }
 type WebhookDeliveryResolver interface {
@@ -528,6 +546,7 @@ type WebhookEndpointResolver interface {
 	EventTypes(ctx context.Context, obj *ent.WebhookEndpoint) ([]string, error)
 
 	Breaker(ctx context.Context, obj *ent.WebhookEndpoint) (BreakerState, error)
+	Health(ctx context.Context, obj *ent.WebhookEndpoint) (*WebhookEndpointHealth, error)
 }
 type WebhookMessageResolver interface {
 	EventID(ctx context.Context, obj *webhook.Published) (string, error)
@@ -1857,6 +1876,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Users(childComplexity, args["after"].(*entgql.Cursor[int]), args["first"].(*int), args["before"].(*entgql.Cursor[int]), args["last"].(*int), args["orderBy"].(*ent.UserOrder), args["where"].(*ent.UserWhereInput)), true
+	case "Query.viewer":
+		if e.ComplexityRoot.Query.Viewer == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.Viewer(childComplexity), true
 	case "Query.webhookDeliveries":
 		if e.ComplexityRoot.Query.WebhookDeliveries == nil {
 			break
@@ -2277,6 +2302,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.WebhookEndpoint.EventTypes(childComplexity), true
+	case "WebhookEndpoint.health":
+		if e.ComplexityRoot.WebhookEndpoint.Health == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpoint.Health(childComplexity), true
 	case "WebhookEndpoint.id":
 		if e.ComplexityRoot.WebhookEndpoint.ID == nil {
 			break
@@ -2307,6 +2338,62 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.WebhookEndpoint.UpdateTime(childComplexity), true
+
+	case "WebhookEndpointHealth.failed":
+		if e.ComplexityRoot.WebhookEndpointHealth.Failed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpointHealth.Failed(childComplexity), true
+	case "WebhookEndpointHealth.hours":
+		if e.ComplexityRoot.WebhookEndpointHealth.Hours == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpointHealth.Hours(childComplexity), true
+	case "WebhookEndpointHealth.lastError":
+		if e.ComplexityRoot.WebhookEndpointHealth.LastError == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpointHealth.LastError(childComplexity), true
+	case "WebhookEndpointHealth.lastErrorAt":
+		if e.ComplexityRoot.WebhookEndpointHealth.LastErrorAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpointHealth.LastErrorAt(childComplexity), true
+	case "WebhookEndpointHealth.succeeded":
+		if e.ComplexityRoot.WebhookEndpointHealth.Succeeded == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpointHealth.Succeeded(childComplexity), true
+	case "WebhookEndpointHealth.successRate":
+		if e.ComplexityRoot.WebhookEndpointHealth.SuccessRate == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpointHealth.SuccessRate(childComplexity), true
+
+	case "WebhookEndpointHour.failed":
+		if e.ComplexityRoot.WebhookEndpointHour.Failed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpointHour.Failed(childComplexity), true
+	case "WebhookEndpointHour.start":
+		if e.ComplexityRoot.WebhookEndpointHour.Start == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpointHour.Start(childComplexity), true
+	case "WebhookEndpointHour.succeeded":
+		if e.ComplexityRoot.WebhookEndpointHour.Succeeded == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpointHour.Succeeded(childComplexity), true
 
 	case "WebhookEndpointSecretPayload.endpoint":
 		if e.ComplexityRoot.WebhookEndpointSecretPayload.Endpoint == nil {
@@ -2947,6 +3034,34 @@ extend type WebhookEndpoint {
   attempts through.
   """
   breaker: BreakerState!
+}
+
+extend type WebhookEndpoint {
+  """
+  The endpoint's attempts over the last 24 h, hour by hour, and its most
+  recent failed attempt (a non-2xx answer or no answer).
+  """
+  health: WebhookEndpointHealth!
+}
+
+"An endpoint's record over the last 24 h (from the attempts stored)."
+type WebhookEndpointHealth {
+  "Succeeded attempts (2xx) over / all attempts made; null when none was made."
+  successRate: Float
+  succeeded: Int!
+  failed: Int!
+  "24 hours, oldest first; the last is the current hour."
+  hours: [WebhookEndpointHour!]!
+  "The error of the most recent failed attempt (ever), e.g. \"HTTP 503\" or a timeout."
+  lastError: String
+  lastErrorAt: Time
+}
+
+"The attempts to an endpoint that started in one hour."
+type WebhookEndpointHour {
+  start: Time!
+  succeeded: Int!
+  failed: Int!
 }
 `, BuiltIn: false},
 	{Name: "../web-schema/ent.graphql", Input: `directive @goField(forceResolver: Boolean, name: String, omittable: Boolean) on FIELD_DEFINITION | INPUT_FIELD_DEFINITION
@@ -5796,6 +5911,14 @@ extend type Mutation {
   """
   endSecretOverlap(id: ID!): PartnerApp!
 }
+
+extend type Query {
+  """
+  The API key this request is made with (its name, prefix and role): what
+  a client shows of who is signed in and whether it may change things.
+  """
+  viewer: APIKey!
+}
 `, BuiltIn: false},
 	{Name: "../web-schema/versions.graphql", Input: `# The partner API's versions and their lifecycle (hand-written).
 
@@ -6502,8 +6625,40 @@ func (ec *executionContext) childFields_WebhookEndpoint(ctx context.Context, fie
 		return ec.fieldContext_WebhookEndpoint_app(ctx, field)
 	case "breaker":
 		return ec.fieldContext_WebhookEndpoint_breaker(ctx, field)
+	case "health":
+		return ec.fieldContext_WebhookEndpoint_health(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type WebhookEndpoint", field.Name)
+}
+
+func (ec *executionContext) childFields_WebhookEndpointHealth(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "successRate":
+		return ec.fieldContext_WebhookEndpointHealth_successRate(ctx, field)
+	case "succeeded":
+		return ec.fieldContext_WebhookEndpointHealth_succeeded(ctx, field)
+	case "failed":
+		return ec.fieldContext_WebhookEndpointHealth_failed(ctx, field)
+	case "hours":
+		return ec.fieldContext_WebhookEndpointHealth_hours(ctx, field)
+	case "lastError":
+		return ec.fieldContext_WebhookEndpointHealth_lastError(ctx, field)
+	case "lastErrorAt":
+		return ec.fieldContext_WebhookEndpointHealth_lastErrorAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type WebhookEndpointHealth", field.Name)
+}
+
+func (ec *executionContext) childFields_WebhookEndpointHour(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "start":
+		return ec.fieldContext_WebhookEndpointHour_start(ctx, field)
+	case "succeeded":
+		return ec.fieldContext_WebhookEndpointHour_succeeded(ctx, field)
+	case "failed":
+		return ec.fieldContext_WebhookEndpointHour_failed(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type WebhookEndpointHour", field.Name)
 }
 
 func (ec *executionContext) childFields_WebhookEndpointSecretPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -13452,6 +13607,38 @@ func (ec *executionContext) fieldContext_Query_webhookEventTypes(_ context.Conte
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_viewer(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_viewer(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().Viewer(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ent.APIKey) graphql.Marshaler {
+			return ec.marshalNAPIKey2ᚖgatehouseᚋentᚐAPIKey(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_viewer(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_APIKey(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_apiVersions(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -15301,6 +15488,254 @@ func (ec *executionContext) _WebhookEndpoint_breaker(ctx context.Context, field 
 }
 func (ec *executionContext) fieldContext_WebhookEndpoint_breaker(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("WebhookEndpoint", field, true, true, errors.New("field of type BreakerState does not have child fields"))
+}
+
+func (ec *executionContext) _WebhookEndpoint_health(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpoint_health(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.WebhookEndpoint().Health(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *WebhookEndpointHealth) graphql.Marshaler {
+			return ec.marshalNWebhookEndpointHealth2ᚖgatehouseᚋgraphᚐWebhookEndpointHealth(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpoint_health(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "WebhookEndpoint",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookEndpointHealth(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _WebhookEndpointHealth_successRate(ctx context.Context, field graphql.CollectedField, obj *WebhookEndpointHealth) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpointHealth_successRate(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SuccessRate, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *float64) graphql.Marshaler {
+			return ec.marshalOFloat2ᚖfloat64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpointHealth_successRate(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEndpointHealth", field, false, false, errors.New("field of type Float does not have child fields"))
+}
+
+func (ec *executionContext) _WebhookEndpointHealth_succeeded(ctx context.Context, field graphql.CollectedField, obj *WebhookEndpointHealth) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpointHealth_succeeded(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Succeeded, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpointHealth_succeeded(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEndpointHealth", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _WebhookEndpointHealth_failed(ctx context.Context, field graphql.CollectedField, obj *WebhookEndpointHealth) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpointHealth_failed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Failed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpointHealth_failed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEndpointHealth", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _WebhookEndpointHealth_hours(ctx context.Context, field graphql.CollectedField, obj *WebhookEndpointHealth) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpointHealth_hours(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Hours, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*WebhookEndpointHour) graphql.Marshaler {
+			return ec.marshalNWebhookEndpointHour2ᚕᚖgatehouseᚋgraphᚐWebhookEndpointHourᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpointHealth_hours(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "WebhookEndpointHealth",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_WebhookEndpointHour(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _WebhookEndpointHealth_lastError(ctx context.Context, field graphql.CollectedField, obj *WebhookEndpointHealth) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpointHealth_lastError(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastError, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpointHealth_lastError(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEndpointHealth", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _WebhookEndpointHealth_lastErrorAt(ctx context.Context, field graphql.CollectedField, obj *WebhookEndpointHealth) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpointHealth_lastErrorAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastErrorAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpointHealth_lastErrorAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEndpointHealth", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _WebhookEndpointHour_start(ctx context.Context, field graphql.CollectedField, obj *WebhookEndpointHour) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpointHour_start(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Start, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpointHour_start(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEndpointHour", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _WebhookEndpointHour_succeeded(ctx context.Context, field graphql.CollectedField, obj *WebhookEndpointHour) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpointHour_succeeded(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Succeeded, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpointHour_succeeded(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEndpointHour", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _WebhookEndpointHour_failed(ctx context.Context, field graphql.CollectedField, obj *WebhookEndpointHour) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpointHour_failed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Failed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpointHour_failed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEndpointHour", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _WebhookEndpointSecretPayload_endpoint(ctx context.Context, field graphql.CollectedField, obj *WebhookEndpointSecretPayload) (ret graphql.Marshaler) {
@@ -28205,6 +28640,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "viewer":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_viewer(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "apiVersions":
 			field := field
 
@@ -29279,6 +29736,155 @@ func (ec *executionContext) _WebhookEndpoint(ctx context.Context, sel ast.Select
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "health":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._WebhookEndpoint_health(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var webhookEndpointHealthImplementors = []string{"WebhookEndpointHealth"}
+
+func (ec *executionContext) _WebhookEndpointHealth(ctx context.Context, sel ast.SelectionSet, obj *WebhookEndpointHealth) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, webhookEndpointHealthImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("WebhookEndpointHealth")
+		case "successRate":
+			out.Values[i] = ec._WebhookEndpointHealth_successRate(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "succeeded":
+			out.Values[i] = ec._WebhookEndpointHealth_succeeded(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "failed":
+			out.Values[i] = ec._WebhookEndpointHealth_failed(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "hours":
+			out.Values[i] = ec._WebhookEndpointHealth_hours(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "lastError":
+			out.Values[i] = ec._WebhookEndpointHealth_lastError(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "lastErrorAt":
+			out.Values[i] = ec._WebhookEndpointHealth_lastErrorAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var webhookEndpointHourImplementors = []string{"WebhookEndpointHour"}
+
+func (ec *executionContext) _WebhookEndpointHour(ctx context.Context, sel ast.SelectionSet, obj *WebhookEndpointHour) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, webhookEndpointHourImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("WebhookEndpointHour")
+		case "start":
+			out.Values[i] = ec._WebhookEndpointHour_start(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "succeeded":
+			out.Values[i] = ec._WebhookEndpointHour_succeeded(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "failed":
+			out.Values[i] = ec._WebhookEndpointHour_failed(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -30808,6 +31414,46 @@ func (ec *executionContext) marshalNWebhookEndpoint2ᚖgatehouseᚋentᚐWebhook
 	return ec._WebhookEndpoint(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNWebhookEndpointHealth2gatehouseᚋgraphᚐWebhookEndpointHealth(ctx context.Context, sel ast.SelectionSet, v WebhookEndpointHealth) graphql.Marshaler {
+	return ec._WebhookEndpointHealth(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNWebhookEndpointHealth2ᚖgatehouseᚋgraphᚐWebhookEndpointHealth(ctx context.Context, sel ast.SelectionSet, v *WebhookEndpointHealth) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._WebhookEndpointHealth(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNWebhookEndpointHour2ᚕᚖgatehouseᚋgraphᚐWebhookEndpointHourᚄ(ctx context.Context, sel ast.SelectionSet, v []*WebhookEndpointHour) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNWebhookEndpointHour2ᚖgatehouseᚋgraphᚐWebhookEndpointHour(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNWebhookEndpointHour2ᚖgatehouseᚋgraphᚐWebhookEndpointHour(ctx context.Context, sel ast.SelectionSet, v *WebhookEndpointHour) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._WebhookEndpointHour(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNWebhookEndpointSecretPayload2gatehouseᚋgraphᚐWebhookEndpointSecretPayload(ctx context.Context, sel ast.SelectionSet, v WebhookEndpointSecretPayload) graphql.Marshaler {
 	return ec._WebhookEndpointSecretPayload(ctx, sel, &v)
 }
@@ -31399,6 +32045,23 @@ func (ec *executionContext) unmarshalODeliveryAttemptWhereInput2ᚖgatehouseᚋe
 	}
 	res, err := ec.unmarshalInputDeliveryAttemptWhereInput(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalOFloat2ᚖfloat64(ctx context.Context, v any) (*float64, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := graphql.UnmarshalFloatContext(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOFloat2ᚖfloat64(ctx context.Context, sel ast.SelectionSet, v *float64) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	res := graphql.MarshalFloatContext(*v)
+	return graphql.WrapContextMarshaler(ctx, res)
 }
 
 func (ec *executionContext) unmarshalOID2ᚕintᚄ(ctx context.Context, v any) ([]int, error) {

@@ -162,6 +162,26 @@ type UpdateWebhookEndpointInput struct {
 	ClearRateLimit *bool `json:"clearRateLimit,omitempty"`
 }
 
+// An endpoint's record over the last 24 h (from the attempts stored).
+type WebhookEndpointHealth struct {
+	// Succeeded attempts (2xx) over / all attempts made; null when none was made.
+	SuccessRate *float64 `json:"successRate,omitempty"`
+	Succeeded   int      `json:"succeeded"`
+	Failed      int      `json:"failed"`
+	// 24 hours, oldest first; the last is the current hour.
+	Hours []*WebhookEndpointHour `json:"hours"`
+	// The error of the most recent failed attempt (ever), e.g. "HTTP 503" or a timeout.
+	LastError   *string    `json:"lastError,omitempty"`
+	LastErrorAt *time.Time `json:"lastErrorAt,omitempty"`
+}
+
+// The attempts to an endpoint that started in one hour.
+type WebhookEndpointHour struct {
+	Start     time.Time `json:"start"`
+	Succeeded int       `json:"succeeded"`
+	Failed    int       `json:"failed"`
+}
+
 // A webhook endpoint with its signing secret, shown only here.
 type WebhookEndpointSecretPayload struct {
 	Endpoint *ent.WebhookEndpoint `json:"endpoint"`

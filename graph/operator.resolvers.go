@@ -7,7 +7,9 @@ package graph
 
 import (
 	"context"
+	"errors"
 	"gatehouse/ent"
+	"gatehouse/internal/apikey"
 )
 
 // EnableAPIKey is the resolver for the enableAPIKey field.
@@ -37,4 +39,14 @@ func (r *mutationResolver) EndSecretOverlap(ctx context.Context, id int) (*ent.P
 		return nil, err
 	}
 	return r.Client.PartnerApp.Get(ctx, app.ID)
+}
+
+// Viewer is the resolver for the viewer field.
+func (r *queryResolver) Viewer(ctx context.Context) (*ent.APIKey, error) {
+	key := apikey.FromContext(ctx)
+	if key == nil {
+		// Only a request through APIKeyGuard reaches the resolvers.
+		return nil, errors.New("viewer: no API key in the request")
+	}
+	return key, nil
 }

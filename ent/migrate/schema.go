@@ -424,6 +424,16 @@ var (
 				Unique:  false,
 				Columns: []*schema.Column{WebhookDeliveriesColumns[13], WebhookDeliveriesColumns[5]},
 			},
+			{
+				Name:    "webhookdelivery_log",
+				Unique:  false,
+				Columns: []*schema.Column{WebhookDeliveriesColumns[12], WebhookDeliveriesColumns[0]},
+			},
+			{
+				Name:    "webhookdelivery_log_by_app",
+				Unique:  false,
+				Columns: []*schema.Column{WebhookDeliveriesColumns[16], WebhookDeliveriesColumns[12], WebhookDeliveriesColumns[0]},
+			},
 		},
 	}
 	// WebhookEndpointsColumns holds the columns for the "webhook_endpoints" table.

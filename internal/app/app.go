@@ -138,7 +138,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		}
 	}
 	a.Public = a.publicHandler()
-	a.Admin = a.adminHandler()
+	if a.Admin, err = a.adminHandler(); err != nil {
+		_ = a.Close(ctx)
+		return nil, err
+	}
 	return a, nil
 }
 
@@ -198,14 +201,17 @@ func (a *App) publicHandler() http.Handler {
 	return r
 }
 
-func (a *App) adminHandler() http.Handler {
+func (a *App) adminHandler() (http.Handler, error) {
 	r := chi.NewRouter()
 	r.Use(httpx.RequestID, httpx.Client(a.Cfg.TrustedProxies), httpx.Trace(a.Cfg.Tracing, "admin"), httpx.Logger(a.Log, "admin"), httpx.Recoverer(a.Log),
 		httpx.Deadline(a.Cfg.Server.RequestTimeout))
 	// /graphql bounds its body itself, after the API key is checked, so
 	// that an admin key's oversized mutation is audited (graph.NewHandler).
-	gql := graph.NewHandler(a.resolver(), a.Log)
-	r.Handle("/graphql", a.adminGuard(gql))
+	gql := a.adminGuard(graph.NewHandler(a.resolver(), a.Log))
+	r.Handle("/graphql", gql)
+	if err := a.mountConsole(r, gql); err != nil {
+		return nil, err
+	}
 	r.Group(func(r chi.Router) {
 		r.Use(httpx.LimitBody)
 		a.mountPlayground(r)
@@ -214,7 +220,7 @@ func (a *App) adminHandler() http.Handler {
 			httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 		})
 	})
-	return r
+	return r, nil
 }
 
 // Start launches background work (webhook dispatch, counter flushing,

@@ -46,6 +46,7 @@ func Seed(ctx context.Context, a *app.App, ls *app.Listeners, w io.Writer) error
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n=== gatehouse demo ===\n")
 	fmt.Fprintf(&b, "public listener: %s   admin listener (GraphQL Playground): %s/\n", e.PublicURL, e.AdminURL)
+	fmt.Fprintf(&b, "admin console: %s/console/ (sign in with the admin API key below)\n", e.AdminURL)
 	fmt.Fprintf(&b, "storage: %s\n", redact(a.Cfg.Database.URL))
 	sort.SliceStable(sections, func(i, j int) bool { return sections[i].order < sections[j].order })
 	for _, s := range sections {
