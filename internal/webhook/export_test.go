@@ -1,6 +1,9 @@
 package webhook
 
 import (
+	"context"
+	"errors"
+	"net"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -45,4 +48,13 @@ func Announcing(s *Service) int {
 	s.announcing.mu.Lock()
 	defer s.announcing.mu.Unlock()
 	return len(s.announcing.m)
+}
+
+// NoDNS makes callback host names fail to resolve without a query leaving
+// the machine (/etc/hosts is still read), until the returned func runs.
+func NoDNS() (restore func()) {
+	resolver = &net.Resolver{PreferGo: true, Dial: func(context.Context, string, string) (net.Conn, error) {
+		return nil, errors.New("no name server in tests")
+	}}
+	return func() { resolver = nil }
 }
