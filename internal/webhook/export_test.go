@@ -58,3 +58,13 @@ func NoDNS() (restore func()) {
 	}}
 	return func() { resolver = nil }
 }
+
+// ValidateBizData validates bizData against eventType's schema as Publish
+// does, without publishing.
+func ValidateBizData(ctx context.Context, s *Service, eventType string, bizData []byte) error {
+	t, err := s.types.lookup(ctx, eventType)
+	if err != nil {
+		return err
+	}
+	return t.check(ctx, bizData)
+}

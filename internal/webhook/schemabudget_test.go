@@ -214,3 +214,34 @@ func TestStoredSchemaBombBounded(t *testing.T) {
 		}
 	})
 }
+
+// TestConcurrentValidationsOfOneType: validations of one type at once
+// each count their own steps (a compiled copy per validation): valid
+// payloads pass and invalid ones fail at their own path, never with a
+// neighbour's budget or error.
+func TestConcurrentValidationsOfOneType(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		e := newEnv(t, b, webhook.Options{})
+		declareInvoice(t, e)
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 50 {
+					good := (g+i)%2 == 0
+					biz := `{"invoice_no":"I","lines":[{"sku":"A","qty":1}]}`
+					if !good {
+						biz = `{"invoice_no":"I","lines":[{"sku":"A","qty":0}]}`
+					}
+					err := webhook.ValidateBizData(context.Background(), e.svc, "invoice.issued", []byte(biz))
+					if good != (err == nil) || (!good && !strings.Contains(err.Error(), "$.lines[0].qty")) {
+						t.Errorf("goroutine %d, %d: good=%v, err %v", g, i, good, err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+	})
+}
