@@ -107,3 +107,38 @@ func isDBScope(name string) bool {
 }
 
 func attrKey(k string) attribute.Key { return attribute.Key(k) }
+
+// TestPartnerTraceparentIsALink: a partner's traceparent (and
+// tracestate) on the public listener does not make gatehouse's server
+// span its child: the span starts a trace of its own (no parent) and
+// links the partner's context; the request's log line names gatehouse's
+// trace. The partner is outside the trust boundary.
+func TestPartnerTraceparentIsALink(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		rec := telemetrytest.New(t)
+		e := apptest.Start(t, b, func(c *config.Config) { c.Tracing = rec.Tracing })
+		app, sec := createApp(t, e, partner.CreateInput{})
+		createOrder(t, e, order.CreateInput{AppID: app.ID, OrderNo: "TL1", Amount: "3.10"})
+		const partnerTrace, partnerSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+		q := signedQuery(app.AppKey, sec, nowMillis(), freshNonce(), pair{"order_no", "TL1"})
+		r := e.Do(t, "GET", orderURL(e, "v1")+q, "",
+			"traceparent", "00-"+partnerTrace+"-"+partnerSpan+"-01", "tracestate", "partner=chosen")
+		if r.Status != 200 {
+			t.Fatalf("signed query: HTTP %d %s", r.Status, r.Body)
+		}
+		const name = "GET /api/v1/orders/query"
+		srv := rec.Wait(t, name, telemetrytest.Named(name))
+		if srv.Parent.IsValid() {
+			t.Errorf("server span's parent %s/%s: the partner's context became the parent", srv.Parent.TraceID(), srv.Parent.SpanID())
+		}
+		if got := srv.SpanContext.TraceID().String(); got == partnerTrace {
+			t.Errorf("server span is in the partner's trace %s", got)
+		}
+		if len(srv.Links) != 1 || srv.Links[0].SpanContext.TraceID().String() != partnerTrace || srv.Links[0].SpanContext.SpanID().String() != partnerSpan {
+			t.Errorf("links %+v, want one to the partner's %s/%s", srv.Links, partnerTrace, partnerSpan)
+		}
+		if logs := e.Logs.String(); strings.Contains(logs, "trace_id="+partnerTrace) || !strings.Contains(logs, "trace_id="+srv.SpanContext.TraceID().String()) {
+			t.Errorf("request line's trace_id is not gatehouse's own:\n%s", logs)
+		}
+	})
+}

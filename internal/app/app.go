@@ -183,7 +183,7 @@ func kvOptions(cfg config.Config, log *slog.Logger) ([]kv.Option, error) {
 
 func (a *App) publicHandler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(httpx.RequestID, httpx.Client(a.Cfg.TrustedProxies), httpx.Trace(a.Cfg.Tracing, "public"), httpx.Logger(a.Log, "public"), httpx.Recoverer(a.Log),
+	r.Use(httpx.RequestID, httpx.Client(a.Cfg.TrustedProxies), httpx.Trace(a.Cfg.Tracing, "public", httpx.Outside), httpx.Logger(a.Log, "public"), httpx.Recoverer(a.Log),
 		httpx.Deadline(a.Cfg.Server.RequestTimeout), httpx.CapBody)
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -203,7 +203,7 @@ func (a *App) publicHandler() http.Handler {
 
 func (a *App) adminHandler() (http.Handler, error) {
 	r := chi.NewRouter()
-	r.Use(httpx.RequestID, httpx.Client(a.Cfg.TrustedProxies), httpx.Trace(a.Cfg.Tracing, "admin"), httpx.Logger(a.Log, "admin"), httpx.Recoverer(a.Log),
+	r.Use(httpx.RequestID, httpx.Client(a.Cfg.TrustedProxies), httpx.Trace(a.Cfg.Tracing, "admin", httpx.Inside), httpx.Logger(a.Log, "admin"), httpx.Recoverer(a.Log),
 		httpx.Deadline(a.Cfg.Server.RequestTimeout))
 	// /graphql bounds its body itself, after the API key is checked, so
 	// that an admin key's oversized mutation is audited (graph.NewHandler).

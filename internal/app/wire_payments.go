@@ -2,10 +2,10 @@ package app
 
 import (
 	"context"
-	"net/url"
 
 	"gatehouse/internal/outbound"
 	"gatehouse/internal/payment"
+	"gatehouse/internal/redact"
 )
 
 // paymentServices are the payment provider's services, embedded in App.
@@ -36,10 +36,9 @@ func (a *App) wirePayments(context.Context) error {
 	p := payment.Provider{URL: a.Cfg.Payments.URL, APIKey: a.Cfg.Payments.APIKey, Secret: []byte(a.Cfg.Payments.Secret)}
 	switch {
 	case a.Cfg.PaymentSandbox:
-		a.Log.Warn("payment provider: the demo SANDBOX on loopback (moves no money); set GATEHOUSE_PAYMENT_URL for a real provider", "url", p.URL)
+		a.Log.Warn("payment provider: the demo SANDBOX on loopback (moves no money); set GATEHOUSE_PAYMENT_URL for a real provider", "url", redact.URL(p.URL))
 	case p.Configured():
-		u, _ := url.Parse(p.URL) // validated with the configuration
-		a.Log.Info("payment provider configured", "host", u.Host)
+		a.Log.Info("payment provider configured", "host", redact.Host(p.URL))
 	default:
 		a.Log.Info("no payment provider configured: refundOrder answers PAYMENT_NOT_CONFIGURED (set GATEHOUSE_PAYMENT_URL, _API_KEY, _SECRET)")
 	}

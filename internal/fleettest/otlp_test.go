@@ -26,6 +26,7 @@ import (
 
 	"gatehouse/internal/order"
 	"gatehouse/internal/secret"
+	"gatehouse/internal/telemetry"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
 	"gatehouse/rest/partnerclient"
@@ -41,8 +42,9 @@ import (
 //     in-process store of the embedded mode makes no spans (its calls are
 //     map lookups in the process); none appear.
 //   - The payOrder span's trace is the one of the order.paid delivery's
-//     attempt span (its child), and the webhook receiver got a
-//     traceparent carrying that trace and naming the attempt's span.
+//     attempt span (its child); the webhook receiver, outside the trust
+//     boundary, got a fresh traceparent (the trace id the attempt span
+//     records, not payOrder's) and no tracestate.
 //   - No span name or attribute (of spans, events, links or the
 //     resource), nor any byte of an export, holds a secret: the app and
 //     webhook secrets, the admin API key, the master key and JWT secret,
@@ -117,8 +119,9 @@ func TestTracesOverOTLP(t *testing.T) {
 			t.Errorf("attempt span %x/%x (parent %x), want a child of payOrder %x/%x", attempt.TraceId, attempt.SpanId, attempt.ParentSpanId, pay.TraceId, pay.SpanId)
 		}
 		hook := hooks.wait(t)
-		if want := fmt.Sprintf("00-%x-%x-01", pay.TraceId, attempt.SpanId); hook.Get("traceparent") != want {
-			t.Errorf("receiver's traceparent %q, want %q (payOrder's trace, the attempt's span)", hook.Get("traceparent"), want)
+		if want := fmt.Sprintf("00-%s-", attempt.attr(telemetry.AttrExternalTraceID)); !strings.HasPrefix(hook.Get("traceparent"), want) ||
+			strings.Contains(hook.Get("traceparent"), fmt.Sprintf("%x", pay.TraceId)) || hook.Get("tracestate") != "" {
+			t.Errorf("receiver's traceparent %q (tracestate %q), want a fresh trace %s… and no tracestate (not payOrder's %x)", hook.Get("traceparent"), hook.Get("tracestate"), want, pay.TraceId)
 		}
 
 		// No secret anywhere in what was exported.

@@ -25,13 +25,30 @@ const (
 	AttrCode = attribute.Key("gatehouse.code")
 )
 
+// Callers say whether a listener's callers are inside the trust boundary
+// of traces (see Trace).
+type Callers bool
+
+const (
+	// Outside: partners (the public listener). Their traceparent becomes
+	// a link of a new trace, never the parent.
+	Outside Callers = false
+	// Inside: operators and the company's services (the admin listener).
+	// Their traceparent is the parent: their trace continues here.
+	Inside Callers = true
+)
+
 // Trace makes the server span of each request: named by method and chi
 // route pattern once routing is done ("GET /api/v1/orders/{orderNo}"),
-// a child of the caller's traceparent when it sends one, with the route,
-// the status and what the front doors add (SpanOf). It must run after
-// RequestID and before Logger (whose line then carries the trace id).
-// With tracing off it is not installed at all.
-func Trace(tr *telemetry.Tracing, listener string) func(http.Handler) http.Handler {
+// with the route, the status and what the front doors add (SpanOf). A
+// caller's traceparent makes the span its child when the listener's
+// callers are Inside; Outside, the span starts a trace of its own (the
+// sampler decides as for a request without one) and the caller's context
+// is only a link: a partner neither joins gatehouse's work to its trace
+// nor decides its sampling, and its tracestate goes nowhere. It must run
+// after RequestID and before Logger (whose line then carries the trace
+// id). With tracing off it is not installed at all.
+func Trace(tr *telemetry.Tracing, listener string, callers Callers) func(http.Handler) http.Handler {
 	if !tr.On() {
 		return func(next http.Handler) http.Handler { return next }
 	}
@@ -40,8 +57,13 @@ func Trace(tr *telemetry.Tracing, listener string) func(http.Handler) http.Handl
 	tracer := tr.Provider().Tracer(telemetry.ScopeName, trace.WithInstrumentationAttributes(attribute.String("gatehouse.listener", listener)))
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			ctx := telemetry.Propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-			ctx, span := tracer.Start(ctx, r.Method, serverKind)
+			ctx, opts := r.Context(), []trace.SpanStartOption{serverKind}
+			if callers == Inside {
+				ctx = telemetry.Propagator.Extract(ctx, propagation.HeaderCarrier(r.Header))
+			} else if remote := telemetry.Remote(r.Header); remote.IsValid() {
+				opts = append(opts, trace.WithNewRoot(), trace.WithLinks(trace.Link{SpanContext: remote}))
+			}
+			ctx, span := tracer.Start(ctx, r.Method, opts...)
 			defer span.End()
 			if ri := infoFrom(ctx); ri != nil {
 				ri.span = span

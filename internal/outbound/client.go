@@ -27,6 +27,8 @@ import (
 	"github.com/failsafe-go/failsafe-go"
 	"github.com/failsafe-go/failsafe-go/circuitbreaker"
 	"github.com/failsafe-go/failsafe-go/retrypolicy"
+
+	"gatehouse/internal/redact"
 )
 
 // Errors callers can test for with errors.Is.
@@ -264,6 +266,9 @@ func (c *Client) attempt(ctx context.Context, req *http.Request, retry bool, opt
 	}
 	resp, err := c.http.Do(r)
 	if err != nil {
+		// net/http's error names the whole URL; whatever it reaches (a
+		// log, a delivery's lastError, a span) shows its scheme and host.
+		err = redact.Error(err)
 		cancel(nil)
 		if replyOver != nil && replyOver.Load() && ctx.Err() == nil {
 			// Not wrapping err: a context cancellation is not counted

@@ -10,7 +10,7 @@ import (
 	"net/http"
 	"time"
 
-	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/attribute"
 
 	"gatehouse/ent"
 	"gatehouse/internal/errs"
@@ -134,7 +134,11 @@ func (s *Service) exchange(ctx context.Context, orderNo, reason string) ([]byte,
 	req.Header.Set("Idempotency-Key", IdempotencyKey(orderNo))
 	xctx, span := s.traceRefund(xctx, orderNo)
 	defer span.End()
-	telemetry.Inject(xctx, propagation.HeaderCarrier(req.Header))
+	// The provider is outside the trust boundary: a fresh traceparent,
+	// recorded on the refund's span, and no tracestate.
+	if sc := telemetry.InjectExternal(xctx, req.Header); sc.IsValid() {
+		span.SetAttributes(attribute.String(telemetry.AttrExternalTraceID, sc.TraceID().String()))
+	}
 	log := s.log.With("order_no", orderNo, "idempotency_key", IdempotencyKey(orderNo))
 	// Idempotent: the key makes a repeated POST safe, so it is retried.
 	resp, err := s.client.Do(xctx, req, outbound.CallOptions{Idempotent: true, Signer: s.signer, BreakerKey: BreakerKey})

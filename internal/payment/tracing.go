@@ -3,12 +3,13 @@ package payment
 import (
 	"context"
 	"net/http"
-	"net/url"
 	"strconv"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+
+	"gatehouse/internal/redact"
 )
 
 // SpanRefund is the name of the span of one refund call (its retries
@@ -46,10 +47,4 @@ func endRefund(span trace.Span, resp *http.Response, err error) {
 
 // providerHost is the provider URL's host (its path or query may hold
 // credentials of the provider's own).
-func (s *Service) providerHost() string {
-	u, err := url.Parse(s.provider.URL)
-	if err != nil {
-		return ""
-	}
-	return u.Host
-}
+func (s *Service) providerHost() string { return redact.Host(s.provider.URL) }

@@ -41,12 +41,3 @@ func (c Context) SpanContext() trace.SpanContext {
 	}
 	return trace.SpanContextFromContext(Propagator.Extract(context.Background(), carrier))
 }
-
-// Inject writes ctx's trace context into h as traceparent (and
-// tracestate) headers: nothing when ctx holds no valid span context.
-func Inject(ctx context.Context, h propagation.TextMapCarrier) {
-	if !trace.SpanContextFromContext(ctx).IsValid() {
-		return
-	}
-	Propagator.Inject(ctx, h)
-}

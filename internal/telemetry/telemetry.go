@@ -66,8 +66,9 @@ func (t *Tracing) Tracer() trace.Tracer {
 	return t.tracer
 }
 
-// Propagator is the W3C trace-context propagator: incoming requests'
-// traceparent is honoured, outgoing webhooks and refunds carry one.
+// Propagator is the W3C trace-context propagator: an admin caller's
+// traceparent is honoured as the parent, a partner's becomes a link (see
+// boundary.go); outgoing webhooks and refunds carry a fresh one.
 var Propagator propagation.TextMapPropagator = propagation.TraceContext{}
 
 // Shutdown flushes the spans not yet exported and stops the exporter

@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -19,6 +18,7 @@ import (
 
 	"gatehouse/ent"
 	"gatehouse/internal/outbound"
+	"gatehouse/internal/redact"
 )
 
 // Message is the body of every webhook request, the webhook message of
@@ -324,25 +324,7 @@ func storableText(b []byte) string {
 	return strings.ReplaceAll(s, "\x00", "\uFFFD")
 }
 
-// hostOf returns the host of a callback URL: what logs may show of it
-// (paths and queries often carry the partner's own tokens).
-func hostOf(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(invalid URL)"
-	}
-	return u.Host
-}
-
-// redactURL replaces the callback URL in an error text (net/http quotes
-// it) by its scheme and host.
-func redactURL(msg, raw string) string {
-	u, err := url.Parse(raw)
-	short := "(callback URL)"
-	if err == nil {
-		short = u.Scheme + "://" + u.Host
-	}
-	q := strconv.Quote(raw)
-	msg = strings.ReplaceAll(msg, q, strconv.Quote(short))
-	return strings.ReplaceAll(msg, raw, short)
-}
+// hostOf returns the host of a callback URL: what logs and spans may
+// show of it (paths and queries often carry the partner's own tokens),
+// whatever the host's form (see redact).
+func hostOf(raw string) string { return redact.Host(raw) }

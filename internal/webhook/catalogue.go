@@ -64,10 +64,49 @@ var typeName = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$`)
 // ErrTypeNotFound: no event type of the catalogue has the given name.
 var ErrTypeNotFound = errs.New(errs.NotFound, "event type not found")
 
-// schemaType is an event type with its compiled schema.
+// schemaType is an event type with its compiled schema: idle compiled
+// copies, each metered by its own budget and so used by one validation
+// at a time (see meter); a validation takes one, or compiles another when
+// all are busy, and gives it back to be kept while fewer than
+// idleSchemas are.
 type schemaType struct {
 	EventType
-	schema *jsonschema.Schema
+	idle chan *compiled
+}
+
+// idleSchemas is how many compiled copies of a type are kept between
+// validations: concurrent publishes of one type beyond it compile their
+// own (a bounded schema compiles in well under a millisecond).
+const idleSchemas = 4
+
+// maxCachedTypes bounds the custom types kept compiled: past it, one is
+// dropped (read and compiled again when next used).
+const maxCachedTypes = 128
+
+func newSchemaType(t EventType, c *compiled) *schemaType {
+	st := &schemaType{EventType: t, idle: make(chan *compiled, idleSchemas)}
+	st.idle <- c
+	return st
+}
+
+// check validates bizData against the type's schema under ctx and the
+// validation budget (see validate).
+func (t *schemaType) check(ctx context.Context, bizData []byte) error {
+	var c *compiled
+	select {
+	case c = <-t.idle:
+	default:
+		var err error
+		if c, err = compileSchema(t.Name, t.Schema); err != nil {
+			return err // it compiled before: not expected
+		}
+	}
+	err := validate(ctx, c, bizData)
+	select {
+	case t.idle <- c:
+	default:
+	}
+	return err
 }
 
 // catalogue holds the built-in event types and caches the custom ones,
@@ -112,11 +151,11 @@ func newCatalogue(client *ent.Client, types []EventType) (*catalogue, error) {
 		if t.Example == nil {
 			return nil, fmt.Errorf("webhook: event type %s: no example", t.Name)
 		}
-		if err := validate(sch, t.Example); err != nil {
+		if err := validate(context.Background(), sch, t.Example); err != nil {
 			return nil, fmt.Errorf("webhook: event type %s: its example: %w", t.Name, err)
 		}
 		t.BuiltIn = true
-		st := &schemaType{EventType: t, schema: sch}
+		st := newSchemaType(t, sch)
 		c.builtIn = append(c.builtIn, st)
 		c.byName[t.Name] = st
 		c.reserved[strings.SplitN(t.Name, ".", 2)[0]] = true
@@ -152,17 +191,26 @@ func (c *catalogue) lookup(ctx context.Context, name string) (*schemaType, error
 	return c.remember(row)
 }
 
-// remember compiles a stored custom type and caches it.
+// remember compiles a stored custom type and caches it (at most
+// maxCachedTypes). A type stored before the schema bounds existed (see
+// MaxSchemaDepth) and beyond one is refused here, naming the bound: it
+// cannot be published to, and is never compiled.
 func (c *catalogue) remember(row *ent.WebhookEventType) (*schemaType, error) {
 	sch, err := compileSchema(row.Name, []byte(row.Schema))
 	if err != nil {
-		return nil, fmt.Errorf("webhook: stored event type %s: %w", row.Name, err)
+		return nil, errs.Invalid("eventType", "the schema of event type %s %s: declare a new type whose schema keeps within the limits", echo(row.Name), err)
 	}
-	t := &schemaType{EventType: customType(row), schema: sch}
+	t := newSchemaType(customType(row), sch)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old := c.custom[row.Name]; old != nil {
 		return old, nil
+	}
+	if len(c.custom) >= maxCachedTypes {
+		for name := range c.custom { // any one: map order
+			delete(c.custom, name)
+			break
+		}
 	}
 	c.custom[row.Name] = t
 	failedTotal.WithLabelValues(row.Name)
@@ -243,15 +291,19 @@ func (s *Service) CreateEventType(ctx context.Context, name, description string,
 		return EventType{}, errs.Invalid("schema", "must be a JSON Schema object")
 	}
 	sch, err := compileSchema(name, schema)
-	if err != nil {
+	var le *limitError
+	switch {
+	case errors.As(err, &le):
+		return EventType{}, errs.Invalid("schema", "%s", le.msg)
+	case err != nil:
 		return EventType{}, errs.Invalid("schema", "does not compile as a JSON Schema: %s", err)
 	}
-	if msg := refCycle(sch, example); msg != "" {
+	if msg := refCycle(ctx, sch, example); msg != "" {
 		return EventType{}, errs.Invalid("schema", "%s (no bizData could ever satisfy it)", msg)
 	}
 	if example == nil || string(example) == "null" {
-		example = firstExample(sch, schema)
-	} else if err := validate(sch, example); err != nil {
+		example = firstExample(ctx, sch, schema)
+	} else if err := validate(ctx, sch, example); err != nil {
 		var se *SchemaError
 		if errors.As(err, &se) {
 			return EventType{}, errs.Invalid("example", "does not satisfy the schema at %s: %s", se.Path, se.Reason)
@@ -302,7 +354,7 @@ func (s *Service) CreateEventType(ctx context.Context, name, description string,
 
 // firstExample is the schema's first "examples" entry when it satisfies
 // the schema, else nil.
-func firstExample(sch *jsonschema.Schema, schema []byte) json.RawMessage {
+func firstExample(ctx context.Context, sch *compiled, schema []byte) json.RawMessage {
 	var doc struct {
 		Examples []json.RawMessage `json:"examples"`
 	}
@@ -310,7 +362,7 @@ func firstExample(sch *jsonschema.Schema, schema []byte) json.RawMessage {
 		return nil
 	}
 	var buf bytes.Buffer
-	if json.Compact(&buf, doc.Examples[0]) != nil || validate(sch, buf.Bytes()) != nil {
+	if json.Compact(&buf, doc.Examples[0]) != nil || validate(ctx, sch, buf.Bytes()) != nil {
 		return nil
 	}
 	return buf.Bytes()
@@ -321,7 +373,7 @@ func firstExample(sch *jsonschema.Schema, schema []byte) json.RawMessage {
 // compiles but fails every document that reaches it: it validates a few
 // probe documents (null, {}, the example) and returns the cycle's
 // description, or "" when none showed.
-func refCycle(sch *jsonschema.Schema, example json.RawMessage) string {
+func refCycle(ctx context.Context, sch *compiled, example json.RawMessage) string {
 	probes := []any{nil, map[string]any{}}
 	if example != nil {
 		if v, err := jsonschema.UnmarshalJSON(bytes.NewReader(example)); err == nil {
@@ -340,7 +392,7 @@ func refCycle(sch *jsonschema.Schema, example json.RawMessage) string {
 	}
 	for _, v := range probes {
 		var ve *jsonschema.ValidationError
-		if errors.As(sch.Validate(v), &ve) {
+		if errors.As(sch.run(ctx, v), &ve) {
 			walk(ve)
 		}
 		if found != "" {
@@ -359,13 +411,34 @@ func (noLoader) Load(url string) (any, error) {
 	return nil, fmt.Errorf("references outside the schema are not allowed (%s)", url)
 }
 
+// compiled is a compiled schema metered by its budget (see meter): one
+// validation at a time.
+type compiled struct {
+	sch *jsonschema.Schema
+	b   *budget
+}
+
+// limitError is a schema beyond one of the bounds (MaxSchemaDepth and
+// the others); msg names the bound.
+type limitError struct{ msg string }
+
+func (e *limitError) Error() string { return e.msg }
+
 // compileSchema compiles a type's JSON Schema: draft 2020-12 unless it
 // names another, formats asserted ("format": "date-time" is checked), and
-// no reference outside the document.
-func compileSchema(name string, schema []byte) (*jsonschema.Schema, error) {
+// no reference outside the document. A schema beyond MaxSchemaLen or one
+// of the shape bounds (checkShape) is refused before it is compiled, one
+// beyond MaxSchemaExpansion after; the result counts its steps (meter).
+func compileSchema(name string, schema []byte) (*compiled, error) {
+	if len(schema) > MaxSchemaLen {
+		return nil, &limitError{fmt.Sprintf("is larger than %d bytes (limit: schema size %d)", MaxSchemaLen, MaxSchemaLen)}
+	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
 	if err != nil {
 		return nil, fmt.Errorf("not JSON: %w", err)
+	}
+	if err := checkShape(doc); err != nil {
+		return nil, &limitError{err.Error()}
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
@@ -379,7 +452,28 @@ func compileSchema(name string, schema []byte) (*jsonschema.Schema, error) {
 	if err != nil {
 		return nil, errors.New(strings.ReplaceAll(err.Error(), loc, "schema"))
 	}
-	return sch, nil
+	b := &budget{limit: ValidationSteps}
+	if err := checkExpansion(meter(sch, b)); err != nil {
+		return nil, &limitError{err.Error()}
+	}
+	return &compiled{sch: sch, b: b}, nil
+}
+
+// run validates v (decoded) with c under ctx and the validation budget:
+// the library's error, or budgetError when the budget or ctx stopped it.
+func (c *compiled) run(ctx context.Context, v any) (err error) {
+	c.b.ctx, c.b.steps = ctx, 0
+	defer func() {
+		c.b.ctx = nil
+		if r := recover(); r != nil {
+			stop, ok := r.(budgetStop)
+			if !ok {
+				panic(r)
+			}
+			err = budgetError(stop.err)
+		}
+	}()
+	return c.sch.Validate(v)
 }
 
 // Check validates bizData against the type's schema (a *SchemaError,
@@ -390,5 +484,5 @@ func (t EventType) Check(bizData []byte) error {
 	if err != nil {
 		return err
 	}
-	return validate(sch, bizData)
+	return validate(context.Background(), sch, bizData)
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"gatehouse/ent/webhookdelivery"
+	"gatehouse/internal/redact"
 )
 
 // verdict is what an attempt's outcome does to its delivery.
@@ -48,7 +49,7 @@ func decide(success bool, errText string, retryCount, maxRetry int, now time.Tim
 func failureText(o *outcome, callbackURL string) string {
 	switch {
 	case o.err != nil:
-		return redactURL(o.err.Error(), callbackURL)
+		return redact.Text(o.err.Error(), callbackURL)
 	case !o.success():
 		return "HTTP " + strconv.Itoa(o.status) + " " + http.StatusText(o.status)
 	}

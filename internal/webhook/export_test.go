@@ -1,6 +1,9 @@
 package webhook
 
 import (
+	"context"
+	"errors"
+	"net"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -45,4 +48,23 @@ func Announcing(s *Service) int {
 	s.announcing.mu.Lock()
 	defer s.announcing.mu.Unlock()
 	return len(s.announcing.m)
+}
+
+// NoDNS makes callback host names fail to resolve without a query leaving
+// the machine (/etc/hosts is still read), until the returned func runs.
+func NoDNS() (restore func()) {
+	resolver = &net.Resolver{PreferGo: true, Dial: func(context.Context, string, string) (net.Conn, error) {
+		return nil, errors.New("no name server in tests")
+	}}
+	return func() { resolver = nil }
+}
+
+// ValidateBizData validates bizData against eventType's schema as Publish
+// does, without publishing.
+func ValidateBizData(ctx context.Context, s *Service, eventType string, bizData []byte) error {
+	t, err := s.types.lookup(ctx, eventType)
+	if err != nil {
+		return err
+	}
+	return t.check(ctx, bizData)
 }

@@ -73,7 +73,7 @@ func (s *Service) Publish(ctx context.Context, appID int, eventType string, bizD
 	if t.BuiltIn {
 		return nil, errs.Invalid("eventType", "%s is raised by gatehouse itself and cannot be published (publish a custom type; sendTestWebhook sends a built-in type's example)", eventType)
 	}
-	if err := validate(t.schema, bizData); err != nil {
+	if err := t.check(ctx, bizData); err != nil {
 		return nil, err
 	}
 	for range 3 {

@@ -259,7 +259,11 @@ func NewService(db *store.DB, masterKey []byte, log *slog.Logger, opt Options) (
 	return s, nil
 }
 
-func dialer() *net.Dialer { return &net.Dialer{KeepAlive: 30 * time.Second} }
+func dialer() *net.Dialer { return &net.Dialer{KeepAlive: 30 * time.Second, Resolver: resolver} }
+
+// resolver looks up callback hosts: nil, the system's. Tests whose hosts
+// must fail to resolve set one that never leaves the machine.
+var resolver *net.Resolver
 
 // clientConfig is the outbound configuration of attempts: Options.Outbound
 // (default: the outbound limits, connect 3 s), never retried by the

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"gatehouse/internal/redact"
 )
 
 // Errors of callback address checks, for errors.Is.
@@ -168,7 +170,9 @@ func validateCallbackURL(raw string, refuse func(netip.Addr) bool) error {
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidURL, err)
+		// net/url's error quotes the whole URL: it goes back to the
+		// caller and may be logged, so only its scheme and host.
+		return fmt.Errorf("%w: %s", ErrInvalidURL, redact.Text(err.Error(), raw))
 	}
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":

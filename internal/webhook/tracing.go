@@ -6,7 +6,6 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"gatehouse/internal/telemetry"
@@ -56,7 +55,12 @@ func endAttempt(span trace.Span, o *outcome, callbackURL string) {
 	}
 }
 
-// injectTrace writes the attempt span's traceparent into the request.
+// injectTrace writes a fresh traceparent into the request, and no
+// tracestate: the receiver is outside the trust boundary and learns
+// nothing of the internal trace (telemetry.InjectExternal). The attempt's
+// span records the trace id sent, to find the receiver's trace.
 func injectTrace(ctx context.Context, h http.Header) {
-	telemetry.Inject(ctx, propagation.HeaderCarrier(h))
+	if sc := telemetry.InjectExternal(ctx, h); sc.IsValid() {
+		trace.SpanFromContext(ctx).SetAttributes(attribute.String(telemetry.AttrExternalTraceID, sc.TraceID().String()))
+	}
 }

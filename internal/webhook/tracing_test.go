@@ -21,9 +21,11 @@ import (
 )
 
 // TestAttemptSpanIsChildOfTheBusinessTransaction: the outbox row keeps the
-// trace context of the transaction that paid the order; the attempt's span
-// is its child, and the receiver gets a traceparent of that trace naming
-// the attempt's span. Without tracing nothing is stored or sent.
+// trace context of the transaction that paid the order (its tracestate
+// too); the attempt's span is its child. The receiver, outside the trust
+// boundary, gets a fresh traceparent — another trace id, recorded on the
+// attempt's span — and no tracestate. Without tracing nothing is stored
+// or sent.
 func TestAttemptSpanIsChildOfTheBusinessTransaction(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		spans := tracetest.NewInMemoryExporter()
@@ -33,7 +35,15 @@ func TestAttemptSpanIsChildOfTheBusinessTransaction(t *testing.T) {
 		e := newEnv(t, b, webhook.Options{AllowPrivate: true, Tracing: telemetry.New(tp)})
 		appID, _ := e.newApp(t, rcv.URL+"/hooks?token=partner-own-token")
 
-		ctx, pay := tp.Tracer("test").Start(context.Background(), "payOrder")
+		// An admin's context with an inner tracestate, as the admin
+		// listener takes it.
+		ts, err := trace.ParseTraceState("internal=admin-secret-state")
+		if err != nil {
+			t.Fatal(err)
+		}
+		admin := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1, 2, 3}, SpanID: trace.SpanID{4, 5, 6},
+			TraceFlags: trace.FlagsSampled, TraceState: ts, Remote: true})
+		ctx, pay := tp.Tracer("test").Start(trace.ContextWithRemoteSpanContext(context.Background(), admin), "payOrder")
 		id := payIn(ctx, t, e, appID)
 		pay.End()
 		psc := pay.SpanContext()
@@ -74,9 +84,17 @@ func TestAttemptSpanIsChildOfTheBusinessTransaction(t *testing.T) {
 				t.Errorf("attribute %s leaks the callback URL's query: %s", k, v.String())
 			}
 		}
-		want := fmt.Sprintf("00-%s-%s-01", psc.TraceID(), attempt.SpanContext().SpanID())
-		if got := rcv.requests()[0].header.Get("traceparent"); got != want {
-			t.Errorf("receiver's traceparent = %q, want %q (the attempt's span)", got, want)
+		if !strings.Contains(d.Tracestate, "internal=") {
+			t.Errorf("outbox tracestate = %q, want the transaction's", d.Tracestate)
+		}
+		h := rcv.requests()[0].header
+		got := h.Get("traceparent")
+		want := fmt.Sprintf("00-%s-", attrs[telemetry.AttrExternalTraceID].AsString())
+		if !strings.HasPrefix(got, want) || len(got) != 55 || strings.Contains(got, psc.TraceID().String()) || strings.Contains(got, attempt.SpanContext().SpanID().String()) {
+			t.Errorf("receiver's traceparent = %q, want a fresh trace (%s…) naming neither the internal trace %s nor the attempt's span", got, want, psc.TraceID())
+		}
+		if v := h.Values("tracestate"); len(v) != 0 {
+			t.Errorf("receiver's tracestate = %q, want none from inside", v)
 		}
 	})
 }

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"regexp"
@@ -45,19 +46,23 @@ func (e *SchemaError) asErr() *errs.Error {
 
 var english = textmsg.NewPrinter(language.English)
 
-// validate checks doc against sch; a failure is a *SchemaError (wrapped
-// as a validation error) naming the first offending value.
-func validate(sch *jsonschema.Schema, doc []byte) error {
+// validate checks doc against sch under ctx and the validation budget;
+// a failure is a *SchemaError (wrapped as a validation error) naming the
+// first offending value, or the budget's error (budgetError).
+func validate(ctx context.Context, sch *compiled, doc []byte) error {
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
 	if err != nil {
 		return errs.Invalid("bizData", "is not JSON")
 	}
-	err = sch.Validate(v)
+	err = sch.run(ctx, v)
 	if err == nil {
 		return nil
 	}
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
+		if errs.KindOf(err) != errs.Internal {
+			return err // the budget's
+		}
 		return errs.Invalid("bizData", "%s", err)
 	}
 	leaf := firstLeaf(ve)
