@@ -145,7 +145,7 @@ func WritePartnerError(w http.ResponseWriter, r *http.Request, log *slog.Logger,
 		// A full replay memory is logged by the store, rate-limited: it
 		// refuses every new signed request while it lasts.
 		if !errors.Is(err, kv.ErrNonceMemoryFull) {
-			log.ErrorContext(r.Context(), "partner API dependency unavailable", "err", err, "request_id", httpx.GetRequestID(r.Context()))
+			httpx.DependencyRefused(r.Context(), log, "partner API", err)
 		}
 		w.Header().Set("Retry-After", "1")
 		WriteEnvelopeErrorStatus(w, r, http.StatusServiceUnavailable, CodeSystemError, message(codeInfo[CodeSystemError].meaning, "a dependency is unavailable, retry later"))
