@@ -73,6 +73,7 @@ func TestRedisEvictionPolicy(t *testing.T) {
 	if st, m := ready(e); st != 200 || m["kv_maxmemory_policy"] != "noeviction" {
 		t.Fatalf("readyz on noeviction: %d %v", st, m)
 	}
+	strict := apptest.Start(t, testenv.Backend{Name: "sqlite"}, func(c *config.Config) { c.Redis.URL, c.Server.ReadyRequires = safe.URL(), "kv" })
 	rc := safe.Client()
 	if err := rc.ConfigSet(context.Background(), "maxmemory-policy", "volatile-lru").Err(); err != nil {
 		t.Fatal(err)
@@ -80,7 +81,6 @@ func TestRedisEvictionPolicy(t *testing.T) {
 	if st, m := ready(e); st != 200 || m["kv"] != "degraded" || m["kv_maxmemory_policy"] != "volatile-lru" || !strings.Contains(m["kv_detail"], "volatile-lru") {
 		t.Fatalf("readyz after the policy became evicting: %d %v", st, m)
 	}
-	strict := apptest.Start(t, testenv.Backend{Name: "sqlite"}, func(c *config.Config) { c.Redis.URL, c.Server.ReadyRequires = safe.URL(), "kv" })
 	if st, m := ready(strict); st != 503 || m["kv"] != "degraded" || m["status"] != "kv_degraded" {
 		t.Fatalf("readyz after the policy became evicting, GATEHOUSE_READY_REQUIRES=kv: %d %v", st, m)
 	}
