@@ -151,7 +151,7 @@ func errorPresenter(log *slog.Logger) graphql.ErrorPresenterFunc {
 					log.DebugContext(ctx, "graphql: request abandoned by the client", "err", err, "path", out.Path.String(), "request_id", httpx.GetRequestID(ctx))
 					httpx.NoteAbandoned(ctx, err)
 				} else {
-					log.ErrorContext(ctx, "graphql: dependency unavailable", "err", err, "path", out.Path.String(), "request_id", httpx.GetRequestID(ctx))
+					httpx.DependencyRefused(ctx, log, "graphql "+out.Path.String(), err)
 				}
 				markUnavailable(ctx)
 			}

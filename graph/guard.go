@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"gatehouse/internal/apikey"
+	"gatehouse/internal/errs"
 	"gatehouse/internal/httpx"
 )
 
@@ -45,7 +46,11 @@ func APIKeyGuard(keys *apikey.Service, log *slog.Logger) func(http.Handler) http
 			case httpx.ClientGone(r):
 				httpx.Abandon(w, r, log, "graphql: check API key", err)
 			default:
-				log.ErrorContext(r.Context(), "check API key", "err", err, "request_id", httpx.GetRequestID(r.Context()))
+				if errs.KindOf(err) == errs.Unavailable {
+					httpx.DependencyRefused(r.Context(), log, "graphql: check API key", err)
+				} else {
+					log.ErrorContext(r.Context(), "check API key", "err", err, "request_id", httpx.GetRequestID(r.Context()))
+				}
 				// Both shapes: the listener's {"error"} and a GraphQL error
 				// with its code, for clients that only read "errors".
 				w.Header().Set("Retry-After", "1")

@@ -202,7 +202,7 @@ func internalAuthError(w http.ResponseWriter, r *http.Request, log *slog.Logger,
 	case errs.Validation:
 		writeAuthError(w, http.StatusBadRequest, "invalid_request", errs.Message(err))
 	case errs.Unavailable:
-		log.ErrorContext(ctx, "auth dependency unavailable", "err", err, "request_id", httpx.GetRequestID(ctx))
+		httpx.DependencyRefused(ctx, log, "auth", err)
 		w.Header().Set("Retry-After", "1")
 		writeAuthError(w, http.StatusServiceUnavailable, "unavailable", "a dependency is unavailable, retry later")
 	default:

@@ -116,7 +116,8 @@ func writeEnvelope(w http.ResponseWriter, r *http.Request, status int, e Envelop
 // WritePartnerError maps an error to the envelope, in one place: a refused
 // signed request, then one case per error kind (validation 400/5002, not
 // found 404/5001, forbidden 403/5003, conflict and invalid state 409/5002,
-// a dependency that is down 503/6000), or anything else (500/6000, logged
+// a dependency that is down 503/6000, with the error's own message when
+// it has one: unavailableDetail), or anything else (500/6000, logged
 // with the request id; its text never reaches the caller). A failure of a
 // request whose client went away is no answer at all (httpx.Abandon).
 func WritePartnerError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
@@ -145,14 +146,25 @@ func WritePartnerError(w http.ResponseWriter, r *http.Request, log *slog.Logger,
 		// A full replay memory is logged by the store, rate-limited: it
 		// refuses every new signed request while it lasts.
 		if !errors.Is(err, kv.ErrNonceMemoryFull) {
-			log.ErrorContext(r.Context(), "partner API dependency unavailable", "err", err, "request_id", httpx.GetRequestID(r.Context()))
+			httpx.DependencyRefused(r.Context(), log, "partner API", err)
 		}
 		w.Header().Set("Retry-After", "1")
-		WriteEnvelopeErrorStatus(w, r, http.StatusServiceUnavailable, CodeSystemError, message(codeInfo[CodeSystemError].meaning, "a dependency is unavailable, retry later"))
+		WriteEnvelopeErrorStatus(w, r, http.StatusServiceUnavailable, CodeSystemError, message(codeInfo[CodeSystemError].meaning, unavailableDetail(err)))
 	default:
 		log.ErrorContext(r.Context(), "partner API error", "err", err, "request_id", httpx.GetRequestID(r.Context()))
 		WriteEnvelopeError(w, r, CodeSystemError, "")
 	}
+}
+
+// unavailableDetail is what a 503 says: the message of an unavailable
+// error that has one of its own (a deduction's "outcome unknown: repeat
+// the call with the same biz_no"), else that a dependency is unavailable.
+func unavailableDetail(err error) string {
+	var e *errs.Error
+	if errors.As(err, &e) && e.Kind == errs.Unavailable && e.Msg != "" {
+		return e.Msg
+	}
+	return "a dependency is unavailable, retry later"
 }
 
 // writeEnvelopeKind writes code with msg as its detail, unless msg is the

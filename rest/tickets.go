@@ -197,7 +197,7 @@ func (h Tickets) fail(w http.ResponseWriter, r *http.Request, err error) {
 			httpx.Abandon(w, r, h.Log, "ticket request", err)
 			return
 		}
-		h.Log.ErrorContext(r.Context(), "ticket request: dependency unavailable", "err", err, "request_id", httpx.GetRequestID(r.Context()))
+		httpx.DependencyRefused(r.Context(), h.Log, "ticket request", err)
 		w.Header().Set("Retry-After", "1")
 		httpx.WriteError(w, http.StatusServiceUnavailable, "unavailable", "a dependency is unavailable, retry later")
 	default:

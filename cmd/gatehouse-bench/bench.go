@@ -408,11 +408,12 @@ func externalPhases(ctx context.Context, o options, rep *report, self, tmp strin
 	defer benchDB.Close()
 	costs := newCostSampler(ctx, rdb, benchDB, dbName, g.proc.cmd.Process.Pid, o.redisURL, dbURL)
 	signedCosts := func() error {
-		list, err := g.presign(int(bare.RPS*costPhaseTime(o).Seconds()) + 1000)
+		// Enough for both cost phases (costPhases).
+		list, err := g.presign(2*int(bare.RPS*costPhaseTime(o).Seconds()) + 1000)
 		if err != nil {
 			return err
 		}
-		costPhase(ctx, o, client, rep, costs, "signed v1 order query, Postgres + Redis", urls(list))
+		costPhases(ctx, o, client, rep, costs, "signed v1 order query, Postgres + Redis", urls(list))
 		return nil
 	}
 	if o.fanoutOnly {
@@ -602,7 +603,7 @@ func deductPhases(ctx context.Context, o options, rep *report, g *gatehouse, c *
 		rep.check(name, msg)
 	}
 	if costs != nil {
-		list := make([]string, int(bare.RPS*costPhaseTime(o).Seconds()/2)+1000)
+		list := make([]string, int(bare.RPS*costPhaseTime(o).Seconds())+1000) // both cost phases
 		run := randomHex(4)
 		for i := range list {
 			u, err := s.SignURL(fmt.Sprintf("%s/api/v1/inventory/deduct?biz_no=C-%s-%d&sku_id=%s&quantity=1", g.proc.base, run, i, skus[i%benchSKUs]))
@@ -611,7 +612,7 @@ func deductPhases(ctx context.Context, o options, rep *report, g *gatehouse, c *
 			}
 			list[i] = u
 		}
-		costPhase(ctx, o, c, rep, costs, "signed deduction, 100 SKUs, "+label, urlsWith(http.MethodPost, list))
+		costPhases(ctx, o, c, rep, costs, "signed deduction, 100 SKUs, "+label, urlsWith(http.MethodPost, list))
 	}
 	return nil
 }

@@ -365,12 +365,29 @@ func (s *costSampler) costs(name string, a, b costSnapshot, requests int) costFi
 // (the process is warm from the phase before it).
 func costPhaseTime(o options) time.Duration { return o.phase / 2 }
 
-// costPhase drives src against the sampler's gatehouse alone and records and
-// prints what each request cost the backends, and what that means for
-// how many gatehouse cores one Redis primary and one Postgres core carry.
-func costPhase(ctx context.Context, o options, c *http.Client, rep *report, s *costSampler, name string, src source) {
+// fleetConns is the concurrency one replica of a fleet typically sees
+// (the load spread over replicas): 4 connections. Batches — one Redis
+// pipeline or one deduction statement for the requests in flight
+// together — form within a replica, so at 4 connections a request pays
+// more of a round trip and of a script than at the harness's 32.
+const fleetConns = 4
+
+// costPhases measures the cost of src's requests first at fleetConns
+// connections (what a fleet's replica sees), then at the harness's own
+// concurrency (batched): src must hold requests for both.
+func costPhases(ctx context.Context, o options, c *http.Client, rep *report, s *costSampler, name string, src source) {
+	for _, conns := range []int{fleetConns, o.workers} {
+		costPhase(ctx, o, c, rep, s, fmt.Sprintf("%s, %d connections", name, conns), conns, src)
+	}
+}
+
+// costPhase drives src against the sampler's gatehouse alone, through conns
+// connections, and records and prints what each request cost the
+// backends, and what that means for how many gatehouse cores one Redis
+// primary and one Postgres core carry.
+func costPhase(ctx context.Context, o options, c *http.Client, rep *report, s *costSampler, name string, conns int, src source) {
 	before := s.snapshot(ctx)
-	l := drive(ctx, c, o.workers, costPhaseTime(o), src)
+	l := drive(ctx, c, conns, costPhaseTime(o), src)
 	after := s.snapshot(ctx)
 	if err := errors.Join(append(before.errs, after.errs...)...); err != nil {
 		rep.skip("costs per "+name, err.Error())

@@ -368,13 +368,24 @@ func TestComposeRules(t *testing.T) {
 		}
 	}
 
-	// Every backend holding a replica checks /readyz, and every replica is
-	// in the public backend with checks on.
+	// Every backend holding a replica checks /readyz and bounds the
+	// requests in flight per replica (maxconn), queueing the rest for a
+	// bounded time (timeout queue in the defaults); every replica is in
+	// the public backend with checks on.
+	if !slices.ContainsFunc(haproxySections(haproxyCfg, "defaults")["defaults"], func(l string) bool { return strings.HasPrefix(l, "timeout queue ") }) {
+		t.Error("HAProxy defaults lack a timeout queue: requests over maxconn would wait for timeout connect or forever")
+	}
 	backends := haproxySections(haproxyCfg, "backend")
 	checked := map[string]bool{}
 	for name, lines := range backends {
 		if !slices.Contains(lines, "option httpchk GET /readyz") {
 			t.Errorf("HAProxy backend %s lacks option httpchk GET /readyz", name)
+		}
+		if !slices.ContainsFunc(lines, func(l string) bool {
+			f := strings.Fields(l)
+			return len(f) > 0 && (f[0] == "default-server" || f[0] == "server") && slices.Contains(f, "maxconn")
+		}) {
+			t.Errorf("HAProxy backend %s sets no maxconn per server", name)
 		}
 		for _, l := range lines {
 			f := strings.Fields(l)
@@ -418,8 +429,11 @@ func haproxySections(cfg, kind string) map[string][]string {
 		}
 		if l[0] != ' ' && l[0] != '\t' { // a section header
 			cur = ""
-			if f := strings.Fields(trimmed); len(f) >= 2 && f[0] == kind {
-				cur = f[1]
+			if f := strings.Fields(trimmed); f[0] == kind {
+				cur = kind // an unnamed section (defaults) by its kind
+				if len(f) >= 2 {
+					cur = f[1]
+				}
 				out[cur] = nil
 			}
 			continue

@@ -31,8 +31,8 @@ func healthcheckCommand() *cli.Command {
 		Description: "Without --url it asks the public listener of GATEHOUSE_ADDR (an unspecified host such as 0.0.0.0\n" +
 			"  is reached on loopback), over HTTPS when GATEHOUSE_TLS_CERT is set; the server must then present\n" +
 			"  that very certificate, whatever names it holds. Use --url …/healthz to ask only whether the\n" +
-			"  process is alive (/readyz also fails while the database or Redis does not answer, and while\n" +
-			"  the process drains before a shutdown).",
+			"  process is alive (/readyz also fails while the process starts or drains before a shutdown,\n" +
+			"  and, with GATEHOUSE_READY_REQUIRES, while a dependency it names is not ok).",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "url", Usage: "URL to GET (default: /readyz on GATEHOUSE_ADDR)", Sources: cli.EnvVars("GATEHOUSE_HEALTHCHECK_URL")},
 			&cli.DurationFlag{Name: "timeout", Value: 4 * time.Second, Usage: "give up after this long (/readyz allows each of its checks 2s)", Sources: cli.EnvVars("GATEHOUSE_HEALTHCHECK_TIMEOUT")},

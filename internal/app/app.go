@@ -20,6 +20,7 @@ import (
 
 	"gatehouse/graph"
 	"gatehouse/internal/config"
+	"gatehouse/internal/depstate"
 	"gatehouse/internal/httpx"
 	"gatehouse/internal/kv"
 	"gatehouse/internal/store"
@@ -53,8 +54,15 @@ type App struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	// draining is set when shutdown begins: /readyz answers 503 from then on.
-	draining atomic.Bool
+	// started is set once Start has run, draining when shutdown begins:
+	// /readyz answers 503 before the one and after the other.
+	started, draining atomic.Bool
+	// deps holds the dependencies' states and sums up the requests they
+	// fail (one ERROR per state change, one summary line a second).
+	deps *depstate.Tracker
+	// recheckAt is when a request failing on a dependency believed ok
+	// last triggered a readiness check (Unix ns; suspectDependency).
+	recheckAt atomic.Int64
 	// readyCheckedAt is when the readiness checks last ran (Unix ns).
 	readyCheckedAt atomic.Int64
 }
@@ -117,7 +125,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		db.Close()
 		return nil, fmt.Errorf("open key-value store: %w", err)
 	}
-	a := &App{Cfg: cfg, Log: log, DB: db, KV: store}
+	a := &App{Cfg: cfg, Log: log, DB: db, KV: store, deps: depstate.New(log)}
+	a.deps.OnSuspect(a.suspectDependency)
 	a.APIVersions = versions
 	if err := a.checkEviction(ctx); err != nil {
 		_ = a.Close(ctx)
@@ -184,7 +193,7 @@ func kvOptions(cfg config.Config, log *slog.Logger) ([]kv.Option, error) {
 func (a *App) publicHandler() http.Handler {
 	r := chi.NewRouter()
 	r.Use(httpx.RequestID, httpx.Client(a.Cfg.TrustedProxies), httpx.Trace(a.Cfg.Tracing, "public", httpx.Outside), httpx.Logger(a.Log, "public"), httpx.Recoverer(a.Log),
-		httpx.Deadline(a.Cfg.Server.RequestTimeout), httpx.CapBody)
+		httpx.Refusals(a.deps), httpx.Deadline(a.Cfg.Server.RequestTimeout), httpx.CapBody)
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -204,7 +213,7 @@ func (a *App) publicHandler() http.Handler {
 func (a *App) adminHandler() (http.Handler, error) {
 	r := chi.NewRouter()
 	r.Use(httpx.RequestID, httpx.Client(a.Cfg.TrustedProxies), httpx.Trace(a.Cfg.Tracing, "admin", httpx.Inside), httpx.Logger(a.Log, "admin"), httpx.Recoverer(a.Log),
-		httpx.Deadline(a.Cfg.Server.RequestTimeout))
+		httpx.Refusals(a.deps), httpx.Deadline(a.Cfg.Server.RequestTimeout))
 	// /graphql bounds its body itself, after the API key is checked, so
 	// that an admin key's oversized mutation is audited (graph.NewHandler).
 	gql := a.adminGuard(graph.NewHandler(a.resolver(), a.Log))
@@ -226,6 +235,8 @@ func (a *App) adminHandler() (http.Handler, error) {
 // Start launches background work (webhook dispatch, counter flushing,
 // the audit retention job).
 func (a *App) Start(ctx context.Context) error {
+	a.runInBackground(a.deps.Run)
+	a.started.Store(true)
 	a.checkReadiness(ctx)
 	a.runInBackground(a.refreshReadiness)
 	a.startWebhooks(ctx)
@@ -257,6 +268,7 @@ func (a *App) runInBackground(job func(ctx context.Context)) {
 // the first call's result.
 func (a *App) Close(ctx context.Context) error {
 	a.closeOnce.Do(func() {
+		a.draining.Store(true) // no readiness check from now on (suspectDependency)
 		var errs []error
 		for i := len(a.stops) - 1; i >= 0; i-- {
 			errs = append(errs, a.stops[i](ctx))

@@ -13,23 +13,56 @@ import (
 	"gatehouse/internal/testenv"
 )
 
+// TestHealthAndReadiness: /readyz says whether this replica can serve,
+// not whether every dependency is healthy: with the database gone it still
+// answers 200 (the routes that need no database keep serving; those that
+// do answer 503 themselves: internal/e2e's resilience tests), quickly, and names the database
+// "unavailable" in its body; with GATEHOUSE_READY_REQUIRES=database it
+// answers 503 instead, as before. The replay memory's start is absent
+// before any loss (not 1970).
 func TestHealthAndReadiness(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		e := apptest.Start(t, b)
-		if r := e.Do(t, "GET", e.PublicURL+"/healthz", ""); r.Status != 200 {
-			t.Fatalf("healthz: %d", r.Status)
-		}
-		r := e.Do(t, "GET", e.PublicURL+"/readyz", "")
-		if r.Status != 200 || r.Map(t)["database"] != "ok" || r.Map(t)["kv"] != "ok" {
-			t.Fatalf("readyz: %d %s", r.Status, r.Body)
-		}
-		// With the database gone, readiness fails with 503 instead of hanging.
-		_ = e.App.DB.SQL.Close()
-		r = e.Do(t, "GET", e.PublicURL+"/readyz", "")
-		if r.Status != http.StatusServiceUnavailable || r.Map(t)["database"] != "unavailable" {
-			t.Fatalf("readyz without database: %d %s", r.Status, r.Body)
+		for _, requires := range []string{"", "database,kv"} {
+			t.Run("requires="+requires, func(t *testing.T) {
+				e := apptest.Start(t, b, func(c *config.Config) { c.Server.ReadyRequires = requires })
+				if r := e.Do(t, "GET", e.PublicURL+"/healthz", ""); r.Status != 200 {
+					t.Fatalf("healthz: %d", r.Status)
+				}
+				r := e.Do(t, "GET", e.PublicURL+"/readyz", "")
+				m := r.Map(t)
+				if r.Status != 200 || m["database"] != "ok" || m["kv"] != "ok" || m["status"] != "ready" {
+					t.Fatalf("readyz: %d %s", r.Status, r.Body)
+				}
+				if v, ok := m["replay_memory_start"]; ok && strings.HasPrefix(v.(string), "1970") {
+					t.Fatalf("readyz shows the Unix epoch as the replay memory's start: %s", r.Body)
+				}
+				_ = e.App.DB.SQL.Close()
+				t0 := time.Now()
+				r = e.Do(t, "GET", e.PublicURL+"/readyz", "")
+				want, wantStatus := http.StatusOK, "ready"
+				if requires != "" {
+					want, wantStatus = http.StatusServiceUnavailable, "database_unavailable"
+				}
+				if m := r.Map(t); r.Status != want || m["database"] != "unavailable" || m["kv"] != "ok" || m["status"] != wantStatus {
+					t.Fatalf("readyz without database: %d %s, want %d with status %s", r.Status, r.Body, want, wantStatus)
+				}
+				if took := time.Since(t0); took > 3*time.Second {
+					t.Fatalf("readyz took %v without database", took)
+				}
+			})
 		}
 	})
+}
+
+// TestReadyRequiresValidated: GATEHOUSE_READY_REQUIRES names only
+// database and kv.
+func TestReadyRequiresValidated(t *testing.T) {
+	for raw, ok := range map[string]bool{"": true, "database": true, " kv , database ": true, "redis": false, "database,postgres": false} {
+		s := config.Server{ReadyRequires: raw}
+		if _, err := s.ReadyRequired(); (err == nil) != ok {
+			t.Errorf("GATEHOUSE_READY_REQUIRES=%q: %v", raw, err)
+		}
+	}
 }
 
 func TestRequestID(t *testing.T) {

@@ -10,6 +10,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"entgo.io/ent/dialect"
+
+	"gatehouse/internal/depstate"
+	"gatehouse/internal/errs"
 	"gatehouse/internal/httpx"
 	"gatehouse/internal/kv"
 )
@@ -42,55 +46,87 @@ func (a *App) checkEviction(ctx context.Context) error {
 // check time out, nor the other way round.
 const readyBudget = 2 * time.Second
 
-// ready answers 200 when the database answers, the key-value store accepts
-// writes (on every master: a demoted master answering READONLY, a cluster
-// answering MOVED or CLUSTERDOWN fail it like an unreachable one) and cannot
-// evict security state (or the operator allowed it). Both checks run at
-// once, each with its own budget. With Redis it names the
-// maxmemory-policy; it always shows the replay memory's start.
+// ready answers whether this replica can serve: 503 only while it starts
+// or drains (or, with GATEHOUSE_READY_REQUIRES, while a dependency named
+// there is in any state but ok). A shared dependency failing must not take
+// every replica out of its load balancer: the routes that do not need it
+// keep serving, and those that do answer 503 on their own. The body gives
+// each dependency's state (ok, degraded, unavailable, read-only, as
+// depstate says) and what is lost, Redis's maxmemory-policy, and the replay
+// memory's start once it has one. Both checks run at once, each with its
+// own budget; their states go to the tracker (one ERROR per change) and
+// the metrics.
 func (a *App) ready(w http.ResponseWriter, r *http.Request) {
-	checks := map[string]string{}
-	var dbErr, kvErr error
+	var db, kvh kv.Health
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		ctx, cancel := context.WithTimeout(r.Context(), readyBudget)
 		defer cancel()
-		dbErr = a.DB.Ping(ctx)
+		db = a.databaseHealth(ctx)
 	})
-	var kvState, policy string
 	wg.Go(func() {
 		ctx, cancel := context.WithTimeout(r.Context(), readyBudget)
 		defer cancel()
-		kvState, policy, kvErr = a.kvReadiness(ctx)
+		kvh = kv.CheckHealth(ctx, a.KV, a.Cfg.Redis.AllowEviction)
 	})
 	wg.Wait()
-	status := http.StatusOK
-	checks["database"] = "ok"
-	if dbErr != nil {
-		checks["database"] = "unavailable"
-		status = http.StatusServiceUnavailable
-		a.Log.WarnContext(r.Context(), "readiness: database", "err", dbErr)
+	body := map[string]string{"database": string(db.State), "kv": string(kvh.State)}
+	if db.Detail != "" {
+		body["database_detail"] = db.Detail
 	}
-	checks["kv"] = kvState
-	if kvState != "ok" {
-		status = http.StatusServiceUnavailable
-		a.Log.WarnContext(r.Context(), "readiness: key-value store", "state", kvState, "err", kvErr)
+	if kvh.Detail != "" {
+		body["kv_detail"] = kvh.Detail
 	}
-	if policy != "" {
-		checks["kv_maxmemory_policy"] = policy
+	if kvh.Policy != "" {
+		body["kv_maxmemory_policy"] = kvh.Policy
 	}
 	if start := kv.ReplayStart(a.KV); !start.IsZero() {
-		checks["replay_memory_start"] = start.UTC().Format(time.RFC3339Nano)
+		body["replay_memory_start"] = start.UTC().Format(time.RFC3339Nano)
 	}
-	if a.draining.Load() {
-		checks["status"] = "shutting_down"
+	required, _ := a.Cfg.Server.ReadyRequired() // validated at start
+	body["status"] = "ready"
+	switch {
+	case a.draining.Load():
+		body["status"] = "shutting_down"
+	case !a.started.Load():
+		body["status"] = "starting"
+	case required["database"] && db.State != depstate.OK:
+		body["status"] = "database_" + string(db.State)
+	case required["kv"] && kvh.State != depstate.OK:
+		body["status"] = "kv_" + string(kvh.State)
+	}
+	status := http.StatusOK
+	if body["status"] != "ready" {
 		status = http.StatusServiceUnavailable
 	}
 	if r.Context().Err() == nil { // not a check cut short by a stop or a client
-		observeReadiness(dbErr == nil, kvState == "ok", status == http.StatusOK)
+		ctx := context.WithoutCancel(r.Context())
+		a.deps.Set(ctx, errs.Database, db.State, db.Detail, db.Err)
+		a.deps.Set(ctx, errs.KV, kvh.State, kvh.Detail, kvh.Err)
+		observeReadiness(db.State == depstate.OK, kvh.State == depstate.OK, status == http.StatusOK)
 		a.readyCheckedAt.Store(time.Now().UnixNano())
 	}
-	httpx.WriteJSON(w, status, checks)
+	httpx.WriteJSON(w, status, body)
+}
+
+// databaseHealth is the database's state: unavailable when it does not
+// answer; on Postgres, read-only when it answers but is in recovery or
+// refuses writes (a standby a pooler still points at after a failover).
+func (a *App) databaseHealth(ctx context.Context) kv.Health {
+	if a.DB.Dialect != dialect.Postgres {
+		if err := a.DB.Ping(ctx); err != nil {
+			return kv.Health{State: depstate.Unavailable, Err: err}
+		}
+		return kv.Health{State: depstate.OK}
+	}
+	var ro string
+	if err := a.DB.SQL.QueryRowContext(ctx, "SHOW transaction_read_only").Scan(&ro); err != nil {
+		return kv.Health{State: depstate.Unavailable, Err: err}
+	}
+	if ro == "on" {
+		return kv.Health{State: depstate.ReadOnly, Detail: "transaction_read_only is on"}
+	}
+	return kv.Health{State: depstate.OK}
 }
 
 // Readiness as /readyz last found it (at start, at every probe of the load
@@ -99,11 +135,11 @@ func (a *App) ready(w http.ResponseWriter, r *http.Request) {
 var (
 	readyGauge = promauto.NewGauge(prometheus.GaugeOpts{
 		Name: "gatehouse_ready",
-		Help: "1 when the last /readyz check (at start, at every probe, and every 5 s without one) answered 200, else 0.",
+		Help: "1 when the last /readyz check (at start, at every probe, and every 5 s without one) answered 200 (not starting, not draining, and every dependency GATEHOUSE_READY_REQUIRES names ok), else 0.",
 	})
 	readyCheckGauge = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "gatehouse_ready_check",
-		Help: "1 when the last /readyz check found this dependency (database, kv) ready, else 0.",
+		Help: "1 when the last /readyz check found this dependency (database, kv) ok, else 0 (its state is in gatehouse_dependency_state).",
 	}, []string{"check"})
 )
 
@@ -155,26 +191,22 @@ func (d discardWriter) Header() http.Header       { return d.header }
 func (discardWriter) Write(b []byte) (int, error) { return len(b), nil }
 func (discardWriter) WriteHeader(int)             {}
 
-// kvReadiness is the key-value store's state for /readyz: "ok",
-// "unavailable" (no answer), "refuses_writes" (an answer that refuses the
-// probe's write), or "evicting"; and, with Redis, its maxmemory-policy
-// ("unknown" when it could not be read).
-func (a *App) kvReadiness(ctx context.Context) (state, policy string, err error) {
-	if err := a.KV.Ping(ctx); err != nil {
-		if kv.WriteRefused(err) {
-			return "refuses_writes", "", err
-		}
-		return "unavailable", "", err
+// recheckEvery bounds how often requests failing on a dependency believed
+// ok trigger a readiness check of their own.
+const recheckEvery = time.Second
+
+// suspectDependency runs the readiness checks now, in the background, when
+// a request failed on a dependency the last check found ok (at most once
+// per recheckEvery): the state change is then logged within a second of
+// the first failures rather than at the next probe.
+func (a *App) suspectDependency() {
+	if a.draining.Load() {
+		return
 	}
-	policy, isRedis, err := kv.MaxmemoryPolicy(ctx, a.KV)
-	switch {
-	case !isRedis:
-		return "ok", "", nil
-	case err != nil:
-		return "unavailable", "unknown", err
-	case policy != kv.NoEviction && !a.Cfg.Redis.AllowEviction:
-		// Changed since start: this replica must not take traffic.
-		return "evicting", policy, nil
+	last := a.recheckAt.Load()
+	now := time.Now().UnixNano()
+	if now-last < int64(recheckEvery) || !a.recheckAt.CompareAndSwap(last, now) {
+		return
 	}
-	return "ok", policy, nil
+	go a.checkReadiness(context.Background())
 }

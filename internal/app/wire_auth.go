@@ -9,6 +9,7 @@ import (
 	"github.com/alexedwards/scs/v2"
 	"github.com/go-chi/chi/v5"
 
+	"gatehouse/internal/errs"
 	"gatehouse/internal/httpx"
 	"gatehouse/internal/identity"
 	"gatehouse/internal/kv"
@@ -83,7 +84,11 @@ func (a *App) newSessions() *scs.SessionManager {
 			httpx.Abandon(w, r, a.Log, "session store", err)
 			return
 		}
-		a.Log.ErrorContext(r.Context(), "session store", "err", err, "request_id", httpx.GetRequestID(r.Context()))
+		if errs.KindOf(err) == errs.Unavailable {
+			httpx.DependencyRefused(r.Context(), a.Log, "session store", err)
+		} else {
+			a.Log.ErrorContext(r.Context(), "session store", "err", err, "request_id", httpx.GetRequestID(r.Context()))
+		}
 		w.Header().Set("Retry-After", "1")
 		httpx.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "unavailable", "error_description": "the session store is unavailable, retry later"})
 	}

@@ -20,6 +20,8 @@ type Server struct {
 	RequestTimeout    time.Duration `flag:"request-timeout" default:"10s" usage:"deadline of each request's database and Redis work (then 503)" doc:"deadline of every request's database and Redis work; past it (or when the client hangs up) the work is cancelled, transactions roll back, and the reply is 503"`
 	// ShutdownDrainRaw is read into Config.ShutdownDrain by Resolve: its
 	// default depends on the database.
+	// ReadyRequires names dependencies /readyz fails without (ReadyRequired).
+	ReadyRequires    string `flag:"ready-requires" usage:"comma-separated dependencies (database, kv) whose failure makes /readyz answer 503; default none: /readyz reports them and stays 200" doc:"comma-separated dependencies (database, kv) whose failure (any state but ok) makes /readyz answer 503, taking the replica out of its load balancer; empty: /readyz answers 503 only while the replica starts or drains, and reports the dependencies' states in its body (a shared dependency failing must not empty the balancer: routes that do not need it keep serving; see [readiness](deploy.md#readiness))"`
 	ShutdownDrainRaw string `flag:"shutdown-drain" empty:"5s with Postgres, 0s embedded" usage:"after SIGTERM, answer /readyz with 503 this long before closing the listeners (default 5s with Postgres, 0s embedded)" doc:"after SIGTERM, answer /readyz with 503 this long (≤ 1m) while still serving, then close the listeners, so load balancers stop routing first ([rolling restarts](deploy.md#rolling-restarts-the-drain)); the embedded default is 0s since one process holds the SQLite file and cannot be replaced without a gap anyway"`
 }
 
@@ -66,6 +68,9 @@ func (s *Server) Validate() error {
 	if _, err := s.shutdownDrain(false); err != nil {
 		errs = append(errs, err)
 	}
+	if _, err := s.ReadyRequired(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -91,4 +96,20 @@ func ParseTrustedProxies(raw string) ([]netip.Prefix, error) {
 		out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
 	}
 	return out, errors.Join(errs...)
+}
+
+// ReadyRequired is the set of dependencies (database, kv) named by
+// GATEHOUSE_READY_REQUIRES.
+func (s *Server) ReadyRequired() (map[string]bool, error) {
+	out := map[string]bool{}
+	for _, f := range strings.Split(s.ReadyRequires, ",") {
+		switch f = strings.TrimSpace(f); f {
+		case "":
+		case "database", "kv":
+			out[f] = true
+		default:
+			return nil, fmt.Errorf("GATEHOUSE_READY_REQUIRES: %q is not a dependency: name database, kv or both", f)
+		}
+	}
+	return out, nil
 }

@@ -19,8 +19,9 @@ import (
 // keys (and so forget nonces, the deny-list and used codes) is refused at
 // start with a message naming the fix, unless
 // GATEHOUSE_REDIS_ALLOW_EVICTION=true (then a WARN); /readyz reports the
-// policy, and a policy changed to evicting while running takes the
-// replica out of rotation (503).
+// policy, and a policy changed to evicting while running makes the kv
+// store "degraded" (naming the policy), which takes the replica out of
+// rotation (503) only with GATEHOUSE_READY_REQUIRES=kv.
 func TestRedisEvictionPolicy(t *testing.T) {
 	evicting := fleet.StartRedis(t, "--maxmemory", "64mb", "--maxmemory-policy", "allkeys-lru")
 	cfgFor := func(r *fleet.Redis, allow bool) config.Config {
@@ -72,11 +73,15 @@ func TestRedisEvictionPolicy(t *testing.T) {
 	if st, m := ready(e); st != 200 || m["kv_maxmemory_policy"] != "noeviction" {
 		t.Fatalf("readyz on noeviction: %d %v", st, m)
 	}
+	strict := apptest.Start(t, testenv.Backend{Name: "sqlite"}, func(c *config.Config) { c.Redis.URL, c.Server.ReadyRequires = safe.URL(), "kv" })
 	rc := safe.Client()
 	if err := rc.ConfigSet(context.Background(), "maxmemory-policy", "volatile-lru").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if st, m := ready(e); st != 503 || m["kv"] != "evicting" || m["kv_maxmemory_policy"] != "volatile-lru" {
+	if st, m := ready(e); st != 200 || m["kv"] != "degraded" || m["kv_maxmemory_policy"] != "volatile-lru" || !strings.Contains(m["kv_detail"], "volatile-lru") {
 		t.Fatalf("readyz after the policy became evicting: %d %v", st, m)
+	}
+	if st, m := ready(strict); st != 503 || m["kv"] != "degraded" || m["status"] != "kv_degraded" {
+		t.Fatalf("readyz after the policy became evicting, GATEHOUSE_READY_REQUIRES=kv: %d %v", st, m)
 	}
 }

@@ -32,8 +32,10 @@ type outcome struct {
 // while signed requests run, twice: killed (connections refused) and
 // frozen (SIGSTOP: connections hang). Signed endpoints must answer
 // 503/6000 with Retry-After within 1 s — never let a request through
-// unchecked, never a 500 — tickets keep working, /readyz says 503, and
-// once Redis is back the signed endpoints recover on their own.
+// unchecked, never a 500 — tickets keep working, /readyz stays 200 (the
+// replica still serves what needs no Redis) and names the kv store
+// "unavailable", and once Redis is back the signed endpoints recover on
+// their own.
 func TestRedisOutage(t *testing.T) {
 	rds := fleet.StartRedis(t)
 	dbURL := testenv.PostgresURL(t)
@@ -129,8 +131,9 @@ func TestRedisOutage(t *testing.T) {
 			}
 		}
 	}
-	readyz := func() int {
-		return send(t, f.Client, newRequest(t, "GET", f.PublicURL+"/readyz", "")).status
+	readyz := func() (int, any) {
+		r := send(t, f.Client, newRequest(t, "GET", f.PublicURL+"/readyz", ""))
+		return r.status, r.object(t)["kv"]
 	}
 
 	for _, fault := range []struct {
@@ -145,8 +148,8 @@ func TestRedisOutage(t *testing.T) {
 			fault.start()
 			wait := load(stop)
 			ticketsWork("Redis " + fault.name)
-			if s := readyz(); s != 503 {
-				t.Errorf("/readyz %d while Redis is %s", s, fault.name)
+			if s, kv := readyz(); s != 200 || kv != "unavailable" {
+				t.Errorf("/readyz %d, kv %v while Redis is %s", s, kv, fault.name)
 			}
 			// The outage lasts 2 s of load.
 			<-time.After(2 * time.Second)
@@ -154,8 +157,8 @@ func TestRedisOutage(t *testing.T) {
 			checkOutage("Redis "+fault.name, wait())
 			fault.start2()
 			recovers("Redis " + fault.name)
-			if s := readyz(); s != 200 {
-				t.Errorf("/readyz %d after Redis came back", s)
+			if s, kv := readyz(); s != 200 || kv != "ok" {
+				t.Errorf("/readyz %d, kv %v after Redis came back", s, kv)
 			}
 			ticketsWork("after Redis " + fault.name)
 		})
@@ -238,7 +241,8 @@ func (p *privatePostgres) url() string {
 
 // TestPostgresRestart restarts the database under a running gatehouse:
 // while it is down, requests fail fast with a 5xx in their family's shape
-// (never hang) and /readyz says 503; once it is back, tickets and signed
+// (never hang) and /readyz stays 200 naming the database "unavailable"
+// (routes that need no database keep serving); once it is back, tickets and signed
 // queries work again without restarting gatehouse.
 func TestPostgresRestart(t *testing.T) {
 	pg := startPrivatePostgres(t)
@@ -272,8 +276,8 @@ func TestPostgresRestart(t *testing.T) {
 	if m := r.object(t); r.status != 503 || m["code"] != float64(6000) || r.header.Get("Retry-After") == "" || time.Since(t0) > 5*time.Second {
 		t.Fatalf("signed query with the database down: HTTP %d after %v: %s", r.status, time.Since(t0), r.body)
 	}
-	if s := send(t, f.Client, newRequest(t, "GET", f.PublicURL+"/readyz", "")).status; s != 503 {
-		t.Errorf("/readyz %d with the database down", s)
+	if r := send(t, f.Client, newRequest(t, "GET", f.PublicURL+"/readyz", "")); r.status != 200 || r.object(t)["database"] != "unavailable" {
+		t.Errorf("/readyz with the database down: %d %s", r.status, r.body)
 	}
 
 	pg.start(t)
@@ -288,7 +292,7 @@ func TestPostgresRestart(t *testing.T) {
 			t.Fatalf("not recovered 15 s after the database came back: ticket %d %s; signed %d %s", rt.status, rt.body, rs.status, rs.body)
 		}
 	}
-	if s := send(t, f.Client, newRequest(t, "GET", f.PublicURL+"/readyz", "")).status; s != 200 {
-		t.Errorf("/readyz %d after the restart", s)
+	if r := send(t, f.Client, newRequest(t, "GET", f.PublicURL+"/readyz", "")); r.status != 200 || r.object(t)["database"] != "ok" {
+		t.Errorf("/readyz after the restart: %d %s", r.status, r.body)
 	}
 }

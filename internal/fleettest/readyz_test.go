@@ -13,9 +13,10 @@ import (
 
 // TestReadyzRefusedWrites: a Redis that answers but refuses writes (a
 // demoted master answering READONLY; a cluster node named by a single-node
-// URL, answering MOVED) takes the replica out of rotation: /readyz 503
-// with kv "refuses_writes", and calls answer 503, not 500. Once the
-// server takes writes again, /readyz is 200 without a restart.
+// URL, answering MOVED) is reported by /readyz as kv "read-only" while
+// the replica stays in rotation (200: what needs no Redis is served), and
+// calls that need Redis answer 503, not 500. Once the server takes writes
+// again, /readyz says kv "ok" without a restart.
 func TestReadyzRefusedWrites(t *testing.T) {
 	t.Parallel()
 	t.Run("demoted master", func(t *testing.T) {
@@ -32,7 +33,7 @@ func TestReadyzRefusedWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitFor(t, 10*time.Second, func() bool { return !fleet.Writable(c) })
-		if st, m := f.readyz(t); st != 503 || m["kv"] != "refuses_writes" || m["database"] != "ok" {
+		if st, m := f.readyz(t); st != 200 || m["kv"] != "read-only" || m["database"] != "ok" {
 			t.Fatalf("readyz on a READONLY Redis: %d %v", st, m)
 		}
 		if _, r := f.query(t); r.status != 503 || r.code != 6000 {
@@ -44,13 +45,13 @@ func TestReadyzRefusedWrites(t *testing.T) {
 		if err := c.ReplicaOf(ctx, "NO", "ONE").Err(); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 10*time.Second, func() bool { st, _ := f.readyz(t); return st == 200 })
+		waitFor(t, 10*time.Second, func() bool { st, m := f.readyz(t); return st == 200 && m["kv"] == "ok" })
 	})
 	t.Run("cluster node by a single-node URL", func(t *testing.T) {
 		t.Parallel()
 		cl := fleet.StartCluster(t, 3)
 		f := setup(t, cl.Nodes[0].URL())
-		if st, m := f.readyz(t); st != 503 || m["kv"] != "refuses_writes" {
+		if st, m := f.readyz(t); st != 200 || m["kv"] != "read-only" {
 			t.Fatalf("readyz on a cluster node named by redis://: %d %v", st, m)
 		}
 		// What a caller gets there: served (the app's keys live on this
@@ -79,9 +80,10 @@ func TestReadyzRefusedWrites(t *testing.T) {
 // TestReadyzFrozenRedis: /readyz checks the database and the key-value
 // store at once, each within its own 2 s, and reports each truly: with
 // Redis frozen (SIGSTOP: connections open, nothing answers) it says the kv
-// store is unavailable and the database ok, and answers within about 2 s
-// rather than waiting for Redis. Once Redis is thawed, /readyz is 200
-// again without a restart.
+// store is unavailable and the database ok, and answers (200: the replica
+// still serves what needs no Redis) within about 2 s rather than waiting
+// for Redis. Once Redis is thawed, /readyz says kv "ok" again without a
+// restart.
 func TestReadyzFrozenRedis(t *testing.T) {
 	t.Parallel()
 	rds := fleet.StartRedis(t)
@@ -94,13 +96,13 @@ func TestReadyzFrozenRedis(t *testing.T) {
 	t0 := time.Now()
 	st, m := f.readyz(t)
 	took := time.Since(t0)
-	if st != 503 || m["kv"] != "unavailable" || m["database"] != "ok" {
-		t.Fatalf("readyz with Redis frozen: %d %v, want 503 with kv unavailable and database ok", st, m)
+	if st != 200 || m["kv"] != "unavailable" || m["database"] != "ok" {
+		t.Fatalf("readyz with Redis frozen: %d %v, want 200 with kv unavailable and database ok", st, m)
 	}
 	t.Logf("readyz answered in %v with Redis frozen", took)
 	if took > 3*time.Second {
 		t.Fatalf("readyz took %v with Redis frozen (each check has 2 s)", took)
 	}
 	rds.Thaw()
-	waitFor(t, 10*time.Second, func() bool { st, _ := f.readyz(t); return st == 200 })
+	waitFor(t, 10*time.Second, func() bool { st, m := f.readyz(t); return st == 200 && m["kv"] == "ok" })
 }

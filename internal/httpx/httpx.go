@@ -70,6 +70,10 @@ type requestInfo struct {
 	// waitedOn is the dependency that work cut short by the client's
 	// going away was waiting on (NoteAbandoned), nil when unknown.
 	waitedOn atomic.Pointer[errs.Dependency]
+	// refusals counts the requests refused for a dependency (Refusals);
+	// depRefused is set when this one was (DependencyRefused).
+	refusals   RefusalRecorder
+	depRefused atomic.Bool
 }
 
 func infoFrom(ctx context.Context) *requestInfo {
@@ -218,6 +222,8 @@ func Logger(log *slog.Logger, listener string) func(http.Handler) http.Handler {
 			ri := infoFrom(ctx)
 			lvl := slog.LevelInfo
 			switch {
+			case refusedByDependency(ri, status):
+				// Counted in the summary line (DependencyRefused).
 			case status >= 500:
 				lvl = slog.LevelError
 			case slowAbandon(ri, status, d):

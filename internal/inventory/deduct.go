@@ -282,7 +282,7 @@ func (s *Service) stepSQLite(ctx context.Context, tx *sql.Tx, st *sqliteStatemen
 // the error is returned (500).
 func (s *Service) failed(ctx context.Context, appKey string, in DeductInput, now time.Time, err error) error {
 	if dependencyFailure(ctx, err) {
-		return unavailable(classify(err))
+		return s.dependencyError(err)
 	}
 	if _, rerr := s.db.SQL.ExecContext(ctx, s.q.recordFailure, in.BizNo, appKey, in.apiPath(), in.snapshot(), now, now); rerr != nil {
 		return unavailable(fmt.Errorf("%w; recording the failure: %w", err, rerr))

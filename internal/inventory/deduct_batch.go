@@ -58,9 +58,9 @@ func (s *Service) runBatch(batch []*call) {
 // rolled back): a dependency failure is every call's answer (nothing of
 // the batch was kept; each biz_no retried later runs anew); any other
 // error makes each call run again on its own.
-func batchFailed(ctx context.Context, batch []*call, err error) {
+func (s *Service) batchFailed(ctx context.Context, batch []*call, err error) {
 	if dependencyFailure(ctx, err) {
-		err = unavailable(classify(err))
+		err = s.dependencyError(err)
 	} else {
 		err = fmt.Errorf("%w: %w", errRunAlone, err)
 	}
@@ -84,7 +84,7 @@ func (s *Service) batchPostgres(ctx context.Context, batch []*call) {
 	for i, c := range sorted {
 		prefix, err := c.in.resultPrefix()
 		if err != nil {
-			batchFailed(ctx, batch, err)
+			s.batchFailed(ctx, batch, err)
 			return
 		}
 		bizNos[i], appKeys[i], paths[i], params[i], prefixes[i] = c.in.BizNo, c.appKey, c.in.apiPath(), c.in.snapshot(), prefix
@@ -96,7 +96,7 @@ func (s *Service) batchPostgres(ctx context.Context, batch []*call) {
 	}
 	rows, err := s.db.SQL.QueryContext(ctx, s.q.deductBatch, bizNos, appKeys, paths, params, skuIDs, quantities, prefixes, s.now(), notAfter)
 	if err != nil {
-		batchFailed(ctx, batch, fmt.Errorf("deduct: %w", err))
+		s.batchFailed(ctx, batch, fmt.Errorf("deduct: %w", err))
 		return
 	}
 	type outcome struct {
@@ -119,12 +119,12 @@ func (s *Service) batchPostgres(ctx context.Context, batch []*call) {
 		)
 		if err := rows.Scan(&ord, &fresh, &appK, &prms, &rec.result, &status, &remaining, &skuExists); err != nil {
 			_ = rows.Close()
-			batchFailed(ctx, batch, fmt.Errorf("deduct: %w", err))
+			s.batchFailed(ctx, batch, fmt.Errorf("deduct: %w", err))
 			return
 		}
 		if ord < 1 || ord > n {
 			_ = rows.Close()
-			batchFailed(ctx, batch, fmt.Errorf("deduct: batch answered element %d of %d", ord, n))
+			s.batchFailed(ctx, batch, fmt.Errorf("deduct: batch answered element %d of %d", ord, n))
 			return
 		}
 		o := &outs[ord-1]
@@ -149,7 +149,7 @@ func (s *Service) batchPostgres(ctx context.Context, batch []*call) {
 		err = cerr
 	}
 	if err != nil {
-		batchFailed(ctx, batch, fmt.Errorf("deduct: %w", err))
+		s.batchFailed(ctx, batch, fmt.Errorf("deduct: %w", err))
 		return
 	}
 	for i, c := range sorted {
@@ -168,19 +168,19 @@ func (s *Service) batchPostgres(ctx context.Context, batch []*call) {
 func (s *Service) batchSQLite(ctx context.Context, batch []*call) {
 	release, err := s.db.WriteTurn(ctx)
 	if err != nil {
-		batchFailed(ctx, batch, err)
+		s.batchFailed(ctx, batch, err)
 		return
 	}
 	defer release()
 	st, err := s.sqliteStatements(ctx)
 	if err != nil {
-		batchFailed(ctx, batch, err)
+		s.batchFailed(ctx, batch, err)
 		return
 	}
 	now := s.now()
 	tx, err := s.db.SQL.BeginTx(ctx, nil)
 	if err != nil {
-		batchFailed(ctx, batch, fmt.Errorf("deduct: begin: %w", err))
+		s.batchFailed(ctx, batch, fmt.Errorf("deduct: begin: %w", err))
 		return
 	}
 	type outcome struct {
@@ -193,13 +193,13 @@ func (s *Service) batchSQLite(ctx context.Context, batch []*call) {
 		res, rec, out, err := s.stepSQLite(ctx, tx, st, c.appKey, c.in, now)
 		if err != nil {
 			_ = tx.Rollback()
-			batchFailed(ctx, batch, err)
+			s.batchFailed(ctx, batch, err)
 			return
 		}
 		outs[i] = outcome{res, rec, out}
 	}
 	if err := commit(tx); err != nil {
-		batchFailed(ctx, batch, err)
+		s.batchFailed(ctx, batch, err)
 		return
 	}
 	for i, c := range batch {

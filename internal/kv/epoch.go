@@ -140,14 +140,21 @@ func (r *replayState) start() time.Time { return time.UnixMilli(r.startMs.Load()
 // are refused. For the memory store it is the process's start, or the
 // start carried over by a saved replay memory; on Redis, the latest start
 // recorded for any server or app this process has dealt with.
+//
+// It is the zero time when the memory has never lost anything (the first
+// start of the memory store in its data dir): there is no start to show.
 func ReplayStart(s Store) time.Time {
+	var t time.Time
 	switch st := s.(type) {
 	case *redisStore:
-		return st.replay.start()
+		t = st.replay.start()
 	case *memoryStore:
-		return st.replayStart()
+		t = st.replayStart()
 	}
-	return time.Time{}
+	if t.UnixMilli() <= 0 {
+		return time.Time{}
+	}
+	return t
 }
 
 func (s *redisStore) registryKey() string { return s.prefix + "replay:starts" }

@@ -44,17 +44,8 @@ import (
 // succeeds, and each process exits 0.
 func TestRollingRestartLosesNothing(t *testing.T) {
 	t.Parallel()
-	haproxy, err := exec.LookPath("haproxy")
-	if err != nil {
-		if testenv.Required() {
-			t.Fatalf("haproxy is not installed (required in CI; apt-get install haproxy): %v", err)
-		}
-		t.Skipf("haproxy is not installed: %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "gatehouse")
-	if out, err := exec.Command("go", "build", "-o", bin, "gatehouse/cmd/gatehouse").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	haproxy := haproxyBinary(t)
+	bin := gatehouseBinary(t)
 	redis := fleet.StartRedis(t)
 	b := testenv.Backend{Name: "postgres", DatabaseURL: testenv.PostgresURL(t), RedisURL: redis.URL(), KeyPrefix: "rolling:"}
 	masterKey := base64.StdEncoding.EncodeToString(secret.RandomBytes(32))
@@ -150,6 +141,54 @@ func TestRollingRestartLosesNothing(t *testing.T) {
 	if ok.Load() < 150 {
 		t.Fatalf("only %d requests served: the load did not run through the restarts", ok.Load())
 	}
+}
+
+// binary is the gatehouse command, built once for the package's tests
+// (they only run it, so they share it).
+var binary struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+// gatehouseBinary builds cmd/gatehouse on first use and returns its path.
+func gatehouseBinary(t *testing.T) string {
+	t.Helper()
+	binary.once.Do(func() {
+		if binary.dir, binary.err = os.MkdirTemp("", "rollingtest-bin-"); binary.err != nil {
+			return
+		}
+		binary.path = filepath.Join(binary.dir, "gatehouse")
+		if out, err := exec.Command("go", "build", "-o", binary.path, "gatehouse/cmd/gatehouse").CombinedOutput(); err != nil {
+			binary.err = fmt.Errorf("go build: %w\n%s", err, out)
+		}
+	})
+	if binary.err != nil {
+		t.Fatal(binary.err)
+	}
+	return binary.path
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binary.dir != "" {
+		os.RemoveAll(binary.dir)
+	}
+	os.Exit(code)
+}
+
+// haproxyBinary is haproxy's path, or skips (fails in CI) without it.
+func haproxyBinary(t *testing.T) string {
+	t.Helper()
+	haproxy, err := exec.LookPath("haproxy")
+	if err != nil {
+		if testenv.Required() {
+			t.Fatalf("haproxy is not installed (required in CI; apt-get install haproxy): %v", err)
+		}
+		t.Skipf("haproxy is not installed: %v", err)
+	}
+	return haproxy
 }
 
 // replica is one gatehouse process.
@@ -248,7 +287,7 @@ func (r *replica) stop(t *testing.T, sig syscall.Signal) int {
 
 // balancer is a haproxy process of the test.
 type balancer struct {
-	url, stats string
+	url, admin, stats string
 }
 
 // composePath is the compose file whose HAProxy configuration the test runs.
@@ -375,46 +414,55 @@ func startHAProxy(t *testing.T, bin string, rs []*replica) *balancer {
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); logf.Close(); close(done) }()
 	t.Cleanup(func() { _ = cmd.Process.Kill(); <-done })
-	return &balancer{url: "http://" + front, stats: "http://" + stats + "/stats;csv"}
+	return &balancer{url: "http://" + front, admin: "http://" + admin, stats: "http://" + stats + "/stats;csv"}
 }
 
 // waitUp waits until haproxy counts n servers UP.
 func (b *balancer) waitUp(t *testing.T, n int) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
-	last := ""
 	for {
-		resp, err := http.Get(b.stats)
-		if err == nil {
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			last = string(body)
-			up := 0
-			lines := strings.Split(last, "\n")
-			if len(lines) > 0 {
-				head := strings.Split(strings.TrimPrefix(lines[0], "# "), ",")
-				col := -1
-				for i, h := range head {
-					if h == "status" {
-						col = i
-					}
-				}
-				for _, l := range lines[1:] {
-					f := strings.Split(l, ",")
-					if col >= 0 && len(f) > col && f[0] == "gatehouse_public" && strings.HasPrefix(f[1], "gatehouse") && f[col] == "UP" {
-						up++
-					}
-				}
-			}
-			if up >= n {
-				return
-			}
+		up, last, err := b.up()
+		if up >= n {
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("haproxy does not see %d servers UP within 60 s: %v\n%s", n, err, last)
 		}
 		time.Sleep(50 * time.Millisecond) // waiting for haproxy's health checks
 	}
+}
+
+// upCount is the number of public servers haproxy counts UP now.
+func (b *balancer) upCount(t *testing.T) int {
+	t.Helper()
+	up, last, err := b.up()
+	if err != nil {
+		t.Fatalf("haproxy stats: %v\n%s", err, last)
+	}
+	return up
+}
+
+// up reads haproxy's stats: the public servers UP, and the stats text.
+func (b *balancer) up() (int, string, error) {
+	resp, err := http.Get(b.stats)
+	if err != nil {
+		return 0, "", err
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	last := string(body)
+	up := 0
+	lines := strings.Split(last, "\n")
+	head := strings.Split(strings.TrimPrefix(lines[0], "# "), ",")
+	col := slices.Index(head, "status")
+	for _, l := range lines[1:] {
+		f := strings.Split(l, ",")
+		if col >= 0 && len(f) > col && f[0] == "gatehouse_public" && strings.HasPrefix(f[1], "gatehouse") && f[col] == "UP" {
+			up++
+		}
+	}
+	return up, last, nil
 }
 
 // freeAddr is a loopback host:port that was free just now.

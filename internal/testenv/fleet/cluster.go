@@ -17,8 +17,9 @@ type Cluster struct {
 
 // StartCluster starts n cluster-enabled servers (n >= 3), joins them into a
 // cluster with redis-cli --cluster create (slots spread evenly), and waits
-// until every node reports cluster_state:ok.
-func StartCluster(t testing.TB, n int) *Cluster {
+// until every node reports cluster_state:ok. args are added to every
+// server's command line ("--cluster-require-full-coverage", "no" …).
+func StartCluster(t testing.TB, n int, serverArgs ...string) *Cluster {
 	t.Helper()
 	cli, err := exec.LookPath("redis-cli")
 	if err != nil {
@@ -30,7 +31,7 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	c := &Cluster{}
 	args := []string{"--cluster", "create"}
 	for range n {
-		node := StartRedis(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000")
+		node := StartRedis(t, append([]string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000"}, serverArgs...)...)
 		c.Nodes = append(c.Nodes, node)
 		args = append(args, node.Addr())
 	}
@@ -64,4 +65,38 @@ func (c *Cluster) URL() string {
 		addrs[i] = n.Addr()
 	}
 	return "redis+cluster://" + strings.Join(addrs, ",")
+}
+
+// Owner is the node of c serving the slot of key (by node 0's view, or
+// the first node that answers).
+func (c *Cluster) Owner(t testing.TB, key string) *Redis {
+	t.Helper()
+	ctx := context.Background()
+	for _, n := range c.Nodes {
+		cl := n.Client()
+		slot, err := cl.ClusterKeySlot(ctx, key).Result()
+		if err != nil {
+			continue
+		}
+		shards, err := cl.ClusterShards(ctx).Result()
+		if err != nil {
+			continue
+		}
+		for _, sh := range shards {
+			for _, r := range sh.Slots {
+				if r.Start > slot || slot > r.End {
+					continue
+				}
+				for _, nd := range sh.Nodes {
+					for _, o := range c.Nodes {
+						if nd.Role == "master" && int(nd.Port) == o.Port {
+							return o
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Fatalf("no node of the cluster serves the slot of %q", key)
+	return nil
 }

@@ -38,6 +38,13 @@ type PgBouncer struct {
 // or fails it when services are required (testenv.Required).
 func StartPgBouncer(t testing.TB, mode string, settings ...string) *PgBouncer {
 	t.Helper()
+	return StartPgBouncerTo(t, testenv.PostgresAdminURL(), mode, settings...)
+}
+
+// StartPgBouncerTo is StartPgBouncer in front of the Postgres server of
+// upstream (a private one of the test, say), trusting that URL's user.
+func StartPgBouncerTo(t testing.TB, upstream, mode string, settings ...string) *PgBouncer {
+	t.Helper()
 	bin, err := exec.LookPath("pgbouncer")
 	if err != nil {
 		if testenv.Required() {
@@ -45,7 +52,7 @@ func StartPgBouncer(t testing.TB, mode string, settings ...string) *PgBouncer {
 		}
 		t.Skipf("pgbouncer is not installed: %v", err)
 	}
-	admin, err := url.Parse(testenv.PostgresAdminURL())
+	admin, err := url.Parse(upstream)
 	if err != nil {
 		t.Fatalf("postgres URL: %v", err)
 	}
