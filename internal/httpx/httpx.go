@@ -70,6 +70,8 @@ type requestInfo struct {
 	// waitedOn is the dependency that work cut short by the client's
 	// going away was waiting on (NoteAbandoned), nil when unknown.
 	waitedOn atomic.Pointer[errs.Dependency]
+	// shed is set when load shedding refused the request (MarkShed).
+	shed atomic.Bool
 }
 
 func infoFrom(ctx context.Context) *requestInfo {
@@ -218,6 +220,8 @@ func Logger(log *slog.Logger, listener string) func(http.Handler) http.Handler {
 			ri := infoFrom(ctx)
 			lvl := slog.LevelInfo
 			switch {
+			case status >= 500 && ri.wasShed():
+				lvl = slog.LevelWarn
 			case status >= 500:
 				lvl = slog.LevelError
 			case slowAbandon(ri, status, d):

@@ -1,0 +1,162 @@
+// Package shed bounds the work each listener takes on. An adaptive
+// concurrency limit admits a request or refuses it at once — before any
+// database or key-value work — so that an offered load beyond what the
+// process can serve is answered with cheap refusals instead of a run
+// queue that grows until every client has given up (congestion collapse).
+// docs/operations.md describes the algorithm and its settings.
+package shed
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// DelayShare: a Limit's target scheduling delay is the queue budget (the
+// longest a request may wait before it starts) divided by DelayShare, so
+// that the requests it admits seldom come near the budget.
+const DelayShare = 5
+
+// Window is how often a Limit revises its limit.
+const Window = 100 * time.Millisecond
+
+// delayQuantile is the quantile of a window's scheduling delays that is
+// held to the target: most work, not the unlucky goroutine behind a GC
+// pause, decides.
+const delayQuantile = 0.9
+
+// Adjustments of the limit at the end of a window.
+const (
+	// decrease multiplies the concurrency in use when the delay was past
+	// its target (multiplicative decrease, as TCP and Vegas do).
+	decrease = 0.8
+	// increaseDiv: the limit grows by limit/increaseDiv (at least 1) per
+	// window in which it was in use and the delay was within its target:
+	// from the minimum of 32 to 1024 in about 3 s.
+	increaseDiv = 8
+	// severe: a delay past severe × the target is no busy moment that a
+	// closed-loop client set (at most the minimum in flight) could cause
+	// but work arriving faster than the process can even read and refuse
+	// it: the limit then halves below the minimum, down to floorDiv-th of it.
+	severe   = 10
+	floorDiv = 8
+)
+
+// Limit is an adaptive concurrency limit: at most Current() requests run
+// at once; more are refused (TryAcquire false). Every Window it compares
+// the process's scheduling delay (the time runnable goroutines waited for
+// a CPU; its 90th percentile over the window) with a target: past it the
+// limit drops to 0.8 × the concurrency in use; within it, and when the
+// limit was used (a refusal, or three quarters of it in flight), it grows
+// by an eighth. It never leaves [min, max]. The decision costs one read of
+// runtime/metrics per window; a request costs a few atomic operations.
+type Limit struct {
+	min, max int64
+	target   float64 // seconds
+	meter    *delayMeter
+	now      func() time.Time
+
+	limit    atomic.Int64
+	inflight atomic.Int64
+	peak     atomic.Int64 // highest in flight in the window
+	refused  atomic.Int64 // refusals in the window
+	windowAt atomic.Int64 // UnixNano the window began
+	mu       sync.Mutex   // one revision at a time
+}
+
+// NewLimit returns a limit that starts at min and stays in [min, max],
+// holding the scheduling delay to target.
+func NewLimit(lo, hi int, target time.Duration) *Limit {
+	lo = max(lo, 1)
+	hi = max(hi, lo)
+	l := &Limit{min: int64(lo), max: int64(hi), target: target.Seconds(), meter: newDelayMeter(), now: time.Now}
+	l.limit.Store(int64(lo))
+	l.windowAt.Store(l.now().UnixNano())
+	return l
+}
+
+// Current is the limit now.
+func (l *Limit) Current() int { return int(l.limit.Load()) }
+
+// InFlight is the number of admitted requests not yet released.
+func (l *Limit) InFlight() int { return int(l.inflight.Load()) }
+
+// TryAcquire admits a request when fewer than the limit are in flight;
+// an admitted request must be released (Release) when done.
+func (l *Limit) TryAcquire() bool {
+	n := l.inflight.Add(1)
+	if n > l.limit.Load() {
+		l.inflight.Add(-1)
+		l.refused.Add(1)
+		l.revise()
+		return false
+	}
+	for p := l.peak.Load(); n > p && !l.peak.CompareAndSwap(p, n); p = l.peak.Load() {
+	}
+	return true
+}
+
+// Release ends an admitted request.
+func (l *Limit) Release() {
+	l.inflight.Add(-1)
+	l.revise()
+}
+
+// revise revises the limit when a window has ended (lazily, on a request:
+// an idle process keeps its limit, which nothing uses).
+func (l *Limit) revise() {
+	now := l.now().UnixNano()
+	if now-l.windowAt.Load() < int64(Window) || !l.mu.TryLock() {
+		return
+	}
+	defer l.mu.Unlock()
+	if now-l.windowAt.Load() < int64(Window) {
+		return // revised meanwhile
+	}
+	l.windowAt.Store(now)
+	peak, refused := l.peak.Swap(l.inflight.Load()), l.refused.Swap(0)
+	d := l.meter.quantile(delayQuantile)
+	l.limit.Store(next(l.limit.Load(), peak, refused, congestion(d, l.target), l.min, l.max))
+}
+
+// Congestion levels of a window.
+const (
+	calm = iota
+	congested
+	severelyCongested
+)
+
+// congestion classifies a window's scheduling delay d against target.
+func congestion(d, target float64) int {
+	switch {
+	case d > severe*target:
+		return severelyCongested
+	case d > target:
+		return congested
+	}
+	return calm
+}
+
+// next is the limit after a window: cur the limit, peak the highest
+// concurrency of the window, refused its refusals, level its congestion.
+// The result stays in [lo, hi], except that a severely congested window
+// may take it down to lo/floorDiv; below lo it stays while congested and
+// grows by half per calm window, back to lo.
+func next(cur, peak, refused int64, level int, lo, hi int64) int64 {
+	floor := lo
+	switch {
+	case level == severelyCongested:
+		floor = max(lo/floorDiv, 1)
+		cur = min(cur, peak) / 2
+	case cur < lo:
+		floor = max(lo/floorDiv, 1)
+		if level == calm {
+			cur += max(1, cur/2)
+		}
+	case level == congested:
+		cur = int64(float64(min(cur, peak)) * decrease)
+	case refused > 0 || peak*4 >= cur*3:
+		cur += max(1, cur/increaseDiv)
+	}
+	return min(max(cur, floor), hi)
+}

@@ -1,0 +1,105 @@
+package shed
+
+import (
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"gatehouse/internal/httpx"
+)
+
+var shedTotal = promauto.NewCounterVec(prometheus.CounterOpts{
+	Name: "gatehouse_http_shed_total",
+	Help: "Requests refused by load shedding (503, before any database or key-value work), by listener; every listener's series exists at 0 from the start.",
+}, []string{"listener"})
+
+// Reserve admits at most its size of requests at once, beside a
+// listener's Limit: the health checks and the admin listener keep it
+// while the limit is full, so that an operator (and a load balancer) can
+// still reach the process during an overload.
+type Reserve struct {
+	size     int64
+	inflight atomic.Int64
+}
+
+// NewReserve returns a reserve of n concurrent requests.
+func NewReserve(n int) *Reserve { return &Reserve{size: int64(max(n, 0))} }
+
+func (r *Reserve) tryAcquire() bool {
+	if r == nil {
+		return false
+	}
+	if r.inflight.Add(1) > r.size {
+		r.inflight.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (r *Reserve) release() { r.inflight.Add(-1) }
+
+// Options configure the shedding of one listener.
+type Options struct {
+	// Listener names the listener in gatehouse_http_shed_total.
+	Listener string
+	// Limit bounds the listener's requests; nil: no limit (shedding off),
+	// only requests whose client has gone are not started.
+	Limit *Limit
+	// Reserve admits the Reserved requests beyond the Limit; nil: none.
+	Reserve *Reserve
+	// Reserved reports whether a request may use the Reserve (health
+	// checks); nil: none may.
+	Reserved func(*http.Request) bool
+	// QueueBudget is how long a request may have waited before reaching
+	// the middleware (in the kernel's buffers and the run queue) and still
+	// be started; 0: no bound. Reserved requests are not held to it.
+	QueueBudget time.Duration
+	// Refuse writes the 503 of a refused request in its route's error
+	// shape, with Retry-After.
+	Refuse func(http.ResponseWriter, *http.Request)
+}
+
+// Middleware admits each request to next within the listener's limit
+// (or, for a reserved one, within the reserve first), refuses it at once
+// otherwise or when it waited past the QueueBudget before it got here
+// (Refuse, counted in gatehouse_http_shed_total), and does not
+// start a request whose client has already gone: it is answered
+// httpx.StatusClientClosed, which nobody reads, and logged as such. It
+// must run before anything that touches the database or the key-value
+// store.
+func Middleware(o Options) func(http.Handler) http.Handler {
+	shed := shedTotal.WithLabelValues(o.Listener) // exists at 0 from the start
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			st := stateOf(r.Context())
+			if st.gone || httpx.ClientGone(r) {
+				w.WriteHeader(httpx.StatusClientClosed)
+				return
+			}
+			if o.Limit == nil {
+				next.ServeHTTP(w, r)
+				return
+			}
+			if o.Reserved != nil && o.Reserved(r) && o.Reserve.tryAcquire() {
+				defer o.Reserve.release()
+				next.ServeHTTP(w, r)
+				return
+			}
+			if (o.QueueBudget > 0 && st.waited > o.QueueBudget) || !o.Limit.TryAcquire() {
+				shed.Inc()
+				httpx.MarkShed(r.Context())
+				o.Refuse(w, r)
+				return
+			}
+			defer o.Limit.Release()
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// RetryAfter is the Retry-After, in seconds, of a refusal: about the
+// time a limit takes to adapt (a few windows).
+const RetryAfter = "1"
