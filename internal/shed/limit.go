@@ -34,12 +34,6 @@ const (
 	// window in which it was in use and the delay was within its target:
 	// from the minimum of 32 to 1024 in about 3 s.
 	increaseDiv = 8
-	// severe: a delay past severe × the target is no busy moment that a
-	// closed-loop client set (at most the minimum in flight) could cause
-	// but work arriving faster than the process can even read and refuse
-	// it: the limit then halves below the minimum, down to floorDiv-th of it.
-	severe   = 10
-	floorDiv = 8
 )
 
 // Limit is an adaptive concurrency limit: at most Current() requests run
@@ -61,6 +55,7 @@ type Limit struct {
 	peak     atomic.Int64 // highest in flight in the window
 	refused  atomic.Int64 // refusals in the window
 	windowAt atomic.Int64 // UnixNano the window began
+	busy     atomic.Bool  // the last window's delay was past the target
 	mu       sync.Mutex   // one revision at a time
 }
 
@@ -115,48 +110,24 @@ func (l *Limit) revise() {
 	}
 	l.windowAt.Store(now)
 	peak, refused := l.peak.Swap(l.inflight.Load()), l.refused.Swap(0)
-	d := l.meter.quantile(delayQuantile)
-	l.limit.Store(next(l.limit.Load(), peak, refused, congestion(d, l.target), l.min, l.max))
+	congested := l.meter.quantile(delayQuantile) > l.target
+	l.busy.Store(congested)
+	l.limit.Store(next(l.limit.Load(), peak, refused, congested, l.min, l.max))
 }
 
-// Congestion levels of a window.
-const (
-	calm = iota
-	congested
-	severelyCongested
-)
-
-// congestion classifies a window's scheduling delay d against target.
-func congestion(d, target float64) int {
-	switch {
-	case d > severe*target:
-		return severelyCongested
-	case d > target:
-		return congested
-	}
-	return calm
-}
+// Congested reports whether runnable work waited past the target in the
+// last window: the process is short of CPU, not merely busy.
+func (l *Limit) Congested() bool { return l.busy.Load() }
 
 // next is the limit after a window: cur the limit, peak the highest
-// concurrency of the window, refused its refusals, level its congestion.
-// The result stays in [lo, hi], except that a severely congested window
-// may take it down to lo/floorDiv; below lo it stays while congested and
-// grows by half per calm window, back to lo.
-func next(cur, peak, refused int64, level int, lo, hi int64) int64 {
-	floor := lo
+// concurrency of the window, refused its refusals, congested whether its
+// scheduling delay was past the target; the result stays in [lo, hi].
+func next(cur, peak, refused int64, congested bool, lo, hi int64) int64 {
 	switch {
-	case level == severelyCongested:
-		floor = max(lo/floorDiv, 1)
-		cur = min(cur, peak) / 2
-	case cur < lo:
-		floor = max(lo/floorDiv, 1)
-		if level == calm {
-			cur += max(1, cur/2)
-		}
-	case level == congested:
+	case congested:
 		cur = int64(float64(min(cur, peak)) * decrease)
 	case refused > 0 || peak*4 >= cur*3:
 		cur += max(1, cur/increaseDiv)
 	}
-	return min(max(cur, floor), hi)
+	return min(max(cur, lo), hi)
 }

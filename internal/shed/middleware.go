@@ -55,7 +55,8 @@ type Options struct {
 	Reserved func(*http.Request) bool
 	// QueueBudget is how long a request may have waited before reaching
 	// the middleware (in the kernel's buffers and the run queue) and still
-	// be started; 0: no bound. Reserved requests are not held to it.
+	// be started while the Limit is congested; 0: no bound. Reserved
+	// requests are not held to it.
 	QueueBudget time.Duration
 	// Refuse writes the 503 of a refused request in its route's error
 	// shape, with Retry-After.
@@ -88,7 +89,7 @@ func Middleware(o Options) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, r)
 				return
 			}
-			if (o.QueueBudget > 0 && st.waited > o.QueueBudget) || !o.Limit.TryAcquire() {
+			if o.stale(st) || !o.Limit.TryAcquire() {
 				shed.Inc()
 				httpx.MarkShed(r.Context())
 				o.Refuse(w, r)
@@ -98,6 +99,15 @@ func Middleware(o Options) func(http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// stale reports whether a request waited past the queue budget while the
+// process is congested. Both: a single late request (the process was
+// descheduled a moment, a closed-loop client's request came in behind
+// the others) is no overload, and refusing it would only make its
+// client retry; a queue that keeps work waiting is.
+func (o Options) stale(st connState) bool {
+	return o.QueueBudget > 0 && st.waited > o.QueueBudget && o.Limit.Congested()
 }
 
 // RetryAfter is the Retry-After, in seconds, of a refusal: about the

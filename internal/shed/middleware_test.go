@@ -167,12 +167,14 @@ func TestMiddlewareSeesTheClientHangUp(t *testing.T) {
 	}
 }
 
-// TestMiddlewareRefusesStaleRequests: a request whose bytes arrived
-// longer ago than the queue budget (it waited behind other work before
-// it could be started) is refused; a fresh one is served.
+// TestMiddlewareRefusesStaleRequests: while the process is congested, a
+// request whose bytes arrived longer ago than the queue budget (it
+// waited behind other work before it could be started) is refused and a
+// fresh one served; while it is not, a late request is served too.
 func TestMiddlewareRefusesStaleRequests(t *testing.T) {
 	var ran atomic.Int64
-	shedding := Middleware(Options{Listener: "test-stale", Limit: NewLimit(8, 8, time.Second), QueueBudget: 30 * time.Millisecond, Refuse: refuse503})
+	l := NewLimit(8, 8, time.Second)
+	shedding := Middleware(Options{Listener: "test-stale", Limit: l, QueueBudget: 30 * time.Millisecond, Refuse: refuse503})
 	// In front of it, a stand-in for a busy process: requests to /slow
 	// wait before the middleware sees them.
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -183,19 +185,25 @@ func TestMiddlewareRefusesStaleRequests(t *testing.T) {
 	})
 	addr := serveRaw(t, h)
 	for _, c := range []struct {
-		path string
-		want int
-	}{{"/fresh", http.StatusOK}, {"/slow", http.StatusServiceUnavailable}} {
+		path      string
+		congested bool
+		want      int
+	}{
+		{"/slow", false, http.StatusOK},
+		{"/fresh", true, http.StatusOK},
+		{"/slow", true, http.StatusServiceUnavailable},
+	} {
+		l.busy.Store(c.congested)
 		resp, err := http.Get("http://" + addr + c.path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
 		if resp.StatusCode != c.want {
-			t.Errorf("%s: status %d, want %d", c.path, resp.StatusCode, c.want)
+			t.Errorf("%s, congested %v: status %d, want %d", c.path, c.congested, resp.StatusCode, c.want)
 		}
 	}
-	if ran.Load() != 1 {
-		t.Fatalf("handler ran %d times, want 1", ran.Load())
+	if ran.Load() != 2 {
+		t.Fatalf("handler ran %d times, want 2", ran.Load())
 	}
 }
