@@ -34,6 +34,7 @@ func (a *App) newShedding() Shedding {
 func (a *App) publicShedding() func(http.Handler) http.Handler {
 	return shed.Middleware(shed.Options{
 		Listener:    "public",
+		Log:         a.Log,
 		QueueBudget: a.Cfg.Shed.QueueBudget,
 		Limit:       a.Shed.Public,
 		Reserve:     a.Shed.PublicReserve,
@@ -47,6 +48,7 @@ func (a *App) publicShedding() func(http.Handler) http.Handler {
 func (a *App) adminShedding() func(http.Handler) http.Handler {
 	return shed.Middleware(shed.Options{
 		Listener:    "admin",
+		Log:         a.Log,
 		QueueBudget: a.Cfg.Shed.QueueBudget,
 		Limit:       a.Shed.Admin,
 		Reserve:     a.Shed.AdminReserve,

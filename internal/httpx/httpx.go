@@ -197,7 +197,8 @@ func isStandardMethod(m string) bool {
 	return false
 }
 
-// Logger writes one line per request (see package requestlog). It logs
+// Logger writes one line per request (see package requestlog) — but a
+// request refused by load shedding (MarkShed), which is only counted. It logs
 // the path without the query string: signed requests carry signatures and
 // nonces there. A request whose client went away before the answer is
 // logged at INFO with status 499 (StatusClientClosed), counted in its own
@@ -220,8 +221,10 @@ func Logger(log *slog.Logger, listener string) func(http.Handler) http.Handler {
 			ri := infoFrom(ctx)
 			lvl := slog.LevelInfo
 			switch {
-			case status >= 500 && ri.wasShed():
-				lvl = slog.LevelWarn
+			case ri.wasShed():
+				// Counted above; summarised once a second by the shedding
+				// itself: a line per refusal would cost more than the refusal.
+				return
 			case status >= 500:
 				lvl = slog.LevelError
 			case slowAbandon(ri, status, d):

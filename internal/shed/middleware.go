@@ -1,6 +1,7 @@
 package shed
 
 import (
+	"log/slog"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -58,6 +59,9 @@ type Options struct {
 	// be started while the Limit is congested; 0: no bound. Reserved
 	// requests are not held to it.
 	QueueBudget time.Duration
+	// Log receives the summary of the refusals, at most one WARN line a
+	// second (the refused requests have no line of their own); nil: none.
+	Log *slog.Logger
 	// Refuse writes the 503 of a refused request in its route's error
 	// shape, with Retry-After.
 	Refuse func(http.ResponseWriter, *http.Request)
@@ -73,6 +77,7 @@ type Options struct {
 // store.
 func Middleware(o Options) func(http.Handler) http.Handler {
 	shed := shedTotal.WithLabelValues(o.Listener) // exists at 0 from the start
+	sum := &summary{log: o.Log, listener: o.Listener, limit: o.Limit}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			st := stateOf(r.Context())
@@ -92,6 +97,7 @@ func Middleware(o Options) func(http.Handler) http.Handler {
 			if o.stale(st) || !o.Limit.TryAcquire() {
 				shed.Inc()
 				httpx.MarkShed(r.Context())
+				sum.refused()
 				o.Refuse(w, r)
 				return
 			}
@@ -113,3 +119,34 @@ func (o Options) stale(st connState) bool {
 // RetryAfter is the Retry-After, in seconds, of a refusal: about the
 // time a limit takes to adapt (a few windows).
 const RetryAfter = "1"
+
+// summary logs the refusals of a listener at most once a second.
+type summary struct {
+	log      *slog.Logger
+	listener string
+	limit    *Limit
+	count    atomic.Int64
+	loggedAt atomic.Int64 // UnixNano of the last line
+}
+
+// summaryEvery is the least time between two summary lines.
+const summaryEvery = time.Second
+
+// refused counts a refusal and, when the last line is a second old or
+// more, writes one with the refusals since (counted from the previous
+// line: a burst's last refusals wait for the next burst's first line;
+// gatehouse_http_shed_total has them all at once).
+func (s *summary) refused() {
+	s.count.Add(1)
+	if s.log == nil {
+		return
+	}
+	now := time.Now().UnixNano()
+	last := s.loggedAt.Load()
+	if now-last < int64(summaryEvery) || !s.loggedAt.CompareAndSwap(last, now) {
+		return
+	}
+	n := s.count.Swap(0)
+	s.log.Warn("load shedding: requests refused (503) since the last line", "listener", s.listener, "refused", n,
+		"limit", s.limit.Current(), "in_flight", s.limit.InFlight(), "congested", s.limit.Congested())
+}

@@ -3,6 +3,7 @@ package shed
 import (
 	"bufio"
 	"context"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -205,5 +206,21 @@ func TestMiddlewareRefusesStaleRequests(t *testing.T) {
 	}
 	if ran.Load() != 2 {
 		t.Fatalf("handler ran %d times, want 2", ran.Load())
+	}
+}
+
+// TestRefusalsAreSummarised: refusals write one WARN line a second with
+// their count, not one each.
+func TestRefusalsAreSummarised(t *testing.T) {
+	var logs strings.Builder
+	l := NewLimit(1, 1, time.Second)
+	l.TryAcquire()
+	h := Middleware(Options{Listener: "test-summary", Limit: l, Refuse: refuse503,
+		Log: slog.New(slog.NewTextHandler(&logs, nil))})(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	for range 50 {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/x", nil))
+	}
+	if n := strings.Count(logs.String(), "load shedding"); n != 1 || !strings.Contains(logs.String(), "level=WARN") {
+		t.Fatalf("50 refusals within a second logged %d lines: %s", n, logs.String())
 	}
 }
