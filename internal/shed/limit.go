@@ -32,7 +32,7 @@ const (
 	decrease = 0.8
 	// increaseDiv: the limit grows by limit/increaseDiv (at least 1) per
 	// window in which it was in use and the delay was within its target:
-	// from the minimum of 32 to 1024 in about 3 s.
+	// from the default minimum of 256 to 1024 in about 1.2 s.
 	increaseDiv = 8
 )
 
