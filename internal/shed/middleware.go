@@ -72,7 +72,11 @@ type Options struct {
 // otherwise or when it waited past the QueueBudget before it got here
 // (Refuse, counted in gatehouse_http_shed_total), and does not
 // start a request whose client has already gone: it is answered
-// httpx.StatusClientClosed, which nobody reads, and logged as such. It
+// httpx.StatusClientClosed, which nobody reads, and logged as such. A
+// client whose FIN has arrived counts as gone only while the process is
+// congested: it may merely have half-closed its side and still read the
+// answer (legal TCP, which some clients do after a request), and only
+// under overload is a request more likely abandoned than half-closed. It
 // must run before anything that touches the database or the key-value
 // store.
 func Middleware(o Options) func(http.Handler) http.Handler {
@@ -81,7 +85,7 @@ func Middleware(o Options) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			st := stateOf(r.Context())
-			if st.gone || httpx.ClientGone(r) {
+			if httpx.ClientGone(r) || (st.gone && o.Limit != nil && o.Limit.Congested()) {
 				w.WriteHeader(httpx.StatusClientClosed)
 				return
 			}

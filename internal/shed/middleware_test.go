@@ -109,13 +109,16 @@ func serveRaw(t *testing.T, h http.Handler) string {
 
 // TestMiddlewareSeesTheClientHangUp: a request sent whole by a client
 // that then closed its side reaches the server with its context live
-// (net/http has not read the close yet); the kernel's TCP state says the
-// client is gone, and the request is not started. The same request from
-// a client still connected runs.
+// (net/http has not read the close yet); while the process is congested
+// the kernel's TCP state says the client is gone, and the request is not
+// started. The same request from a client still connected runs, and so
+// does a half-closed client's when the process is not congested.
 func TestMiddlewareSeesTheClientHangUp(t *testing.T) {
 	var ran atomic.Int64
 	release, blocked := make(chan struct{}), make(chan struct{})
-	addr := serveRaw(t, Middleware(Options{Listener: "test-hangup", Limit: NewLimit(8, 8, time.Second), Refuse: refuse503})(
+	l := NewLimit(8, 8, time.Second)
+	l.busy.Store(true)
+	addr := serveRaw(t, Middleware(Options{Listener: "test-hangup", Limit: l, Refuse: refuse503})(
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/block" {
 				close(blocked)
@@ -150,6 +153,27 @@ func TestMiddlewareSeesTheClientHangUp(t *testing.T) {
 		t.Fatalf("handler ran %d times, want 1 (the second request's client had gone)", n)
 	}
 
+	// Not congested: a half-closed client still gets its answer.
+	l.busy.Store(false)
+	c3, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c3.Close()
+	if _, err := c3.Write([]byte("GET /half HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	c3.(*net.TCPConn).CloseWrite()
+	time.Sleep(50 * time.Millisecond)
+	resp3, err := http.ReadResponse(bufio.NewReader(c3), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp3.Body.Close()
+	if resp3.StatusCode != http.StatusOK || ran.Load() != 2 {
+		t.Fatalf("half-closed client, not congested: status %d, handler ran %d times", resp3.StatusCode, ran.Load())
+	}
+
 	c2, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +187,7 @@ func TestMiddlewareSeesTheClientHangUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || ran.Load() != 2 {
+	if resp.StatusCode != http.StatusOK || ran.Load() != 3 {
 		t.Fatalf("connected client: status %d, handler ran %d times", resp.StatusCode, ran.Load())
 	}
 }
