@@ -40,6 +40,9 @@ func benchmark(ctx context.Context, o options, rep *report) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
+	if o.overloadOnly {
+		return overloadPhases(ctx, o, rep, self, tmp)
+	}
 	client := newClient(o.workers)
 
 	// Baseline 1: the bare net/http JSON handler.
@@ -158,6 +161,10 @@ func benchmark(ctx context.Context, o options, rep *report) error {
 	rep.scalar("peak RSS, gatehouse embedded after its load phases", float64(embRSS)/(1<<20), "MiB",
 		"bare net/http JSON handler", float64(bareRSS)/(1<<20))
 
+	if err := overloadPhases(ctx, o, rep, self, tmp); err != nil {
+		rep.skip("overload phases", err.Error())
+	}
+
 	if o.before != "" {
 		if err := beforePhases(ctx, o, rep, self, tmp); err != nil {
 			rep.skip("webhook figures of the -before binary", err.Error())
@@ -239,7 +246,14 @@ func startGatehouse(ctx context.Context, o options, name, tmp string, env []stri
 	if o.binary != "" {
 		bin = o.binary
 	}
-	p, err := startProc(ctx, name, bin, []string{"serve"}, append(env, "GATEHOUSE_ADDR="+pub, "GATEHOUSE_ADMIN_ADDR="+adm), pub, tmp)
+	args := []string{"serve"}
+	if o.pinCPU != "" {
+		// One core for the server, as the overload figures are defined.
+		args = append([]string{"-c", o.pinCPU, bin}, args...)
+		bin = "taskset"
+		env = append(env, "GOMAXPROCS=1")
+	}
+	p, err := startProc(ctx, name, bin, args, append(env, "GATEHOUSE_ADDR="+pub, "GATEHOUSE_ADMIN_ADDR="+adm), pub, tmp)
 	if err != nil {
 		return nil, err
 	}

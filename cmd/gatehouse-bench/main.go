@@ -47,6 +47,8 @@ func main() {
 		err = runBaseline(ctx, os.Args[2:])
 	case len(os.Args) > 1 && os.Args[1] == "floor":
 		err = runFloor(ctx, os.Args[2:])
+	case len(os.Args) > 1 && os.Args[1] == "overload-load":
+		err = runOverloadLoad(ctx, os.Args[2:])
 	default:
 		err = run(ctx, os.Args[1:])
 	}
@@ -79,6 +81,13 @@ type options struct {
 	fanoutOnly, webhooksOnly bool
 	// binary overrides gatehouse for one startGatehouse (the -before runs).
 	binary string
+	// pinCPU, when set, runs one startGatehouse under `taskset -c pinCPU`
+	// with GOMAXPROCS=1 (the overload phases).
+	pinCPU string
+	// overloadOnly measures only the overload phases (overload.go);
+	// overloadFor is how long each offers 1.5 × its capacity.
+	overloadOnly bool
+	overloadFor  time.Duration
 	// sqliteSync is GATEHOUSE_SQLITE_SYNC of every embedded gatehouse
 	// and the synchronous setting of every SQLite floor, so both pay for
 	// the same durability.
@@ -100,6 +109,8 @@ func run(ctx context.Context, args []string) error {
 	fs.BoolVar(&o.publishOnly, "publish-only", false, "measure only publishWebhookEvent and the fan-out drain on Postgres + Redis against their floors")
 	fs.BoolVar(&o.webhooksOnly, "webhooks-only", false, "measure only the webhook phases (drain, fan-out, isolation), embedded and on Postgres + Redis, against their floors")
 	fs.BoolVar(&o.fanoutOnly, "fanout-only", false, "measure only the fan-out drain (publish → delivered, 5 endpoints), embedded and on Postgres + Redis, against the outbox floor")
+	fs.BoolVar(&o.overloadOnly, "overload-only", false, "measure only the overload phases: the ticket page and signed queries offered 1.5 × their capacity open-loop, embedded, the server on CPU 0 and the load on CPU 1")
+	fs.DurationVar(&o.overloadFor, "overload-duration", 15*time.Second, "how long each overload phase offers 1.5 × capacity (shorter for quick runs; the goals are defined for 15s)")
 	fs.BoolVar(&o.signedOnly, "signed-only", false, "measure only the signed order query and its floors (for A/B runs of that path)")
 	fs.StringVar(&o.sqliteSync, "sqlite-sync", defaultSQLiteSync, "GATEHOUSE_SQLITE_SYNC of the embedded gatehouse and the synchronous setting of its SQLite floors: full (the server's default) or normal")
 	if err := fs.Parse(args); err != nil {

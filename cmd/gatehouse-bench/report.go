@@ -42,8 +42,10 @@ type report struct {
 	Skipped   map[string]string     `json:"skipped,omitempty"`
 	Checks    map[string]string     `json:"checks,omitempty"`
 	// Costs are what one request cost Redis and Postgres (costs.go).
-	Costs   []costFigure `json:"costs,omitempty"`
-	Elapsed string       `json:"elapsed"`
+	Costs []costFigure `json:"costs,omitempty"`
+	// Overload are the overload phases (overload.go).
+	Overload []overloadFigures `json:"overload,omitempty"`
+	Elapsed  string            `json:"elapsed"`
 }
 
 func newReport() *report {

@@ -44,6 +44,9 @@ type App struct {
 	authServices      // wire_auth.go
 	paymentServices   // wire_payments.go
 
+	// Shed is the load shedding of the two listeners (wire_shed.go).
+	Shed Shedding
+
 	// Public and Admin are the handlers of the two listeners.
 	Public http.Handler
 	Admin  http.Handler
@@ -146,6 +149,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 			return nil, err
 		}
 	}
+	a.Shed = a.newShedding()
 	a.Public = a.publicHandler()
 	if a.Admin, err = a.adminHandler(); err != nil {
 		_ = a.Close(ctx)
@@ -193,7 +197,7 @@ func kvOptions(cfg config.Config, log *slog.Logger) ([]kv.Option, error) {
 func (a *App) publicHandler() http.Handler {
 	r := chi.NewRouter()
 	r.Use(httpx.RequestID, httpx.Client(a.Cfg.TrustedProxies), httpx.Trace(a.Cfg.Tracing, "public", httpx.Outside), httpx.Logger(a.Log, "public"), httpx.Recoverer(a.Log),
-		httpx.Refusals(a.deps), httpx.Deadline(a.Cfg.Server.RequestTimeout), httpx.CapBody)
+		a.publicShedding(), httpx.Refusals(a.deps), httpx.Deadline(a.Cfg.Server.RequestTimeout), httpx.CapBody)
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -213,7 +217,7 @@ func (a *App) publicHandler() http.Handler {
 func (a *App) adminHandler() (http.Handler, error) {
 	r := chi.NewRouter()
 	r.Use(httpx.RequestID, httpx.Client(a.Cfg.TrustedProxies), httpx.Trace(a.Cfg.Tracing, "admin", httpx.Inside), httpx.Logger(a.Log, "admin"), httpx.Recoverer(a.Log),
-		httpx.Refusals(a.deps), httpx.Deadline(a.Cfg.Server.RequestTimeout))
+		a.adminShedding(), httpx.Refusals(a.deps), httpx.Deadline(a.Cfg.Server.RequestTimeout))
 	// /graphql bounds its body itself, after the API key is checked, so
 	// that an admin key's oversized mutation is audited (graph.NewHandler).
 	gql := a.adminGuard(graph.NewHandler(a.resolver(), a.Log))

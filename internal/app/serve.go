@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"os"
 	"time"
+
+	"gatehouse/internal/shed"
 )
 
 // Server timeouts: bounded so that slow or idle clients cannot hold
@@ -35,6 +37,9 @@ func NewHTTPServer(h http.Handler) *http.Server {
 		WriteTimeout:      writeTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    64 << 10,
+		// Load shedding asks the kernel whether a request's client is
+		// still connected before starting it.
+		ConnContext: shed.ConnContext,
 	}
 }
 

@@ -28,6 +28,7 @@ import (
 // the setting tags, see Setting); the other fields are derived.
 type Config struct {
 	Server   Server      `section:"server" doc:"Listeners, forwarded headers, the request deadline and shutdown."`
+	Shed     Shed        `section:"shed" doc:"Load shedding: what each listener takes on at once, and what it refuses with 503 when the process cannot serve more in time."`
 	TLS      TLS         `section:"tls" doc:"HTTPS on the public and admin listeners, and the mutual-TLS listener."`
 	Database Database    `section:"database" doc:"The embedded SQLite file or a Postgres server."`
 	Redis    Redis       `section:"redis" doc:"The key-value store of nonces, rate limits, the token deny-list and sessions: Redis, or in-process without it."`

@@ -74,6 +74,8 @@ type requestInfo struct {
 	// depRefused is set when this one was (DependencyRefused).
 	refusals   RefusalRecorder
 	depRefused atomic.Bool
+	// shed is set when load shedding refused the request (MarkShed).
+	shed atomic.Bool
 }
 
 func infoFrom(ctx context.Context) *requestInfo {
@@ -199,7 +201,8 @@ func isStandardMethod(m string) bool {
 	return false
 }
 
-// Logger writes one line per request (see package requestlog). It logs
+// Logger writes one line per request (see package requestlog) — but a
+// request refused by load shedding (MarkShed), which is only counted. It logs
 // the path without the query string: signed requests carry signatures and
 // nonces there. A request whose client went away before the answer is
 // logged at INFO with status 499 (StatusClientClosed), counted in its own
@@ -222,6 +225,10 @@ func Logger(log *slog.Logger, listener string) func(http.Handler) http.Handler {
 			ri := infoFrom(ctx)
 			lvl := slog.LevelInfo
 			switch {
+			case ri.wasShed():
+				// Counted above; summarised once a second by the shedding
+				// itself: a line per refusal would cost more than the refusal.
+				return
 			case refusedByDependency(ri, status):
 				// Counted in the summary line (DependencyRefused).
 			case status >= 500:
