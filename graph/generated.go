@@ -60,6 +60,7 @@ type ComplexityRoot struct {
 		Name       func(childComplexity int) int
 		Prefix     func(childComplexity int) int
 		Role       func(childComplexity int) int
+		Scopes     func(childComplexity int) int
 		Status     func(childComplexity int) int
 		UsageCount func(childComplexity int) int
 	}
@@ -588,6 +589,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.APIKey.Role(childComplexity), true
+	case "APIKey.scopes":
+		if e.ComplexityRoot.APIKey.Scopes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.APIKey.Scopes(childComplexity), true
 	case "APIKey.status":
 		if e.ComplexityRoot.APIKey.Status == nil {
 			break
@@ -2957,6 +2964,7 @@ type APIKey implements Node {
   prefix: String!
   status: Int!
   role: APIKeyRole!
+  scopes: [String!]
   usageCount: Int! @deprecated(reason: "GraphQL's Int is 32-bit and a count can exceed it: use requestCount (Int64).")
   lastUsedAt: Time
   createTime: Time!
@@ -3019,6 +3027,7 @@ APIKeyRole is enum for the field role
 enum APIKeyRole @goModel(model: "gatehouse/ent/apikey.Role") {
   ADMIN
   READ_ONLY
+  PUBLISHER
 }
 """
 APIKeyWhereInput is used for filtering APIKey objects.
@@ -5862,6 +5871,8 @@ func (ec *executionContext) childFields_APIKey(ctx context.Context, field graphq
 		return ec.fieldContext_APIKey_status(ctx, field)
 	case "role":
 		return ec.fieldContext_APIKey_role(ctx, field)
+	case "scopes":
+		return ec.fieldContext_APIKey_scopes(ctx, field)
 	case "usageCount":
 		return ec.fieldContext_APIKey_usageCount(ctx, field)
 	case "lastUsedAt":
@@ -8185,6 +8196,29 @@ func (ec *executionContext) _APIKey_role(ctx context.Context, field graphql.Coll
 }
 func (ec *executionContext) fieldContext_APIKey_role(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("APIKey", field, false, false, errors.New("field of type APIKeyRole does not have child fields"))
+}
+
+func (ec *executionContext) _APIKey_scopes(ctx context.Context, field graphql.CollectedField, obj *ent.APIKey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_APIKey_scopes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Scopes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalOString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_APIKey_scopes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("APIKey", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _APIKey_usageCount(ctx context.Context, field graphql.CollectedField, obj *ent.APIKey) (ret graphql.Marshaler) {
@@ -25650,6 +25684,11 @@ func (ec *executionContext) _APIKey(ctx context.Context, sel ast.SelectionSet, o
 		case "role":
 			out.Values[i] = ec._APIKey_role(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "scopes":
+			out.Values[i] = ec._APIKey_scopes(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "usageCount":
