@@ -194,7 +194,7 @@ type ComplexityRoot struct {
 	Mutation struct {
 		CancelOrder                     func(childComplexity int, orderNo string) int
 		CancelWebhookDelivery           func(childComplexity int, id int) int
-		CreateAPIKey                    func(childComplexity int, name string, role *apikey.Role) int
+		CreateAPIKey                    func(childComplexity int, name string, role *apikey.Role, scopes []string) int
 		CreateOrder                     func(childComplexity int, input CreateOrderInput) int
 		CreatePartnerApp                func(childComplexity int, input CreatePartnerAppInput) int
 		CreateSku                       func(childComplexity int, input CreateSkuInput) int
@@ -483,7 +483,7 @@ type MutationResolver interface {
 	PayOrder(ctx context.Context, orderNo string) (*ent.Order, error)
 	CancelOrder(ctx context.Context, orderNo string) (*ent.Order, error)
 	RefundOrder(ctx context.Context, orderNo string, reason *string) (*ent.Order, error)
-	CreateAPIKey(ctx context.Context, name string, role *apikey.Role) (*APIKeySecretPayload, error)
+	CreateAPIKey(ctx context.Context, name string, role *apikey.Role, scopes []string) (*APIKeySecretPayload, error)
 	DisableAPIKey(ctx context.Context, id int) (*ent.APIKey, error)
 	CreateUser(ctx context.Context, input CreateUserInput) (*ent.User, error)
 	CreateWebhookEventType(ctx context.Context, name string, description string, schema json.RawMessage, example json.RawMessage) (*webhook.EventType, error)
@@ -1124,7 +1124,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.CreateAPIKey(childComplexity, args["name"].(string), args["role"].(*apikey.Role)), true
+		return e.ComplexityRoot.Mutation.CreateAPIKey(childComplexity, args["name"].(string), args["role"].(*apikey.Role), args["scopes"].([]string)), true
 	case "Mutation.createOrder":
 		if e.ComplexityRoot.Mutation.CreateOrder == nil {
 			break
@@ -2626,9 +2626,23 @@ type Mutation {
   """
   Creates an enabled admin API key; the key is returned here, once. An
   ADMIN key may query and change; a READ_ONLY key may only query (every
+  mutation is refused with FORBIDDEN); a PUBLISHER key may only publish
+  events (POST /api/events, publishWebhookEvent: every other query and
   mutation is refused with FORBIDDEN).
   """
-  createAPIKey(name: String!, role: APIKeyRole = ADMIN): APIKeySecretPayload!
+  createAPIKey(
+    "1-128 characters: what the key is for."
+    name: String!
+    "What the key may do."
+    role: APIKeyRole = ADMIN
+    """
+    PUBLISHER keys only: the event types the key may publish, each an event
+    type name (order.paid) or a prefix pattern (order.*, matching every type
+    whose name starts with "order."); at most 32. Absent or empty: every
+    publishable type. Fixed once the key is created.
+    """
+    scopes: [String!]
+  ): APIKeySecretPayload!
   "Disables an API key: it is refused from the next request on."
   disableAPIKey(id: ID!): APIKey!
   "Creates an enabled user who can sign in (JWT login, OAuth approval)."
@@ -6730,6 +6744,14 @@ func (ec *executionContext) field_Mutation_createAPIKey_args(ctx context.Context
 		return nil, err
 	}
 	args["role"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "scopes",
+		func(ctx context.Context, v any) ([]string, error) {
+			return ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["scopes"] = arg2
 	return args, nil
 }
 
@@ -10927,7 +10949,7 @@ func (ec *executionContext) _Mutation_createAPIKey(ctx context.Context, field gr
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().CreateAPIKey(ctx, fc.Args["name"].(string), fc.Args["role"].(*apikey.Role))
+			return ec.Resolvers.Mutation().CreateAPIKey(ctx, fc.Args["name"].(string), fc.Args["role"].(*apikey.Role), fc.Args["scopes"].([]string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *APIKeySecretPayload) graphql.Marshaler {
