@@ -205,6 +205,9 @@ func (a *App) adminHandler() http.Handler {
 	// that an admin key's oversized mutation is audited (graph.NewHandler).
 	gql := graph.NewHandler(a.resolver(), a.Log)
 	r.Handle("/graphql", a.adminGuard(gql))
+	// The publish API bounds its bodies itself (larger than 64 KiB: an
+	// event's payload may take 256 KiB).
+	r.With(a.adminGuard).Mount("/api/events", rest.Events{Svc: a.Webhooks, Log: a.Log}.Routes())
 	r.Group(func(r chi.Router) {
 		r.Use(httpx.LimitBody)
 		a.mountPlayground(r)
