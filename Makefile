@@ -11,12 +11,13 @@ TESTFLAGS ?= -race -count=1 -timeout 15m
 
 all: build
 
-## generate: regenerate the Ent client, web-schema/ent.graphql, the gqlgen executor and the
-## settings tables of docs/configuration.md
+## generate: regenerate the Ent client, web-schema/ent.graphql, the gqlgen executor, the
+## settings tables of docs/configuration.md and the publish API's Go client (oapi-codegen)
 generate:
 	$(GO) generate ./ent/
 	$(GO) tool gqlgen generate
 	$(GO) generate ./internal/config/
+	$(GO) generate ./rest/publishclient/
 
 ## migration: after changing ent/schema, regenerate the code and write the next Postgres migration
 ## from the difference (make migration name=add_refund_reason); needs the local Postgres (see docs/migrations.md)

@@ -3,6 +3,7 @@
 package ent
 
 import (
+	"encoding/json"
 	"fmt"
 	"gatehouse/ent/apikey"
 	"strings"
@@ -27,6 +28,8 @@ type APIKey struct {
 	Status int `json:"status,omitempty"`
 	// Role holds the value of the "role" field.
 	Role apikey.Role `json:"role,omitempty"`
+	// Scopes holds the value of the "scopes" field.
+	Scopes []string `json:"scopes,omitempty"`
 	// UsageCount holds the value of the "usage_count" field.
 	UsageCount int64 `json:"usage_count,omitempty"`
 	// LastUsedAt holds the value of the "last_used_at" field.
@@ -41,6 +44,8 @@ func (*APIKey) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
+		case apikey.FieldScopes:
+			values[i] = new([]byte)
 		case apikey.FieldID, apikey.FieldStatus, apikey.FieldUsageCount:
 			values[i] = new(sql.NullInt64)
 		case apikey.FieldName, apikey.FieldPrefix, apikey.FieldKeyHash, apikey.FieldRole:
@@ -97,6 +102,14 @@ func (_m *APIKey) assignValues(columns []string, values []any) error {
 				return fmt.Errorf("unexpected type %T for field role", values[i])
 			} else if value.Valid {
 				_m.Role = apikey.Role(value.String)
+			}
+		case apikey.FieldScopes:
+			if value, ok := values[i].(*[]byte); !ok {
+				return fmt.Errorf("unexpected type %T for field scopes", values[i])
+			} else if value != nil && len(*value) > 0 {
+				if err := json.Unmarshal(*value, &_m.Scopes); err != nil {
+					return fmt.Errorf("unmarshal field scopes: %w", err)
+				}
 			}
 		case apikey.FieldUsageCount:
 			if value, ok := values[i].(*sql.NullInt64); !ok {
@@ -166,6 +179,9 @@ func (_m *APIKey) String() string {
 	builder.WriteString(", ")
 	builder.WriteString("role=")
 	builder.WriteString(fmt.Sprintf("%v", _m.Role))
+	builder.WriteString(", ")
+	builder.WriteString("scopes=")
+	builder.WriteString(fmt.Sprintf("%v", _m.Scopes))
 	builder.WriteString(", ")
 	builder.WriteString("usage_count=")
 	builder.WriteString(fmt.Sprintf("%v", _m.UsageCount))

@@ -68,6 +68,12 @@ func (_c *APIKeyCreate) SetNillableRole(v *apikey.Role) *APIKeyCreate {
 	return _c
 }
 
+// SetScopes sets the "scopes" field.
+func (_c *APIKeyCreate) SetScopes(v []string) *APIKeyCreate {
+	_c.mutation.SetScopes(v)
+	return _c
+}
+
 // SetUsageCount sets the "usage_count" field.
 func (_c *APIKeyCreate) SetUsageCount(v int64) *APIKeyCreate {
 	_c.mutation.SetUsageCount(v)
@@ -258,6 +264,10 @@ func (_c *APIKeyCreate) createSpec() (*APIKey, *sqlgraph.CreateSpec) {
 		_spec.SetField(apikey.FieldRole, field.TypeEnum, value)
 		_node.Role = value
 	}
+	if value, ok := _c.mutation.Scopes(); ok {
+		_spec.SetField(apikey.FieldScopes, field.TypeJSON, value)
+		_node.Scopes = value
+	}
 	if value, ok := _c.mutation.UsageCount(); ok {
 		_spec.SetField(apikey.FieldUsageCount, field.TypeInt64, value)
 		_node.UsageCount = value
@@ -416,6 +426,9 @@ func (u *APIKeyUpsertOne) UpdateNewValues() *APIKeyUpsertOne {
 		}
 		if _, exists := u.create.mutation.KeyHash(); exists {
 			s.SetIgnore(apikey.FieldKeyHash)
+		}
+		if _, exists := u.create.mutation.Scopes(); exists {
+			s.SetIgnore(apikey.FieldScopes)
 		}
 		if _, exists := u.create.mutation.CreateTime(); exists {
 			s.SetIgnore(apikey.FieldCreateTime)
@@ -723,6 +736,9 @@ func (u *APIKeyUpsertBulk) UpdateNewValues() *APIKeyUpsertBulk {
 			}
 			if _, exists := b.mutation.KeyHash(); exists {
 				s.SetIgnore(apikey.FieldKeyHash)
+			}
+			if _, exists := b.mutation.Scopes(); exists {
+				s.SetIgnore(apikey.FieldScopes)
 			}
 			if _, exists := b.mutation.CreateTime(); exists {
 				s.SetIgnore(apikey.FieldCreateTime)

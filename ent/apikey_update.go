@@ -206,6 +206,9 @@ func (_u *APIKeyUpdate) sqlSave(ctx context.Context) (_node int, err error) {
 	if value, ok := _u.mutation.Role(); ok {
 		_spec.SetField(apikey.FieldRole, field.TypeEnum, value)
 	}
+	if _u.mutation.ScopesCleared() {
+		_spec.ClearField(apikey.FieldScopes, field.TypeJSON)
+	}
 	if value, ok := _u.mutation.UsageCount(); ok {
 		_spec.SetField(apikey.FieldUsageCount, field.TypeInt64, value)
 	}
@@ -446,6 +449,9 @@ func (_u *APIKeyUpdateOne) sqlSave(ctx context.Context) (_node *APIKey, err erro
 	}
 	if value, ok := _u.mutation.Role(); ok {
 		_spec.SetField(apikey.FieldRole, field.TypeEnum, value)
+	}
+	if _u.mutation.ScopesCleared() {
+		_spec.ClearField(apikey.FieldScopes, field.TypeJSON)
 	}
 	if value, ok := _u.mutation.UsageCount(); ok {
 		_spec.SetField(apikey.FieldUsageCount, field.TypeInt64, value)

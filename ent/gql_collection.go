@@ -65,6 +65,11 @@ func (_q *APIKeyQuery) collectField(ctx context.Context, oneNode bool, opCtx *gr
 				selectedFields = append(selectedFields, apikey.FieldRole)
 				fieldSeen[apikey.FieldRole] = struct{}{}
 			}
+		case "scopes":
+			if _, ok := fieldSeen[apikey.FieldScopes]; !ok {
+				selectedFields = append(selectedFields, apikey.FieldScopes)
+				fieldSeen[apikey.FieldScopes] = struct{}{}
+			}
 		case "usageCount":
 			if _, ok := fieldSeen[apikey.FieldUsageCount]; !ok {
 				selectedFields = append(selectedFields, apikey.FieldUsageCount)

@@ -71,6 +71,8 @@ type APIKeyMutation struct {
 	status         *int
 	addstatus      *int
 	role           *apikey.Role
+	scopes         *[]string
+	appendscopes   []string
 	usage_count    *int64
 	addusage_count *int64
 	last_used_at   *time.Time
@@ -379,6 +381,71 @@ func (m *APIKeyMutation) ResetRole() {
 	m.role = nil
 }
 
+// SetScopes sets the "scopes" field.
+func (m *APIKeyMutation) SetScopes(s []string) {
+	m.scopes = &s
+	m.appendscopes = nil
+}
+
+// Scopes returns the value of the "scopes" field in the mutation.
+func (m *APIKeyMutation) Scopes() (r []string, exists bool) {
+	v := m.scopes
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldScopes returns the old "scopes" field's value of the APIKey entity.
+// If the APIKey object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *APIKeyMutation) OldScopes(ctx context.Context) (v []string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldScopes is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldScopes requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldScopes: %w", err)
+	}
+	return oldValue.Scopes, nil
+}
+
+// AppendScopes adds s to the "scopes" field.
+func (m *APIKeyMutation) AppendScopes(s []string) {
+	m.appendscopes = append(m.appendscopes, s...)
+}
+
+// AppendedScopes returns the list of values that were appended to the "scopes" field in this mutation.
+func (m *APIKeyMutation) AppendedScopes() ([]string, bool) {
+	if len(m.appendscopes) == 0 {
+		return nil, false
+	}
+	return m.appendscopes, true
+}
+
+// ClearScopes clears the value of the "scopes" field.
+func (m *APIKeyMutation) ClearScopes() {
+	m.scopes = nil
+	m.appendscopes = nil
+	m.clearedFields[apikey.FieldScopes] = struct{}{}
+}
+
+// ScopesCleared returns if the "scopes" field was cleared in this mutation.
+func (m *APIKeyMutation) ScopesCleared() bool {
+	_, ok := m.clearedFields[apikey.FieldScopes]
+	return ok
+}
+
+// ResetScopes resets all changes to the "scopes" field.
+func (m *APIKeyMutation) ResetScopes() {
+	m.scopes = nil
+	m.appendscopes = nil
+	delete(m.clearedFields, apikey.FieldScopes)
+}
+
 // SetUsageCount sets the "usage_count" field.
 func (m *APIKeyMutation) SetUsageCount(i int64) {
 	m.usage_count = &i
@@ -554,7 +621,7 @@ func (m *APIKeyMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *APIKeyMutation) Fields() []string {
-	fields := make([]string, 0, 8)
+	fields := make([]string, 0, 9)
 	if m.name != nil {
 		fields = append(fields, apikey.FieldName)
 	}
@@ -569,6 +636,9 @@ func (m *APIKeyMutation) Fields() []string {
 	}
 	if m.role != nil {
 		fields = append(fields, apikey.FieldRole)
+	}
+	if m.scopes != nil {
+		fields = append(fields, apikey.FieldScopes)
 	}
 	if m.usage_count != nil {
 		fields = append(fields, apikey.FieldUsageCount)
@@ -597,6 +667,8 @@ func (m *APIKeyMutation) Field(name string) (ent.Value, bool) {
 		return m.Status()
 	case apikey.FieldRole:
 		return m.Role()
+	case apikey.FieldScopes:
+		return m.Scopes()
 	case apikey.FieldUsageCount:
 		return m.UsageCount()
 	case apikey.FieldLastUsedAt:
@@ -622,6 +694,8 @@ func (m *APIKeyMutation) OldField(ctx context.Context, name string) (ent.Value, 
 		return m.OldStatus(ctx)
 	case apikey.FieldRole:
 		return m.OldRole(ctx)
+	case apikey.FieldScopes:
+		return m.OldScopes(ctx)
 	case apikey.FieldUsageCount:
 		return m.OldUsageCount(ctx)
 	case apikey.FieldLastUsedAt:
@@ -671,6 +745,13 @@ func (m *APIKeyMutation) SetField(name string, value ent.Value) error {
 			return fmt.Errorf("unexpected type %T for field %s", value, name)
 		}
 		m.SetRole(v)
+		return nil
+	case apikey.FieldScopes:
+		v, ok := value.([]string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetScopes(v)
 		return nil
 	case apikey.FieldUsageCount:
 		v, ok := value.(int64)
@@ -750,6 +831,9 @@ func (m *APIKeyMutation) AddField(name string, value ent.Value) error {
 // mutation.
 func (m *APIKeyMutation) ClearedFields() []string {
 	var fields []string
+	if m.FieldCleared(apikey.FieldScopes) {
+		fields = append(fields, apikey.FieldScopes)
+	}
 	if m.FieldCleared(apikey.FieldLastUsedAt) {
 		fields = append(fields, apikey.FieldLastUsedAt)
 	}
@@ -767,6 +851,9 @@ func (m *APIKeyMutation) FieldCleared(name string) bool {
 // error if the field is not defined in the schema.
 func (m *APIKeyMutation) ClearField(name string) error {
 	switch name {
+	case apikey.FieldScopes:
+		m.ClearScopes()
+		return nil
 	case apikey.FieldLastUsedAt:
 		m.ClearLastUsedAt()
 		return nil
@@ -792,6 +879,9 @@ func (m *APIKeyMutation) ResetField(name string) error {
 		return nil
 	case apikey.FieldRole:
 		m.ResetRole()
+		return nil
+	case apikey.FieldScopes:
+		m.ResetScopes()
 		return nil
 	case apikey.FieldUsageCount:
 		m.ResetUsageCount()

@@ -59,13 +59,13 @@ func init() {
 	// apikey.StatusValidator is a validator for the "status" field. It is called by the builders before save.
 	apikey.StatusValidator = apikeyDescStatus.Validators[0].(func(int) error)
 	// apikeyDescUsageCount is the schema descriptor for usage_count field.
-	apikeyDescUsageCount := apikeyFields[5].Descriptor()
+	apikeyDescUsageCount := apikeyFields[6].Descriptor()
 	// apikey.DefaultUsageCount holds the default value on creation for the usage_count field.
 	apikey.DefaultUsageCount = apikeyDescUsageCount.Default.(int64)
 	// apikey.UsageCountValidator is a validator for the "usage_count" field. It is called by the builders before save.
 	apikey.UsageCountValidator = apikeyDescUsageCount.Validators[0].(func(int64) error)
 	// apikeyDescCreateTime is the schema descriptor for create_time field.
-	apikeyDescCreateTime := apikeyFields[7].Descriptor()
+	apikeyDescCreateTime := apikeyFields[8].Descriptor()
 	// apikey.DefaultCreateTime holds the default value on creation for the create_time field.
 	apikey.DefaultCreateTime = apikeyDescCreateTime.Default.(func() time.Time)
 	apiusageFields := schema.APIUsage{}.Fields()

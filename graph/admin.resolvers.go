@@ -141,11 +141,11 @@ func (r *mutationResolver) RefundOrder(ctx context.Context, orderNo string, reas
 }
 
 // CreateAPIKey is the resolver for the createAPIKey field.
-func (r *mutationResolver) CreateAPIKey(ctx context.Context, name string, role *apikey.Role) (*APIKeySecretPayload, error) {
+func (r *mutationResolver) CreateAPIKey(ctx context.Context, name string, role *apikey.Role, scopes []string) (*APIKeySecretPayload, error) {
 	if role == nil {
-		return nil, validationError("role", "must be ADMIN or READ_ONLY")
+		return nil, validationError("role", "must be ADMIN, READ_ONLY or PUBLISHER")
 	}
-	row, key, err := r.APIKeys.Create(ctx, name, *role)
+	row, key, err := r.APIKeys.CreateScoped(ctx, name, *role, scopes)
 	if err != nil {
 		return nil, err
 	}

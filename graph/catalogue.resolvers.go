@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"gatehouse/ent"
+	"gatehouse/internal/apikey"
 	"gatehouse/internal/webhook"
 )
 
@@ -23,6 +24,9 @@ func (r *mutationResolver) CreateWebhookEventType(ctx context.Context, name stri
 
 // PublishWebhookEvent is the resolver for the publishWebhookEvent field.
 func (r *mutationResolver) PublishWebhookEvent(ctx context.Context, appID int, eventType string, bizData json.RawMessage, idempotencyKey *string) (*webhook.Published, error) {
+	if err := apikey.MayPublish(apikey.FromContext(ctx), eventType); err != nil {
+		return nil, err
+	}
 	key, err := webhook.IdempotencyKeyArg(idempotencyKey)
 	if err != nil {
 		return nil, err

@@ -60,6 +60,7 @@ type ComplexityRoot struct {
 		Name       func(childComplexity int) int
 		Prefix     func(childComplexity int) int
 		Role       func(childComplexity int) int
+		Scopes     func(childComplexity int) int
 		Status     func(childComplexity int) int
 		UsageCount func(childComplexity int) int
 	}
@@ -193,7 +194,7 @@ type ComplexityRoot struct {
 	Mutation struct {
 		CancelOrder                     func(childComplexity int, orderNo string) int
 		CancelWebhookDelivery           func(childComplexity int, id int) int
-		CreateAPIKey                    func(childComplexity int, name string, role *apikey.Role) int
+		CreateAPIKey                    func(childComplexity int, name string, role *apikey.Role, scopes []string) int
 		CreateOrder                     func(childComplexity int, input CreateOrderInput) int
 		CreatePartnerApp                func(childComplexity int, input CreatePartnerAppInput) int
 		CreateSku                       func(childComplexity int, input CreateSkuInput) int
@@ -499,7 +500,7 @@ type MutationResolver interface {
 	PayOrder(ctx context.Context, orderNo string) (*ent.Order, error)
 	CancelOrder(ctx context.Context, orderNo string) (*ent.Order, error)
 	RefundOrder(ctx context.Context, orderNo string, reason *string) (*ent.Order, error)
-	CreateAPIKey(ctx context.Context, name string, role *apikey.Role) (*APIKeySecretPayload, error)
+	CreateAPIKey(ctx context.Context, name string, role *apikey.Role, scopes []string) (*APIKeySecretPayload, error)
 	DisableAPIKey(ctx context.Context, id int) (*ent.APIKey, error)
 	CreateUser(ctx context.Context, input CreateUserInput) (*ent.User, error)
 	CreateWebhookEventType(ctx context.Context, name string, description string, schema json.RawMessage, example json.RawMessage) (*webhook.EventType, error)
@@ -607,6 +608,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.APIKey.Role(childComplexity), true
+	case "APIKey.scopes":
+		if e.ComplexityRoot.APIKey.Scopes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.APIKey.Scopes(childComplexity), true
 	case "APIKey.status":
 		if e.ComplexityRoot.APIKey.Status == nil {
 			break
@@ -1136,7 +1143,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.CreateAPIKey(childComplexity, args["name"].(string), args["role"].(*apikey.Role)), true
+		return e.ComplexityRoot.Mutation.CreateAPIKey(childComplexity, args["name"].(string), args["role"].(*apikey.Role), args["scopes"].([]string)), true
 	case "Mutation.createOrder":
 		if e.ComplexityRoot.Mutation.CreateOrder == nil {
 			break
@@ -2706,9 +2713,23 @@ type Mutation {
   """
   Creates an enabled admin API key; the key is returned here, once. An
   ADMIN key may query and change; a READ_ONLY key may only query (every
+  mutation is refused with FORBIDDEN); a PUBLISHER key may only publish
+  events (POST /api/events, publishWebhookEvent: every other query and
   mutation is refused with FORBIDDEN).
   """
-  createAPIKey(name: String!, role: APIKeyRole = ADMIN): APIKeySecretPayload!
+  createAPIKey(
+    "1-128 characters: what the key is for."
+    name: String!
+    "What the key may do."
+    role: APIKeyRole = ADMIN
+    """
+    PUBLISHER keys only: the event types the key may publish, each an event
+    type name (order.paid) or a prefix pattern (order.*, matching every type
+    whose name starts with "order."); at most 32. Absent or empty: every
+    publishable type. Fixed once the key is created.
+    """
+    scopes: [String!]
+  ): APIKeySecretPayload!
   "Disables an API key: it is refused from the next request on."
   disableAPIKey(id: ID!): APIKey!
   "Creates an enabled user who can sign in (JWT login, OAuth approval)."
@@ -3072,6 +3093,7 @@ type APIKey implements Node {
   prefix: String!
   status: Int!
   role: APIKeyRole!
+  scopes: [String!]
   usageCount: Int! @deprecated(reason: "GraphQL's Int is 32-bit and a count can exceed it: use requestCount (Int64).")
   lastUsedAt: Time
   createTime: Time!
@@ -3134,6 +3156,7 @@ APIKeyRole is enum for the field role
 enum APIKeyRole @goModel(model: "gatehouse/ent/apikey.Role") {
   ADMIN
   READ_ONLY
+  PUBLISHER
 }
 """
 APIKeyWhereInput is used for filtering APIKey objects.
@@ -5985,6 +6008,8 @@ func (ec *executionContext) childFields_APIKey(ctx context.Context, field graphq
 		return ec.fieldContext_APIKey_status(ctx, field)
 	case "role":
 		return ec.fieldContext_APIKey_role(ctx, field)
+	case "scopes":
+		return ec.fieldContext_APIKey_scopes(ctx, field)
 	case "usageCount":
 		return ec.fieldContext_APIKey_usageCount(ctx, field)
 	case "lastUsedAt":
@@ -6874,6 +6899,14 @@ func (ec *executionContext) field_Mutation_createAPIKey_args(ctx context.Context
 		return nil, err
 	}
 	args["role"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "scopes",
+		func(ctx context.Context, v any) ([]string, error) {
+			return ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["scopes"] = arg2
 	return args, nil
 }
 
@@ -8340,6 +8373,29 @@ func (ec *executionContext) _APIKey_role(ctx context.Context, field graphql.Coll
 }
 func (ec *executionContext) fieldContext_APIKey_role(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("APIKey", field, false, false, errors.New("field of type APIKeyRole does not have child fields"))
+}
+
+func (ec *executionContext) _APIKey_scopes(ctx context.Context, field graphql.CollectedField, obj *ent.APIKey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_APIKey_scopes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Scopes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalOString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_APIKey_scopes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("APIKey", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _APIKey_usageCount(ctx context.Context, field graphql.CollectedField, obj *ent.APIKey) (ret graphql.Marshaler) {
@@ -11048,7 +11104,7 @@ func (ec *executionContext) _Mutation_createAPIKey(ctx context.Context, field gr
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().CreateAPIKey(ctx, fc.Args["name"].(string), fc.Args["role"].(*apikey.Role))
+			return ec.Resolvers.Mutation().CreateAPIKey(ctx, fc.Args["name"].(string), fc.Args["role"].(*apikey.Role), fc.Args["scopes"].([]string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *APIKeySecretPayload) graphql.Marshaler {
@@ -26085,6 +26141,11 @@ func (ec *executionContext) _APIKey(ctx context.Context, sel ast.SelectionSet, o
 		case "role":
 			out.Values[i] = ec._APIKey_role(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "scopes":
+			out.Values[i] = ec._APIKey_scopes(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "usageCount":

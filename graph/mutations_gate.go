@@ -20,14 +20,18 @@ import (
 // mutation operation. It
 //
 //  1. refuses the mutation with FORBIDDEN unless the request's API key is
-//     an ADMIN key (a READ_ONLY key may only query), before its arguments
-//     are read or its resolver runs; and
+//     an ADMIN key (a READ_ONLY key may only query) or a PUBLISHER key
+//     publishing (apikey.MayUseField), before its arguments are read or
+//     its resolver runs; and
 //  2. appends one audit event for it, whether it succeeded or was refused
 //     (by the role rule, a bad argument, a domain rule, …), with the key,
 //     the mutation's name, its target and its outcome. Argument values are
 //     never stored, only the target's id.
 //
 // A mutation added to the schema later passes here without any change.
+// Query fields pass here too: a PUBLISHER key is refused every one of
+// them. A successful publishWebhookEvent is not audited (the message log
+// records it).
 type mutationGate struct {
 	schema *ast.Schema
 	audit  *audit.Service
@@ -48,7 +52,16 @@ type mutationTrace struct {
 func (g mutationGate) aroundRootField(ctx context.Context, next graphql.RootResolver) graphql.Marshaler {
 	oc := graphql.GetOperationContext(ctx)
 	rf := graphql.GetRootFieldContext(ctx)
-	if oc == nil || oc.Operation == nil || oc.Operation.Operation != ast.Mutation || rf == nil || rf.Field.Field == nil {
+	if oc == nil || oc.Operation == nil || rf == nil || rf.Field.Field == nil {
+		return next(ctx)
+	}
+	if oc.Operation.Operation != ast.Mutation {
+		// A query: refused only to a PUBLISHER key, which may publish
+		// and nothing else (introspection included).
+		if err := apikey.MayUseField(apikey.FromContext(ctx), false, rf.Field.Name); err != nil {
+			graphql.AddError(ctx, &gqlerror.Error{Path: ast.Path{ast.PathName(rf.Field.Alias)}, Message: err.Error(), Err: err})
+			return graphql.Null
+		}
 		return next(ctx)
 	}
 	markGateRan(ctx)
@@ -61,11 +74,17 @@ func (g mutationGate) aroundRootField(ctx context.Context, next graphql.RootReso
 	path := ast.Path{ast.PathName(field.Alias)}
 	trace := &mutationTrace{}
 	var out graphql.Marshaler
-	if apikey.MayChange(key) {
+	if err := apikey.MayUseField(key, true, field.Name); err == nil {
 		out = next(context.WithValue(ctx, traceKey{}, trace))
 	} else {
-		graphql.AddError(ctx, &gqlerror.Error{Path: path, Message: apikey.ErrReadOnly.Error(), Err: apikey.ErrReadOnly})
+		graphql.AddError(ctx, &gqlerror.Error{Path: path, Message: err.Error(), Err: err})
 		out = graphql.Null
+	}
+	if trace.ok && field.Name == apikey.PublishField {
+		// A publish is recorded by the message log itself (its message,
+		// deliveries and attempts), not by an audit row each: a refused
+		// or failed one is audited below like any mutation.
+		return out
 	}
 	if !trace.ok {
 		// Refused here, by an argument that could not be read, or by the

@@ -437,10 +437,7 @@ func externalPhases(ctx context.Context, o options, rep *report, self, tmp strin
 		return webhookPhases(ctx, rep, g, dbURL, "Postgres", self, tmp, 200, []string{"-mode", "outbox-pg", "-postgres", dbURL})
 	}
 	if o.publishOnly {
-		if err := publishPhases(ctx, o, rep, g, client, self, tmp, dbURL); err != nil {
-			return err
-		}
-		return fanoutPhase(ctx, rep, g, dbURL, "Postgres", self, tmp, []string{"-mode", "outbox-pg", "-postgres", dbURL})
+		return publishPhases(ctx, o, rep, g, client, self, tmp, dbURL)
 	}
 	if o.deductOnly {
 		return deductPhases(ctx, o, rep, g, client, bare, self, tmp, "Postgres", []string{"-mode", "update-pg", "-postgres", dbURL}, costs)

@@ -106,7 +106,7 @@ func run(ctx context.Context, args []string) error {
 	fs.StringVar(&o.redisURL, "redis", envOr("GATEHOUSE_BENCH_REDIS_URL", "redis://127.0.0.1:6379/0"), "Redis server (a private key prefix is used); empty: skip")
 	fs.StringVar(&o.before, "before", "", "an earlier gatehouse binary: its webhook drain and isolation are measured too (embedded; adds minutes)")
 	fs.BoolVar(&o.deductOnly, "deduct-only", false, "measure only the signed deductions on Postgres + Redis and their floor (for A/B runs of that path)")
-	fs.BoolVar(&o.publishOnly, "publish-only", false, "measure only publishWebhookEvent and the fan-out drain on Postgres + Redis against their floors")
+	fs.BoolVar(&o.publishOnly, "publish-only", false, "measure only the publish lines on Postgres + Redis (publishWebhookEvent and POST /api/events against the INSERT + NOTIFY floor, then batches of 100)")
 	fs.BoolVar(&o.webhooksOnly, "webhooks-only", false, "measure only the webhook phases (drain, fan-out, isolation), embedded and on Postgres + Redis, against their floors")
 	fs.BoolVar(&o.fanoutOnly, "fanout-only", false, "measure only the fan-out drain (publish → delivered, 5 endpoints), embedded and on Postgres + Redis, against the outbox floor")
 	fs.BoolVar(&o.overloadOnly, "overload-only", false, "measure only the overload phases: the ticket page and signed queries offered 1.5 × their capacity open-loop, embedded, the server on CPU 0 and the load on CPU 1")

@@ -23,15 +23,16 @@ const (
 	publishBizData = `{"invoice_no":"INV-1001","amount":99.9,"lines":[{"sku":"A-1","qty":2}]}`
 )
 
-// publishPhases measures publishWebhookEvent on g (Postgres) in turns with
-// its floor, a baseline process (mode publish-pg) that per request reads
+// publishPhases measures publishWebhookEvent and POST /api/events on g
+// (Postgres), each in turns with its floor, a baseline process (mode publish-pg) that per request reads
 // the JSON event and runs one INSERT of it with a NOTIFY in the same
 // statement. gatehouse does more per event, all of it on the publish
 // path: the API key, the mutation gate and its audit row, the schema
 // check of bizData, the idempotency row (every request has its own key)
 // and the delivery row with its NOTIFY. The app is disabled, so its
 // deliveries are queued and held: the figure is the publishing path, not
-// the drain (the drain lines measure that).
+// the drain (the drain lines measure that). Then batches of 100 events
+// (POST /api/events/batch), in events/s.
 func publishPhases(ctx context.Context, o options, rep *report, g *gatehouse, c *http.Client, self, tmp, dbURL string) error {
 	if err := g.declarePublishType(ctx); err != nil {
 		return err
@@ -69,9 +70,27 @@ func publishPhases(ctx context.Context, o options, rep *report, g *gatehouse, c 
 		return req, true
 	}}
 	floorLoad, pub := measurePair(ctx, o, c, floorSrc, pubSrc)
+	// The REST publish with a PUBLISHER key, against the same floor
+	// measured anew, then batches of 100.
+	var key struct{ CreateAPIKey struct{ Key string } }
+	if err := g.graphql(ctx, `mutation { createAPIKey(name: "bench publisher", role: PUBLISHER, scopes: ["bench.*"]) { key } }`, &key); err != nil {
+		return err
+	}
+	var restSent atomic.Int64
+	restSrc := source{want: http.StatusCreated, next: func() (*http.Request, bool) {
+		body := fmt.Sprintf(`{"app_id":%d,"event_type":%q,"biz_data":%s}`, app, publishType, publishBizData)
+		restSent.Add(1)
+		req, _ := http.NewRequest(http.MethodPost, g.admin+"/api/events", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-API-Key", key.CreateAPIKey.Key)
+		req.Header.Set("Idempotency-Key", fmt.Sprintf("r-%d", seq.Add(1)))
+		return req, true
+	}}
+	restFloor, rest := measurePair(ctx, o, c, floorSrc, restSrc)
 	if err := floor.stop(); err != nil {
 		return err
 	}
+	batchLoad := drive(ctx, c, max(1, o.workers/4), o.phase, publishBatches(g.admin, key.CreateAPIKey.Key, app, &seq))
 	// GraphQL answers 200 with errors too: count the events really queued.
 	db, err := sql.Open("pgx", dbURL)
 	if err != nil {
@@ -82,13 +101,42 @@ func publishPhases(ctx context.Context, o options, rep *report, g *gatehouse, c 
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM webhook_deliveries WHERE event_type = $1`, publishType).Scan(&queued); err != nil {
 		return err
 	}
-	if n := sent.Load(); queued < n {
+	if n := sent.Load() + restSent.Load() + int64(batchLoad.Requests)*publishBatchSize; queued < n {
 		pub.Errors += int(n - queued)
 		pub.FirstError = fmt.Sprintf("%d of %d publishes answered without queuing an event", n-queued, n)
 	}
 	rep.Baselines[publishFloorName] = floorLoad
 	rep.add("publishWebhookEvent, events/s, Postgres (app held)", pub, publishFloorName, floorLoad)
+	rep.add("publish POST /api/events, Postgres", rest, publishFloorName, restFloor)
+	if batchLoad.Errors > 0 {
+		rep.skip("publish batch of 100, Postgres", fmt.Sprintf("%d of %d batches failed: %s", batchLoad.Errors, batchLoad.Requests+batchLoad.Errors, batchLoad.FirstError))
+		return nil
+	}
+	rep.scalar(fmt.Sprintf("publish batch of %d, Postgres", publishBatchSize), batchLoad.RPS*publishBatchSize, "events/s", "", 0)
 	return nil
+}
+
+// publishBatchSize is the number of events of one batch of the batch line.
+const publishBatchSize = 100
+
+// publishBatches is a source of POST /api/events/batch requests of
+// publishBatchSize events each, every event with a key of its own.
+func publishBatches(admin, key string, app int64, seq *atomic.Int64) source {
+	return source{want: http.StatusOK, next: func() (*http.Request, bool) {
+		var b strings.Builder
+		b.WriteString(`{"events":[`)
+		for i := range publishBatchSize {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `{"app_id":%d,"event_type":%q,"biz_data":%s,"idempotency_key":"b-%d"}`, app, publishType, publishBizData, seq.Add(1))
+		}
+		b.WriteString(`]}`)
+		req, _ := http.NewRequest(http.MethodPost, admin+"/api/events/batch", strings.NewReader(b.String()))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-API-Key", key)
+		return req, true
+	}}
 }
 
 // gqlLiteral writes a JSON object as a GraphQL input literal (unquoted

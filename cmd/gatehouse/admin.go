@@ -47,7 +47,7 @@ func apikeyCommand() *cli.Command {
 				"  gatehouse apikey create --name dashboard --role READ_ONLY",
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "name", Usage: "what the key is for (1-128 characters)", Required: true, Sources: cli.EnvVars("GATEHOUSE_APIKEY_NAME")},
-				&cli.StringFlag{Name: "role", Value: string(apikey.RoleAdmin), Usage: "ADMIN (query and change) or READ_ONLY (query only)", Sources: cli.EnvVars("GATEHOUSE_APIKEY_ROLE")},
+				&cli.StringFlag{Name: "role", Value: string(apikey.RoleAdmin), Usage: "ADMIN (query and change), READ_ONLY (query only) or PUBLISHER (publish events only; scopes: createAPIKey)", Sources: cli.EnvVars("GATEHOUSE_APIKEY_ROLE")},
 			},
 			Action: func(ctx context.Context, cmd *cli.Command) error {
 				role, err := apikey.ParseRole(cmd.String("role"))

@@ -66,7 +66,7 @@ func TestAPIKeyCreateCommand(t *testing.T) {
 				t.Fatalf("--role %s: %v %+v", role, err, ro)
 			}
 		}
-		if _, errOut, err := runCLI(t, append(global, "apikey", "create", "--name", "x", "--role", "root"), ""); err == nil || !strings.Contains(err.Error(), "ADMIN or READ_ONLY") {
+		if _, errOut, err := runCLI(t, append(global, "apikey", "create", "--name", "x", "--role", "root"), ""); err == nil || !strings.Contains(err.Error(), "ADMIN, READ_ONLY or PUBLISHER") {
 			t.Fatalf("an unknown role was accepted: %v %s", err, errOut)
 		}
 		if _, _, err := runCLI(t, append(global, "apikey", "create", "--name", " "), ""); err == nil {

@@ -26,6 +26,8 @@ const (
 	FieldStatus = "status"
 	// FieldRole holds the string denoting the role field in the database.
 	FieldRole = "role"
+	// FieldScopes holds the string denoting the scopes field in the database.
+	FieldScopes = "scopes"
 	// FieldUsageCount holds the string denoting the usage_count field in the database.
 	FieldUsageCount = "usage_count"
 	// FieldLastUsedAt holds the string denoting the last_used_at field in the database.
@@ -44,6 +46,7 @@ var Columns = []string{
 	FieldKeyHash,
 	FieldStatus,
 	FieldRole,
+	FieldScopes,
 	FieldUsageCount,
 	FieldLastUsedAt,
 	FieldCreateTime,
@@ -86,6 +89,7 @@ const DefaultRole = RoleADMIN
 const (
 	RoleADMIN     Role = "ADMIN"
 	RoleREAD_ONLY Role = "READ_ONLY"
+	RolePUBLISHER Role = "PUBLISHER"
 )
 
 func (r Role) String() string {
@@ -95,7 +99,7 @@ func (r Role) String() string {
 // RoleValidator is a validator for the "role" field enum values. It is called by the builders before save.
 func RoleValidator(r Role) error {
 	switch r {
-	case RoleADMIN, RoleREAD_ONLY:
+	case RoleADMIN, RoleREAD_ONLY, RolePUBLISHER:
 		return nil
 	default:
 		return fmt.Errorf("apikey: invalid enum value for role field: %q", r)

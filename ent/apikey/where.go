@@ -344,6 +344,16 @@ func RoleNotIn(vs ...Role) predicate.APIKey {
 	return predicate.APIKey(sql.FieldNotIn(FieldRole, vs...))
 }
 
+// ScopesIsNil applies the IsNil predicate on the "scopes" field.
+func ScopesIsNil() predicate.APIKey {
+	return predicate.APIKey(sql.FieldIsNull(FieldScopes))
+}
+
+// ScopesNotNil applies the NotNil predicate on the "scopes" field.
+func ScopesNotNil() predicate.APIKey {
+	return predicate.APIKey(sql.FieldNotNull(FieldScopes))
+}
+
 // UsageCountEQ applies the EQ predicate on the "usage_count" field.
 func UsageCountEQ(v int64) predicate.APIKey {
 	return predicate.APIKey(sql.FieldEQ(FieldUsageCount, v))

@@ -24,10 +24,15 @@ func (APIKey) Fields() []ent.Field {
 		field.String("key_hash").Unique().Immutable().Sensitive(),
 		field.Int("status").Default(1).Range(0, 1),
 		// role: ADMIN keys may query and change; READ_ONLY keys may only
-		// query (every mutation is refused with FORBIDDEN). Keys made before
-		// roles existed are ADMIN.
-		field.Enum("role").Values("ADMIN", "READ_ONLY").Default("ADMIN").
+		// query (every mutation is refused with FORBIDDEN); PUBLISHER keys
+		// may only publish events (POST /api/events, publishWebhookEvent).
+		// Keys made before roles existed are ADMIN.
+		field.Enum("role").Values("ADMIN", "READ_ONLY", "PUBLISHER").Default("ADMIN").
 			Annotations(entgql.OrderField("ROLE")),
+		// scopes limit what a PUBLISHER key may publish: event type names
+		// ("order.paid") or prefixes ending in ".*" ("order.*"); empty: every
+		// publishable type. Fixed when the key is created.
+		field.Strings("scopes").Optional().Immutable(),
 		// GraphQL's Int is 32-bit: requestCount (Int64) carries the count;
 		// usageCount and its filters stay as deprecated aliases
 		// (web-schema/int64.graphql, ent/entc.go).

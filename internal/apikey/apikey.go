@@ -80,12 +80,22 @@ func displayPrefix(key string) string {
 // Create stores a new enabled key named name with role and returns it
 // with the key in plain text: the only time it is shown.
 func (s *Service) Create(ctx context.Context, name string, role Role) (*ent.APIKey, string, error) {
+	return s.CreateScoped(ctx, name, role, nil)
+}
+
+// CreateScoped is Create for a PUBLISHER key limited to the event types
+// scopes allow (NormalizeScopes; empty: every type).
+func (s *Service) CreateScoped(ctx context.Context, name string, role Role, scopes []string) (*ent.APIKey, string, error) {
 	n, err := normalizeName(name)
 	if err != nil {
 		return nil, "", err
 	}
 	if err := entapikey.RoleValidator(role); err != nil {
-		return nil, "", errs.Invalid("role", "must be ADMIN or READ_ONLY")
+		return nil, "", errs.Invalid("role", "must be ADMIN, READ_ONLY or PUBLISHER")
+	}
+	scopes, err = NormalizeScopes(role, scopes)
+	if err != nil {
+		return nil, "", err
 	}
 	key := NewKey()
 	row, err := s.client.APIKey.Create().
@@ -94,6 +104,7 @@ func (s *Service) Create(ctx context.Context, name string, role Role) (*ent.APIK
 		SetKeyHash(secret.HashToken(key)).
 		SetStatus(Enabled).
 		SetRole(role).
+		SetScopes(scopes).
 		SetCreateTime(time.Now()).
 		Save(ctx)
 	if err != nil {

@@ -222,6 +222,9 @@ func (a *App) adminHandler() (http.Handler, error) {
 	// that an admin key's oversized mutation is audited (graph.NewHandler).
 	gql := a.adminGuard(graph.NewHandler(a.resolver(), a.Log))
 	r.Handle("/graphql", gql)
+	// The publish API bounds its bodies itself (larger than 64 KiB: an
+	// event's payload may take 256 KiB).
+	r.With(a.adminGuard).Mount("/api/events", rest.Events{Svc: a.Webhooks, Log: a.Log}.Routes())
 	if err := a.mountConsole(r, gql); err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -39,12 +40,20 @@ func CheckJSONContentType(r *http.Request) *DecodeError {
 // DecodeObject reads the body as one JSON object into a map of raw fields,
 // so that callers can tell a missing field from a field of the wrong type.
 func DecodeObject(r *http.Request) (map[string]json.RawMessage, *DecodeError) {
+	return DecodeObjectLimit(r, MaxBodyBytes)
+}
+
+// DecodeObjectLimit is DecodeObject for a route whose bodies may be
+// larger than MaxBodyBytes, up to limit bytes (the publish API's); the
+// body must not be capped lower already.
+func DecodeObjectLimit(r *http.Request, limit int64) (map[string]json.RawMessage, *DecodeError) {
 	if derr := CheckJSONContentType(r); derr != nil {
 		return nil, derr
 	}
-	if r.ContentLength > MaxBodyBytes { // announced too large: do not read it
-		return nil, classify(&http.MaxBytesError{Limit: MaxBodyBytes})
+	if r.ContentLength > limit { // announced too large: do not read it
+		return nil, classify(&http.MaxBytesError{Limit: limit})
 	}
+	r.Body = http.MaxBytesReader(nil, r.Body, limit)
 	dec := json.NewDecoder(r.Body)
 	var raw json.RawMessage
 	if err := dec.Decode(&raw); err != nil {
@@ -76,7 +85,7 @@ func classify(err error) *DecodeError {
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):
-		return &DecodeError{Status: http.StatusRequestEntityTooLarge, Code: "payload_too_large", Msg: "request body must be at most 64 KiB"}
+		return &DecodeError{Status: http.StatusRequestEntityTooLarge, Code: "payload_too_large", Msg: "request body must be at most " + sizeText(mbe.Limit)}
 	case errors.Is(err, io.EOF):
 		return &DecodeError{Status: http.StatusBadRequest, Code: "invalid_json", Msg: "request body is empty; expected a JSON object"}
 	default:
@@ -95,4 +104,15 @@ func StringField(obj map[string]json.RawMessage, name string) (v string, present
 		return "", true, false
 	}
 	return v, true, true
+}
+
+// sizeText writes a byte limit as people read it: "64 KiB", "8 MiB".
+func sizeText(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return strconv.FormatInt(n>>20, 10) + " MiB"
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return strconv.FormatInt(n>>10, 10) + " KiB"
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
 }

@@ -143,40 +143,7 @@ func Fanout(ctx context.Context, c *ent.Client, ev Event) (Queued, error) {
 		id = NewEventID()
 	}
 	now := dbTime(time.Now())
-	tc := telemetry.Capture(ctx)
-	var creates []*ent.WebhookDeliveryCreate
-	var disabled []*ent.WebhookEndpoint
-	off := 0 // subscribed endpoints disabled by hand (skipped)
-	for _, ep := range eps {
-		if ev.EndpointID == 0 && !ev.AllEndpoints && !subscribed(ep, eventType) {
-			continue
-		}
-		if !ep.Enabled {
-			// Disabled by hand: not subscribed to anything until enabled
-			// (only a delivery addressed to it alone is queued, held).
-			// Disabled automatically: its events are held for it.
-			if ep.AutoDisabledAt == nil && ev.EndpointID == 0 {
-				off++
-				continue
-			}
-			disabled = append(disabled, ep)
-		}
-		creates = append(creates, c.WebhookDelivery.Create().
-			SetAppID(ev.AppID).
-			SetEndpointID(ep.ID).
-			SetEventID(id).
-			SetEventType(eventType).
-			SetBizData(string(ev.BizData)).
-			SetCallbackURL(ep.URL).
-			SetStatus(StatusPending).
-			SetRetryCount(0).
-			SetMaxRetry(MaxRetry).
-			SetNextAttemptAt(now).
-			SetCreateTime(now).
-			SetUpdateTime(now).
-			SetTraceparent(tc.Traceparent).
-			SetTracestate(tc.Tracestate))
-	}
+	creates, disabled, off := fanoutCreates(c, app, eps, ev, id, now, telemetry.Capture(ctx))
 	if len(creates) == 0 {
 		if off == 0 {
 			return Queued{}, nil
@@ -202,6 +169,46 @@ func Fanout(ctx context.Context, c *ent.Client, ev Event) (Queued, error) {
 		report(ctx, out.Notice)
 	}
 	return out, nil
+}
+
+// fanoutCreates builds the deliveries of event ev (message id id) to the
+// endpoints eps of app (in endpoint order): one per endpoint subscribed
+// to its type, or the one ev.EndpointID names. It returns them with the
+// subscribed endpoints that are disabled but receive, held (disabled
+// automatically, or addressed alone), and the number of subscribed
+// endpoints disabled by hand (skipped).
+func fanoutCreates(c *ent.Client, app *ent.PartnerApp, eps []*ent.WebhookEndpoint, ev Event, id string, now time.Time, tc telemetry.Context) (creates []*ent.WebhookDeliveryCreate, disabled []*ent.WebhookEndpoint, off int) {
+	for _, ep := range eps {
+		if ev.EndpointID == 0 && !ev.AllEndpoints && !subscribed(ep, ev.Type) {
+			continue
+		}
+		if !ep.Enabled {
+			// Disabled by hand: not subscribed to anything until enabled
+			// (only a delivery addressed to it alone is queued, held).
+			// Disabled automatically: its events are held for it.
+			if ep.AutoDisabledAt == nil && ev.EndpointID == 0 {
+				off++
+				continue
+			}
+			disabled = append(disabled, ep)
+		}
+		creates = append(creates, c.WebhookDelivery.Create().
+			SetAppID(app.ID).
+			SetEndpointID(ep.ID).
+			SetEventID(id).
+			SetEventType(ev.Type).
+			SetBizData(string(ev.BizData)).
+			SetCallbackURL(ep.URL).
+			SetStatus(StatusPending).
+			SetRetryCount(0).
+			SetMaxRetry(MaxRetry).
+			SetNextAttemptAt(now).
+			SetCreateTime(now).
+			SetUpdateTime(now).
+			SetTraceparent(tc.Traceparent).
+			SetTracestate(tc.Tracestate))
+	}
+	return creates, disabled, off
 }
 
 // Enqueue is EnqueueEvent for callers that need only the delivery (nil

@@ -41,8 +41,12 @@ type Published struct {
 	// this call sent nothing.
 	Replayed bool
 	// Deliveries are the message's deliveries (none when the app has
-	// nowhere to receive it).
+	// nowhere to receive it). PublishShared and PublishEvents leave them
+	// out and set DeliveryCount instead.
 	Deliveries []*ent.WebhookDelivery
+	// DeliveryCount is how many deliveries a message published by
+	// PublishShared or PublishEvents queued (0 for a repeat).
+	DeliveryCount int
 }
 
 // Publish sends an event of a custom type (CreateEventType) to app appID on

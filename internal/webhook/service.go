@@ -184,6 +184,8 @@ type Service struct {
 	limits *limiters
 	sql    *statements
 	types  *catalogue
+	// pub groups concurrent single publishes (PublishShared).
+	pub *pubCombiners
 	// audit records AutoDisable's changes (SetAudit; nil: none).
 	audit atomic.Pointer[audit.Service]
 
@@ -253,6 +255,7 @@ func NewService(db *store.DB, masterKey []byte, log *slog.Logger, opt Options) (
 	s.apps = newAppCache(s.loadEndpoint)
 	s.limits = newLimiters()
 	s.sql = newStatements(db)
+	s.pub = s.newPubCombiners()
 	s.watch()
 	registerBreakers(s)
 	backlog.add(s)

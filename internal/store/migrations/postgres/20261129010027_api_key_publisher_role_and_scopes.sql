@@ -1,0 +1,2 @@
+-- Modify "api_keys" table
+ALTER TABLE "api_keys" ADD COLUMN "scopes" jsonb NULL;
