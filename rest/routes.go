@@ -15,27 +15,28 @@ import (
 // MountWhole attaches sub, a router whose patterns are whole paths, to r
 // at each of its patterns. sub answers its own wrong methods.
 func MountWhole(r chi.Router, sub chi.Router) {
-	h := wholePattern(sub)
+	h := wholeRouter{sub}
 	for _, rt := range sub.Routes() {
 		r.Handle(rt.Pattern, h)
 	}
 }
 
-// wholePattern serves a request with sub and leaves the route pattern
-// sub matched as the request's only one: chi records the pattern r
-// matched ("/oauth/token") and then the one sub matched on the whole path
-// again, and joins them ("/oauth/token/oauth/token") for the span's name
-// and http.route.
-func wholePattern(sub http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		rc := chi.RouteContext(req.Context())
-		n := 0
-		if rc != nil {
-			n = len(rc.RoutePatterns)
-		}
-		sub.ServeHTTP(w, req)
-		if rc != nil && n > 0 && len(rc.RoutePatterns) > n {
-			rc.RoutePatterns = append(rc.RoutePatterns[:n-1], rc.RoutePatterns[n:]...)
-		}
-	})
+// wholeRouter serves a request with its router and leaves the route
+// pattern that router matched as the request's only one: chi records the
+// pattern r matched ("/oauth/token"), then the one the router matched on
+// the whole path again, and joins them ("/oauth/token/oauth/token") for
+// the span's name and http.route. It is still the router's chi.Routes,
+// for whoever walks the routes.
+type wholeRouter struct{ chi.Router }
+
+func (h wholeRouter) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	rc := chi.RouteContext(req.Context())
+	n := 0
+	if rc != nil {
+		n = len(rc.RoutePatterns)
+	}
+	h.Router.ServeHTTP(w, req)
+	if n > 0 && len(rc.RoutePatterns) > n {
+		rc.RoutePatterns = append(rc.RoutePatterns[:n-1], rc.RoutePatterns[n:]...)
+	}
 }
