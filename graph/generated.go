@@ -2881,11 +2881,21 @@ extend type Mutation {
   """
   updateWebhookEndpoint(id: ID!, input: UpdateWebhookEndpointInput!): WebhookEndpoint!
   """
-  Disables an endpoint: its deliveries (waiting and new) are queued and
-  held, not attempted and not lost, until it is enabled again.
+  Disables an endpoint by hand. Events raised while it is disabled are not
+  queued for it and never reach it (a mutation whose event no enabled
+  endpoint receives says so in extensions.warnings); the deliveries
+  already waiting for it (PENDING, RETRYING) and any resent to it are
+  held, not attempted, until enableWebhookEndpoint; sendTestWebhook to it
+  is INVALID_STATE. An endpoint disabled automatically (every delivery
+  failed for 5 days) differs: its new events are held for it too, until
+  it is enabled or disabled again by hand.
   """
   disableWebhookEndpoint(id: ID!): WebhookEndpoint!
-  "Enables an endpoint again: its held deliveries go out."
+  """
+  Enables an endpoint again: its held deliveries go out, and it receives
+  the events raised from now on (not those raised while it was disabled
+  by hand).
+  """
   enableWebhookEndpoint(id: ID!): WebhookEndpoint!
   """
   Deletes an endpoint and returns it as it was when deleted (after any
