@@ -12,6 +12,11 @@ import (
 	"entgo.io/contrib/entgql"
 )
 
+// Amount is the resolver for the amount field.
+func (r *orderResolver) Amount(ctx context.Context, obj *ent.Order) (int, error) {
+	return int32Field("amount", obj.Amount, "amountMinor (Int64) or amountDecimal")
+}
+
 // APIKeys is the resolver for the apiKeys field.
 func (r *queryResolver) APIKeys(ctx context.Context, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.APIKeyOrder, where *ent.APIKeyWhereInput) (*ent.APIKeyConnection, error) {
 	first, last, err := pageBounds(first, last)

@@ -519,6 +519,8 @@ type MutationResolver interface {
 	EndSecretOverlap(ctx context.Context, id int) (*ent.PartnerApp, error)
 }
 type OrderResolver interface {
+	Amount(ctx context.Context, obj *ent.Order) (int, error)
+
 	AmountDecimal(ctx context.Context, obj *ent.Order) (string, error)
 }
 type PartnerAppResolver interface {
@@ -2987,11 +2989,21 @@ extend type Mutation {
   """
   updateWebhookEndpoint(id: ID!, input: UpdateWebhookEndpointInput!): WebhookEndpoint!
   """
-  Disables an endpoint: its deliveries (waiting and new) are queued and
-  held, not attempted and not lost, until it is enabled again.
+  Disables an endpoint by hand. Events raised while it is disabled are not
+  queued for it and never reach it (a mutation whose event no enabled
+  endpoint receives says so in extensions.warnings); the deliveries
+  already waiting for it (PENDING, RETRYING) and any resent to it are
+  held, not attempted, until enableWebhookEndpoint; sendTestWebhook to it
+  is INVALID_STATE. An endpoint disabled automatically (every delivery
+  failed for 5 days) differs: its new events are held for it too, until
+  it is enabled or disabled again by hand.
   """
   disableWebhookEndpoint(id: ID!): WebhookEndpoint!
-  "Enables an endpoint again: its held deliveries go out."
+  """
+  Enables an endpoint again: its held deliveries go out, and it receives
+  the events raised from now on (not those raised while it was disabled
+  by hand).
+  """
   enableWebhookEndpoint(id: ID!): WebhookEndpoint!
   """
   Deletes an endpoint and returns it as it was when deleted (after any
@@ -11920,18 +11932,18 @@ func (ec *executionContext) _Order_amount(ctx context.Context, field graphql.Col
 			return ec.fieldContext_Order_amount(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Amount, nil
+			return ec.Resolvers.Order().Amount(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
-			return ec.marshalNInt2int64(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
 func (ec *executionContext) fieldContext_Order_amount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Order", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("Order", field, true, true, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _Order_status(ctx context.Context, field graphql.CollectedField, obj *ent.Order) (ret graphql.Marshaler) {
@@ -27662,10 +27674,43 @@ func (ec *executionContext) _Order(ctx context.Context, sel ast.SelectionSet, ob
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "amount":
-			out.Values[i] = ec._Order_amount(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Order_amount(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
 			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "status":
 			out.Values[i] = ec._Order_status(ctx, field, obj)
 			if out.Values[i] == graphql.Null {

@@ -24,7 +24,7 @@ import (
 // the audit log (mutationGate). Authentication is the caller's (see
 // APIKeyGuard, which puts the key in the request's context).
 func NewHandler(resolver *Resolver, log *slog.Logger) http.Handler {
-	schema := NewExecutableSchema(Config{Resolvers: resolver})
+	schema := NewExecutableSchema(Config{Resolvers: resolver, Schema: servedSchema(NewExecutableSchema(Config{}).Schema())})
 	srv := handler.New(schema)
 	srv.AddTransport(transport.GET{})
 	srv.AddTransport(transport.POST{})

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"regexp"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -119,7 +120,7 @@ func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter 
 
 var requestDuration = promauto.NewHistogramVec(prometheus.HistogramOpts{
 	Name:    "gatehouse_http_request_duration_seconds",
-	Help:    "HTTP request latency by listener, method (OTHER for any but the standard ones) and status.",
+	Help:    "HTTP request latency by listener, method (OTHER for any but the standard ones) and status code (499: the client went away).",
 	Buckets: prometheus.DefBuckets,
 }, []string{"listener", "method", "status"})
 
@@ -183,11 +184,9 @@ func (c *durationCache) observer(method string, status int) prometheus.Observer 
 	if o, ok := c.seen.Load(k); ok {
 		return o.(prometheus.Observer)
 	}
-	text := http.StatusText(status)
-	if status == StatusClientClosed {
-		text = "Client Closed Request" // not a status net/http knows
-	}
-	o := requestDuration.WithLabelValues(c.listener, method, text)
+	// The numeric code ("503", "499" for a client that went away), as
+	// queries such as status=~"5.." expect.
+	o := requestDuration.WithLabelValues(c.listener, method, strconv.Itoa(status))
 	c.seen.Store(k, o)
 	return o
 }

@@ -39,15 +39,15 @@ const (
 )
 
 // Trace makes the server span of each request: named by method and chi
-// route pattern once routing is done ("GET /api/v1/orders/{orderNo}"),
-// with the route, the status and what the front doors add (SpanOf). A
-// caller's traceparent makes the span its child when the listener's
-// callers are Inside; Outside, the span starts a trace of its own (the
-// sampler decides as for a request without one) and the caller's context
-// is only a link: a partner neither joins gatehouse's work to its trace
-// nor decides its sampling, and its tracestate goes nowhere. It must run
-// after RequestID and before Logger (whose line then carries the trace
-// id). With tracing off it is not installed at all.
+// route pattern once routing is done ("GET /api/v1/orders/{orderNo}"; the
+// method alone when no route matched), with the route, the status and what
+// the front doors add (SpanOf). A caller's traceparent makes the span its
+// child when the listener's callers are Inside; Outside, the span starts a
+// trace of its own (the sampler decides as for a request without one) and
+// the caller's context is only a link: a partner neither joins gatehouse's
+// work to its trace nor decides its sampling, and its tracestate goes
+// nowhere. It must run after RequestID and before Logger (whose line then
+// carries the trace id). With tracing off it is not installed at all.
 func Trace(tr *telemetry.Tracing, listener string, callers Callers) func(http.Handler) http.Handler {
 	if !tr.On() {
 		return func(next http.Handler) http.Handler { return next }
@@ -77,28 +77,19 @@ func Trace(tr *telemetry.Tracing, listener string, callers Callers) func(http.Ha
 				return
 			}
 			status := outcome(r, rec.status)
-			route := "unmatched"
+			// No route (a 404): the span is named by the method alone and
+			// has no http.route, as the semantic conventions ask, so that
+			// tools group unmatched requests apart from every route.
+			route := ""
 			if rc := chi.RouteContext(ctx); rc != nil {
-				if p := rc.RoutePattern(); p != "" {
-					route = p
-				}
+				route = rc.RoutePattern()
 			}
-			span.SetName(r.Method + " " + route)
-			// One call: the span's attributes grow once. url.path (never
-			// the query: signatures travel there) only where the route
-			// does not already say it (a pattern with parameters, a 404).
-			if path := r.URL.Path; path != route {
-				span.SetAttributes(
-					attribute.String("http.request.method", r.Method),
-					attribute.String("http.route", route),
-					attribute.String("url.path", path),
-					attribute.Int("http.response.status_code", status))
+			if route != "" {
+				span.SetName(r.Method + " " + route)
 			} else {
-				span.SetAttributes(
-					attribute.String("http.request.method", r.Method),
-					attribute.String("http.route", route),
-					attribute.Int("http.response.status_code", status))
+				span.SetName(r.Method)
 			}
+			span.SetAttributes(serverAttrs(r, route, status)...)
 			if status >= 500 {
 				span.SetStatus(codes.Error, strconv.Itoa(status)+" "+http.StatusText(status))
 			}
@@ -107,6 +98,32 @@ func Trace(tr *telemetry.Tracing, listener string, callers Callers) func(http.Ha
 }
 
 var serverKind = trace.WithSpanKind(trace.SpanKindServer)
+
+// serverAttrs are the semantic-convention attributes of a server span,
+// set in one call so that the span's attributes grow once. url.path
+// (never the query: signatures travel there) only where the route does
+// not already say it (a pattern with parameters, a 404). server.address
+// and server.port are what the caller asked for (the Host header), the
+// port being the scheme's default when the header names none.
+func serverAttrs(r *http.Request, route string, status int) []attribute.KeyValue {
+	scheme := "http"
+	if RequestHTTPS(r) {
+		scheme = "https"
+	}
+	attrs := make([]attribute.KeyValue, 0, 8)
+	attrs = append(attrs,
+		attribute.String("http.request.method", r.Method),
+		attribute.String("url.scheme", scheme),
+		attribute.Int("http.response.status_code", status))
+	if route != "" {
+		attrs = append(attrs, attribute.String("http.route", route))
+	}
+	attrs = append(attrs, telemetry.ServerAttrs(scheme, r.Host)...)
+	if path := r.URL.Path; path != route {
+		attrs = append(attrs, attribute.String("url.path", path))
+	}
+	return attrs
+}
 
 // SpanOf returns the request's server span, or nil when tracing is off
 // (or ctx is not a request's): front doors add their attributes to it

@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"gatehouse/internal/redact"
+	"gatehouse/internal/telemetry"
 )
 
 // SpanRefund is the name of the span of one refund call (its retries
@@ -23,10 +23,10 @@ func (s *Service) traceRefund(ctx context.Context, orderNo string) (context.Cont
 		return ctx, trace.SpanFromContext(context.Background())
 	}
 	return s.tracing.Tracer().Start(ctx, SpanRefund, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(
-			attribute.String("gatehouse.order_no", orderNo),
-			attribute.String("server.address", s.providerHost()),
-		))
+		trace.WithAttributes(attribute.String("gatehouse.order_no", orderNo)),
+		// The provider URL's path or query may hold credentials of the
+		// provider's own: ClientAttrs keeps neither.
+		trace.WithAttributes(telemetry.ClientAttrs(http.MethodPost, s.refundsURL())...))
 }
 
 // endRefund records the provider's answer on span.
@@ -44,7 +44,3 @@ func endRefund(span trace.Span, resp *http.Response, err error) {
 		span.SetAttributes(attribute.Int("http.response.status_code", resp.StatusCode))
 	}
 }
-
-// providerHost is the provider URL's host (its path or query may hold
-// credentials of the provider's own).
-func (s *Service) providerHost() string { return redact.Host(s.provider.URL) }

@@ -37,16 +37,20 @@ func (c *backlogCollector) remove(s *Service) {
 	delete(c.services, s)
 }
 
+// any is one of the running Services, nil when none runs.
+func (c *backlogCollector) any() *Service {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for s := range c.services {
+		return s
+	}
+	return nil
+}
+
 func (c *backlogCollector) Describe(ch chan<- *prometheus.Desc) { ch <- backlogDesc }
 
 func (c *backlogCollector) Collect(ch chan<- prometheus.Metric) {
-	c.mu.Lock()
-	var s *Service
-	for x := range c.services {
-		s = x
-		break
-	}
-	c.mu.Unlock()
+	s := c.any()
 	if s == nil {
 		return
 	}

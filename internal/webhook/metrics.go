@@ -1,9 +1,12 @@
 package webhook
 
 import (
+	"context"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"gatehouse/ent/webhookeventtype"
 )
 
 // Metrics on the process's default registry (served at /metrics on the
@@ -32,13 +35,38 @@ var (
 )
 
 func init() {
-	prometheus.MustRegister(failedTotal, attemptsTotal, attemptSeconds, firstAttemptLatency, backlog)
+	prometheus.MustRegister(failedCounters{}, attemptsTotal, attemptSeconds, firstAttemptLatency, backlog)
 	// The alerts' counters exist at 0 from the start, per known label value.
 	for _, r := range []string{"success", "failure"} {
 		attemptsTotal.WithLabelValues(r)
 	}
-	// failedTotal's labels are the event types: the catalogue creates
-	// them when it learns a type (newCatalogue, catalogue.remember).
+	// failedTotal's labels are the event types: the built-in ones exist
+	// from newCatalogue on, the custom ones from the scrape after they
+	// were declared (failedCounters).
+}
+
+// failedCounters serves failedTotal with a series at 0 for every declared
+// event type: the custom types are read from the database at each scrape
+// (at most MaxCustomTypes names), so that a type declared before this
+// replica started, or on another replica since, has its counter before
+// its first FAILED delivery, and the alert's increase() sees that one.
+type failedCounters struct{}
+
+func (failedCounters) Describe(ch chan<- *prometheus.Desc) { failedTotal.Describe(ch) }
+
+func (failedCounters) Collect(ch chan<- prometheus.Metric) {
+	if s := backlog.any(); s != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		// A failing database leaves the types already known (the
+		// readiness alert speaks for it).
+		if names, err := s.client.WebhookEventType.Query().Select(webhookeventtype.FieldName).Strings(ctx); err == nil {
+			for _, n := range names {
+				failedTotal.WithLabelValues(n)
+			}
+		}
+		cancel()
+	}
+	failedTotal.Collect(ch)
 }
 
 func alertFailed(eventType string) { failedTotal.WithLabelValues(eventType).Inc() }

@@ -34,8 +34,10 @@ func (s *Service) traceAttempt(ctx context.Context, j job) (context.Context, tra
 			attribute.String("gatehouse.webhook.event_type", j.EventType),
 			attribute.Int("gatehouse.app_id", j.AppID),
 			attribute.Int("gatehouse.webhook.attempt", j.AttemptCount+1),
-			attribute.String("server.address", hostOf(j.CallbackURL)),
-		))
+		),
+		// Never the callback URL's path or query: ClientAttrs keeps
+		// scheme, host and port.
+		trace.WithAttributes(telemetry.ClientAttrs(http.MethodPost, j.CallbackURL)...))
 	// The attempt's deadline and cancellation stay those of ctx.
 	return trace.ContextWithSpan(ctx, span), span
 }
