@@ -416,6 +416,7 @@ type ComplexityRoot struct {
 		AppID                   func(childComplexity int) int
 		AutoDisabledAt          func(childComplexity int) int
 		Breaker                 func(childComplexity int) int
+		ClientCertificate       func(childComplexity int) int
 		CreateTime              func(childComplexity int) int
 		Description             func(childComplexity int) int
 		Enabled                 func(childComplexity int) int
@@ -423,6 +424,7 @@ type ComplexityRoot struct {
 		ID                      func(childComplexity int) int
 		PreviousSecretExpiresAt func(childComplexity int) int
 		RateLimit               func(childComplexity int) int
+		RetrySchedule           func(childComplexity int) int
 		URL                     func(childComplexity int) int
 		UpdateTime              func(childComplexity int) int
 	}
@@ -2253,6 +2255,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.WebhookEndpoint.Breaker(childComplexity), true
+	case "WebhookEndpoint.clientCertificate":
+		if e.ComplexityRoot.WebhookEndpoint.ClientCertificate == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpoint.ClientCertificate(childComplexity), true
 	case "WebhookEndpoint.createTime":
 		if e.ComplexityRoot.WebhookEndpoint.CreateTime == nil {
 			break
@@ -2295,6 +2303,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.WebhookEndpoint.RateLimit(childComplexity), true
+	case "WebhookEndpoint.retrySchedule":
+		if e.ComplexityRoot.WebhookEndpoint.RetrySchedule == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpoint.RetrySchedule(childComplexity), true
 	case "WebhookEndpoint.url":
 		if e.ComplexityRoot.WebhookEndpoint.URL == nil {
 			break
@@ -5558,6 +5572,14 @@ type WebhookEndpoint implements Node {
   autoDisabledAt: Time
   previousSecretExpiresAt: Time
   rateLimit: Int
+  """
+  Seconds to wait before each retry of a failed delivery: [5, 300] is a first attempt, a retry 5 s after it, another 5 min later, then FAILED. Null: the default schedule (1, 2, 4, 8, 16 s × GATEHOUSE_WEBHOOK_RETRY_BASE).
+  """
+  retrySchedule: [Int!]
+  """
+  The PEM certificate (chain) presented to the receiver for mutual TLS; null: none. Its private key is never shown.
+  """
+  clientCertificate: String
   createTime: Time!
   updateTime: Time!
   app: PartnerApp!
@@ -6494,6 +6516,10 @@ func (ec *executionContext) childFields_WebhookEndpoint(ctx context.Context, fie
 		return ec.fieldContext_WebhookEndpoint_previousSecretExpiresAt(ctx, field)
 	case "rateLimit":
 		return ec.fieldContext_WebhookEndpoint_rateLimit(ctx, field)
+	case "retrySchedule":
+		return ec.fieldContext_WebhookEndpoint_retrySchedule(ctx, field)
+	case "clientCertificate":
+		return ec.fieldContext_WebhookEndpoint_clientCertificate(ctx, field)
 	case "createTime":
 		return ec.fieldContext_WebhookEndpoint_createTime(ctx, field)
 	case "updateTime":
@@ -15200,6 +15226,52 @@ func (ec *executionContext) _WebhookEndpoint_rateLimit(ctx context.Context, fiel
 }
 func (ec *executionContext) fieldContext_WebhookEndpoint_rateLimit(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _WebhookEndpoint_retrySchedule(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpoint_retrySchedule(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RetrySchedule, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []int) graphql.Marshaler {
+			return ec.marshalOInt2ᚕintᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpoint_retrySchedule(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _WebhookEndpoint_clientCertificate(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpoint_clientCertificate(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ClientCertificate, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpoint_clientCertificate(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _WebhookEndpoint_createTime(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
@@ -29190,6 +29262,16 @@ func (ec *executionContext) _WebhookEndpoint(ctx context.Context, sel ast.Select
 			}
 		case "rateLimit":
 			out.Values[i] = ec._WebhookEndpoint_rateLimit(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "retrySchedule":
+			out.Values[i] = ec._WebhookEndpoint_retrySchedule(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "clientCertificate":
+			out.Values[i] = ec._WebhookEndpoint_clientCertificate(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
