@@ -170,7 +170,7 @@ func Fanout(ctx context.Context, c *ent.Client, ev Event) (Queued, error) {
 			SetCallbackURL(ep.URL).
 			SetStatus(StatusPending).
 			SetRetryCount(0).
-			SetMaxRetry(MaxRetry).
+			SetMaxRetry(maxRetryOf(ep.RetrySchedule)).
 			SetNextAttemptAt(now).
 			SetCreateTime(now).
 			SetUpdateTime(now).

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -117,6 +119,10 @@ type Options struct {
 	// Outbound are the limits of the HTTP client; zero: outbound.DefaultConfig.
 	// Its Dialer is always replaced by the SSRF-guarded dialer.
 	Outbound *outbound.Config
+	// Proxy is the HTTP CONNECT proxy every attempt goes through
+	// (GATEHOUSE_WEBHOOK_PROXY, see ParseProxyURL); empty: attempts
+	// connect directly. The URL guard still checks each target.
+	Proxy string
 	// Tracing makes a span per attempt (nil: off).
 	Tracing *telemetry.Tracing
 	// EventTypes are the built-in event types, declared by the domains
@@ -236,14 +242,24 @@ func NewService(db *store.DB, masterKey []byte, log *slog.Logger, opt Options) (
 		loopback: make(map[string]bool),
 		wake:     make(chan struct{}, 1),
 	}
-	if s.http, err = s.newClient(GuardedDialer(opt.AllowPrivate, dialer())); err != nil {
+	var proxy *url.URL
+	if opt.Proxy != "" {
+		if proxy, err = outbound.ParseProxyURL(opt.Proxy); err != nil {
+			return nil, fmt.Errorf("webhook: proxy URL %w", err)
+		}
+	}
+	refuse := forbidden
+	if opt.AllowPrivate {
+		refuse = nil
+	}
+	if s.http, err = s.newClient(dialVia(proxy, refuse)); err != nil {
 		return nil, err
 	}
 	for _, k := range opt.LoopbackApps {
 		s.loopback[k] = true
 	}
 	if len(s.loopback) > 0 && !opt.AllowPrivate {
-		if s.loopHTTP, err = s.newClient(LoopbackDialer(dialer())); err != nil {
+		if s.loopHTTP, err = s.newClient(dialVia(proxy, forbiddenButLoopback)); err != nil {
 			return nil, err
 		}
 	}
@@ -260,6 +276,25 @@ func NewService(db *store.DB, masterKey []byte, log *slog.Logger, opt Options) (
 }
 
 func dialer() *net.Dialer { return &net.Dialer{KeepAlive: 30 * time.Second} }
+
+// dialVia is how attempts connect: through proxy (nil: directly), never
+// to an address refuse refuses (nil: none is).
+func dialVia(proxy *url.URL, refuse func(netip.Addr) bool) outbound.DialFunc {
+	switch {
+	case proxy != nil && refuse == nil:
+		return outbound.ProxyDialer(proxy, nil, dialer())
+	case proxy != nil:
+		return outbound.ProxyDialer(proxy, func(a netip.Addr) error {
+			if refuse(a) {
+				return fmt.Errorf("%w: %s", ErrForbiddenAddress, a)
+			}
+			return nil
+		}, dialer())
+	case refuse == nil:
+		return dialer().DialContext
+	}
+	return guard(dialer(), refuse).DialContext
+}
 
 // clientConfig is the outbound configuration of attempts: Options.Outbound
 // (default: the outbound limits, connect 3 s), never retried by the
@@ -284,10 +319,10 @@ func (s *Service) clientConfig() outbound.Config {
 }
 
 // newClient builds an HTTP client for attempts: the outbound limits and
-// a breaker per callback endpoint, dialing through d (an SSRF guard).
-func (s *Service) newClient(d *net.Dialer) (*outbound.Client, error) {
+// a breaker per callback endpoint, dialing with dial (an SSRF guard).
+func (s *Service) newClient(dial outbound.DialFunc) (*outbound.Client, error) {
 	cfg := s.clientConfig()
-	cfg.Dialer = d.DialContext
+	cfg.Dialer = dial
 	var hc *outbound.Client
 	hc, err := outbound.New(cfg, outbound.WithClock(s.opt.Now), outbound.WithStateListener(func(key, from, to string) {
 		s.breakerChanged(hc, key, from, to) // never before New returned: no call has been made
