@@ -19,6 +19,8 @@ import (
 // certificates for 127.0.0.1 and client certificates (mutual TLS).
 type CA struct {
 	Cert *x509.Certificate
+	// PEM is Cert in PEM (a client CA bundle file, say).
+	PEM []byte
 	// Pool holds Cert alone: the roots that verify what the CA signed.
 	Pool *x509.CertPool
 	key  *ecdsa.PrivateKey
@@ -49,7 +51,7 @@ func NewCA(t testing.TB, name string) *CA {
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(cert)
-	return &CA{Cert: cert, Pool: pool, key: key}
+	return &CA{Cert: cert, PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), Pool: pool, key: key}
 }
 
 // Issue signs a leaf certificate valid until notAfter: for a server at
