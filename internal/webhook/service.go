@@ -309,9 +309,11 @@ func (s *Service) clientConfig() outbound.Config {
 	// repeats them (it would not anyway, POST is not idempotent).
 	cfg.RetryAttempts, cfg.RetryWaits = 1, nil
 	// The breaker judges a full window of 10 attempts (as for every
-	// outbound call): a single delivery (6 attempts at most) never opens
-	// its endpoint's breaker by itself, so its schedule stays 1, 2, 4, 8,
-	// 16 × base.
+	// outbound call): a delivery on the default schedule (6 attempts)
+	// never opens its endpoint's breaker by itself, so that schedule stays
+	// 1, 2, 4, 8, 16 × base. A longer retry schedule (up to 20 attempts)
+	// can: its later retries then wait for the half-open time, using no
+	// attempt, as everyone's do.
 	if cfg.ReplyTimeout == 0 {
 		cfg.ReplyTimeout = DefaultReplyTimeout
 	}
