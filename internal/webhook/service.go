@@ -81,7 +81,9 @@ const (
 	// kept (GATEHOUSE_WEBHOOK_RETENTION).
 	DefaultRetention = 720 * time.Hour
 
-	// MaxRetry is the message's maxRetry: retries after the first attempt.
+	// MaxRetry is the message's maxRetry on the default schedule: retries
+	// after the first attempt (an endpoint's retry schedule has its own,
+	// see maxRetryOf).
 	MaxRetry = 5
 	// MaxStoredResponseBody is how much of a reply's body is stored.
 	MaxStoredResponseBody = 64 << 10
