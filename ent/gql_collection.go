@@ -1898,6 +1898,16 @@ func (_q *WebhookEndpointQuery) collectField(ctx context.Context, oneNode bool, 
 				selectedFields = append(selectedFields, webhookendpoint.FieldRateLimit)
 				fieldSeen[webhookendpoint.FieldRateLimit] = struct{}{}
 			}
+		case "retrySchedule":
+			if _, ok := fieldSeen[webhookendpoint.FieldRetrySchedule]; !ok {
+				selectedFields = append(selectedFields, webhookendpoint.FieldRetrySchedule)
+				fieldSeen[webhookendpoint.FieldRetrySchedule] = struct{}{}
+			}
+		case "clientCertificate":
+			if _, ok := fieldSeen[webhookendpoint.FieldClientCertificate]; !ok {
+				selectedFields = append(selectedFields, webhookendpoint.FieldClientCertificate)
+				fieldSeen[webhookendpoint.FieldClientCertificate] = struct{}{}
+			}
 		case "createTime":
 			if _, ok := fieldSeen[webhookendpoint.FieldCreateTime]; !ok {
 				selectedFields = append(selectedFields, webhookendpoint.FieldCreateTime)

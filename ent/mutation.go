@@ -13219,6 +13219,11 @@ type WebhookEndpointMutation struct {
 	previous_secret_expires_at *time.Time
 	rate_limit                 *int
 	addrate_limit              *int
+	retry_schedule             *[]int
+	appendretry_schedule       []int
+	headers                    *[]byte
+	client_certificate         *string
+	client_key                 *[]byte
 	create_time                *time.Time
 	update_time                *time.Time
 	clearedFields              map[string]struct{}
@@ -13792,6 +13797,218 @@ func (m *WebhookEndpointMutation) ResetRateLimit() {
 	delete(m.clearedFields, webhookendpoint.FieldRateLimit)
 }
 
+// SetRetrySchedule sets the "retry_schedule" field.
+func (m *WebhookEndpointMutation) SetRetrySchedule(i []int) {
+	m.retry_schedule = &i
+	m.appendretry_schedule = nil
+}
+
+// RetrySchedule returns the value of the "retry_schedule" field in the mutation.
+func (m *WebhookEndpointMutation) RetrySchedule() (r []int, exists bool) {
+	v := m.retry_schedule
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldRetrySchedule returns the old "retry_schedule" field's value of the WebhookEndpoint entity.
+// If the WebhookEndpoint object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *WebhookEndpointMutation) OldRetrySchedule(ctx context.Context) (v []int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldRetrySchedule is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldRetrySchedule requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldRetrySchedule: %w", err)
+	}
+	return oldValue.RetrySchedule, nil
+}
+
+// AppendRetrySchedule adds i to the "retry_schedule" field.
+func (m *WebhookEndpointMutation) AppendRetrySchedule(i []int) {
+	m.appendretry_schedule = append(m.appendretry_schedule, i...)
+}
+
+// AppendedRetrySchedule returns the list of values that were appended to the "retry_schedule" field in this mutation.
+func (m *WebhookEndpointMutation) AppendedRetrySchedule() ([]int, bool) {
+	if len(m.appendretry_schedule) == 0 {
+		return nil, false
+	}
+	return m.appendretry_schedule, true
+}
+
+// ClearRetrySchedule clears the value of the "retry_schedule" field.
+func (m *WebhookEndpointMutation) ClearRetrySchedule() {
+	m.retry_schedule = nil
+	m.appendretry_schedule = nil
+	m.clearedFields[webhookendpoint.FieldRetrySchedule] = struct{}{}
+}
+
+// RetryScheduleCleared returns if the "retry_schedule" field was cleared in this mutation.
+func (m *WebhookEndpointMutation) RetryScheduleCleared() bool {
+	_, ok := m.clearedFields[webhookendpoint.FieldRetrySchedule]
+	return ok
+}
+
+// ResetRetrySchedule resets all changes to the "retry_schedule" field.
+func (m *WebhookEndpointMutation) ResetRetrySchedule() {
+	m.retry_schedule = nil
+	m.appendretry_schedule = nil
+	delete(m.clearedFields, webhookendpoint.FieldRetrySchedule)
+}
+
+// SetHeaders sets the "headers" field.
+func (m *WebhookEndpointMutation) SetHeaders(b []byte) {
+	m.headers = &b
+}
+
+// Headers returns the value of the "headers" field in the mutation.
+func (m *WebhookEndpointMutation) Headers() (r []byte, exists bool) {
+	v := m.headers
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldHeaders returns the old "headers" field's value of the WebhookEndpoint entity.
+// If the WebhookEndpoint object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *WebhookEndpointMutation) OldHeaders(ctx context.Context) (v *[]byte, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldHeaders is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldHeaders requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldHeaders: %w", err)
+	}
+	return oldValue.Headers, nil
+}
+
+// ClearHeaders clears the value of the "headers" field.
+func (m *WebhookEndpointMutation) ClearHeaders() {
+	m.headers = nil
+	m.clearedFields[webhookendpoint.FieldHeaders] = struct{}{}
+}
+
+// HeadersCleared returns if the "headers" field was cleared in this mutation.
+func (m *WebhookEndpointMutation) HeadersCleared() bool {
+	_, ok := m.clearedFields[webhookendpoint.FieldHeaders]
+	return ok
+}
+
+// ResetHeaders resets all changes to the "headers" field.
+func (m *WebhookEndpointMutation) ResetHeaders() {
+	m.headers = nil
+	delete(m.clearedFields, webhookendpoint.FieldHeaders)
+}
+
+// SetClientCertificate sets the "client_certificate" field.
+func (m *WebhookEndpointMutation) SetClientCertificate(s string) {
+	m.client_certificate = &s
+}
+
+// ClientCertificate returns the value of the "client_certificate" field in the mutation.
+func (m *WebhookEndpointMutation) ClientCertificate() (r string, exists bool) {
+	v := m.client_certificate
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldClientCertificate returns the old "client_certificate" field's value of the WebhookEndpoint entity.
+// If the WebhookEndpoint object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *WebhookEndpointMutation) OldClientCertificate(ctx context.Context) (v *string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldClientCertificate is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldClientCertificate requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldClientCertificate: %w", err)
+	}
+	return oldValue.ClientCertificate, nil
+}
+
+// ClearClientCertificate clears the value of the "client_certificate" field.
+func (m *WebhookEndpointMutation) ClearClientCertificate() {
+	m.client_certificate = nil
+	m.clearedFields[webhookendpoint.FieldClientCertificate] = struct{}{}
+}
+
+// ClientCertificateCleared returns if the "client_certificate" field was cleared in this mutation.
+func (m *WebhookEndpointMutation) ClientCertificateCleared() bool {
+	_, ok := m.clearedFields[webhookendpoint.FieldClientCertificate]
+	return ok
+}
+
+// ResetClientCertificate resets all changes to the "client_certificate" field.
+func (m *WebhookEndpointMutation) ResetClientCertificate() {
+	m.client_certificate = nil
+	delete(m.clearedFields, webhookendpoint.FieldClientCertificate)
+}
+
+// SetClientKey sets the "client_key" field.
+func (m *WebhookEndpointMutation) SetClientKey(b []byte) {
+	m.client_key = &b
+}
+
+// ClientKey returns the value of the "client_key" field in the mutation.
+func (m *WebhookEndpointMutation) ClientKey() (r []byte, exists bool) {
+	v := m.client_key
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldClientKey returns the old "client_key" field's value of the WebhookEndpoint entity.
+// If the WebhookEndpoint object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *WebhookEndpointMutation) OldClientKey(ctx context.Context) (v *[]byte, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldClientKey is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldClientKey requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldClientKey: %w", err)
+	}
+	return oldValue.ClientKey, nil
+}
+
+// ClearClientKey clears the value of the "client_key" field.
+func (m *WebhookEndpointMutation) ClearClientKey() {
+	m.client_key = nil
+	m.clearedFields[webhookendpoint.FieldClientKey] = struct{}{}
+}
+
+// ClientKeyCleared returns if the "client_key" field was cleared in this mutation.
+func (m *WebhookEndpointMutation) ClientKeyCleared() bool {
+	_, ok := m.clearedFields[webhookendpoint.FieldClientKey]
+	return ok
+}
+
+// ResetClientKey resets all changes to the "client_key" field.
+func (m *WebhookEndpointMutation) ResetClientKey() {
+	m.client_key = nil
+	delete(m.clearedFields, webhookendpoint.FieldClientKey)
+}
+
 // SetCreateTime sets the "create_time" field.
 func (m *WebhookEndpointMutation) SetCreateTime(t time.Time) {
 	m.create_time = &t
@@ -13979,7 +14196,7 @@ func (m *WebhookEndpointMutation) Type() string {
 // order to get all numeric fields that were incremented/decremented, call
 // AddedFields().
 func (m *WebhookEndpointMutation) Fields() []string {
-	fields := make([]string, 0, 12)
+	fields := make([]string, 0, 16)
 	if m.app != nil {
 		fields = append(fields, webhookendpoint.FieldAppID)
 	}
@@ -14009,6 +14226,18 @@ func (m *WebhookEndpointMutation) Fields() []string {
 	}
 	if m.rate_limit != nil {
 		fields = append(fields, webhookendpoint.FieldRateLimit)
+	}
+	if m.retry_schedule != nil {
+		fields = append(fields, webhookendpoint.FieldRetrySchedule)
+	}
+	if m.headers != nil {
+		fields = append(fields, webhookendpoint.FieldHeaders)
+	}
+	if m.client_certificate != nil {
+		fields = append(fields, webhookendpoint.FieldClientCertificate)
+	}
+	if m.client_key != nil {
+		fields = append(fields, webhookendpoint.FieldClientKey)
 	}
 	if m.create_time != nil {
 		fields = append(fields, webhookendpoint.FieldCreateTime)
@@ -14044,6 +14273,14 @@ func (m *WebhookEndpointMutation) Field(name string) (ent.Value, bool) {
 		return m.PreviousSecretExpiresAt()
 	case webhookendpoint.FieldRateLimit:
 		return m.RateLimit()
+	case webhookendpoint.FieldRetrySchedule:
+		return m.RetrySchedule()
+	case webhookendpoint.FieldHeaders:
+		return m.Headers()
+	case webhookendpoint.FieldClientCertificate:
+		return m.ClientCertificate()
+	case webhookendpoint.FieldClientKey:
+		return m.ClientKey()
 	case webhookendpoint.FieldCreateTime:
 		return m.CreateTime()
 	case webhookendpoint.FieldUpdateTime:
@@ -14077,6 +14314,14 @@ func (m *WebhookEndpointMutation) OldField(ctx context.Context, name string) (en
 		return m.OldPreviousSecretExpiresAt(ctx)
 	case webhookendpoint.FieldRateLimit:
 		return m.OldRateLimit(ctx)
+	case webhookendpoint.FieldRetrySchedule:
+		return m.OldRetrySchedule(ctx)
+	case webhookendpoint.FieldHeaders:
+		return m.OldHeaders(ctx)
+	case webhookendpoint.FieldClientCertificate:
+		return m.OldClientCertificate(ctx)
+	case webhookendpoint.FieldClientKey:
+		return m.OldClientKey(ctx)
 	case webhookendpoint.FieldCreateTime:
 		return m.OldCreateTime(ctx)
 	case webhookendpoint.FieldUpdateTime:
@@ -14160,6 +14405,34 @@ func (m *WebhookEndpointMutation) SetField(name string, value ent.Value) error {
 		}
 		m.SetRateLimit(v)
 		return nil
+	case webhookendpoint.FieldRetrySchedule:
+		v, ok := value.([]int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetRetrySchedule(v)
+		return nil
+	case webhookendpoint.FieldHeaders:
+		v, ok := value.([]byte)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetHeaders(v)
+		return nil
+	case webhookendpoint.FieldClientCertificate:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetClientCertificate(v)
+		return nil
+	case webhookendpoint.FieldClientKey:
+		v, ok := value.([]byte)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetClientKey(v)
+		return nil
 	case webhookendpoint.FieldCreateTime:
 		v, ok := value.(time.Time)
 		if !ok {
@@ -14234,6 +14507,18 @@ func (m *WebhookEndpointMutation) ClearedFields() []string {
 	if m.FieldCleared(webhookendpoint.FieldRateLimit) {
 		fields = append(fields, webhookendpoint.FieldRateLimit)
 	}
+	if m.FieldCleared(webhookendpoint.FieldRetrySchedule) {
+		fields = append(fields, webhookendpoint.FieldRetrySchedule)
+	}
+	if m.FieldCleared(webhookendpoint.FieldHeaders) {
+		fields = append(fields, webhookendpoint.FieldHeaders)
+	}
+	if m.FieldCleared(webhookendpoint.FieldClientCertificate) {
+		fields = append(fields, webhookendpoint.FieldClientCertificate)
+	}
+	if m.FieldCleared(webhookendpoint.FieldClientKey) {
+		fields = append(fields, webhookendpoint.FieldClientKey)
+	}
 	return fields
 }
 
@@ -14262,6 +14547,18 @@ func (m *WebhookEndpointMutation) ClearField(name string) error {
 		return nil
 	case webhookendpoint.FieldRateLimit:
 		m.ClearRateLimit()
+		return nil
+	case webhookendpoint.FieldRetrySchedule:
+		m.ClearRetrySchedule()
+		return nil
+	case webhookendpoint.FieldHeaders:
+		m.ClearHeaders()
+		return nil
+	case webhookendpoint.FieldClientCertificate:
+		m.ClearClientCertificate()
+		return nil
+	case webhookendpoint.FieldClientKey:
+		m.ClearClientKey()
 		return nil
 	}
 	return fmt.Errorf("unknown WebhookEndpoint nullable field %s", name)
@@ -14300,6 +14597,18 @@ func (m *WebhookEndpointMutation) ResetField(name string) error {
 		return nil
 	case webhookendpoint.FieldRateLimit:
 		m.ResetRateLimit()
+		return nil
+	case webhookendpoint.FieldRetrySchedule:
+		m.ResetRetrySchedule()
+		return nil
+	case webhookendpoint.FieldHeaders:
+		m.ResetHeaders()
+		return nil
+	case webhookendpoint.FieldClientCertificate:
+		m.ResetClientCertificate()
+		return nil
+	case webhookendpoint.FieldClientKey:
+		m.ResetClientKey()
 		return nil
 	case webhookendpoint.FieldCreateTime:
 		m.ResetCreateTime()

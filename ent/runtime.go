@@ -583,11 +583,11 @@ func init() {
 	// webhookendpoint.RateLimitValidator is a validator for the "rate_limit" field. It is called by the builders before save.
 	webhookendpoint.RateLimitValidator = webhookendpointDescRateLimit.Validators[0].(func(int) error)
 	// webhookendpointDescCreateTime is the schema descriptor for create_time field.
-	webhookendpointDescCreateTime := webhookendpointFields[10].Descriptor()
+	webhookendpointDescCreateTime := webhookendpointFields[14].Descriptor()
 	// webhookendpoint.DefaultCreateTime holds the default value on creation for the create_time field.
 	webhookendpoint.DefaultCreateTime = webhookendpointDescCreateTime.Default.(func() time.Time)
 	// webhookendpointDescUpdateTime is the schema descriptor for update_time field.
-	webhookendpointDescUpdateTime := webhookendpointFields[11].Descriptor()
+	webhookendpointDescUpdateTime := webhookendpointFields[15].Descriptor()
 	// webhookendpoint.DefaultUpdateTime holds the default value on creation for the update_time field.
 	webhookendpoint.DefaultUpdateTime = webhookendpointDescUpdateTime.Default.(func() time.Time)
 	// webhookendpoint.UpdateDefaultUpdateTime holds the default value on update for the update_time field.

@@ -39,6 +39,14 @@ type WebhookEndpoint struct {
 	PreviousSecretExpiresAt *time.Time `json:"previous_secret_expires_at,omitempty"`
 	// RateLimit holds the value of the "rate_limit" field.
 	RateLimit *int `json:"rate_limit,omitempty"`
+	// Seconds to wait before each retry of a failed delivery: [5, 300] is a first attempt, a retry 5 s after it, another 5 min later, then FAILED. Null: the default schedule (1, 2, 4, 8, 16 s × GATEHOUSE_WEBHOOK_RETRY_BASE).
+	RetrySchedule []int `json:"retry_schedule,omitempty"`
+	// Headers holds the value of the "headers" field.
+	Headers *[]byte `json:"-"`
+	// The PEM certificate (chain) presented to the receiver for mutual TLS; null: none. Its private key is never shown.
+	ClientCertificate *string `json:"client_certificate,omitempty"`
+	// ClientKey holds the value of the "client_key" field.
+	ClientKey *[]byte `json:"-"`
 	// CreateTime holds the value of the "create_time" field.
 	CreateTime time.Time `json:"create_time,omitempty"`
 	// UpdateTime holds the value of the "update_time" field.
@@ -89,13 +97,13 @@ func (*WebhookEndpoint) scanValues(columns []string) ([]any, error) {
 	values := make([]any, len(columns))
 	for i := range columns {
 		switch columns[i] {
-		case webhookendpoint.FieldEventTypes, webhookendpoint.FieldSecret, webhookendpoint.FieldPreviousSecret:
+		case webhookendpoint.FieldEventTypes, webhookendpoint.FieldSecret, webhookendpoint.FieldPreviousSecret, webhookendpoint.FieldRetrySchedule, webhookendpoint.FieldHeaders, webhookendpoint.FieldClientKey:
 			values[i] = new([]byte)
 		case webhookendpoint.FieldEnabled:
 			values[i] = new(sql.NullBool)
 		case webhookendpoint.FieldID, webhookendpoint.FieldAppID, webhookendpoint.FieldRateLimit:
 			values[i] = new(sql.NullInt64)
-		case webhookendpoint.FieldURL, webhookendpoint.FieldDescription:
+		case webhookendpoint.FieldURL, webhookendpoint.FieldDescription, webhookendpoint.FieldClientCertificate:
 			values[i] = new(sql.NullString)
 		case webhookendpoint.FieldAutoDisabledAt, webhookendpoint.FieldPreviousSecretExpiresAt, webhookendpoint.FieldCreateTime, webhookendpoint.FieldUpdateTime:
 			values[i] = new(sql.NullTime)
@@ -184,6 +192,33 @@ func (_m *WebhookEndpoint) assignValues(columns []string, values []any) error {
 			} else if value.Valid {
 				_m.RateLimit = new(int)
 				*_m.RateLimit = int(value.Int64)
+			}
+		case webhookendpoint.FieldRetrySchedule:
+			if value, ok := values[i].(*[]byte); !ok {
+				return fmt.Errorf("unexpected type %T for field retry_schedule", values[i])
+			} else if value != nil && len(*value) > 0 {
+				if err := json.Unmarshal(*value, &_m.RetrySchedule); err != nil {
+					return fmt.Errorf("unmarshal field retry_schedule: %w", err)
+				}
+			}
+		case webhookendpoint.FieldHeaders:
+			if value, ok := values[i].(*[]byte); !ok {
+				return fmt.Errorf("unexpected type %T for field headers", values[i])
+			} else if value != nil {
+				_m.Headers = value
+			}
+		case webhookendpoint.FieldClientCertificate:
+			if value, ok := values[i].(*sql.NullString); !ok {
+				return fmt.Errorf("unexpected type %T for field client_certificate", values[i])
+			} else if value.Valid {
+				_m.ClientCertificate = new(string)
+				*_m.ClientCertificate = value.String
+			}
+		case webhookendpoint.FieldClientKey:
+			if value, ok := values[i].(*[]byte); !ok {
+				return fmt.Errorf("unexpected type %T for field client_key", values[i])
+			} else if value != nil {
+				_m.ClientKey = value
 			}
 		case webhookendpoint.FieldCreateTime:
 			if value, ok := values[i].(*sql.NullTime); !ok {
@@ -276,6 +311,18 @@ func (_m *WebhookEndpoint) String() string {
 		builder.WriteString("rate_limit=")
 		builder.WriteString(fmt.Sprintf("%v", *v))
 	}
+	builder.WriteString(", ")
+	builder.WriteString("retry_schedule=")
+	builder.WriteString(fmt.Sprintf("%v", _m.RetrySchedule))
+	builder.WriteString(", ")
+	builder.WriteString("headers=<sensitive>")
+	builder.WriteString(", ")
+	if v := _m.ClientCertificate; v != nil {
+		builder.WriteString("client_certificate=")
+		builder.WriteString(*v)
+	}
+	builder.WriteString(", ")
+	builder.WriteString("client_key=<sensitive>")
 	builder.WriteString(", ")
 	builder.WriteString("create_time=")
 	builder.WriteString(_m.CreateTime.Format(time.ANSIC))

@@ -124,6 +124,38 @@ func (_c *WebhookEndpointCreate) SetNillableRateLimit(v *int) *WebhookEndpointCr
 	return _c
 }
 
+// SetRetrySchedule sets the "retry_schedule" field.
+func (_c *WebhookEndpointCreate) SetRetrySchedule(v []int) *WebhookEndpointCreate {
+	_c.mutation.SetRetrySchedule(v)
+	return _c
+}
+
+// SetHeaders sets the "headers" field.
+func (_c *WebhookEndpointCreate) SetHeaders(v []byte) *WebhookEndpointCreate {
+	_c.mutation.SetHeaders(v)
+	return _c
+}
+
+// SetClientCertificate sets the "client_certificate" field.
+func (_c *WebhookEndpointCreate) SetClientCertificate(v string) *WebhookEndpointCreate {
+	_c.mutation.SetClientCertificate(v)
+	return _c
+}
+
+// SetNillableClientCertificate sets the "client_certificate" field if the given value is not nil.
+func (_c *WebhookEndpointCreate) SetNillableClientCertificate(v *string) *WebhookEndpointCreate {
+	if v != nil {
+		_c.SetClientCertificate(*v)
+	}
+	return _c
+}
+
+// SetClientKey sets the "client_key" field.
+func (_c *WebhookEndpointCreate) SetClientKey(v []byte) *WebhookEndpointCreate {
+	_c.mutation.SetClientKey(v)
+	return _c
+}
+
 // SetCreateTime sets the "create_time" field.
 func (_c *WebhookEndpointCreate) SetCreateTime(v time.Time) *WebhookEndpointCreate {
 	_c.mutation.SetCreateTime(v)
@@ -328,6 +360,22 @@ func (_c *WebhookEndpointCreate) createSpec() (*WebhookEndpoint, *sqlgraph.Creat
 	if value, ok := _c.mutation.RateLimit(); ok {
 		_spec.SetField(webhookendpoint.FieldRateLimit, field.TypeInt, value)
 		_node.RateLimit = &value
+	}
+	if value, ok := _c.mutation.RetrySchedule(); ok {
+		_spec.SetField(webhookendpoint.FieldRetrySchedule, field.TypeJSON, value)
+		_node.RetrySchedule = value
+	}
+	if value, ok := _c.mutation.Headers(); ok {
+		_spec.SetField(webhookendpoint.FieldHeaders, field.TypeBytes, value)
+		_node.Headers = &value
+	}
+	if value, ok := _c.mutation.ClientCertificate(); ok {
+		_spec.SetField(webhookendpoint.FieldClientCertificate, field.TypeString, value)
+		_node.ClientCertificate = &value
+	}
+	if value, ok := _c.mutation.ClientKey(); ok {
+		_spec.SetField(webhookendpoint.FieldClientKey, field.TypeBytes, value)
+		_node.ClientKey = &value
 	}
 	if value, ok := _c.mutation.CreateTime(); ok {
 		_spec.SetField(webhookendpoint.FieldCreateTime, field.TypeTime, value)
@@ -566,6 +614,78 @@ func (u *WebhookEndpointUpsert) ClearRateLimit() *WebhookEndpointUpsert {
 	return u
 }
 
+// SetRetrySchedule sets the "retry_schedule" field.
+func (u *WebhookEndpointUpsert) SetRetrySchedule(v []int) *WebhookEndpointUpsert {
+	u.Set(webhookendpoint.FieldRetrySchedule, v)
+	return u
+}
+
+// UpdateRetrySchedule sets the "retry_schedule" field to the value that was provided on create.
+func (u *WebhookEndpointUpsert) UpdateRetrySchedule() *WebhookEndpointUpsert {
+	u.SetExcluded(webhookendpoint.FieldRetrySchedule)
+	return u
+}
+
+// ClearRetrySchedule clears the value of the "retry_schedule" field.
+func (u *WebhookEndpointUpsert) ClearRetrySchedule() *WebhookEndpointUpsert {
+	u.SetNull(webhookendpoint.FieldRetrySchedule)
+	return u
+}
+
+// SetHeaders sets the "headers" field.
+func (u *WebhookEndpointUpsert) SetHeaders(v []byte) *WebhookEndpointUpsert {
+	u.Set(webhookendpoint.FieldHeaders, v)
+	return u
+}
+
+// UpdateHeaders sets the "headers" field to the value that was provided on create.
+func (u *WebhookEndpointUpsert) UpdateHeaders() *WebhookEndpointUpsert {
+	u.SetExcluded(webhookendpoint.FieldHeaders)
+	return u
+}
+
+// ClearHeaders clears the value of the "headers" field.
+func (u *WebhookEndpointUpsert) ClearHeaders() *WebhookEndpointUpsert {
+	u.SetNull(webhookendpoint.FieldHeaders)
+	return u
+}
+
+// SetClientCertificate sets the "client_certificate" field.
+func (u *WebhookEndpointUpsert) SetClientCertificate(v string) *WebhookEndpointUpsert {
+	u.Set(webhookendpoint.FieldClientCertificate, v)
+	return u
+}
+
+// UpdateClientCertificate sets the "client_certificate" field to the value that was provided on create.
+func (u *WebhookEndpointUpsert) UpdateClientCertificate() *WebhookEndpointUpsert {
+	u.SetExcluded(webhookendpoint.FieldClientCertificate)
+	return u
+}
+
+// ClearClientCertificate clears the value of the "client_certificate" field.
+func (u *WebhookEndpointUpsert) ClearClientCertificate() *WebhookEndpointUpsert {
+	u.SetNull(webhookendpoint.FieldClientCertificate)
+	return u
+}
+
+// SetClientKey sets the "client_key" field.
+func (u *WebhookEndpointUpsert) SetClientKey(v []byte) *WebhookEndpointUpsert {
+	u.Set(webhookendpoint.FieldClientKey, v)
+	return u
+}
+
+// UpdateClientKey sets the "client_key" field to the value that was provided on create.
+func (u *WebhookEndpointUpsert) UpdateClientKey() *WebhookEndpointUpsert {
+	u.SetExcluded(webhookendpoint.FieldClientKey)
+	return u
+}
+
+// ClearClientKey clears the value of the "client_key" field.
+func (u *WebhookEndpointUpsert) ClearClientKey() *WebhookEndpointUpsert {
+	u.SetNull(webhookendpoint.FieldClientKey)
+	return u
+}
+
 // SetUpdateTime sets the "update_time" field.
 func (u *WebhookEndpointUpsert) SetUpdateTime(v time.Time) *WebhookEndpointUpsert {
 	u.Set(webhookendpoint.FieldUpdateTime, v)
@@ -791,6 +911,90 @@ func (u *WebhookEndpointUpsertOne) UpdateRateLimit() *WebhookEndpointUpsertOne {
 func (u *WebhookEndpointUpsertOne) ClearRateLimit() *WebhookEndpointUpsertOne {
 	return u.Update(func(s *WebhookEndpointUpsert) {
 		s.ClearRateLimit()
+	})
+}
+
+// SetRetrySchedule sets the "retry_schedule" field.
+func (u *WebhookEndpointUpsertOne) SetRetrySchedule(v []int) *WebhookEndpointUpsertOne {
+	return u.Update(func(s *WebhookEndpointUpsert) {
+		s.SetRetrySchedule(v)
+	})
+}
+
+// UpdateRetrySchedule sets the "retry_schedule" field to the value that was provided on create.
+func (u *WebhookEndpointUpsertOne) UpdateRetrySchedule() *WebhookEndpointUpsertOne {
+	return u.Update(func(s *WebhookEndpointUpsert) {
+		s.UpdateRetrySchedule()
+	})
+}
+
+// ClearRetrySchedule clears the value of the "retry_schedule" field.
+func (u *WebhookEndpointUpsertOne) ClearRetrySchedule() *WebhookEndpointUpsertOne {
+	return u.Update(func(s *WebhookEndpointUpsert) {
+		s.ClearRetrySchedule()
+	})
+}
+
+// SetHeaders sets the "headers" field.
+func (u *WebhookEndpointUpsertOne) SetHeaders(v []byte) *WebhookEndpointUpsertOne {
+	return u.Update(func(s *WebhookEndpointUpsert) {
+		s.SetHeaders(v)
+	})
+}
+
+// UpdateHeaders sets the "headers" field to the value that was provided on create.
+func (u *WebhookEndpointUpsertOne) UpdateHeaders() *WebhookEndpointUpsertOne {
+	return u.Update(func(s *WebhookEndpointUpsert) {
+		s.UpdateHeaders()
+	})
+}
+
+// ClearHeaders clears the value of the "headers" field.
+func (u *WebhookEndpointUpsertOne) ClearHeaders() *WebhookEndpointUpsertOne {
+	return u.Update(func(s *WebhookEndpointUpsert) {
+		s.ClearHeaders()
+	})
+}
+
+// SetClientCertificate sets the "client_certificate" field.
+func (u *WebhookEndpointUpsertOne) SetClientCertificate(v string) *WebhookEndpointUpsertOne {
+	return u.Update(func(s *WebhookEndpointUpsert) {
+		s.SetClientCertificate(v)
+	})
+}
+
+// UpdateClientCertificate sets the "client_certificate" field to the value that was provided on create.
+func (u *WebhookEndpointUpsertOne) UpdateClientCertificate() *WebhookEndpointUpsertOne {
+	return u.Update(func(s *WebhookEndpointUpsert) {
+		s.UpdateClientCertificate()
+	})
+}
+
+// ClearClientCertificate clears the value of the "client_certificate" field.
+func (u *WebhookEndpointUpsertOne) ClearClientCertificate() *WebhookEndpointUpsertOne {
+	return u.Update(func(s *WebhookEndpointUpsert) {
+		s.ClearClientCertificate()
+	})
+}
+
+// SetClientKey sets the "client_key" field.
+func (u *WebhookEndpointUpsertOne) SetClientKey(v []byte) *WebhookEndpointUpsertOne {
+	return u.Update(func(s *WebhookEndpointUpsert) {
+		s.SetClientKey(v)
+	})
+}
+
+// UpdateClientKey sets the "client_key" field to the value that was provided on create.
+func (u *WebhookEndpointUpsertOne) UpdateClientKey() *WebhookEndpointUpsertOne {
+	return u.Update(func(s *WebhookEndpointUpsert) {
+		s.UpdateClientKey()
+	})
+}
+
+// ClearClientKey clears the value of the "client_key" field.
+func (u *WebhookEndpointUpsertOne) ClearClientKey() *WebhookEndpointUpsertOne {
+	return u.Update(func(s *WebhookEndpointUpsert) {
+		s.ClearClientKey()
 	})
 }
 
@@ -1187,6 +1391,90 @@ func (u *WebhookEndpointUpsertBulk) UpdateRateLimit() *WebhookEndpointUpsertBulk
 func (u *WebhookEndpointUpsertBulk) ClearRateLimit() *WebhookEndpointUpsertBulk {
 	return u.Update(func(s *WebhookEndpointUpsert) {
 		s.ClearRateLimit()
+	})
+}
+
+// SetRetrySchedule sets the "retry_schedule" field.
+func (u *WebhookEndpointUpsertBulk) SetRetrySchedule(v []int) *WebhookEndpointUpsertBulk {
+	return u.Update(func(s *WebhookEndpointUpsert) {
+		s.SetRetrySchedule(v)
+	})
+}
+
+// UpdateRetrySchedule sets the "retry_schedule" field to the value that was provided on create.
+func (u *WebhookEndpointUpsertBulk) UpdateRetrySchedule() *WebhookEndpointUpsertBulk {
+	return u.Update(func(s *WebhookEndpointUpsert) {
+		s.UpdateRetrySchedule()
+	})
+}
+
+// ClearRetrySchedule clears the value of the "retry_schedule" field.
+func (u *WebhookEndpointUpsertBulk) ClearRetrySchedule() *WebhookEndpointUpsertBulk {
+	return u.Update(func(s *WebhookEndpointUpsert) {
+		s.ClearRetrySchedule()
+	})
+}
+
+// SetHeaders sets the "headers" field.
+func (u *WebhookEndpointUpsertBulk) SetHeaders(v []byte) *WebhookEndpointUpsertBulk {
+	return u.Update(func(s *WebhookEndpointUpsert) {
+		s.SetHeaders(v)
+	})
+}
+
+// UpdateHeaders sets the "headers" field to the value that was provided on create.
+func (u *WebhookEndpointUpsertBulk) UpdateHeaders() *WebhookEndpointUpsertBulk {
+	return u.Update(func(s *WebhookEndpointUpsert) {
+		s.UpdateHeaders()
+	})
+}
+
+// ClearHeaders clears the value of the "headers" field.
+func (u *WebhookEndpointUpsertBulk) ClearHeaders() *WebhookEndpointUpsertBulk {
+	return u.Update(func(s *WebhookEndpointUpsert) {
+		s.ClearHeaders()
+	})
+}
+
+// SetClientCertificate sets the "client_certificate" field.
+func (u *WebhookEndpointUpsertBulk) SetClientCertificate(v string) *WebhookEndpointUpsertBulk {
+	return u.Update(func(s *WebhookEndpointUpsert) {
+		s.SetClientCertificate(v)
+	})
+}
+
+// UpdateClientCertificate sets the "client_certificate" field to the value that was provided on create.
+func (u *WebhookEndpointUpsertBulk) UpdateClientCertificate() *WebhookEndpointUpsertBulk {
+	return u.Update(func(s *WebhookEndpointUpsert) {
+		s.UpdateClientCertificate()
+	})
+}
+
+// ClearClientCertificate clears the value of the "client_certificate" field.
+func (u *WebhookEndpointUpsertBulk) ClearClientCertificate() *WebhookEndpointUpsertBulk {
+	return u.Update(func(s *WebhookEndpointUpsert) {
+		s.ClearClientCertificate()
+	})
+}
+
+// SetClientKey sets the "client_key" field.
+func (u *WebhookEndpointUpsertBulk) SetClientKey(v []byte) *WebhookEndpointUpsertBulk {
+	return u.Update(func(s *WebhookEndpointUpsert) {
+		s.SetClientKey(v)
+	})
+}
+
+// UpdateClientKey sets the "client_key" field to the value that was provided on create.
+func (u *WebhookEndpointUpsertBulk) UpdateClientKey() *WebhookEndpointUpsertBulk {
+	return u.Update(func(s *WebhookEndpointUpsert) {
+		s.UpdateClientKey()
+	})
+}
+
+// ClearClientKey clears the value of the "client_key" field.
+func (u *WebhookEndpointUpsertBulk) ClearClientKey() *WebhookEndpointUpsertBulk {
+	return u.Update(func(s *WebhookEndpointUpsert) {
+		s.ClearClientKey()
 	})
 }
 

@@ -176,6 +176,68 @@ func (_u *WebhookEndpointUpdate) ClearRateLimit() *WebhookEndpointUpdate {
 	return _u
 }
 
+// SetRetrySchedule sets the "retry_schedule" field.
+func (_u *WebhookEndpointUpdate) SetRetrySchedule(v []int) *WebhookEndpointUpdate {
+	_u.mutation.SetRetrySchedule(v)
+	return _u
+}
+
+// AppendRetrySchedule appends value to the "retry_schedule" field.
+func (_u *WebhookEndpointUpdate) AppendRetrySchedule(v []int) *WebhookEndpointUpdate {
+	_u.mutation.AppendRetrySchedule(v)
+	return _u
+}
+
+// ClearRetrySchedule clears the value of the "retry_schedule" field.
+func (_u *WebhookEndpointUpdate) ClearRetrySchedule() *WebhookEndpointUpdate {
+	_u.mutation.ClearRetrySchedule()
+	return _u
+}
+
+// SetHeaders sets the "headers" field.
+func (_u *WebhookEndpointUpdate) SetHeaders(v []byte) *WebhookEndpointUpdate {
+	_u.mutation.SetHeaders(v)
+	return _u
+}
+
+// ClearHeaders clears the value of the "headers" field.
+func (_u *WebhookEndpointUpdate) ClearHeaders() *WebhookEndpointUpdate {
+	_u.mutation.ClearHeaders()
+	return _u
+}
+
+// SetClientCertificate sets the "client_certificate" field.
+func (_u *WebhookEndpointUpdate) SetClientCertificate(v string) *WebhookEndpointUpdate {
+	_u.mutation.SetClientCertificate(v)
+	return _u
+}
+
+// SetNillableClientCertificate sets the "client_certificate" field if the given value is not nil.
+func (_u *WebhookEndpointUpdate) SetNillableClientCertificate(v *string) *WebhookEndpointUpdate {
+	if v != nil {
+		_u.SetClientCertificate(*v)
+	}
+	return _u
+}
+
+// ClearClientCertificate clears the value of the "client_certificate" field.
+func (_u *WebhookEndpointUpdate) ClearClientCertificate() *WebhookEndpointUpdate {
+	_u.mutation.ClearClientCertificate()
+	return _u
+}
+
+// SetClientKey sets the "client_key" field.
+func (_u *WebhookEndpointUpdate) SetClientKey(v []byte) *WebhookEndpointUpdate {
+	_u.mutation.SetClientKey(v)
+	return _u
+}
+
+// ClearClientKey clears the value of the "client_key" field.
+func (_u *WebhookEndpointUpdate) ClearClientKey() *WebhookEndpointUpdate {
+	_u.mutation.ClearClientKey()
+	return _u
+}
+
 // SetUpdateTime sets the "update_time" field.
 func (_u *WebhookEndpointUpdate) SetUpdateTime(v time.Time) *WebhookEndpointUpdate {
 	_u.mutation.SetUpdateTime(v)
@@ -349,6 +411,35 @@ func (_u *WebhookEndpointUpdate) sqlSave(ctx context.Context) (_node int, err er
 	}
 	if _u.mutation.RateLimitCleared() {
 		_spec.ClearField(webhookendpoint.FieldRateLimit, field.TypeInt)
+	}
+	if value, ok := _u.mutation.RetrySchedule(); ok {
+		_spec.SetField(webhookendpoint.FieldRetrySchedule, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedRetrySchedule(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, webhookendpoint.FieldRetrySchedule, value)
+		})
+	}
+	if _u.mutation.RetryScheduleCleared() {
+		_spec.ClearField(webhookendpoint.FieldRetrySchedule, field.TypeJSON)
+	}
+	if value, ok := _u.mutation.Headers(); ok {
+		_spec.SetField(webhookendpoint.FieldHeaders, field.TypeBytes, value)
+	}
+	if _u.mutation.HeadersCleared() {
+		_spec.ClearField(webhookendpoint.FieldHeaders, field.TypeBytes)
+	}
+	if value, ok := _u.mutation.ClientCertificate(); ok {
+		_spec.SetField(webhookendpoint.FieldClientCertificate, field.TypeString, value)
+	}
+	if _u.mutation.ClientCertificateCleared() {
+		_spec.ClearField(webhookendpoint.FieldClientCertificate, field.TypeString)
+	}
+	if value, ok := _u.mutation.ClientKey(); ok {
+		_spec.SetField(webhookendpoint.FieldClientKey, field.TypeBytes, value)
+	}
+	if _u.mutation.ClientKeyCleared() {
+		_spec.ClearField(webhookendpoint.FieldClientKey, field.TypeBytes)
 	}
 	if value, ok := _u.mutation.UpdateTime(); ok {
 		_spec.SetField(webhookendpoint.FieldUpdateTime, field.TypeTime, value)
@@ -565,6 +656,68 @@ func (_u *WebhookEndpointUpdateOne) ClearRateLimit() *WebhookEndpointUpdateOne {
 	return _u
 }
 
+// SetRetrySchedule sets the "retry_schedule" field.
+func (_u *WebhookEndpointUpdateOne) SetRetrySchedule(v []int) *WebhookEndpointUpdateOne {
+	_u.mutation.SetRetrySchedule(v)
+	return _u
+}
+
+// AppendRetrySchedule appends value to the "retry_schedule" field.
+func (_u *WebhookEndpointUpdateOne) AppendRetrySchedule(v []int) *WebhookEndpointUpdateOne {
+	_u.mutation.AppendRetrySchedule(v)
+	return _u
+}
+
+// ClearRetrySchedule clears the value of the "retry_schedule" field.
+func (_u *WebhookEndpointUpdateOne) ClearRetrySchedule() *WebhookEndpointUpdateOne {
+	_u.mutation.ClearRetrySchedule()
+	return _u
+}
+
+// SetHeaders sets the "headers" field.
+func (_u *WebhookEndpointUpdateOne) SetHeaders(v []byte) *WebhookEndpointUpdateOne {
+	_u.mutation.SetHeaders(v)
+	return _u
+}
+
+// ClearHeaders clears the value of the "headers" field.
+func (_u *WebhookEndpointUpdateOne) ClearHeaders() *WebhookEndpointUpdateOne {
+	_u.mutation.ClearHeaders()
+	return _u
+}
+
+// SetClientCertificate sets the "client_certificate" field.
+func (_u *WebhookEndpointUpdateOne) SetClientCertificate(v string) *WebhookEndpointUpdateOne {
+	_u.mutation.SetClientCertificate(v)
+	return _u
+}
+
+// SetNillableClientCertificate sets the "client_certificate" field if the given value is not nil.
+func (_u *WebhookEndpointUpdateOne) SetNillableClientCertificate(v *string) *WebhookEndpointUpdateOne {
+	if v != nil {
+		_u.SetClientCertificate(*v)
+	}
+	return _u
+}
+
+// ClearClientCertificate clears the value of the "client_certificate" field.
+func (_u *WebhookEndpointUpdateOne) ClearClientCertificate() *WebhookEndpointUpdateOne {
+	_u.mutation.ClearClientCertificate()
+	return _u
+}
+
+// SetClientKey sets the "client_key" field.
+func (_u *WebhookEndpointUpdateOne) SetClientKey(v []byte) *WebhookEndpointUpdateOne {
+	_u.mutation.SetClientKey(v)
+	return _u
+}
+
+// ClearClientKey clears the value of the "client_key" field.
+func (_u *WebhookEndpointUpdateOne) ClearClientKey() *WebhookEndpointUpdateOne {
+	_u.mutation.ClearClientKey()
+	return _u
+}
+
 // SetUpdateTime sets the "update_time" field.
 func (_u *WebhookEndpointUpdateOne) SetUpdateTime(v time.Time) *WebhookEndpointUpdateOne {
 	_u.mutation.SetUpdateTime(v)
@@ -768,6 +921,35 @@ func (_u *WebhookEndpointUpdateOne) sqlSave(ctx context.Context) (_node *Webhook
 	}
 	if _u.mutation.RateLimitCleared() {
 		_spec.ClearField(webhookendpoint.FieldRateLimit, field.TypeInt)
+	}
+	if value, ok := _u.mutation.RetrySchedule(); ok {
+		_spec.SetField(webhookendpoint.FieldRetrySchedule, field.TypeJSON, value)
+	}
+	if value, ok := _u.mutation.AppendedRetrySchedule(); ok {
+		_spec.AddModifier(func(u *sql.UpdateBuilder) {
+			sqljson.Append(u, webhookendpoint.FieldRetrySchedule, value)
+		})
+	}
+	if _u.mutation.RetryScheduleCleared() {
+		_spec.ClearField(webhookendpoint.FieldRetrySchedule, field.TypeJSON)
+	}
+	if value, ok := _u.mutation.Headers(); ok {
+		_spec.SetField(webhookendpoint.FieldHeaders, field.TypeBytes, value)
+	}
+	if _u.mutation.HeadersCleared() {
+		_spec.ClearField(webhookendpoint.FieldHeaders, field.TypeBytes)
+	}
+	if value, ok := _u.mutation.ClientCertificate(); ok {
+		_spec.SetField(webhookendpoint.FieldClientCertificate, field.TypeString, value)
+	}
+	if _u.mutation.ClientCertificateCleared() {
+		_spec.ClearField(webhookendpoint.FieldClientCertificate, field.TypeString)
+	}
+	if value, ok := _u.mutation.ClientKey(); ok {
+		_spec.SetField(webhookendpoint.FieldClientKey, field.TypeBytes, value)
+	}
+	if _u.mutation.ClientKeyCleared() {
+		_spec.ClearField(webhookendpoint.FieldClientKey, field.TypeBytes)
 	}
 	if value, ok := _u.mutation.UpdateTime(); ok {
 		_spec.SetField(webhookendpoint.FieldUpdateTime, field.TypeTime, value)

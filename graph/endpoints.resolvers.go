@@ -13,9 +13,13 @@ import (
 
 // CreateWebhookEndpoint is the resolver for the createWebhookEndpoint field.
 func (r *mutationResolver) CreateWebhookEndpoint(ctx context.Context, appID int, input CreateWebhookEndpointInput) (*WebhookEndpointSecretPayload, error) {
-	in := webhook.EndpointInput{URL: &input.URL, Description: input.Description, RateLimit: input.RateLimit, Enabled: input.Enabled}
+	in := webhook.EndpointInput{URL: &input.URL, Description: input.Description, RateLimit: input.RateLimit, Enabled: input.Enabled,
+		ClientCertificate: input.ClientCertificate, ClientKey: input.ClientKey}
 	if input.EventTypes != nil {
 		in.EventTypes = &input.EventTypes
+	}
+	if err := egressInput(&in, input.RetrySchedule, input.RetryPreset, input.Headers); err != nil {
+		return nil, err
 	}
 	ep, secret, err := r.Webhooks.CreateEndpoint(ctx, appID, in)
 	if err != nil {
@@ -26,7 +30,11 @@ func (r *mutationResolver) CreateWebhookEndpoint(ctx context.Context, appID int,
 
 // UpdateWebhookEndpoint is the resolver for the updateWebhookEndpoint field.
 func (r *mutationResolver) UpdateWebhookEndpoint(ctx context.Context, id int, input UpdateWebhookEndpointInput) (*ent.WebhookEndpoint, error) {
-	in := webhook.EndpointInput{URL: input.URL, Description: input.Description, RateLimit: input.RateLimit, ClearRateLimit: deref(input.ClearRateLimit)}
+	in := webhook.EndpointInput{URL: input.URL, Description: input.Description, RateLimit: input.RateLimit, ClearRateLimit: deref(input.ClearRateLimit),
+		ClientCertificate: input.ClientCertificate, ClientKey: input.ClientKey, ClearClientCertificate: deref(input.ClearClientCertificate)}
+	if err := egressInput(&in, input.RetrySchedule, input.RetryPreset, input.Headers); err != nil {
+		return nil, err
+	}
 	if v, set := input.EventTypes.ValueOK(); set {
 		types := []string{}
 		if v != nil {
@@ -75,6 +83,13 @@ func (r *webhookEndpointResolver) Breaker(ctx context.Context, obj *ent.WebhookE
 		}
 	}
 	return BreakerState(r.Webhooks.EndpointBreakerState(app.AppKey, obj)), nil
+}
+
+// HeaderNames is the resolver for the headerNames field.
+func (r *webhookEndpointResolver) HeaderNames(ctx context.Context, obj *ent.WebhookEndpoint) ([]string, error) {
+	// Read apart: the query that loaded obj selected the fields GraphQL
+	// shows, and the sealed headers are not one of them.
+	return r.Webhooks.HeaderNames(ctx, obj.ID)
 }
 
 // Health is the resolver for the health field.

@@ -418,14 +418,17 @@ type ComplexityRoot struct {
 		AppID                   func(childComplexity int) int
 		AutoDisabledAt          func(childComplexity int) int
 		Breaker                 func(childComplexity int) int
+		ClientCertificate       func(childComplexity int) int
 		CreateTime              func(childComplexity int) int
 		Description             func(childComplexity int) int
 		Enabled                 func(childComplexity int) int
 		EventTypes              func(childComplexity int) int
+		HeaderNames             func(childComplexity int) int
 		Health                  func(childComplexity int) int
 		ID                      func(childComplexity int) int
 		PreviousSecretExpiresAt func(childComplexity int) int
 		RateLimit               func(childComplexity int) int
+		RetrySchedule           func(childComplexity int) int
 		URL                     func(childComplexity int) int
 		UpdateTime              func(childComplexity int) int
 	}
@@ -549,6 +552,7 @@ type WebhookEndpointResolver interface {
 	EventTypes(ctx context.Context, obj *ent.WebhookEndpoint) ([]string, error)
 
 	Breaker(ctx context.Context, obj *ent.WebhookEndpoint) (BreakerState, error)
+	HeaderNames(ctx context.Context, obj *ent.WebhookEndpoint) ([]string, error)
 	Health(ctx context.Context, obj *ent.WebhookEndpoint) (*WebhookEndpointHealth, error)
 }
 type WebhookMessageResolver interface {
@@ -2287,6 +2291,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.WebhookEndpoint.Breaker(childComplexity), true
+	case "WebhookEndpoint.clientCertificate":
+		if e.ComplexityRoot.WebhookEndpoint.ClientCertificate == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpoint.ClientCertificate(childComplexity), true
 	case "WebhookEndpoint.createTime":
 		if e.ComplexityRoot.WebhookEndpoint.CreateTime == nil {
 			break
@@ -2311,6 +2321,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.WebhookEndpoint.EventTypes(childComplexity), true
+	case "WebhookEndpoint.headerNames":
+		if e.ComplexityRoot.WebhookEndpoint.HeaderNames == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpoint.HeaderNames(childComplexity), true
 	case "WebhookEndpoint.health":
 		if e.ComplexityRoot.WebhookEndpoint.Health == nil {
 			break
@@ -2335,6 +2351,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.WebhookEndpoint.RateLimit(childComplexity), true
+	case "WebhookEndpoint.retrySchedule":
+		if e.ComplexityRoot.WebhookEndpoint.RetrySchedule == nil {
+			break
+		}
+
+		return e.ComplexityRoot.WebhookEndpoint.RetrySchedule(childComplexity), true
 	case "WebhookEndpoint.url":
 		if e.ComplexityRoot.WebhookEndpoint.URL == nil {
 			break
@@ -2980,7 +3002,8 @@ extend type Mutation {
   secret is returned here, once. An app's first endpoint is the one the
   deprecated PartnerApp.callbackURL, webhookSecret and webhookBreaker speak
   for. Errors: VALIDATION_FAILED (url, description, eventTypes, rateLimit,
-  or appID when the app has 10 endpoints), NOT_FOUND.
+  retrySchedule, retryPreset, headers, clientCertificate, clientKey, or
+  appID when the app has 10 endpoints), NOT_FOUND.
   """
   createWebhookEndpoint(appID: ID!, input: CreateWebhookEndpointInput!): WebhookEndpointSecretPayload!
   """
@@ -3040,6 +3063,37 @@ input CreateWebhookEndpointInput {
   rateLimit: Int
   "Default true. A disabled endpoint's deliveries are held."
   enabled: Boolean
+  """
+  Seconds to wait before each retry of a failed delivery: [1, 1, 1] makes
+  a first attempt and 3 retries 1 s apart, then FAILED. At most 19 waits
+  (20 attempts), none negative, summing to at most 30 days (2592000 s);
+  [] makes one attempt only. Absent or null: the default schedule (1, 2,
+  4, 8, 16 s × GATEHOUSE_WEBHOOK_RETRY_BASE). A 429 or 503 with Retry-After
+  pushes the next retry out up to 4 × its wait.
+  """
+  retrySchedule: [Int!] @goField(omittable: true)
+  "A named retry schedule instead of retrySchedule (not both)."
+  retryPreset: WebhookRetryPreset
+  """
+  Custom request headers sent with every delivery, a JSON object of name →
+  value ({"Authorization": "Bearer …"}): at most 20, names HTTP tokens of
+  at most 64 characters, values printable ASCII of at most 1024. Refused:
+  the signature headers and any name like them (webhook-*, svix-*,
+  containing "signature"), Host, Content-Type, Content-Length and the
+  hop-by-hop headers. Values are sealed at rest and never shown back
+  (headerNames lists the names; attempts store them as [redacted]).
+  """
+  headers: JSON
+  """
+  A PEM client certificate (chain, the leaf first) presented to the
+  receiver when it asks for one (mutual TLS); with clientKey.
+  """
+  clientCertificate: String
+  """
+  The unencrypted PEM private key of clientCertificate (PKCS #1, PKCS #8 or
+  SEC 1): sealed at rest with the master key, never shown back.
+  """
+  clientKey: String
 }
 
 input UpdateWebhookEndpointInput {
@@ -3050,6 +3104,39 @@ input UpdateWebhookEndpointInput {
   rateLimit: Int
   "Removes the rate limit."
   clearRateLimit: Boolean
+  """
+  Replaces the retry schedule (see CreateWebhookEndpointInput); the
+  endpoint's waiting deliveries follow the new one from their next
+  attempt. null (or retryPreset: DEFAULT) goes back to the default
+  schedule; absent leaves it.
+  """
+  retrySchedule: [Int!] @goField(omittable: true)
+  "A named retry schedule instead of retrySchedule (not both)."
+  retryPreset: WebhookRetryPreset
+  "Replaces the custom headers (see CreateWebhookEndpointInput); {} removes them."
+  headers: JSON
+  "Replaces the client certificate; with clientKey."
+  clientCertificate: String
+  "The private key of clientCertificate."
+  clientKey: String
+  "Removes the client certificate and its key."
+  clearClientCertificate: Boolean
+}
+
+"A named retry schedule (retryPreset)."
+enum WebhookRetryPreset {
+  """
+  The default: retries 1, 2, 4, 8, 16 s apart (× GATEHOUSE_WEBHOOK_RETRY_BASE),
+  6 attempts over about 31 s. The endpoint keeps no schedule of its own
+  (retrySchedule reads null).
+  """
+  DEFAULT
+  """
+  Svix's schedule, for receivers that may be down for hours: retries 5 s,
+  5 min, 30 min, 2 h, 5 h, 10 h and 10 h apart, 8 attempts over about
+  27.6 h ([5, 300, 1800, 7200, 18000, 36000, 36000]).
+  """
+  LONG
 }
 
 "A webhook endpoint with its signing secret, shown only here."
@@ -3067,6 +3154,11 @@ extend type WebhookEndpoint {
   attempts through.
   """
   breaker: BreakerState!
+  """
+  The names of the endpoint's custom request headers, in order; their
+  values are never shown back.
+  """
+  headerNames: [String!]!
 }
 
 extend type WebhookEndpoint {
@@ -5708,6 +5800,14 @@ type WebhookEndpoint implements Node {
   autoDisabledAt: Time
   previousSecretExpiresAt: Time
   rateLimit: Int
+  """
+  Seconds to wait before each retry of a failed delivery: [5, 300] is a first attempt, a retry 5 s after it, another 5 min later, then FAILED. Null: the default schedule (1, 2, 4, 8, 16 s × GATEHOUSE_WEBHOOK_RETRY_BASE).
+  """
+  retrySchedule: [Int!]
+  """
+  The PEM certificate (chain) presented to the receiver for mutual TLS; null: none. Its private key is never shown.
+  """
+  clientCertificate: String
   createTime: Time!
   updateTime: Time!
   app: PartnerApp!
@@ -6654,6 +6754,10 @@ func (ec *executionContext) childFields_WebhookEndpoint(ctx context.Context, fie
 		return ec.fieldContext_WebhookEndpoint_previousSecretExpiresAt(ctx, field)
 	case "rateLimit":
 		return ec.fieldContext_WebhookEndpoint_rateLimit(ctx, field)
+	case "retrySchedule":
+		return ec.fieldContext_WebhookEndpoint_retrySchedule(ctx, field)
+	case "clientCertificate":
+		return ec.fieldContext_WebhookEndpoint_clientCertificate(ctx, field)
 	case "createTime":
 		return ec.fieldContext_WebhookEndpoint_createTime(ctx, field)
 	case "updateTime":
@@ -6662,6 +6766,8 @@ func (ec *executionContext) childFields_WebhookEndpoint(ctx context.Context, fie
 		return ec.fieldContext_WebhookEndpoint_app(ctx, field)
 	case "breaker":
 		return ec.fieldContext_WebhookEndpoint_breaker(ctx, field)
+	case "headerNames":
+		return ec.fieldContext_WebhookEndpoint_headerNames(ctx, field)
 	case "health":
 		return ec.fieldContext_WebhookEndpoint_health(ctx, field)
 	}
@@ -15457,6 +15563,52 @@ func (ec *executionContext) fieldContext_WebhookEndpoint_rateLimit(_ context.Con
 	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
+func (ec *executionContext) _WebhookEndpoint_retrySchedule(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpoint_retrySchedule(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RetrySchedule, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []int) graphql.Marshaler {
+			return ec.marshalOInt2ᚕintᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpoint_retrySchedule(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _WebhookEndpoint_clientCertificate(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpoint_clientCertificate(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ClientCertificate, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpoint_clientCertificate(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
 func (ec *executionContext) _WebhookEndpoint_createTime(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -15556,6 +15708,29 @@ func (ec *executionContext) _WebhookEndpoint_breaker(ctx context.Context, field 
 }
 func (ec *executionContext) fieldContext_WebhookEndpoint_breaker(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("WebhookEndpoint", field, true, true, errors.New("field of type BreakerState does not have child fields"))
+}
+
+func (ec *executionContext) _WebhookEndpoint_headerNames(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_WebhookEndpoint_headerNames(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.WebhookEndpoint().HeaderNames(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_WebhookEndpoint_headerNames(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("WebhookEndpoint", field, true, true, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _WebhookEndpoint_health(ctx context.Context, field graphql.CollectedField, obj *ent.WebhookEndpoint) (ret graphql.Marshaler) {
@@ -19494,7 +19669,7 @@ func (ec *executionContext) unmarshalInputCreateWebhookEndpointInput(ctx context
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"url", "description", "eventTypes", "rateLimit", "enabled"}
+	fieldsInOrder := [...]string{"url", "description", "eventTypes", "rateLimit", "enabled", "retrySchedule", "retryPreset", "headers", "clientCertificate", "clientKey"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -19536,6 +19711,41 @@ func (ec *executionContext) unmarshalInputCreateWebhookEndpointInput(ctx context
 				return it, err
 			}
 			it.Enabled = data
+		case "retrySchedule":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("retrySchedule"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RetrySchedule = graphql.OmittableOf(data)
+		case "retryPreset":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("retryPreset"))
+			data, err := ec.unmarshalOWebhookRetryPreset2ᚖgatehouseᚋgraphᚐWebhookRetryPreset(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RetryPreset = data
+		case "headers":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("headers"))
+			data, err := ec.unmarshalOJSON2encodingᚋjsonᚐRawMessage(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Headers = data
+		case "clientCertificate":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("clientCertificate"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ClientCertificate = data
+		case "clientKey":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("clientKey"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ClientKey = data
 		}
 	}
 	return it, nil
@@ -23760,7 +23970,7 @@ func (ec *executionContext) unmarshalInputUpdateWebhookEndpointInput(ctx context
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"url", "description", "eventTypes", "rateLimit", "clearRateLimit"}
+	fieldsInOrder := [...]string{"url", "description", "eventTypes", "rateLimit", "clearRateLimit", "retrySchedule", "retryPreset", "headers", "clientCertificate", "clientKey", "clearClientCertificate"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -23802,6 +24012,48 @@ func (ec *executionContext) unmarshalInputUpdateWebhookEndpointInput(ctx context
 				return it, err
 			}
 			it.ClearRateLimit = data
+		case "retrySchedule":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("retrySchedule"))
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RetrySchedule = graphql.OmittableOf(data)
+		case "retryPreset":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("retryPreset"))
+			data, err := ec.unmarshalOWebhookRetryPreset2ᚖgatehouseᚋgraphᚐWebhookRetryPreset(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.RetryPreset = data
+		case "headers":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("headers"))
+			data, err := ec.unmarshalOJSON2encodingᚋjsonᚐRawMessage(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Headers = data
+		case "clientCertificate":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("clientCertificate"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ClientCertificate = data
+		case "clientKey":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("clientKey"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ClientKey = data
+		case "clearClientCertificate":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("clearClientCertificate"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ClearClientCertificate = data
 		}
 	}
 	return it, nil
@@ -29756,6 +30008,16 @@ func (ec *executionContext) _WebhookEndpoint(ctx context.Context, sel ast.Select
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "retrySchedule":
+			out.Values[i] = ec._WebhookEndpoint_retrySchedule(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "clientCertificate":
+			out.Values[i] = ec._WebhookEndpoint_clientCertificate(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "createTime":
 			out.Values[i] = ec._WebhookEndpoint_createTime(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -29814,6 +30076,44 @@ func (ec *executionContext) _WebhookEndpoint(ctx context.Context, sel ast.Select
 					}
 				}()
 				res = ec._WebhookEndpoint_breaker(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "headerNames":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._WebhookEndpoint_headerNames(ctx, field, obj)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
@@ -33143,6 +33443,22 @@ func (ec *executionContext) unmarshalOWebhookEndpointWhereInput2ᚖgatehouseᚋe
 	}
 	res, err := ec.unmarshalInputWebhookEndpointWhereInput(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalOWebhookRetryPreset2ᚖgatehouseᚋgraphᚐWebhookRetryPreset(ctx context.Context, v any) (*WebhookRetryPreset, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(WebhookRetryPreset)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOWebhookRetryPreset2ᚖgatehouseᚋgraphᚐWebhookRetryPreset(ctx context.Context, sel ast.SelectionSet, v *WebhookRetryPreset) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
 }
 
 func (ec *executionContext) marshalO__EnumValue2ᚕgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐEnumValueᚄ(ctx context.Context, sel ast.SelectionSet, v []introspection.EnumValue) graphql.Marshaler {

@@ -2,9 +2,14 @@ package graph
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
+	"github.com/99designs/gqlgen/graphql"
+
+	"gatehouse/internal/errs"
 	"gatehouse/internal/partner"
+	"gatehouse/internal/webhook"
 )
 
 func deref[T any](p *T) T {
@@ -63,4 +68,34 @@ func (r *mutationResolver) updateInput(ctx context.Context, id int, in UpdatePar
 		out.Scopes = &scopes
 	}
 	return out, nil
+}
+
+// egressInput sets the retry schedule, preset and custom headers of an
+// endpoint's input from the GraphQL arguments: a retrySchedule given as
+// null is the default schedule (the preset DEFAULT); headers must be a
+// JSON object of strings.
+func egressInput(in *webhook.EndpointInput, schedule graphql.Omittable[[]int], preset *WebhookRetryPreset, headers json.RawMessage) error {
+	if waits, set := schedule.ValueOK(); set {
+		if waits == nil {
+			if preset != nil {
+				return errs.Invalid("retrySchedule", "give retrySchedule or retryPreset, not both")
+			}
+			p := webhook.PresetDefault
+			in.RetryPreset = &p
+		} else {
+			in.RetrySchedule = &waits
+		}
+	}
+	if preset != nil {
+		p := webhook.RetryPreset(*preset)
+		in.RetryPreset = &p
+	}
+	if headers != nil {
+		m, err := webhook.ParseHeaders(headers)
+		if err != nil {
+			return err
+		}
+		in.Headers = &m
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ package graph
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"gatehouse/ent"
 	"io"
@@ -106,6 +107,29 @@ type CreateWebhookEndpointInput struct {
 	RateLimit *int `json:"rateLimit,omitempty"`
 	// Default true. A disabled endpoint's deliveries are held.
 	Enabled *bool `json:"enabled,omitempty"`
+	// Seconds to wait before each retry of a failed delivery: [1, 1, 1] makes
+	// a first attempt and 3 retries 1 s apart, then FAILED. At most 19 waits
+	// (20 attempts), none negative, summing to at most 30 days (2592000 s);
+	// [] makes one attempt only. Absent or null: the default schedule (1, 2,
+	// 4, 8, 16 s × GATEHOUSE_WEBHOOK_RETRY_BASE). A 429 or 503 with Retry-After
+	// pushes the next retry out up to 4 × its wait.
+	RetrySchedule graphql.Omittable[[]int] `json:"retrySchedule,omitempty"`
+	// A named retry schedule instead of retrySchedule (not both).
+	RetryPreset *WebhookRetryPreset `json:"retryPreset,omitempty"`
+	// Custom request headers sent with every delivery, a JSON object of name →
+	// value ({"Authorization": "Bearer …"}): at most 20, names HTTP tokens of
+	// at most 64 characters, values printable ASCII of at most 1024. Refused:
+	// the signature headers and any name like them (webhook-*, svix-*,
+	// containing "signature"), Host, Content-Type, Content-Length and the
+	// hop-by-hop headers. Values are sealed at rest and never shown back
+	// (headerNames lists the names; attempts store them as [redacted]).
+	Headers json.RawMessage `json:"headers,omitempty"`
+	// A PEM client certificate (chain, the leaf first) presented to the
+	// receiver when it asks for one (mutual TLS); with clientKey.
+	ClientCertificate *string `json:"clientCertificate,omitempty"`
+	// The unencrypted PEM private key of clientCertificate (PKCS #1, PKCS #8 or
+	// SEC 1): sealed at rest with the master key, never shown back.
+	ClientKey *string `json:"clientKey,omitempty"`
 }
 
 // An app with the secrets just created or rotated. Secrets are shown only in
@@ -160,6 +184,21 @@ type UpdateWebhookEndpointInput struct {
 	RateLimit  *int                        `json:"rateLimit,omitempty"`
 	// Removes the rate limit.
 	ClearRateLimit *bool `json:"clearRateLimit,omitempty"`
+	// Replaces the retry schedule (see CreateWebhookEndpointInput); the
+	// endpoint's waiting deliveries follow the new one from their next
+	// attempt. null (or retryPreset: DEFAULT) goes back to the default
+	// schedule; absent leaves it.
+	RetrySchedule graphql.Omittable[[]int] `json:"retrySchedule,omitempty"`
+	// A named retry schedule instead of retrySchedule (not both).
+	RetryPreset *WebhookRetryPreset `json:"retryPreset,omitempty"`
+	// Replaces the custom headers (see CreateWebhookEndpointInput); {} removes them.
+	Headers json.RawMessage `json:"headers,omitempty"`
+	// Replaces the client certificate; with clientKey.
+	ClientCertificate *string `json:"clientCertificate,omitempty"`
+	// The private key of clientCertificate.
+	ClientKey *string `json:"clientKey,omitempty"`
+	// Removes the client certificate and its key.
+	ClearClientCertificate *bool `json:"clearClientCertificate,omitempty"`
 }
 
 // An endpoint's record over the last 24 h (from the attempts stored).
@@ -247,6 +286,68 @@ func (e *BreakerState) UnmarshalJSON(b []byte) error {
 }
 
 func (e BreakerState) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+// A named retry schedule (retryPreset).
+type WebhookRetryPreset string
+
+const (
+	// The default: retries 1, 2, 4, 8, 16 s apart (× GATEHOUSE_WEBHOOK_RETRY_BASE),
+	// 6 attempts over about 31 s. The endpoint keeps no schedule of its own
+	// (retrySchedule reads null).
+	WebhookRetryPresetDefault WebhookRetryPreset = "DEFAULT"
+	// Svix's schedule, for receivers that may be down for hours: retries 5 s,
+	// 5 min, 30 min, 2 h, 5 h, 10 h and 10 h apart, 8 attempts over about
+	// 27.6 h ([5, 300, 1800, 7200, 18000, 36000, 36000]).
+	WebhookRetryPresetLong WebhookRetryPreset = "LONG"
+)
+
+var AllWebhookRetryPreset = []WebhookRetryPreset{
+	WebhookRetryPresetDefault,
+	WebhookRetryPresetLong,
+}
+
+func (e WebhookRetryPreset) IsValid() bool {
+	switch e {
+	case WebhookRetryPresetDefault, WebhookRetryPresetLong:
+		return true
+	}
+	return false
+}
+
+func (e WebhookRetryPreset) String() string {
+	return string(e)
+}
+
+func (e *WebhookRetryPreset) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = WebhookRetryPreset(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid WebhookRetryPreset", str)
+	}
+	return nil
+}
+
+func (e WebhookRetryPreset) MarshalGQL(w io.Writer) {
+	fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *WebhookRetryPreset) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e WebhookRetryPreset) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

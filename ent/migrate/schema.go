@@ -449,6 +449,10 @@ var (
 		{Name: "previous_secret", Type: field.TypeBytes, Nullable: true},
 		{Name: "previous_secret_expires_at", Type: field.TypeTime, Nullable: true},
 		{Name: "rate_limit", Type: field.TypeInt, Nullable: true},
+		{Name: "retry_schedule", Type: field.TypeJSON, Nullable: true},
+		{Name: "headers", Type: field.TypeBytes, Nullable: true},
+		{Name: "client_certificate", Type: field.TypeString, Nullable: true, Size: 2147483647},
+		{Name: "client_key", Type: field.TypeBytes, Nullable: true},
 		{Name: "create_time", Type: field.TypeTime},
 		{Name: "update_time", Type: field.TypeTime},
 		{Name: "app_id", Type: field.TypeInt},
@@ -461,7 +465,7 @@ var (
 		ForeignKeys: []*schema.ForeignKey{
 			{
 				Symbol:     "webhook_endpoints_partner_apps_webhook_endpoints",
-				Columns:    []*schema.Column{WebhookEndpointsColumns[12]},
+				Columns:    []*schema.Column{WebhookEndpointsColumns[16]},
 				RefColumns: []*schema.Column{PartnerAppsColumns[0]},
 				OnDelete:   schema.NoAction,
 			},
@@ -470,7 +474,7 @@ var (
 			{
 				Name:    "webhookendpoint_app_id_enabled",
 				Unique:  false,
-				Columns: []*schema.Column{WebhookEndpointsColumns[12], WebhookEndpointsColumns[4]},
+				Columns: []*schema.Column{WebhookEndpointsColumns[16], WebhookEndpointsColumns[4]},
 			},
 		},
 	}

@@ -50,6 +50,22 @@ func (WebhookEndpoint) Fields() []ent.Field {
 		// rate_limit caps the deliveries per second to this endpoint
 		// (per replica); nil: no cap beyond the app's in-flight share.
 		field.Int("rate_limit").Optional().Nillable().Range(1, 10_000),
+		// retry_schedule is the waits, in seconds, before each retry of a
+		// failed delivery (at most 19 retries spanning at most 30 days,
+		// checked in internal/webhook); null: the default schedule.
+		field.Ints("retry_schedule").Optional().
+			Comment("Seconds to wait before each retry of a failed delivery: [5, 300] is a first attempt, a retry 5 s after it, another 5 min later, then FAILED. Null: the default schedule (1, 2, 4, 8, 16 s × GATEHOUSE_WEBHOOK_RETRY_BASE)."),
+		// headers are the custom request headers (a JSON object of name →
+		// value) sealed with the master key: their values often carry the
+		// receiver's credentials, so they are never shown back.
+		field.Bytes("headers").Optional().Nillable().Sensitive().Annotations(entgql.Skip()),
+		// client_certificate (PEM, public) and client_key (PEM, sealed with
+		// the master key) are presented to the receiver when it asks for a
+		// client certificate (mutual TLS).
+		field.Text("client_certificate").Optional().Nillable().
+			Annotations(entgql.Skip(entgql.SkipWhereInput)).
+			Comment("The PEM certificate (chain) presented to the receiver for mutual TLS; null: none. Its private key is never shown."),
+		field.Bytes("client_key").Optional().Nillable().Sensitive().Annotations(entgql.Skip()),
 		field.Time("create_time").Default(time.Now).Immutable(),
 		field.Time("update_time").Default(time.Now).UpdateDefault(time.Now),
 	}

@@ -34,6 +34,14 @@ const (
 	FieldPreviousSecretExpiresAt = "previous_secret_expires_at"
 	// FieldRateLimit holds the string denoting the rate_limit field in the database.
 	FieldRateLimit = "rate_limit"
+	// FieldRetrySchedule holds the string denoting the retry_schedule field in the database.
+	FieldRetrySchedule = "retry_schedule"
+	// FieldHeaders holds the string denoting the headers field in the database.
+	FieldHeaders = "headers"
+	// FieldClientCertificate holds the string denoting the client_certificate field in the database.
+	FieldClientCertificate = "client_certificate"
+	// FieldClientKey holds the string denoting the client_key field in the database.
+	FieldClientKey = "client_key"
 	// FieldCreateTime holds the string denoting the create_time field in the database.
 	FieldCreateTime = "create_time"
 	// FieldUpdateTime holds the string denoting the update_time field in the database.
@@ -73,6 +81,10 @@ var Columns = []string{
 	FieldPreviousSecret,
 	FieldPreviousSecretExpiresAt,
 	FieldRateLimit,
+	FieldRetrySchedule,
+	FieldHeaders,
+	FieldClientCertificate,
+	FieldClientKey,
 	FieldCreateTime,
 	FieldUpdateTime,
 }
@@ -147,6 +159,11 @@ func ByPreviousSecretExpiresAt(opts ...sql.OrderTermOption) OrderOption {
 // ByRateLimit orders the results by the rate_limit field.
 func ByRateLimit(opts ...sql.OrderTermOption) OrderOption {
 	return sql.OrderByField(FieldRateLimit, opts...).ToFunc()
+}
+
+// ByClientCertificate orders the results by the client_certificate field.
+func ByClientCertificate(opts ...sql.OrderTermOption) OrderOption {
+	return sql.OrderByField(FieldClientCertificate, opts...).ToFunc()
 }
 
 // ByCreateTime orders the results by the create_time field.

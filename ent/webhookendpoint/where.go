@@ -100,6 +100,21 @@ func RateLimit(v int) predicate.WebhookEndpoint {
 	return predicate.WebhookEndpoint(sql.FieldEQ(FieldRateLimit, v))
 }
 
+// Headers applies equality check predicate on the "headers" field. It's identical to HeadersEQ.
+func Headers(v []byte) predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldEQ(FieldHeaders, v))
+}
+
+// ClientCertificate applies equality check predicate on the "client_certificate" field. It's identical to ClientCertificateEQ.
+func ClientCertificate(v string) predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldEQ(FieldClientCertificate, v))
+}
+
+// ClientKey applies equality check predicate on the "client_key" field. It's identical to ClientKeyEQ.
+func ClientKey(v []byte) predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldEQ(FieldClientKey, v))
+}
+
 // CreateTime applies equality check predicate on the "create_time" field. It's identical to CreateTimeEQ.
 func CreateTime(v time.Time) predicate.WebhookEndpoint {
 	return predicate.WebhookEndpoint(sql.FieldEQ(FieldCreateTime, v))
@@ -518,6 +533,191 @@ func RateLimitIsNil() predicate.WebhookEndpoint {
 // RateLimitNotNil applies the NotNil predicate on the "rate_limit" field.
 func RateLimitNotNil() predicate.WebhookEndpoint {
 	return predicate.WebhookEndpoint(sql.FieldNotNull(FieldRateLimit))
+}
+
+// RetryScheduleIsNil applies the IsNil predicate on the "retry_schedule" field.
+func RetryScheduleIsNil() predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldIsNull(FieldRetrySchedule))
+}
+
+// RetryScheduleNotNil applies the NotNil predicate on the "retry_schedule" field.
+func RetryScheduleNotNil() predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldNotNull(FieldRetrySchedule))
+}
+
+// HeadersEQ applies the EQ predicate on the "headers" field.
+func HeadersEQ(v []byte) predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldEQ(FieldHeaders, v))
+}
+
+// HeadersNEQ applies the NEQ predicate on the "headers" field.
+func HeadersNEQ(v []byte) predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldNEQ(FieldHeaders, v))
+}
+
+// HeadersIn applies the In predicate on the "headers" field.
+func HeadersIn(vs ...[]byte) predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldIn(FieldHeaders, vs...))
+}
+
+// HeadersNotIn applies the NotIn predicate on the "headers" field.
+func HeadersNotIn(vs ...[]byte) predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldNotIn(FieldHeaders, vs...))
+}
+
+// HeadersGT applies the GT predicate on the "headers" field.
+func HeadersGT(v []byte) predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldGT(FieldHeaders, v))
+}
+
+// HeadersGTE applies the GTE predicate on the "headers" field.
+func HeadersGTE(v []byte) predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldGTE(FieldHeaders, v))
+}
+
+// HeadersLT applies the LT predicate on the "headers" field.
+func HeadersLT(v []byte) predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldLT(FieldHeaders, v))
+}
+
+// HeadersLTE applies the LTE predicate on the "headers" field.
+func HeadersLTE(v []byte) predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldLTE(FieldHeaders, v))
+}
+
+// HeadersIsNil applies the IsNil predicate on the "headers" field.
+func HeadersIsNil() predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldIsNull(FieldHeaders))
+}
+
+// HeadersNotNil applies the NotNil predicate on the "headers" field.
+func HeadersNotNil() predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldNotNull(FieldHeaders))
+}
+
+// ClientCertificateEQ applies the EQ predicate on the "client_certificate" field.
+func ClientCertificateEQ(v string) predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldEQ(FieldClientCertificate, v))
+}
+
+// ClientCertificateNEQ applies the NEQ predicate on the "client_certificate" field.
+func ClientCertificateNEQ(v string) predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldNEQ(FieldClientCertificate, v))
+}
+
+// ClientCertificateIn applies the In predicate on the "client_certificate" field.
+func ClientCertificateIn(vs ...string) predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldIn(FieldClientCertificate, vs...))
+}
+
+// ClientCertificateNotIn applies the NotIn predicate on the "client_certificate" field.
+func ClientCertificateNotIn(vs ...string) predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldNotIn(FieldClientCertificate, vs...))
+}
+
+// ClientCertificateGT applies the GT predicate on the "client_certificate" field.
+func ClientCertificateGT(v string) predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldGT(FieldClientCertificate, v))
+}
+
+// ClientCertificateGTE applies the GTE predicate on the "client_certificate" field.
+func ClientCertificateGTE(v string) predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldGTE(FieldClientCertificate, v))
+}
+
+// ClientCertificateLT applies the LT predicate on the "client_certificate" field.
+func ClientCertificateLT(v string) predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldLT(FieldClientCertificate, v))
+}
+
+// ClientCertificateLTE applies the LTE predicate on the "client_certificate" field.
+func ClientCertificateLTE(v string) predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldLTE(FieldClientCertificate, v))
+}
+
+// ClientCertificateContains applies the Contains predicate on the "client_certificate" field.
+func ClientCertificateContains(v string) predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldContains(FieldClientCertificate, v))
+}
+
+// ClientCertificateHasPrefix applies the HasPrefix predicate on the "client_certificate" field.
+func ClientCertificateHasPrefix(v string) predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldHasPrefix(FieldClientCertificate, v))
+}
+
+// ClientCertificateHasSuffix applies the HasSuffix predicate on the "client_certificate" field.
+func ClientCertificateHasSuffix(v string) predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldHasSuffix(FieldClientCertificate, v))
+}
+
+// ClientCertificateIsNil applies the IsNil predicate on the "client_certificate" field.
+func ClientCertificateIsNil() predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldIsNull(FieldClientCertificate))
+}
+
+// ClientCertificateNotNil applies the NotNil predicate on the "client_certificate" field.
+func ClientCertificateNotNil() predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldNotNull(FieldClientCertificate))
+}
+
+// ClientCertificateEqualFold applies the EqualFold predicate on the "client_certificate" field.
+func ClientCertificateEqualFold(v string) predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldEqualFold(FieldClientCertificate, v))
+}
+
+// ClientCertificateContainsFold applies the ContainsFold predicate on the "client_certificate" field.
+func ClientCertificateContainsFold(v string) predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldContainsFold(FieldClientCertificate, v))
+}
+
+// ClientKeyEQ applies the EQ predicate on the "client_key" field.
+func ClientKeyEQ(v []byte) predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldEQ(FieldClientKey, v))
+}
+
+// ClientKeyNEQ applies the NEQ predicate on the "client_key" field.
+func ClientKeyNEQ(v []byte) predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldNEQ(FieldClientKey, v))
+}
+
+// ClientKeyIn applies the In predicate on the "client_key" field.
+func ClientKeyIn(vs ...[]byte) predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldIn(FieldClientKey, vs...))
+}
+
+// ClientKeyNotIn applies the NotIn predicate on the "client_key" field.
+func ClientKeyNotIn(vs ...[]byte) predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldNotIn(FieldClientKey, vs...))
+}
+
+// ClientKeyGT applies the GT predicate on the "client_key" field.
+func ClientKeyGT(v []byte) predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldGT(FieldClientKey, v))
+}
+
+// ClientKeyGTE applies the GTE predicate on the "client_key" field.
+func ClientKeyGTE(v []byte) predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldGTE(FieldClientKey, v))
+}
+
+// ClientKeyLT applies the LT predicate on the "client_key" field.
+func ClientKeyLT(v []byte) predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldLT(FieldClientKey, v))
+}
+
+// ClientKeyLTE applies the LTE predicate on the "client_key" field.
+func ClientKeyLTE(v []byte) predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldLTE(FieldClientKey, v))
+}
+
+// ClientKeyIsNil applies the IsNil predicate on the "client_key" field.
+func ClientKeyIsNil() predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldIsNull(FieldClientKey))
+}
+
+// ClientKeyNotNil applies the NotNil predicate on the "client_key" field.
+func ClientKeyNotNil() predicate.WebhookEndpoint {
+	return predicate.WebhookEndpoint(sql.FieldNotNull(FieldClientKey))
 }
 
 // CreateTimeEQ applies the EQ predicate on the "create_time" field.

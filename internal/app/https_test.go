@@ -19,8 +19,8 @@ import (
 // TestHTTPSBothListeners: with a certificate, the admin listener speaks
 // HTTPS too (API keys never cross in clear), and both answer with HSTS.
 func TestHTTPSBothListeners(t *testing.T) {
-	ca := newCA(t, "server CA")
-	certPEM, keyPEM, _ := ca.issue(t, "127.0.0.1", true, time.Now().Add(time.Hour))
+	ca := testenv.NewCA(t, "server CA")
+	certPEM, keyPEM, _ := ca.Issue(t, "127.0.0.1", true, time.Now().Add(time.Hour))
 	dir := t.TempDir()
 	cfg := apptest.Config(t, testenv.Backend{Name: "sqlite"})
 	cfg.TLS.Cert = writeFile(t, dir, "server.pem", certPEM)
@@ -30,7 +30,7 @@ func TestHTTPSBothListeners(t *testing.T) {
 	}
 	s := serve(t, cfg)
 	roots := x509.NewCertPool()
-	roots.AddCert(ca.cert)
+	roots.AddCert(ca.Cert)
 	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
 	for name, addr := range map[string]string{"public": s.ls.Public.Addr().String(), "admin": s.ls.Admin.Addr().String()} {
 		resp, err := c.Get("https://" + addr + "/healthz")

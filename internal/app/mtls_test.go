@@ -2,15 +2,9 @@ package app_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -24,79 +18,6 @@ import (
 	"gatehouse/internal/config"
 	"gatehouse/internal/testenv"
 )
-
-// testCA is a certificate authority made in the test.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
-
-var serial int64
-
-func newKey(t *testing.T) *ecdsa.PrivateKey {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
-
-func newCA(t *testing.T, name string) *testCA {
-	t.Helper()
-	key := newKey(t)
-	serial++
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(serial),
-		Subject:               pkix.Name{CommonName: name},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
-// issue signs a leaf certificate for a server (127.0.0.1) or a client.
-func (ca *testCA) issue(t *testing.T, name string, server bool, notAfter time.Time) (certPEM, keyPEM []byte, pair tls.Certificate) {
-	t.Helper()
-	key := newKey(t)
-	serial++
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(serial),
-		Subject:      pkix.Name{CommonName: name},
-		NotBefore:    time.Now().Add(-2 * time.Hour),
-		NotAfter:     notAfter,
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	if server {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	keyPEM = pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
-	pair, err = tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return certPEM, keyPEM, pair
-}
 
 func writeFile(t *testing.T, dir, name string, b []byte) string {
 	t.Helper()
@@ -114,18 +35,18 @@ func writeFile(t *testing.T, dir, name string, b []byte) string {
 // speaks HTTPS without asking for a client certificate.
 func TestMutualTLS(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		serverCA, clientCA, rogueCA := newCA(t, "server CA"), newCA(t, "client CA"), newCA(t, "rogue CA")
+		serverCA, clientCA, rogueCA := testenv.NewCA(t, "server CA"), testenv.NewCA(t, "client CA"), testenv.NewCA(t, "rogue CA")
 		dir := t.TempDir()
-		srvCert, srvKey, _ := serverCA.issue(t, "127.0.0.1", true, time.Now().Add(time.Hour))
-		_, _, trusted := clientCA.issue(t, "partner-1", false, time.Now().Add(time.Hour))
-		_, _, rogue := rogueCA.issue(t, "partner-1", false, time.Now().Add(time.Hour))
-		_, _, expired := clientCA.issue(t, "partner-1", false, time.Now().Add(-time.Hour))
+		srvCert, srvKey, _ := serverCA.Issue(t, "127.0.0.1", true, time.Now().Add(time.Hour))
+		_, _, trusted := clientCA.Issue(t, "partner-1", false, time.Now().Add(time.Hour))
+		_, _, rogue := rogueCA.Issue(t, "partner-1", false, time.Now().Add(time.Hour))
+		_, _, expired := clientCA.Issue(t, "partner-1", false, time.Now().Add(-time.Hour))
 
 		cfg := apptest.Config(t, b)
 		cfg.TLS.MTLSAddr = "127.0.0.1:0"
 		cfg.TLS.Cert = writeFile(t, dir, "server.pem", srvCert)
 		cfg.TLS.Key = writeFile(t, dir, "server.key", srvKey)
-		cfg.TLS.ClientCA = writeFile(t, dir, "clients.pem", clientCA.pem)
+		cfg.TLS.ClientCA = writeFile(t, dir, "clients.pem", clientCA.PEM)
 		if err := cfg.Resolve(); err != nil {
 			t.Fatal(err)
 		}
@@ -133,7 +54,7 @@ func TestMutualTLS(t *testing.T) {
 		ls := done.ls
 
 		roots := x509.NewCertPool()
-		roots.AddCert(serverCA.cert)
+		roots.AddCert(serverCA.Cert)
 		client := func(minV, maxV uint16, certs ...tls.Certificate) *http.Client {
 			return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: clientTLS(roots, minV, maxV, certs)}}
 		}
@@ -270,9 +191,9 @@ func handshakeAndRead(t *testing.T, addr string, roots *x509.CertPool, v uint16,
 // TestServeTLSMisconfiguration: an unreadable client CA stops Serve with a
 // clear error, and the listeners are released.
 func TestServeTLSMisconfiguration(t *testing.T) {
-	ca := newCA(t, "server CA")
+	ca := testenv.NewCA(t, "server CA")
 	dir := t.TempDir()
-	c, k, _ := ca.issue(t, "127.0.0.1", true, time.Now().Add(time.Hour))
+	c, k, _ := ca.Issue(t, "127.0.0.1", true, time.Now().Add(time.Hour))
 	cfg := apptest.Config(t, testenv.Backend{Name: "sqlite"})
 	cfg.TLS.MTLSAddr = "127.0.0.1:0"
 	cfg.TLS.Cert = writeFile(t, dir, "server.pem", c)

@@ -25,6 +25,7 @@ func (a *App) wireWebhooks(ctx context.Context) error {
 	svc, err := webhook.NewService(a.DB, a.Cfg.MasterKey, a.Log, webhook.Options{
 		RetryBase:    a.Cfg.Webhooks.RetryBase,
 		AllowPrivate: a.Cfg.Webhooks.AllowPrivate,
+		Proxy:        a.Cfg.Webhooks.Proxy,
 		LoopbackApps: a.Cfg.WebhookLoopbackApps,
 		PerApp:       a.Cfg.Webhooks.PerApp,
 		Retention:    retention,

@@ -68,6 +68,9 @@ type CallOptions struct {
 	// against; empty means the destination's "host:port". Webhooks use one
 	// breaker per partner callback endpoint, whatever its host.
 	BreakerKey string
+	// ClientCert, when set, is presented to the host if it asks for a
+	// client certificate (mutual TLS); see ClientCert.
+	ClientCert *ClientCert
 }
 
 // Option configures a Client.
@@ -104,6 +107,11 @@ type Client struct {
 
 	mu       sync.Mutex
 	breakers map[string]*breaker
+
+	// certHTTP are the clients of calls with a client certificate, by
+	// certificate (see ClientCert).
+	certMu   sync.Mutex
+	certHTTP map[string]*http.Client
 }
 
 // New returns a Client enforcing cfg, or the validation errors of cfg.
@@ -117,6 +125,7 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 		dialer:   cfg.Dialer,
 		limiter:  newConnLimiter(cfg.MaxConns),
 		breakers: make(map[string]*breaker),
+		certHTTP: make(map[string]*http.Client),
 		now:      time.Now,
 	}
 	if c.dialer == nil {
@@ -126,7 +135,7 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 		o(c)
 	}
 	c.transport = newTransport(cfg, c.dial)
-	c.limiter.evictIdle = c.transport.CloseIdleConnections
+	c.limiter.evictIdle = c.closeIdle
 	c.http = &http.Client{
 		Transport: c.transport,
 		// Redirects are returned to the caller: following them would send
@@ -156,7 +165,7 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 // Close releases idle connections and stops reporting metrics.
 func (c *Client) Close() {
 	meteredClients.remove(c)
-	c.transport.CloseIdleConnections()
+	c.closeIdle()
 }
 
 // Do sends req and returns the reply. Replies of any status are returned
@@ -264,7 +273,7 @@ func (c *Client) attempt(ctx context.Context, req *http.Request, retry bool, opt
 			return nil, err
 		}
 	}
-	resp, err := c.http.Do(r)
+	resp, err := c.httpFor(opt.ClientCert).Do(r)
 	if err != nil {
 		// net/http's error names the whole URL; whatever it reaches (a
 		// log, a delivery's lastError, a span) shows its scheme and host.

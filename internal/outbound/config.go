@@ -2,6 +2,7 @@ package outbound
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math"
@@ -59,6 +60,10 @@ type Config struct {
 	// Dialer opens connections; nil means a net.Dialer. The connect timeout
 	// and the connection caps are applied around it either way.
 	Dialer DialFunc
+	// TLS is the TLS configuration calls start from (the root CAs that
+	// verify hosts, say); nil: Go's defaults and the system's roots. It is
+	// copied; client certificates are per call (CallOptions.ClientCert).
+	TLS *tls.Config
 }
 
 // DefaultConfig returns the limits of the specification: connect 3 s, read

@@ -2,6 +2,7 @@ package outbound
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -101,10 +102,16 @@ func isTimeout(err error) bool {
 }
 
 func newTransport(cfg Config, dial DialFunc) *http.Transport {
+	tlsCfg := &tls.Config{}
+	if cfg.TLS != nil {
+		tlsCfg = cfg.TLS.Clone()
+	}
 	return &http.Transport{
-		// No proxy on purpose: a proxy would make the dialer (and with it
-		// the connection caps and the webhook SSRF guard) see the proxy's
-		// address instead of the real destination.
+		TLSClientConfig: tlsCfg,
+		// No proxy here on purpose: a proxy would make the dialer (and with
+		// it the connection caps and the webhook SSRF guard) see the
+		// proxy's address instead of the real destination. A proxy is a
+		// dialer instead (ProxyDialer), which sees both.
 		Proxy:                 nil,
 		DialContext:           dial,
 		ForceAttemptHTTP2:     true,

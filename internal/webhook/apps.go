@@ -11,6 +11,7 @@ import (
 	"gatehouse/ent"
 	"gatehouse/ent/partnerapp"
 	"gatehouse/ent/webhookendpoint"
+	"gatehouse/internal/outbound"
 )
 
 // AppTTL bounds how stale a replica's copy of an endpoint's webhook
@@ -36,6 +37,14 @@ type appInfo struct {
 	// every attempt.
 	url    string
 	urlErr error
+	// retry is the endpoint's retry schedule (nil: the default); headers
+	// its custom headers, cert its client certificate (nil: none).
+	// egressErr says why they could not be read (another master key):
+	// attempts fail with it rather than go out without them.
+	retry     []int
+	headers   []header
+	cert      *outbound.ClientCert
+	egressErr error
 }
 
 // checkURL is ValidateCallbackURL(u, true), from the endpoint's load when
@@ -147,6 +156,13 @@ func (s *Service) loadEndpoint(ctx context.Context, id int) (*appInfo, error) {
 	}
 	if ep.RateLimit != nil {
 		info.rateLimit = *ep.RateLimit
+	}
+	info.retry = ep.RetrySchedule
+	if ep.Headers != nil {
+		info.headers, info.egressErr = s.openHeaders(*ep.Headers)
+	}
+	if ep.ClientCertificate != nil && ep.ClientKey != nil && info.egressErr == nil {
+		info.cert, info.egressErr = s.openClientCert(*ep.ClientCertificate, *ep.ClientKey)
 	}
 	return info, nil
 }

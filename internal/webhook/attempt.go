@@ -103,7 +103,7 @@ func (s *Service) attempt(abort context.Context, j job, handoff bool, sent func(
 	secrets := app.signingSecrets(s.opt.Now())
 	if len(secrets) == 0 {
 		o.err = errNoSecret
-		s.finish(j, &o, ep, false)
+		s.finish(j, &o, ep, app, false)
 		return nil
 	}
 	if err := app.checkURL(j.CallbackURL); err != nil {
@@ -111,22 +111,28 @@ func (s *Service) attempt(abort context.Context, j job, handoff bool, sent func(
 		// the form, which cannot get better by retrying but is recorded
 		// like any failure so the operator sees it.
 		o.err = err
-		s.finish(j, &o, ep, false)
+		s.finish(j, &o, ep, app, false)
+		return nil
+	}
+	if app.egressErr != nil {
+		o.err = app.egressErr
+		s.finish(j, &o, ep, app, false)
 		return nil
 	}
 
 	body := message(Message{
 		EventType: j.EventType, BizData: j.BizData, CallbackURL: j.CallbackURL,
-		RetryCount: j.RetryCount, MaxRetry: j.MaxRetry, CreateTime: j.CreateTime.UnixMilli(),
+		RetryCount: j.RetryCount, MaxRetry: maxRetryOf(app.retry), CreateTime: j.CreateTime.UnixMilli(),
 	})
 	ts := time.Now()
 	sig := Sign(j.EventID, ts, body, secrets...)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, j.CallbackURL, bytes.NewReader(body))
 	if err != nil {
 		o.err = err
-		s.finish(j, &o, ep, false)
+		s.finish(j, &o, ep, app, false)
 		return nil
 	}
+	app.setHeaders(req)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", userAgent)
 	req.Header.Set(HeaderID, j.EventID)
@@ -136,11 +142,12 @@ func (s *Service) attempt(abort context.Context, j job, handoff bool, sent func(
 	injectTrace(ctx, req.Header)
 	o.reqHeaders = req.Header.Clone()
 	o.reqHeaders.Set("Content-Length", strconv.Itoa(len(body)))
+	app.redactHeaders(o.reqHeaders)
 	o.reqBody = body
 
 	o.started = s.now()
 	t0 := time.Now()
-	resp, err := ep.client.Do(ctx, req, outbound.CallOptions{BreakerKey: ep.key})
+	resp, err := ep.client.Do(ctx, req, outbound.CallOptions{BreakerKey: ep.key, ClientCert: app.cert})
 	if errors.Is(err, outbound.ErrCircuitOpen) {
 		span.SetAttributes(attribute.Bool("gatehouse.webhook.breaker_open", true))
 		s.postpone(j, ep)
@@ -174,7 +181,7 @@ func (s *Service) attempt(abort context.Context, j job, handoff bool, sent func(
 		s.release(j)
 		return nil
 	default:
-		return s.finish(j, &o, ep, handoff && o.success() && abort.Err() == nil)
+		return s.finish(j, &o, ep, app, handoff && o.success() && abort.Err() == nil)
 	}
 }
 
@@ -186,18 +193,21 @@ func storeCtx() (context.Context, context.CancelFunc) {
 }
 
 // finish stores the attempt and moves the delivery on as decide says:
-// SUCCESS on a 2xx, else RETRYING with the next delay, or FAILED once
-// retries are spent. A retry due while the endpoint's breaker is open
+// SUCCESS on a 2xx, else RETRYING with the next delay of the endpoint's
+// retry schedule (app.retry; longer when a 429 or 503 asked for it with
+// Retry-After, see withRetryAfter), or FAILED once its retries are
+// spent. A retry due while the endpoint's breaker is open
 // waits until it lets trial calls through. The delivery changes only while
 // this worker still holds the lease; the attempt is stored either way,
 // since it happened. With handoff it returns the delivery handed off
 // with the outcome, if any (see record).
-func (s *Service) finish(j job, o *outcome, ep endpoint, handoff bool) *job {
+func (s *Service) finish(j job, o *outcome, ep endpoint, app *appInfo, handoff bool) *job {
 	ctx, cancel := storeCtx()
 	defer cancel()
 	errText := failureText(o, j.CallbackURL)
 	now := s.opt.Now()
-	v := decide(o.success(), errText, j.RetryCount, j.MaxRetry, now, s.RetryDelay)
+	delay := withRetryAfter(s.retryDelayOf(app.retry), o.status, o.respHeaders, time.Now())
+	v := decide(o.success(), errText, j.RetryCount, maxRetryOf(app.retry), now, delay)
 	if v.Status == StatusRetrying {
 		v.NextAttemptAt = dbTime(latest(v.NextAttemptAt, now.Add(ep.remaining())))
 	}

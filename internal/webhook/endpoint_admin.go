@@ -45,6 +45,19 @@ type EndpointInput struct {
 	RateLimit      *int
 	ClearRateLimit bool
 	Enabled        *bool
+	// RetrySchedule is the waits in seconds before each retry (see
+	// CheckSchedule); RetryPreset names one instead (PresetDefault goes
+	// back to the default schedule). At most one of the two.
+	RetrySchedule *[]int
+	RetryPreset   *RetryPreset
+	// Headers are the custom request headers (see CheckHeaders); an empty
+	// map removes them.
+	Headers *map[string]string
+	// ClientCertificate and ClientKey (PEM, both or neither) are presented
+	// to the receiver for mutual TLS (see CheckClientCertificate);
+	// ClearClientCertificate removes them.
+	ClientCertificate, ClientKey *string
+	ClearClientCertificate       bool
 }
 
 // CreateEndpoint adds an endpoint to app appID and returns it with its
@@ -102,6 +115,11 @@ func (s *Service) UpdateEndpoint(ctx context.Context, id int, in EndpointInput) 
 		}
 		if err := s.applyInput(appKey, in, u.Mutation()); err != nil {
 			return err
+		}
+		if waits, ok := u.Mutation().RetrySchedule(); ok || u.Mutation().RetryScheduleCleared() {
+			if err := retargetWaiting(ctx, tx.Client(), id, waits); err != nil {
+				return err
+			}
 		}
 		if in.URL != nil && *in.URL != ep.URL {
 			return moveWaiting(ctx, tx.Client(), id, *in.URL, dbTime(time.Now()))
@@ -265,6 +283,9 @@ func (s *Service) applyInput(appKey string, in EndpointInput, m *ent.WebhookEndp
 			return errs.Invalid("rateLimit", "must be between 1 and %d deliveries per second", MaxEndpointRateLimit)
 		}
 		m.SetRateLimit(*in.RateLimit)
+	}
+	if err := s.applyEgress(in, m); err != nil {
+		return err
 	}
 	if in.Enabled != nil {
 		// Either way the operator has decided: an endpoint disabled by

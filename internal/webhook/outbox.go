@@ -201,7 +201,7 @@ func fanoutCreates(c *ent.Client, app *ent.PartnerApp, eps []*ent.WebhookEndpoin
 			SetCallbackURL(ep.URL).
 			SetStatus(StatusPending).
 			SetRetryCount(0).
-			SetMaxRetry(MaxRetry).
+			SetMaxRetry(maxRetryOf(ep.RetrySchedule)).
 			SetNextAttemptAt(now).
 			SetCreateTime(now).
 			SetUpdateTime(now).

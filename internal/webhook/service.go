@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,7 +81,9 @@ const (
 	// kept (GATEHOUSE_WEBHOOK_RETENTION).
 	DefaultRetention = 720 * time.Hour
 
-	// MaxRetry is the message's maxRetry: retries after the first attempt.
+	// MaxRetry is the message's maxRetry on the default schedule: retries
+	// after the first attempt (an endpoint's retry schedule has its own,
+	// see maxRetryOf).
 	MaxRetry = 5
 	// MaxStoredResponseBody is how much of a reply's body is stored.
 	MaxStoredResponseBody = 64 << 10
@@ -117,6 +121,10 @@ type Options struct {
 	// Outbound are the limits of the HTTP client; zero: outbound.DefaultConfig.
 	// Its Dialer is always replaced by the SSRF-guarded dialer.
 	Outbound *outbound.Config
+	// Proxy is the HTTP CONNECT proxy every attempt goes through
+	// (GATEHOUSE_WEBHOOK_PROXY, see ParseProxyURL); empty: attempts
+	// connect directly. The URL guard still checks each target.
+	Proxy string
 	// Tracing makes a span per attempt (nil: off).
 	Tracing *telemetry.Tracing
 	// EventTypes are the built-in event types, declared by the domains
@@ -238,14 +246,24 @@ func NewService(db *store.DB, masterKey []byte, log *slog.Logger, opt Options) (
 		loopback: make(map[string]bool),
 		wake:     make(chan struct{}, 1),
 	}
-	if s.http, err = s.newClient(GuardedDialer(opt.AllowPrivate, dialer())); err != nil {
+	var proxy *url.URL
+	if opt.Proxy != "" {
+		if proxy, err = outbound.ParseProxyURL(opt.Proxy); err != nil {
+			return nil, fmt.Errorf("webhook: proxy URL %w", err)
+		}
+	}
+	refuse := forbidden
+	if opt.AllowPrivate {
+		refuse = nil
+	}
+	if s.http, err = s.newClient(dialVia(proxy, refuse)); err != nil {
 		return nil, err
 	}
 	for _, k := range opt.LoopbackApps {
 		s.loopback[k] = true
 	}
 	if len(s.loopback) > 0 && !opt.AllowPrivate {
-		if s.loopHTTP, err = s.newClient(LoopbackDialer(dialer())); err != nil {
+		if s.loopHTTP, err = s.newClient(dialVia(proxy, forbiddenButLoopback)); err != nil {
 			return nil, err
 		}
 	}
@@ -268,6 +286,25 @@ func dialer() *net.Dialer { return &net.Dialer{KeepAlive: 30 * time.Second, Reso
 // must fail to resolve set one that never leaves the machine.
 var resolver *net.Resolver
 
+// dialVia is how attempts connect: through proxy (nil: directly), never
+// to an address refuse refuses (nil: none is).
+func dialVia(proxy *url.URL, refuse func(netip.Addr) bool) outbound.DialFunc {
+	switch {
+	case proxy != nil && refuse == nil:
+		return outbound.ProxyDialer(proxy, nil, dialer())
+	case proxy != nil:
+		return outbound.ProxyDialer(proxy, func(a netip.Addr) error {
+			if refuse(a) {
+				return fmt.Errorf("%w: %s", ErrForbiddenAddress, a)
+			}
+			return nil
+		}, dialer())
+	case refuse == nil:
+		return dialer().DialContext
+	}
+	return guard(dialer(), refuse).DialContext
+}
+
 // clientConfig is the outbound configuration of attempts: Options.Outbound
 // (default: the outbound limits, connect 3 s), never retried by the
 // client, with the reply bounded by DefaultReplyTimeout unless it says
@@ -281,9 +318,11 @@ func (s *Service) clientConfig() outbound.Config {
 	// repeats them (it would not anyway, POST is not idempotent).
 	cfg.RetryAttempts, cfg.RetryWaits = 1, nil
 	// The breaker judges a full window of 10 attempts (as for every
-	// outbound call): a single delivery (6 attempts at most) never opens
-	// its endpoint's breaker by itself, so its schedule stays 1, 2, 4, 8,
-	// 16 × base.
+	// outbound call): a delivery on the default schedule (6 attempts)
+	// never opens its endpoint's breaker by itself, so that schedule stays
+	// 1, 2, 4, 8, 16 × base. A longer retry schedule (up to 20 attempts)
+	// can: its later retries then wait for the half-open time, using no
+	// attempt, as everyone's do.
 	if cfg.ReplyTimeout == 0 {
 		cfg.ReplyTimeout = DefaultReplyTimeout
 	}
@@ -291,10 +330,10 @@ func (s *Service) clientConfig() outbound.Config {
 }
 
 // newClient builds an HTTP client for attempts: the outbound limits and
-// a breaker per callback endpoint, dialing through d (an SSRF guard).
-func (s *Service) newClient(d *net.Dialer) (*outbound.Client, error) {
+// a breaker per callback endpoint, dialing with dial (an SSRF guard).
+func (s *Service) newClient(dial outbound.DialFunc) (*outbound.Client, error) {
 	cfg := s.clientConfig()
-	cfg.Dialer = d.DialContext
+	cfg.Dialer = dial
 	var hc *outbound.Client
 	hc, err := outbound.New(cfg, outbound.WithClock(s.opt.Now), outbound.WithStateListener(func(key, from, to string) {
 		s.breakerChanged(hc, key, from, to) // never before New returned: no call has been made
