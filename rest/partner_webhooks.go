@@ -123,6 +123,8 @@ type endpointJSON struct {
 	Enabled                 bool     `json:"enabled"`
 	AutoDisabledAt          *string  `json:"auto_disabled_at"`
 	RateLimit               *int     `json:"rate_limit"`
+	RetrySchedule           []int    `json:"retry_schedule"`
+	HeaderNames             []string `json:"header_names"`
 	PreviousSecretExpiresAt *string  `json:"previous_secret_expires_at"`
 	CreateTime              string   `json:"create_time"`
 	UpdateTime              string   `json:"update_time"`
@@ -138,17 +140,38 @@ func fmtTimePtr(t *time.Time) *string {
 	return &s
 }
 
-func presentEndpoint(ep *ent.WebhookEndpoint) endpointJSON {
+// presentEndpoint shows ep (loaded whole: its custom headers are named,
+// never their values); retry_schedule is null for the default schedule.
+func presentEndpoint(h Partner, ep *ent.WebhookEndpoint) (endpointJSON, error) {
 	types := ep.EventTypes
 	if types == nil {
 		types = []string{}
 	}
+	names, err := h.Webhooks.HeaderNamesOf(ep)
+	if err != nil {
+		return endpointJSON{}, err
+	}
 	return endpointJSON{
 		ID: ep.ID, URL: ep.URL, Description: ep.Description, EventTypes: types, Enabled: ep.Enabled,
 		AutoDisabledAt: fmtTimePtr(ep.AutoDisabledAt), RateLimit: ep.RateLimit,
+		RetrySchedule: ep.RetrySchedule, HeaderNames: names,
 		PreviousSecretExpiresAt: fmtTimePtr(ep.PreviousSecretExpiresAt),
 		CreateTime:              fmtTime(ep.CreateTime), UpdateTime: fmtTime(ep.UpdateTime),
+	}, nil
+}
+
+// writeEndpoint answers ep, or the error of showing it.
+func writeEndpoint(h Partner, w http.ResponseWriter, r *http.Request, ep *ent.WebhookEndpoint, secret string) {
+	out, err := presentEndpoint(h, ep)
+	if err != nil {
+		WritePartnerError(w, r, h.Log, err)
+		return
 	}
+	if secret != "" {
+		WriteEnvelope(w, r, endpointWithSecret{Endpoint: out, Secret: secret})
+		return
+	}
+	WriteEnvelope(w, r, out)
 }
 
 // endpointWithSecret answers a create or a rotation: the secret, once.
@@ -166,7 +189,10 @@ func (partnerWebhookHandlers) listEndpoints(h Partner) http.Handler {
 		}
 		out := make([]endpointJSON, len(eps))
 		for i, ep := range eps {
-			out[i] = presentEndpoint(ep)
+			if out[i], err = presentEndpoint(h, ep); err != nil {
+				WritePartnerError(w, r, h.Log, err)
+				return
+			}
 		}
 		WriteEnvelope(w, r, map[string]any{"endpoints": out})
 	})(h)
@@ -174,7 +200,9 @@ func (partnerWebhookHandlers) listEndpoints(h Partner) http.Handler {
 
 // endpointBody reads a create or update body into in: url, description,
 // event_types (null or []: every type), rate_limit (null clears it),
-// enabled. Unknown members are refused, naming them.
+// enabled, retry_schedule (seconds before each retry; null: the default
+// schedule) or retry_preset (DEFAULT, LONG), headers (name → value; null
+// or {}: none). Unknown members are refused, naming them.
 func endpointBody(body []byte, in *webhook.EndpointInput) error {
 	if body == nil {
 		return errs.Invalid("", "a JSON object is required, e.g. {\"url\": \"https://…\"}")
@@ -213,10 +241,27 @@ func endpointBody(body []byte, in *webhook.EndpointInput) error {
 		case "enabled":
 			in.Enabled = new(bool)
 			err = json.Unmarshal(raw, in.Enabled)
+		case "retry_schedule":
+			if null {
+				p := webhook.PresetDefault
+				in.RetryPreset = &p
+				continue
+			}
+			in.RetrySchedule = new([]int)
+			err = json.Unmarshal(raw, in.RetrySchedule)
+		case "retry_preset":
+			in.RetryPreset = new(webhook.RetryPreset)
+			err = json.Unmarshal(raw, in.RetryPreset)
+		case "headers":
+			hs := map[string]string{}
+			if !null {
+				err = json.Unmarshal(raw, &hs)
+			}
+			in.Headers = &hs
 		default:
-			return errs.Invalid(name, "is not a member of a webhook endpoint (url, description, event_types, rate_limit, enabled)")
+			return errs.Invalid(name, "is not a member of a webhook endpoint (url, description, event_types, rate_limit, enabled, retry_schedule, retry_preset, headers)")
 		}
-		if err != nil || (null && name != "event_types") {
+		if err != nil || (null && name != "event_types" && name != "headers") {
 			return errs.Invalid(name, "%s has the wrong type", name)
 		}
 	}
@@ -235,7 +280,7 @@ func (partnerWebhookHandlers) createEndpoint(h Partner) http.Handler {
 			WritePartnerError(w, r, h.Log, err)
 			return
 		}
-		WriteEnvelope(w, r, endpointWithSecret{Endpoint: presentEndpoint(ep), Secret: secret})
+		writeEndpoint(h, w, r, ep, secret)
 	})(h)
 }
 
@@ -258,7 +303,7 @@ func ownEndpoint(h Partner, w http.ResponseWriter, r *http.Request, adm *partner
 func (partnerWebhookHandlers) getEndpoint(h Partner) http.Handler {
 	return scoped(func(h Partner, w http.ResponseWriter, r *http.Request, adm *partner.Admitted, _ []byte) {
 		if ep, ok := ownEndpoint(h, w, r, adm); ok {
-			WriteEnvelope(w, r, presentEndpoint(ep))
+			writeEndpoint(h, w, r, ep, "")
 		}
 	})(h)
 }
@@ -284,7 +329,7 @@ func (partnerWebhookHandlers) updateEndpoint(h Partner) http.Handler {
 			WritePartnerError(w, r, h.Log, err)
 			return
 		}
-		WriteEnvelope(w, r, presentEndpoint(out))
+		writeEndpoint(h, w, r, out, "")
 	})(h)
 }
 
@@ -299,7 +344,7 @@ func (partnerWebhookHandlers) deleteEndpoint(h Partner) http.Handler {
 			WritePartnerError(w, r, h.Log, err)
 			return
 		}
-		WriteEnvelope(w, r, presentEndpoint(out))
+		writeEndpoint(h, w, r, out, "")
 	})(h)
 }
 
@@ -314,7 +359,7 @@ func (partnerWebhookHandlers) rotateSecret(h Partner) http.Handler {
 			WritePartnerError(w, r, h.Log, err)
 			return
 		}
-		WriteEnvelope(w, r, endpointWithSecret{Endpoint: presentEndpoint(out), Secret: secret})
+		writeEndpoint(h, w, r, out, secret)
 	})(h)
 }
 

@@ -256,3 +256,52 @@ func TestPartnerWebhookDeliveries(t *testing.T) {
 		}
 	})
 }
+
+// TestPartnerWebhookRetryAndHeaders: a partner sets its endpoint's retry
+// schedule (or the LONG preset) and custom headers; reads show the
+// schedule and the headers' names, never their values; limits of the
+// admin mutations apply (400/5002 naming the field, nothing changed).
+func TestPartnerWebhookRetryAndHeaders(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		_, a, _, _ := partnerWebhooksEnv(t, b)
+		ctx := context.Background()
+		u := "https://hooks.partner.example/in"
+		created, err := a.CreateEndpoint(ctx, partnerclient.EndpointInput{URL: &u, RetrySchedule: &[]int{1, 1, 1},
+			Headers: &map[string]string{"X-Partner-Token": "tok-secret-value"}})
+		if err != nil || len(created.Endpoint.RetrySchedule) != 3 || len(created.Endpoint.HeaderNames) != 1 || created.Endpoint.HeaderNames[0] != "X-Partner-Token" {
+			t.Fatalf("create: %+v %v", created, err)
+		}
+		id := created.Endpoint.ID
+		raw, err := a.Do(ctx, "GET", "/api/v3/webhooks/endpoints/"+strconv.Itoa(id), nil)
+		if err != nil || raw.Code != 200 || strings.Contains(string(raw.Data), "tok-secret-value") {
+			t.Fatalf("read: %+v %v", raw, err)
+		}
+		long := "LONG"
+		ep, err := a.UpdateEndpoint(ctx, id, partnerclient.EndpointInput{RetryPreset: &long})
+		if err != nil || len(ep.RetrySchedule) != 7 || ep.RetrySchedule[1] != 300 {
+			t.Fatalf("LONG preset: %+v %v", ep, err)
+		}
+		for _, body := range []string{
+			`{"retry_schedule": [` + strings.TrimSuffix(strings.Repeat("1,", 20), ",") + `]}`,
+			`{"retry_schedule": [2592001]}`,
+			`{"retry_schedule": [-1]}`,
+			`{"retry_schedule": [1], "retry_preset": "LONG"}`,
+			`{"retry_preset": "FOREVER"}`,
+			`{"headers": {"webhook-signature": "v1,forged"}}`,
+			`{"headers": {"Host": "evil.example"}}`,
+			`{"headers": {"X-A": 5}}`,
+		} {
+			r, err := a.DoBody(ctx, "PATCH", "/api/v3/webhooks/endpoints/"+strconv.Itoa(id), nil, []byte(body))
+			if err != nil || r.HTTPStatus != 400 || r.Code != 5002 {
+				t.Fatalf("body %s: %+v %v", body, r, err)
+			}
+		}
+		r, err := a.DoBody(ctx, "PATCH", "/api/v3/webhooks/endpoints/"+strconv.Itoa(id), nil, []byte(`{"retry_schedule": null, "headers": {}}`))
+		if err != nil || r.Code != 200 {
+			t.Fatalf("back to the defaults: %+v %v", r, err)
+		}
+		if err := json.Unmarshal(r.Data, &ep); err != nil || ep.RetrySchedule != nil || len(ep.HeaderNames) != 0 {
+			t.Fatalf("back to the defaults: %+v %v", ep, err)
+		}
+	})
+}

@@ -179,6 +179,15 @@ func (s *Service) HeaderNames(ctx context.Context, id int) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	return s.HeaderNamesOf(ep)
+}
+
+// HeaderNamesOf returns the names of ep's custom headers, in order, from
+// an endpoint loaded with its sealed headers.
+func (s *Service) HeaderNamesOf(ep *ent.WebhookEndpoint) ([]string, error) {
+	if ep.Headers == nil {
+		return []string{}, nil
+	}
 	hs, err := s.openHeaders(*ep.Headers)
 	if err != nil {
 		return nil, err

@@ -21,6 +21,8 @@ type Endpoint struct {
 	Enabled                 bool       `json:"enabled"`
 	AutoDisabledAt          *time.Time `json:"auto_disabled_at"`
 	RateLimit               *int       `json:"rate_limit"`
+	RetrySchedule           []int      `json:"retry_schedule"`
+	HeaderNames             []string   `json:"header_names"`
 	PreviousSecretExpiresAt *time.Time `json:"previous_secret_expires_at"`
 	CreateTime              time.Time  `json:"create_time"`
 	UpdateTime              time.Time  `json:"update_time"`
@@ -34,6 +36,14 @@ type EndpointInput struct {
 	EventTypes  *[]string `json:"event_types,omitempty"`
 	RateLimit   *int      `json:"rate_limit,omitempty"`
 	Enabled     *bool     `json:"enabled,omitempty"`
+	// RetrySchedule is the seconds to wait before each retry (at most 19
+	// waits, 30 days in all); RetryPreset names one instead: DEFAULT or
+	// LONG.
+	RetrySchedule *[]int  `json:"retry_schedule,omitempty"`
+	RetryPreset   *string `json:"retry_preset,omitempty"`
+	// Headers are sent with every delivery (never a signature or
+	// webhook-* header); only their names are shown back.
+	Headers *map[string]string `json:"headers,omitempty"`
 }
 
 // EndpointSecret is a created or rotated endpoint with its signing secret
