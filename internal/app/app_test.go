@@ -166,6 +166,10 @@ func TestHeaderLimit(t *testing.T) {
 func TestShutdownDrain(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	a := newEmbeddedApp(t, func(c *config.Config) { c.Server.ShutdownDrainRaw = "2s" })
+	// Started as serve starts it: until then /readyz says "starting".
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
 	ls, err := a.Listen()
 	if err != nil {
 		t.Fatal(err)
