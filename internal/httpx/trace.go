@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 	"go.opentelemetry.io/otel/attribute"
@@ -82,7 +83,7 @@ func Trace(tr *telemetry.Tracing, listener string, callers Callers) func(http.Ha
 			// tools group unmatched requests apart from every route.
 			route := ""
 			if rc := chi.RouteContext(ctx); rc != nil {
-				route = rc.RoutePattern()
+				route = routePattern(rc, r)
 			}
 			if route != "" {
 				span.SetName(r.Method + " " + route)
@@ -98,6 +99,38 @@ func Trace(tr *telemetry.Tracing, listener string, callers Callers) func(http.Ha
 }
 
 var serverKind = trace.WithSpanKind(trace.SpanKindServer)
+
+// finder is a router that can name the pattern a request would match
+// (chi.Mux.Find, which follows mounted routers).
+type finder interface {
+	Find(rctx *chi.Context, method, path string) string
+}
+
+// routePattern is the pattern the request matched. A request refused by
+// a mounted router's guard (an API key's 401, a form's 403) never reached
+// the router's own routes, so its pattern stops at the mount
+// ("/console/*"): the route it was meant for is then asked of the tree.
+func routePattern(rc *chi.Context, r *http.Request) string {
+	route := rc.RoutePattern()
+	if !strings.HasSuffix(route, "/*") {
+		return route
+	}
+	f, ok := rc.Routes.(finder)
+	if !ok {
+		return route
+	}
+	// The request's method first; else the path's pattern under another
+	// method (a method the route does not serve, as chi names a 405).
+	for _, m := range append([]string{r.Method}, routeMethods...) {
+		if p := f.Find(chi.NewRouteContext(), m, r.URL.Path); p != "" && p != route {
+			return p
+		}
+	}
+	return route
+}
+
+// routeMethods are the methods a route may be registered under.
+var routeMethods = []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodHead, http.MethodOptions}
 
 // serverAttrs are the semantic-convention attributes of a server span,
 // set in one call so that the span's attributes grow once. url.path
