@@ -38,6 +38,9 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
+	APIKey() APIKeyResolver
+	APIUsage() APIUsageResolver
+	APIVersion() APIVersionResolver
 	DeliveryAttempt() DeliveryAttemptResolver
 	IdempotencyRecord() IdempotencyRecordResolver
 	Mutation() MutationResolver
@@ -478,6 +481,15 @@ type ComplexityRoot struct {
 
 // region    ************************** generated!.gotpl **************************
 
+type APIKeyResolver interface {
+	UsageCount(ctx context.Context, obj *ent.APIKey) (int, error)
+}
+type APIUsageResolver interface {
+	Count(ctx context.Context, obj *ent.APIUsage) (int, error)
+}
+type APIVersionResolver interface {
+	CallsLast30Days(ctx context.Context, obj *APIVersion) (int, error)
+}
 type DeliveryAttemptResolver interface {
 	RequestHeadersJSON(ctx context.Context, obj *ent.DeliveryAttempt) (json.RawMessage, error)
 	RequestBodyJSON(ctx context.Context, obj *ent.DeliveryAttempt) (json.RawMessage, error)
@@ -9177,18 +9189,18 @@ func (ec *executionContext) _APIKey_usageCount(ctx context.Context, field graphq
 			return ec.fieldContext_APIKey_usageCount(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.UsageCount, nil
+			return ec.Resolvers.APIKey().UsageCount(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
-			return ec.marshalNInt2int64(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
 func (ec *executionContext) fieldContext_APIKey_usageCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("APIKey", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("APIKey", field, true, true, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _APIKey_lastUsedAt(ctx context.Context, field graphql.CollectedField, obj *ent.APIKey) (ret graphql.Marshaler) {
@@ -9558,18 +9570,18 @@ func (ec *executionContext) _APIUsage_count(ctx context.Context, field graphql.C
 			return ec.fieldContext_APIUsage_count(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Count, nil
+			return ec.Resolvers.APIUsage().Count(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
-			return ec.marshalNInt2int64(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
 func (ec *executionContext) fieldContext_APIUsage_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("APIUsage", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("APIUsage", field, true, true, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _APIUsage_app(ctx context.Context, field graphql.CollectedField, obj *ent.APIUsage) (ret graphql.Marshaler) {
@@ -9925,7 +9937,7 @@ func (ec *executionContext) _APIVersion_callsLast30Days(ctx context.Context, fie
 			return ec.fieldContext_APIVersion_callsLast30Days(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.CallsLast30Days, nil
+			return ec.Resolvers.APIVersion().CallsLast30Days(ctx, obj)
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
@@ -9936,7 +9948,7 @@ func (ec *executionContext) _APIVersion_callsLast30Days(ctx context.Context, fie
 	)
 }
 func (ec *executionContext) fieldContext_APIVersion_callsLast30Days(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("APIVersion", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("APIVersion", field, true, true, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _APIVersion_callCountLast30Days(ctx context.Context, field graphql.CollectedField, obj *APIVersion) (ret graphql.Marshaler) {
@@ -27037,52 +27049,85 @@ func (ec *executionContext) _APIKey(ctx context.Context, sel ast.SelectionSet, o
 		case "id":
 			out.Values[i] = ec._APIKey_id(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "name":
 			out.Values[i] = ec._APIKey_name(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "prefix":
 			out.Values[i] = ec._APIKey_prefix(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "status":
 			out.Values[i] = ec._APIKey_status(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "role":
 			out.Values[i] = ec._APIKey_role(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "scopes":
 			out.Values[i] = ec._APIKey_scopes(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "usageCount":
-			out.Values[i] = ec._APIKey_usageCount(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._APIKey_usageCount(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
 			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "lastUsedAt":
 			out.Values[i] = ec._APIKey_lastUsedAt(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "createTime":
 			out.Values[i] = ec._APIKey_createTime(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "requestCount":
 			out.Values[i] = ec._APIKey_requestCount(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -27272,10 +27317,43 @@ func (ec *executionContext) _APIUsage(ctx context.Context, sel ast.SelectionSet,
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "count":
-			out.Values[i] = ec._APIUsage_count(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._APIUsage_count(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
 			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "app":
 			field := field
 
@@ -27446,42 +27524,75 @@ func (ec *executionContext) _APIVersion(ctx context.Context, sel ast.SelectionSe
 		case "name":
 			out.Values[i] = ec._APIVersion_name(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "released":
 			out.Values[i] = ec._APIVersion_released(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "removedFields":
 			out.Values[i] = ec._APIVersion_removedFields(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "deprecation":
 			out.Values[i] = ec._APIVersion_deprecation(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "sunset":
 			out.Values[i] = ec._APIVersion_sunset(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "retired":
 			out.Values[i] = ec._APIVersion_retired(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "callsLast30Days":
-			out.Values[i] = ec._APIVersion_callsLast30Days(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._APIVersion_callsLast30Days(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
 			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "callCountLast30Days":
 			out.Values[i] = ec._APIVersion_callCountLast30Days(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
