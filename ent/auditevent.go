@@ -33,7 +33,7 @@ type AuditEvent struct {
 	Outcome auditevent.Outcome `json:"outcome,omitempty"`
 	// The extensions.code the caller was given (FORBIDDEN, VALIDATION_FAILED, …); null on success.
 	ErrorCode *string `json:"error_code,omitempty"`
-	// The request id (X-Request-ID) that ties the event to the request log line; null if the request had none.
+	// The request's id (X-Request-Id, the caller's or one made for it), which ties the event to the request log line.
 	RequestID    *string `json:"request_id,omitempty"`
 	selectValues sql.SelectValues
 }

@@ -28,7 +28,7 @@ type PartnerApp struct {
 	PreviousSecret *[]byte `json:"-"`
 	// Until when the app's previous secret still verifies after a rotation; null when there is no overlap.
 	PreviousSecretExpiresAt *time.Time `json:"previous_secret_expires_at,omitempty"`
-	// 1: enabled; 0: disabled, every signed call and OAuth request of the app is refused with 4001.
+	// 1: enabled; 0: disabled: its signed calls are refused (4001), and so are its OAuth requests.
 	Status int `json:"status,omitempty"`
 	// Signed calls allowed per sliding second, 1–1,000,000; calls over it get HTTP 429.
 	RateLimit int `json:"rate_limit,omitempty"`

@@ -27,7 +27,7 @@ type WebhookEndpoint struct {
 	Description string `json:"description,omitempty"`
 	// The event types the endpoint receives; []: every type.
 	EventTypes []string `json:"event_types,omitempty"`
-	// false: the endpoint receives no new event and its waiting deliveries are held until it is enabled again.
+	// false: disabled by hand (no new events) or automatically (see autoDisabledAt); its waiting deliveries are held until it is enabled again.
 	Enabled bool `json:"enabled,omitempty"`
 	// When gatehouse disabled the endpoint because every delivery failed for 5 days; null otherwise. enableWebhookEndpoint clears it.
 	AutoDisabledAt *time.Time `json:"auto_disabled_at,omitempty"`

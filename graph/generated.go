@@ -3721,7 +3721,7 @@ type AuditEvent implements Node {
   """
   errorCode: String
   """
-  The request id (X-Request-ID) that ties the event to the request log line; null if the request had none.
+  The request's id (X-Request-Id, the caller's or one made for it), which ties the event to the request log line.
   """
   requestID: String
 }
@@ -4614,7 +4614,7 @@ enum OrderStatus @goModel(model: "gatehouse/ent/order.Status") {
   """
   CREATED
   """
-  Paid (payTime is set); a webhook order.paid was queued.
+  Paid (payTime is set).
   """
   PAID
   """
@@ -4821,7 +4821,7 @@ type PartnerApp implements Node {
   """
   previousSecretExpiresAt: Time
   """
-  1: enabled; 0: disabled, every signed call and OAuth request of the app is refused with 4001.
+  1: enabled; 0: disabled: its signed calls are refused (4001), and so are its OAuth requests.
   """
   status: Int!
   """
@@ -6440,7 +6440,7 @@ type WebhookEndpoint implements Node {
   """
   eventTypes: [String!]!
   """
-  false: the endpoint receives no new event and its waiting deliveries are held until it is enabled again.
+  false: disabled by hand (no new events) or automatically (see autoDisabledAt); its waiting deliveries are held until it is enabled again.
   """
   enabled: Boolean!
   """

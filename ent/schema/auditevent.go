@@ -66,7 +66,7 @@ func (AuditEvent) Fields() []ent.Field {
 			MaxLen(64).Optional().Nillable().Immutable(),
 		// request_id ties the event to the request log line.
 		field.String("request_id").
-			Comment("The request id (X-Request-ID) that ties the event to the request log line; null if the request had none.").
+			Comment("The request's id (X-Request-Id, the caller's or one made for it), which ties the event to the request log line.").
 			MaxLen(64).Optional().Nillable().Immutable(),
 	}
 }

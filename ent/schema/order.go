@@ -39,7 +39,7 @@ func (Order) Fields() []ent.Field {
 			Values("CREATED", "PAID", "CANCELLED", "REFUNDED").Default("CREATED").
 			Annotations(ValueDocs{
 				"CREATED":   "Created and not yet paid.",
-				"PAID":      "Paid (payTime is set); a webhook order.paid was queued.",
+				"PAID":      "Paid (payTime is set).",
 				"CANCELLED": "Cancelled before payment; final.",
 				"REFUNDED":  "Paid, then refunded; final.",
 			},

@@ -34,7 +34,7 @@ func (PartnerApp) Fields() []ent.Field {
 			Comment("Until when the app's previous secret still verifies after a rotation; null when there is no overlap.").
 			Optional().Nillable(),
 		field.Int("status").
-			Comment("1: enabled; 0: disabled, every signed call and OAuth request of the app is refused with 4001.").
+			Comment("1: enabled; 0: disabled: its signed calls are refused (4001), and so are its OAuth requests.").
 			Default(1).Range(0, 1).
 			Annotations(entgql.OrderField("STATUS")),
 		field.Int("rate_limit").

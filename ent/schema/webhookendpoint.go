@@ -44,7 +44,7 @@ func (WebhookEndpoint) Fields() []ent.Field {
 		// deliveries it already had are held and go out once it is enabled
 		// again.
 		field.Bool("enabled").
-			Comment("false: the endpoint receives no new event and its waiting deliveries are held until it is enabled again.").
+			Comment("false: disabled by hand (no new events) or automatically (see autoDisabledAt); its waiting deliveries are held until it is enabled again.").
 			Default(true),
 		// auto_disabled_at is set when gatehouse disabled the endpoint
 		// because every delivery failed for 5 days; such an endpoint keeps
