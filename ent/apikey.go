@@ -13,28 +13,28 @@ import (
 	"entgo.io/ent/dialect/sql"
 )
 
-// APIKey is the model entity for the APIKey schema.
+// A key for the admin GraphQL API (Authorization: Bearer). Only a hash of the key is stored.
 type APIKey struct {
 	config `json:"-"`
 	// ID of the ent.
 	ID int `json:"id,omitempty"`
-	// Name holds the value of the "name" field.
+	// A staff-chosen label telling keys apart, 1–128 characters.
 	Name string `json:"name,omitempty"`
-	// Prefix holds the value of the "prefix" field.
+	// The first characters of the key (the whole key is shown once, at creation, and only its hash is stored).
 	Prefix string `json:"prefix,omitempty"`
 	// KeyHash holds the value of the "key_hash" field.
 	KeyHash string `json:"-"`
-	// Status holds the value of the "status" field.
+	// 1: the key is accepted; 0: disabled, every request with it is refused (disableAPIKey, enableAPIKey).
 	Status int `json:"status,omitempty"`
-	// Role holds the value of the "role" field.
+	// What the key may do: ADMIN query and change, READ_ONLY query only, PUBLISHER publish events only.
 	Role apikey.Role `json:"role,omitempty"`
-	// Scopes holds the value of the "scopes" field.
+	// For a PUBLISHER key, the event types it may publish: names (order.paid) or prefixes ending in .* (order.*); empty: every publishable type. Fixed at creation.
 	Scopes []string `json:"scopes,omitempty"`
-	// UsageCount holds the value of the "usage_count" field.
+	// Requests made with the key, as a 32-bit Int kept for old clients; requestCount (Int64) is its current form.
 	UsageCount int64 `json:"usage_count,omitempty"`
-	// LastUsedAt holds the value of the "last_used_at" field.
+	// When a request last used the key; null if never.
 	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
-	// CreateTime holds the value of the "create_time" field.
+	// When the key was created.
 	CreateTime   time.Time `json:"create_time,omitempty"`
 	selectValues sql.SelectValues
 }

@@ -12,18 +12,18 @@ import (
 	"entgo.io/ent/dialect/sql"
 )
 
-// APIUsage is the model entity for the APIUsage schema.
+// Signed partner calls counted per app, API version and UTC day.
 type APIUsage struct {
 	config `json:"-"`
 	// ID of the ent.
 	ID int `json:"id,omitempty"`
-	// AppID holds the value of the "app_id" field.
+	// The id of the partner app whose signed calls are counted.
 	AppID int `json:"app_id,omitempty"`
-	// Version holds the value of the "version" field.
+	// The partner API version called: v1 or v2.
 	Version string `json:"version,omitempty"`
-	// Day holds the value of the "day" field.
+	// The UTC day counted, written 2006-01-02.
 	Day string `json:"day,omitempty"`
-	// Count holds the value of the "count" field.
+	// Signed calls that day, as a 32-bit Int kept for old clients; callCount (Int64) is its current form.
 	Count int64 `json:"count,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the APIUsageQuery when eager-loading is set.
@@ -33,7 +33,7 @@ type APIUsage struct {
 
 // APIUsageEdges holds the relations/edges for other nodes in the graph.
 type APIUsageEdges struct {
-	// App holds the value of the app edge.
+	// The partner app whose calls are counted.
 	App *PartnerApp `json:"app,omitempty"`
 	// loadedTypes holds the information for reporting if a
 	// type was loaded (or requested) in eager-loading or not.

@@ -12,28 +12,28 @@ import (
 	"entgo.io/ent/dialect/sql"
 )
 
-// AuditEvent is the model entity for the AuditEvent schema.
+// One admin mutation, successful or refused: who called (the API key), what (the mutation and its target), when, and how it ended. Holds ids and codes only, never an argument value; kept for the retention period, then deleted.
 type AuditEvent struct {
 	config `json:"-"`
 	// ID of the ent.
 	ID int `json:"id,omitempty"`
-	// Time holds the value of the "time" field.
+	// When the mutation was answered.
 	Time time.Time `json:"time,omitempty"`
-	// APIKeyID holds the value of the "api_key_id" field.
+	// The id of the API key that called.
 	APIKeyID int `json:"api_key_id,omitempty"`
-	// APIKeyName holds the value of the "api_key_name" field.
+	// The calling key's name at the time of the call (a later rename does not change it).
 	APIKeyName string `json:"api_key_name,omitempty"`
-	// Mutation holds the value of the "mutation" field.
+	// The GraphQL mutation called, such as createPartnerApp.
 	Mutation string `json:"mutation,omitempty"`
-	// TargetType holds the value of the "target_type" field.
+	// The GraphQL type acted on (PartnerApp, Order, …); null when unknown, as for a create that failed.
 	TargetType *string `json:"target_type,omitempty"`
-	// TargetID holds the value of the "target_id" field.
+	// The id (or order number) of the object acted on; null when unknown.
 	TargetID *string `json:"target_id,omitempty"`
-	// Outcome holds the value of the "outcome" field.
+	// How the call ended: SUCCESS, REFUSED (the caller's error) or FAILED (the server's).
 	Outcome auditevent.Outcome `json:"outcome,omitempty"`
-	// ErrorCode holds the value of the "error_code" field.
+	// The extensions.code the caller was given (FORBIDDEN, VALIDATION_FAILED, …); null on success.
 	ErrorCode *string `json:"error_code,omitempty"`
-	// RequestID holds the value of the "request_id" field.
+	// The request's id (X-Request-Id, the caller's or one made for it), which ties the event to the request log line.
 	RequestID    *string `json:"request_id,omitempty"`
 	selectValues sql.SelectValues
 }

@@ -13,30 +13,30 @@ import (
 	"entgo.io/ent/dialect/sql"
 )
 
-// DeliveryAttempt is the model entity for the DeliveryAttempt schema.
+// One HTTP attempt of a webhook delivery, with what was sent and what came back.
 type DeliveryAttempt struct {
 	config `json:"-"`
 	// ID of the ent.
 	ID int `json:"id,omitempty"`
-	// DeliveryID holds the value of the "delivery_id" field.
+	// The id of the webhook delivery this attempt belongs to.
 	DeliveryID int `json:"delivery_id,omitempty"`
-	// AttemptNo holds the value of the "attempt_no" field.
+	// The attempt's number within its delivery, from 1, counted over resends too.
 	AttemptNo int `json:"attempt_no,omitempty"`
-	// RequestHeaders holds the value of the "request_headers" field.
+	// The request's headers as a JSON object of name to value; signatures are redacted.
 	RequestHeaders string `json:"request_headers,omitempty"`
-	// RequestBody holds the value of the "request_body" field.
+	// The JSON body sent to the receiver.
 	RequestBody string `json:"request_body,omitempty"`
-	// ResponseStatus holds the value of the "response_status" field.
+	// The receiver's HTTP status; null when no response came (connection error or timeout).
 	ResponseStatus *int `json:"response_status,omitempty"`
-	// ResponseHeaders holds the value of the "response_headers" field.
+	// The response's headers as a JSON object of name to value; empty when no response came.
 	ResponseHeaders string `json:"response_headers,omitempty"`
-	// ResponseBody holds the value of the "response_body" field.
+	// The start of the response body, at most 64 KiB.
 	ResponseBody string `json:"response_body,omitempty"`
-	// Error holds the value of the "error" field.
+	// Why the attempt failed (a transport error or an unexpected status); empty on success.
 	Error string `json:"error,omitempty"`
-	// DurationMs holds the value of the "duration_ms" field.
+	// How long the attempt took, in milliseconds.
 	DurationMs int64 `json:"duration_ms,omitempty"`
-	// StartedAt holds the value of the "started_at" field.
+	// When the attempt started.
 	StartedAt time.Time `json:"started_at,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the DeliveryAttemptQuery when eager-loading is set.
@@ -46,7 +46,7 @@ type DeliveryAttempt struct {
 
 // DeliveryAttemptEdges holds the relations/edges for other nodes in the graph.
 type DeliveryAttemptEdges struct {
-	// Delivery holds the value of the delivery edge.
+	// The webhook delivery this attempt belongs to.
 	Delivery *WebhookDelivery `json:"delivery,omitempty"`
 	// loadedTypes holds the information for reporting if a
 	// type was loaded (or requested) in eager-loading or not.

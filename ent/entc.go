@@ -5,6 +5,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"log"
 	"strings"
@@ -21,7 +22,7 @@ func main() {
 		entgql.WithWhereInputs(true),
 		entgql.WithConfigPath("gqlgen.yml"),
 		entgql.WithSchemaPath("web-schema/ent.graphql"),
-		entgql.WithSchemaHook(dropNodeQueries, int64Filters),
+		entgql.WithSchemaHook(dropNodeQueries, int64Filters, describe),
 	)
 	if err != nil {
 		log.Fatalf("creating entgql extension: %v", err)
@@ -120,3 +121,93 @@ func int64Filters(_ *gen.Graph, s *ast.Schema) error {
 var filterOps = map[string]bool{"": true, "NEQ": true, "In": true, "NotIn": true, "GT": true, "GTE": true, "LT": true, "LTE": true}
 
 func pascal(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
+
+// describe carries what entgql leaves out into the GraphQL descriptions a
+// schema browser shows: Query's, a type's (its schema.Comment), its id's,
+// its connection edges' (their Comment), its enum types' (the field's
+// Comment) and their values' (the ValueDocs annotation of ent/schema),
+// and the values of its <Type>OrderField enum. entgql itself takes field
+// and edge descriptions from their Comment, which stays out of the
+// database (Postgres migrations) as long as no entsql.WithComments is set.
+func describe(g *gen.Graph, s *ast.Schema) error {
+	if q := s.Types["Query"]; q != nil {
+		q.Description = "Reads, for every admin API key (ADMIN, READ_ONLY; PUBLISHER keys are refused). Lists are Relay connections, filtered by where and sorted by orderBy."
+	}
+	for _, n := range g.Nodes {
+		def, ok := s.Types[n.Name]
+		if !ok {
+			continue
+		}
+		if def.Description == "" {
+			var c struct{ Text string }
+			if err := decode(n.Annotations["Comment"], &c); err != nil {
+				return fmt.Errorf("describe %s: %w", n.Name, err)
+			}
+			def.Description = c.Text
+		}
+		if f := def.Fields.ForName("id"); f != nil && f.Description == "" {
+			f.Description = "The " + n.Name + "'s id: an integer unique among " + n.Name + " objects only, written as a string of digits."
+		}
+		for _, e := range n.Edges {
+			// A Relay connection's field is built without the edge's comment.
+			if f := def.Fields.ForName(camel(e.Name)); f != nil && f.Description == "" {
+				f.Description = e.Comment()
+			}
+		}
+		order := s.Types[n.Name+"OrderField"]
+		for _, f := range n.Fields {
+			var values map[string]string
+			if err := decode(f.Annotations["ValueDocs"], &values); err != nil {
+				return fmt.Errorf("describe %s.%s: %w", n.Name, f.Name, err)
+			}
+			if f.IsEnum() && len(values) > 0 {
+				enum := s.Types[n.Name+pascal(camel(f.Name))]
+				if enum == nil {
+					return fmt.Errorf("describe %s.%s: no enum type %s", n.Name, f.Name, n.Name+pascal(camel(f.Name)))
+				}
+				if c := f.Comment(); c != "" {
+					enum.Description = c
+				}
+				for _, v := range enum.EnumValues {
+					if values[v.Name] == "" {
+						return fmt.Errorf("describe %s.%s: value %s has no ValueDocs entry", n.Name, f.Name, v.Name)
+					}
+					v.Description = values[v.Name]
+				}
+			}
+			var ant entgql.Annotation
+			if err := decode(f.Annotations[ant.Name()], &ant); err != nil {
+				return fmt.Errorf("describe %s.%s: %w", n.Name, f.Name, err)
+			}
+			if order == nil || ant.OrderField == "" {
+				continue
+			}
+			if v := order.EnumValues.ForName(ant.OrderField); v != nil {
+				v.Description = "Sorts by " + camel(f.Name) + "; objects with equal values follow in id order."
+			}
+		}
+	}
+	return nil
+}
+
+// decode reads an annotation as entc stored it (its JSON form); a missing
+// one leaves v as it is.
+func decode(ant any, v any) error {
+	if ant == nil {
+		return nil
+	}
+	b, err := json.Marshal(ant)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
+
+// camel is the GraphQL spelling of an ent field name (create_time: createTime).
+func camel(s string) string {
+	parts := strings.Split(s, "_")
+	for i := 1; i < len(parts); i++ {
+		parts[i] = pascal(parts[i])
+	}
+	return strings.Join(parts, "")
+}

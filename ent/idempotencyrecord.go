@@ -12,26 +12,26 @@ import (
 	"entgo.io/ent/dialect/sql"
 )
 
-// IdempotencyRecord is the model entity for the IdempotencyRecord schema.
+// A stock deduction remembered by its business serial number (bizNo), so that a repeat replays its result instead of deducting again.
 type IdempotencyRecord struct {
 	config `json:"-"`
 	// ID of the ent.
 	ID int `json:"id,omitempty"`
-	// BizNo holds the value of the "biz_no" field.
+	// The partner's business serial number of the deduction, 1–64 printable ASCII characters, unique across apps.
 	BizNo string `json:"biz_no,omitempty"`
-	// AppKey holds the value of the "app_key" field.
+	// The app_key of the partner app that made the deduction.
 	AppKey string `json:"app_key,omitempty"`
-	// APIPath holds the value of the "api_path" field.
+	// The API path called, such as /api/v1/inventory/deduct.
 	APIPath string `json:"api_path,omitempty"`
-	// RequestParams holds the value of the "request_params" field.
+	// The deduction's parameters, compared with those of a repeat of the same bizNo (a difference is refused).
 	RequestParams string `json:"request_params,omitempty"`
-	// ResponseResult holds the value of the "response_result" field.
+	// The data answered on success, replayed to a repeat; empty otherwise.
 	ResponseResult string `json:"response_result,omitempty"`
-	// Status holds the value of the "status" field.
+	// 0: being processed; 1: succeeded (repeats replay the result); 2: failed (repeats are refused).
 	Status int `json:"status,omitempty"`
-	// CreateTime holds the value of the "create_time" field.
+	// When the deduction was first received.
 	CreateTime time.Time `json:"create_time,omitempty"`
-	// UpdateTime holds the value of the "update_time" field.
+	// When the record last changed.
 	UpdateTime   time.Time `json:"update_time,omitempty"`
 	selectValues sql.SelectValues
 }

@@ -13,28 +13,28 @@ import (
 	"entgo.io/ent/dialect/sql"
 )
 
-// Order is the model entity for the Order schema.
+// A partner's order, which the partner queries through the signed order API.
 type Order struct {
 	config `json:"-"`
 	// ID of the ent.
 	ID int `json:"id,omitempty"`
-	// OrderNo holds the value of the "order_no" field.
+	// The order number partners query by, 1–64 characters, unique.
 	OrderNo string `json:"order_no,omitempty"`
-	// AppID holds the value of the "app_id" field.
+	// The id of the partner app that owns the order; only it may query the order.
 	AppID int `json:"app_id,omitempty"`
 	// The amount in minor units (cents). In GraphQL a 32-bit Int kept for old clients; amountMinor and amountDecimal are its current forms.
 	Amount int64 `json:"amount,omitempty"`
-	// Status holds the value of the "status" field.
+	// Where the order is in its life: CREATED, then PAID or CANCELLED; a PAID order may become REFUNDED.
 	Status order.Status `json:"status,omitempty"`
-	// CustomerName holds the value of the "customer_name" field.
+	// The customer's name, up to 128 characters; partners see it in v2 answers.
 	CustomerName string `json:"customer_name,omitempty"`
-	// CustomerPhone holds the value of the "customer_phone" field.
+	// The customer's phone number; partners see it masked (138****0000).
 	CustomerPhone string `json:"customer_phone,omitempty"`
-	// CustomerEmail holds the value of the "customer_email" field.
+	// The customer's email address; partners see it masked (a***@example.com).
 	CustomerEmail string `json:"customer_email,omitempty"`
-	// CreateTime holds the value of the "create_time" field.
+	// When the order was created.
 	CreateTime time.Time `json:"create_time,omitempty"`
-	// PayTime holds the value of the "pay_time" field.
+	// When the order was paid; null until then.
 	PayTime *time.Time `json:"pay_time,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the OrderQuery when eager-loading is set.
@@ -44,7 +44,7 @@ type Order struct {
 
 // OrderEdges holds the relations/edges for other nodes in the graph.
 type OrderEdges struct {
-	// App holds the value of the app edge.
+	// The partner app that owns the order.
 	App *PartnerApp `json:"app,omitempty"`
 	// loadedTypes holds the information for reporting if a
 	// type was loaded (or requested) in eager-loading or not.

@@ -13,42 +13,42 @@ import (
 	"entgo.io/ent/dialect/sql"
 )
 
-// PartnerApp is the model entity for the PartnerApp schema.
+// A partner application: the caller of the signed API (appKey and secret), the OAuth client and the receiver of webhooks.
 type PartnerApp struct {
 	config `json:"-"`
 	// ID of the ent.
 	ID int `json:"id,omitempty"`
-	// AppName holds the value of the "app_name" field.
+	// A display name, 1–128 characters.
 	AppName string `json:"app_name,omitempty"`
-	// AppKey holds the value of the "app_key" field.
+	// The app's public key (the app_key query parameter and OAuth client_id), unique and fixed at creation.
 	AppKey string `json:"app_key,omitempty"`
 	// Secret holds the value of the "secret" field.
 	Secret []byte `json:"-"`
 	// PreviousSecret holds the value of the "previous_secret" field.
 	PreviousSecret *[]byte `json:"-"`
-	// PreviousSecretExpiresAt holds the value of the "previous_secret_expires_at" field.
+	// Until when the app's previous secret still verifies after a rotation; null when there is no overlap.
 	PreviousSecretExpiresAt *time.Time `json:"previous_secret_expires_at,omitempty"`
-	// Status holds the value of the "status" field.
+	// 1: enabled; 0: disabled: its signed calls are refused (4001), and so are its OAuth requests.
 	Status int `json:"status,omitempty"`
-	// RateLimit holds the value of the "rate_limit" field.
+	// Signed calls allowed per sliding second, 1–1,000,000; calls over it get HTTP 429.
 	RateLimit int `json:"rate_limit,omitempty"`
-	// ExpireDate holds the value of the "expire_date" field.
+	// The last UTC day on which the app's signed calls are accepted (valid through its end); null: no expiry.
 	ExpireDate *time.Time `json:"expire_date,omitempty"`
-	// CallbackURL holds the value of the "callback_url" field.
+	// The URL of the app's first webhook endpoint; null when it has none.
 	CallbackURL string `json:"callback_url,omitempty"`
 	// WebhookSecret holds the value of the "webhook_secret" field.
 	WebhookSecret *[]byte `json:"-"`
 	// PreviousWebhookSecret holds the value of the "previous_webhook_secret" field.
 	PreviousWebhookSecret *[]byte `json:"-"`
-	// PreviousWebhookSecretExpiresAt holds the value of the "previous_webhook_secret_expires_at" field.
+	// Until when the first webhook endpoint's previous signing secret still signs; null when there is no overlap.
 	PreviousWebhookSecretExpiresAt *time.Time `json:"previous_webhook_secret_expires_at,omitempty"`
-	// RedirectUris holds the value of the "redirect_uris" field.
+	// The OAuth redirect URIs the app registered; an authorization request must name one of them exactly.
 	RedirectUris []string `json:"redirect_uris,omitempty"`
-	// Scopes holds the value of the "scopes" field.
+	// The OAuth scopes the app may request.
 	Scopes []string `json:"scopes,omitempty"`
-	// CreateTime holds the value of the "create_time" field.
+	// When the app was created.
 	CreateTime time.Time `json:"create_time,omitempty"`
-	// UpdateTime holds the value of the "update_time" field.
+	// When the app was last changed.
 	UpdateTime time.Time `json:"update_time,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the PartnerAppQuery when eager-loading is set.
@@ -58,13 +58,13 @@ type PartnerApp struct {
 
 // PartnerAppEdges holds the relations/edges for other nodes in the graph.
 type PartnerAppEdges struct {
-	// Orders holds the value of the orders edge.
+	// The app's orders.
 	Orders []*Order `json:"orders,omitempty"`
-	// WebhookDeliveries holds the value of the webhook_deliveries edge.
+	// The webhook deliveries queued for the app, over all its endpoints.
 	WebhookDeliveries []*WebhookDelivery `json:"webhook_deliveries,omitempty"`
-	// WebhookEndpoints holds the value of the webhook_endpoints edge.
+	// The app's webhook endpoints (0 to 10).
 	WebhookEndpoints []*WebhookEndpoint `json:"webhook_endpoints,omitempty"`
-	// Usages holds the value of the usages edge.
+	// The app's signed calls counted per API version and UTC day.
 	Usages []*APIUsage `json:"usages,omitempty"`
 	// AuthCodes holds the value of the auth_codes edge.
 	AuthCodes []*AuthCode `json:"auth_codes,omitempty"`

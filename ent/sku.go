@@ -12,16 +12,16 @@ import (
 	"entgo.io/ent/dialect/sql"
 )
 
-// Sku is the model entity for the Sku schema.
+// A stock-keeping unit whose stock partners deduct through the signed API.
 type Sku struct {
 	config `json:"-"`
 	// ID of the ent.
 	ID int `json:"id,omitempty"`
-	// Name holds the value of the "name" field.
+	// The SKU's name, 1–200 characters.
 	Name string `json:"name,omitempty"`
-	// Stock holds the value of the "stock" field.
+	// Units in stock; deductions never take it below 0.
 	Stock int64 `json:"stock,omitempty"`
-	// UpdateTime holds the value of the "update_time" field.
+	// When the SKU (or its stock) last changed.
 	UpdateTime   time.Time `json:"update_time,omitempty"`
 	selectValues sql.SelectValues
 }

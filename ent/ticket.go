@@ -12,16 +12,16 @@ import (
 	"entgo.io/ent/dialect/sql"
 )
 
-// Ticket is the model entity for the Ticket schema.
+// An internal support ticket recorded by staff.
 type Ticket struct {
 	config `json:"-"`
 	// ID of the ent.
 	ID int `json:"id,omitempty"`
-	// Title holds the value of the "title" field.
+	// The ticket's title, 1–200 characters.
 	Title string `json:"title,omitempty"`
-	// Status holds the value of the "status" field.
+	// OPEN, DOING or DONE.
 	Status ticket.Status `json:"status,omitempty"`
-	// CreatedAt holds the value of the "created_at" field.
+	// When the ticket was created.
 	CreatedAt    time.Time `json:"created_at,omitempty"`
 	selectValues sql.SelectValues
 }

@@ -13,24 +13,24 @@ import (
 	"entgo.io/ent/dialect/sql"
 )
 
-// User is the model entity for the User schema.
+// A person who signs in (JWT login, OAuth approval). The password is stored as a hash only and never shown.
 type User struct {
 	config `json:"-"`
 	// ID of the ent.
 	ID int `json:"id,omitempty"`
-	// Username holds the value of the "username" field.
+	// The name the user signs in with, unique, at most 64 characters.
 	Username string `json:"username,omitempty"`
 	// PasswordHash holds the value of the "password_hash" field.
 	PasswordHash string `json:"-"`
-	// Roles holds the value of the "roles" field.
+	// The user's roles, carried in their tokens.
 	Roles []string `json:"roles,omitempty"`
-	// Status holds the value of the "status" field.
+	// 1: may sign in; 0: disabled, sign-ins and the user's existing tokens are refused.
 	Status int `json:"status,omitempty"`
-	// TokensRevokedAt holds the value of the "tokens_revoked_at" field.
+	// The user's tokens and sessions from before this instant are refused (set by disableUser and setUserPassword); null if never.
 	TokensRevokedAt *time.Time `json:"tokens_revoked_at,omitempty"`
 	// SecurityVersion holds the value of the "security_version" field.
 	SecurityVersion int `json:"security_version,omitempty"`
-	// CreateTime holds the value of the "create_time" field.
+	// When the user was created.
 	CreateTime time.Time `json:"create_time,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the UserQuery when eager-loading is set.

@@ -14,40 +14,40 @@ import (
 	"entgo.io/ent/dialect/sql"
 )
 
-// WebhookDelivery is the model entity for the WebhookDelivery schema.
+// One webhook event to deliver to one endpoint of a partner app, with its retry state.
 type WebhookDelivery struct {
 	config `json:"-"`
 	// ID of the ent.
 	ID int `json:"id,omitempty"`
-	// AppID holds the value of the "app_id" field.
+	// The id of the partner app the event is for.
 	AppID int `json:"app_id,omitempty"`
-	// EndpointID holds the value of the "endpoint_id" field.
+	// The id of the endpoint the delivery goes to; null once the endpoint was deleted (its waiting deliveries were cancelled).
 	EndpointID *int `json:"endpoint_id,omitempty"`
-	// EventID holds the value of the "event_id" field.
+	// The message id (the webhook-id header): one event fanned out to several endpoints has one id and one delivery per endpoint.
 	EventID string `json:"event_id,omitempty"`
-	// EventType holds the value of the "event_type" field.
+	// The event's type, such as order.paid.
 	EventType string `json:"event_type,omitempty"`
-	// BizData holds the value of the "biz_data" field.
+	// The event's business data, the JSON sent as the body's data.
 	BizData string `json:"biz_data,omitempty"`
-	// CallbackURL holds the value of the "callback_url" field.
+	// The URL the delivery is sent to.
 	CallbackURL string `json:"callback_url,omitempty"`
-	// Status holds the value of the "status" field.
+	// PENDING and RETRYING are due; SUCCESS, FAILED and CANCELLED are final (resendWebhookDelivery makes any of them PENDING again).
 	Status webhookdelivery.Status `json:"status,omitempty"`
-	// RetryCount holds the value of the "retry_count" field.
+	// Retries made since the delivery was queued or last resent.
 	RetryCount int `json:"retry_count,omitempty"`
-	// AttemptCount holds the value of the "attempt_count" field.
+	// Attempts recorded so far, over resends too: the next attempt is number attemptCount + 1.
 	AttemptCount int `json:"attempt_count,omitempty"`
-	// MaxRetry holds the value of the "max_retry" field.
+	// Retries allowed before the delivery becomes FAILED (the length of the endpoint's retry schedule).
 	MaxRetry int `json:"max_retry,omitempty"`
-	// NextAttemptAt holds the value of the "next_attempt_at" field.
+	// When the delivery is next due (for PENDING and RETRYING).
 	NextAttemptAt time.Time `json:"next_attempt_at,omitempty"`
-	// LeaseUntil holds the value of the "lease_until" field.
+	// While a replica is sending the delivery, until when it holds it; null otherwise. A lease left by a crashed replica expires.
 	LeaseUntil *time.Time `json:"lease_until,omitempty"`
-	// LastError holds the value of the "last_error" field.
+	// Why the last attempt failed; empty if none did.
 	LastError string `json:"last_error,omitempty"`
-	// CreateTime holds the value of the "create_time" field.
+	// When the event was queued.
 	CreateTime time.Time `json:"create_time,omitempty"`
-	// UpdateTime holds the value of the "update_time" field.
+	// When the delivery last changed.
 	UpdateTime time.Time `json:"update_time,omitempty"`
 	// Traceparent holds the value of the "traceparent" field.
 	Traceparent string `json:"traceparent,omitempty"`
@@ -61,11 +61,11 @@ type WebhookDelivery struct {
 
 // WebhookDeliveryEdges holds the relations/edges for other nodes in the graph.
 type WebhookDeliveryEdges struct {
-	// App holds the value of the app edge.
+	// The partner app the event is for.
 	App *PartnerApp `json:"app,omitempty"`
-	// Attempts holds the value of the attempts edge.
+	// The delivery's HTTP attempts, first to last.
 	Attempts []*DeliveryAttempt `json:"attempts,omitempty"`
-	// Endpoint holds the value of the endpoint edge.
+	// The endpoint the delivery goes to; null once deleted.
 	Endpoint *WebhookEndpoint `json:"endpoint,omitempty"`
 	// loadedTypes holds the information for reporting if a
 	// type was loaded (or requested) in eager-loading or not.

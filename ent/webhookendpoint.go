@@ -14,30 +14,30 @@ import (
 	"entgo.io/ent/dialect/sql"
 )
 
-// WebhookEndpoint is the model entity for the WebhookEndpoint schema.
+// A receiver of an app's webhooks: a URL with its own signing secret, event filter, rate limit and circuit breaker. An app has 0 to 10.
 type WebhookEndpoint struct {
 	config `json:"-"`
 	// ID of the ent.
 	ID int `json:"id,omitempty"`
-	// AppID holds the value of the "app_id" field.
+	// The id of the partner app that owns the endpoint.
 	AppID int `json:"app_id,omitempty"`
-	// URL holds the value of the "url" field.
+	// Where deliveries are POSTed: an absolute http or https URL, at most 2048 characters.
 	URL string `json:"url,omitempty"`
-	// Description holds the value of the "description" field.
+	// A staff note about the endpoint, up to 256 characters.
 	Description string `json:"description,omitempty"`
-	// EventTypes holds the value of the "event_types" field.
+	// The event types the endpoint receives; []: every type.
 	EventTypes []string `json:"event_types,omitempty"`
-	// Enabled holds the value of the "enabled" field.
+	// false: disabled by hand (no new events) or automatically (see autoDisabledAt); its waiting deliveries are held until it is enabled again.
 	Enabled bool `json:"enabled,omitempty"`
-	// AutoDisabledAt holds the value of the "auto_disabled_at" field.
+	// When gatehouse disabled the endpoint because every delivery failed for 5 days; null otherwise. enableWebhookEndpoint clears it.
 	AutoDisabledAt *time.Time `json:"auto_disabled_at,omitempty"`
 	// Secret holds the value of the "secret" field.
 	Secret []byte `json:"-"`
 	// PreviousSecret holds the value of the "previous_secret" field.
 	PreviousSecret *[]byte `json:"-"`
-	// PreviousSecretExpiresAt holds the value of the "previous_secret_expires_at" field.
+	// Until when the previous signing secret keeps signing next to the new one after a rotation; null when there is no overlap.
 	PreviousSecretExpiresAt *time.Time `json:"previous_secret_expires_at,omitempty"`
-	// RateLimit holds the value of the "rate_limit" field.
+	// At most this many deliveries per second to the endpoint, per replica (1–10,000); null: no cap beyond the app's share.
 	RateLimit *int `json:"rate_limit,omitempty"`
 	// Seconds to wait before each retry of a failed delivery: [5, 300] is a first attempt, a retry 5 s after it, another 5 min later, then FAILED. Null: the default schedule (1, 2, 4, 8, 16 s × GATEHOUSE_WEBHOOK_RETRY_BASE).
 	RetrySchedule []int `json:"retry_schedule,omitempty"`
@@ -47,9 +47,9 @@ type WebhookEndpoint struct {
 	ClientCertificate *string `json:"client_certificate,omitempty"`
 	// ClientKey holds the value of the "client_key" field.
 	ClientKey *[]byte `json:"-"`
-	// CreateTime holds the value of the "create_time" field.
+	// When the endpoint was created.
 	CreateTime time.Time `json:"create_time,omitempty"`
-	// UpdateTime holds the value of the "update_time" field.
+	// When the endpoint was last changed.
 	UpdateTime time.Time `json:"update_time,omitempty"`
 	// Edges holds the relations/edges for other nodes in the graph.
 	// The values are being populated by the WebhookEndpointQuery when eager-loading is set.
@@ -59,7 +59,7 @@ type WebhookEndpoint struct {
 
 // WebhookEndpointEdges holds the relations/edges for other nodes in the graph.
 type WebhookEndpointEdges struct {
-	// App holds the value of the app edge.
+	// The partner app that owns the endpoint.
 	App *PartnerApp `json:"app,omitempty"`
 	// Deliveries holds the value of the deliveries edge.
 	Deliveries []*WebhookDelivery `json:"deliveries,omitempty"`

@@ -12,6 +12,16 @@ import (
 	"entgo.io/contrib/entgql"
 )
 
+// UsageCount is the resolver for the usageCount field.
+func (r *aPIKeyResolver) UsageCount(ctx context.Context, obj *ent.APIKey) (int, error) {
+	return int32Field("usageCount", obj.UsageCount, "requestCount (Int64)")
+}
+
+// Count is the resolver for the count field.
+func (r *aPIUsageResolver) Count(ctx context.Context, obj *ent.APIUsage) (int, error) {
+	return int32Field("count", obj.Count, "callCount (Int64)")
+}
+
 // Amount is the resolver for the amount field.
 func (r *orderResolver) Amount(ctx context.Context, obj *ent.Order) (int, error) {
 	return int32Field("amount", obj.Amount, "amountMinor (Int64) or amountDecimal")
@@ -125,6 +135,12 @@ func (r *webhookEndpointResolver) EventTypes(ctx context.Context, obj *ent.Webho
 	return obj.EventTypes, nil
 }
 
+// APIKey returns APIKeyResolver implementation.
+func (r *Resolver) APIKey() APIKeyResolver { return &aPIKeyResolver{r} }
+
+// APIUsage returns APIUsageResolver implementation.
+func (r *Resolver) APIUsage() APIUsageResolver { return &aPIUsageResolver{r} }
+
 // DeliveryAttempt returns DeliveryAttemptResolver implementation.
 func (r *Resolver) DeliveryAttempt() DeliveryAttemptResolver { return &deliveryAttemptResolver{r} }
 
@@ -149,6 +165,8 @@ func (r *Resolver) WebhookDelivery() WebhookDeliveryResolver { return &webhookDe
 func (r *Resolver) WebhookEndpoint() WebhookEndpointResolver { return &webhookEndpointResolver{r} }
 
 type (
+	aPIKeyResolver            struct{ *Resolver }
+	aPIUsageResolver          struct{ *Resolver }
 	deliveryAttemptResolver   struct{ *Resolver }
 	idempotencyRecordResolver struct{ *Resolver }
 	orderResolver             struct{ *Resolver }

@@ -38,6 +38,9 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
+	APIKey() APIKeyResolver
+	APIUsage() APIUsageResolver
+	APIVersion() APIVersionResolver
 	DeliveryAttempt() DeliveryAttemptResolver
 	IdempotencyRecord() IdempotencyRecordResolver
 	Mutation() MutationResolver
@@ -478,6 +481,15 @@ type ComplexityRoot struct {
 
 // region    ************************** generated!.gotpl **************************
 
+type APIKeyResolver interface {
+	UsageCount(ctx context.Context, obj *ent.APIKey) (int, error)
+}
+type APIUsageResolver interface {
+	Count(ctx context.Context, obj *ent.APIUsage) (int, error)
+}
+type APIVersionResolver interface {
+	CallsLast30Days(ctx context.Context, obj *APIVersion) (int, error)
+}
 type DeliveryAttemptResolver interface {
 	RequestHeadersJSON(ctx context.Context, obj *ent.DeliveryAttempt) (json.RawMessage, error)
 	RequestBodyJSON(ctx context.Context, obj *ent.DeliveryAttempt) (json.RawMessage, error)
@@ -2649,39 +2661,50 @@ var sources = []*ast.Source{
 #
 # Every mutation, successful or not, is recorded in auditEvents.
 
+"""
+Changes, for ADMIN keys (READ_ONLY keys get FORBIDDEN; PUBLISHER keys may
+call publishWebhookEvent only). Each call is recorded in auditEvents.
+"""
 type Mutation {
   """
   Creates an enabled partner app. The app secret and the webhook secret are
   returned here, once, and never again.
   """
-  createPartnerApp(input: CreatePartnerAppInput!): PartnerAppSecretPayload!
+  createPartnerApp("The new app." input: CreatePartnerAppInput!): PartnerAppSecretPayload!
   """
   Changes the given fields of an app; absent fields are left as they are.
   Takes effect on every replica within 1 s.
   """
-  updatePartnerApp(id: ID!, input: UpdatePartnerAppInput!): PartnerApp!
+  updatePartnerApp("The app to change." id: ID!, "The fields to change." input: UpdatePartnerAppInput!): PartnerApp!
   """
   Gives the app a new app secret (returned once); the old one keeps
   verifying for 24 h. webhookSecret is null.
   """
-  rotatePartnerAppSecret(id: ID!): PartnerAppSecretPayload!
+  rotatePartnerAppSecret("The app whose secret is replaced." id: ID!): PartnerAppSecretPayload!
   """
   Gives the app a new webhook signing secret (returned once); the old one
   keeps signing for 24 h. appSecret is null. The secret is the app's first
   webhook endpoint's (rotateWebhookEndpointSecret rotates any endpoint's).
   """
-  rotateWebhookSecret(id: ID!): PartnerAppSecretPayload!
+  rotateWebhookSecret("The app whose first endpoint's secret is replaced." id: ID!): PartnerAppSecretPayload!
   """
   Puts a delivery back to PENDING with retryCount 0; its attempts are kept.
   """
-  resendWebhookDelivery(id: ID!): WebhookDelivery!
+  resendWebhookDelivery("The delivery to send again (any status)." id: ID!): WebhookDelivery!
   """
   Re-queues every FAILED delivery and returns how many: of one app when
   appID is given, of one endpoint when endpointID is, and only those
   created at or after since when it is (a recovery after an outage). An
   unknown app or endpoint (or an endpoint of another app) is NOT_FOUND.
   """
-  resendFailedWebhookDeliveries(appID: ID @auditTarget(type: "PartnerApp"), endpointID: ID, since: Time): Int!
+  resendFailedWebhookDeliveries(
+    "Only this app's deliveries; absent: every app's."
+    appID: ID @auditTarget(type: "PartnerApp")
+    "Only this endpoint's deliveries (of appID's app when both are given)."
+    endpointID: ID
+    "Only deliveries created at or after this time."
+    since: Time
+  ): Int!
   """
   Queues a webhook.test event for the app, signed and delivered like any
   other event: a way to check a partner's receiver. With eventType (a type
@@ -2693,20 +2716,27 @@ type Mutation {
   or one that is disabled or expired, is INVALID_STATE; at most 5 tests
   (of one example) may wait per app (CONFLICT).
   """
-  sendTestWebhook(appID: ID! @auditTarget(type: "PartnerApp"), endpointID: ID, eventType: String): WebhookDelivery!
+  sendTestWebhook(
+    "The app to send the test to."
+    appID: ID! @auditTarget(type: "PartnerApp")
+    "Only this endpoint of the app; absent: every endpoint subscribed to the type."
+    endpointID: ID
+    "Send this type's example instead of a webhook.test event."
+    eventType: String
+  ): WebhookDelivery!
   """
   Cancels a PENDING or RETRYING delivery: it becomes CANCELLED and is never
   attempted again (an attempt already in flight is recorded but changes
   nothing). Any other status is INVALID_STATE; resendWebhookDelivery brings
   a cancelled delivery back.
   """
-  cancelWebhookDelivery(id: ID!): WebhookDelivery!
+  cancelWebhookDelivery("The PENDING or RETRYING delivery to cancel." id: ID!): WebhookDelivery!
   "Creates a SKU with its initial stock."
-  createSku(input: CreateSkuInput!): Sku!
+  createSku("The new SKU." input: CreateSkuInput!): Sku!
   "Sets the stock of a SKU (0 or more)."
-  setSkuStock(id: ID!, stock: Int!): Sku!
+  setSkuStock("The SKU." id: ID!, "The new stock, 0 or more; it replaces the current one." stock: Int!): Sku!
   "Creates an order (status CREATED) for a partner app."
-  createOrder(input: CreateOrderInput!): Order!
+  createOrder("The new order." input: CreateOrderInput!): Order!
   """
   Marks a CREATED order PAID (payTime now) and queues its order.paid
   webhook in the same transaction. When the webhook does not go out at once
@@ -2714,12 +2744,12 @@ type Mutation {
   has no callback URL, nothing was queued; WEBHOOK_HELD: the app is
   disabled or expired, the delivery waits).
   """
-  payOrder(orderNo: String! @auditTarget): Order!
+  payOrder("The order number of a CREATED order." orderNo: String! @auditTarget): Order!
   """
   Marks a CREATED order CANCELLED and queues its order.cancelled webhook in
   the same transaction. Any other status: INVALID_STATE.
   """
-  cancelOrder(orderNo: String! @auditTarget): Order!
+  cancelOrder("The order number of a CREATED order." orderNo: String! @auditTarget): Order!
   """
   Refunds a PAID order through the payment provider (a signed POST
   {GATEHOUSE_PAYMENT_URL}/refunds with Idempotency-Key refund-<orderNo>,
@@ -2733,7 +2763,12 @@ type Mutation {
   PAYMENT_NOT_CONFIGURED, CONFLICT (a refund of this order is in flight),
   INVALID_STATE (not PAID), NOT_FOUND. reason: at most 256 characters.
   """
-  refundOrder(orderNo: String! @auditTarget, reason: String): Order!
+  refundOrder(
+    "The order number of a PAID order."
+    orderNo: String! @auditTarget
+    "Why the order is refunded, at most 256 characters; sent to the provider."
+    reason: String
+  ): Order!
   """
   Creates an enabled admin API key; the key is returned here, once. An
   ADMIN key may query and change; a READ_ONLY key may only query (every
@@ -2755,11 +2790,12 @@ type Mutation {
     scopes: [String!]
   ): APIKeySecretPayload!
   "Disables an API key: it is refused from the next request on."
-  disableAPIKey(id: ID!): APIKey!
+  disableAPIKey("The key to disable." id: ID!): APIKey!
   "Creates an enabled user who can sign in (JWT login, OAuth approval)."
-  createUser(input: CreateUserInput!): User!
+  createUser("The new user." input: CreateUserInput!): User!
 }
 
+"The fields of a new partner app (createPartnerApp)."
 input CreatePartnerAppInput {
   "1-128 characters."
   appName: String!
@@ -2788,17 +2824,22 @@ Every field is optional; an absent field is left unchanged. expireDate,
 callbackURL, redirectURIs and scopes are cleared by null.
 """
 input UpdatePartnerAppInput {
+  "1-128 characters."
   appName: String
   "The app key cannot change: only its current value is accepted."
   appKey: String
+  "Requests per second, 1-1000000."
   rateLimit: Int
+  "Last day the app may call the API (through the end of that UTC day); null: no expiry."
   expireDate: Time @goField(omittable: true)
   """
   The URL of the app's first webhook endpoint (made if there is none); null
   deletes that endpoint and cancels its waiting deliveries.
   """
   callbackURL: String @goField(omittable: true) @deprecated(reason: "use updateWebhookEndpoint or deleteWebhookEndpoint")
+  "OAuth redirect URIs (exact match at /oauth/authorize); replaces the list."
   redirectURIs: [String!] @goField(omittable: true)
+  "OAuth scopes the app may ask for; replaces the list."
   scopes: [String!] @goField(omittable: true)
   "0 disabled, 1 enabled."
   status: Int
@@ -2809,12 +2850,15 @@ An app with the secrets just created or rotated. Secrets are shown only in
 this payload; a null secret was not changed.
 """
 type PartnerAppSecretPayload {
+  "The app created or changed."
   app: PartnerApp!
+  "The app secret (signs partner calls and is the OAuth client_secret), shown only here; null when not changed."
   appSecret: String
   "The signing secret of the app's first webhook endpoint (or of the first one callbackURL makes)."
   webhookSecret: String @deprecated(reason: "each webhook endpoint has its own secret: use createWebhookEndpoint and rotateWebhookEndpointSecret")
 }
 
+"The fields of a new SKU (createSku)."
 input CreateSkuInput {
   "1-200 characters."
   name: String!
@@ -2822,28 +2866,37 @@ input CreateSkuInput {
   stock: Int!
 }
 
+"The fields of a new order (createOrder)."
 input CreateOrderInput {
+  "The partner app that owns the order and may query it."
   appID: ID!
   "1-64 printable ASCII characters without spaces, unique."
   orderNo: String!
   "Decimal with at most two decimals, e.g. \"99.90\"."
   amount: String!
+  "The customer's name, at most 128 characters."
   customerName: String
+  "The customer's phone number, at most 32 characters; partners see it masked."
   customerPhone: String
+  "The customer's email address, at most 254 characters; partners see it masked."
   customerEmail: String
 }
 
+"The fields of a new user (createUser)."
 input CreateUserInput {
   "1-64 of [A-Za-z0-9._-], unique."
   username: String!
   "8-72 bytes."
   password: String!
+  "The user's roles, carried in their tokens."
   roles: [String!]
 }
 
 "An API key with the key itself, shown only here."
 type APIKeySecretPayload {
+  "The key created."
   apiKey: APIKey!
+  "The key to send as Authorization: Bearer <key>; only its hash is stored."
   key: String!
 }
 
@@ -2870,6 +2923,7 @@ extend type Query {
   paymentProvider: PaymentProvider!
 }
 
+"The payment provider refundOrder calls."
 type PaymentProvider {
   "Whether GATEHOUSE_PAYMENT_URL (with its API key and secret) is set."
   configured: Boolean!
@@ -2922,6 +2976,7 @@ extend type Query {
 type WebhookEventType {
   "The messages' eventType (order.paid, invoice.issued)."
   name: String!
+  "What the event means and when it is raised, for the receivers' developers."
   description: String!
   "The JSON Schema every bizData of this type satisfies."
   schema: JSON!
@@ -2940,11 +2995,15 @@ each of the app's receivers.
 type WebhookMessage {
   "The message id: the webhook-id header (and eventID) of each of its deliveries."
   eventID: String!
+  "The app the message was published to."
   app: PartnerApp!
+  "The message's type, a custom type of webhookEventTypes."
   eventType: String!
+  "The message's business data, as published (it satisfies the type's schema)."
   bizData: JSON!
   "The idempotency key it was published with (\"\" when none)."
   idempotencyKey: String!
+  "When the message was first published."
   createTime: Time!
   """
   true when an earlier publishWebhookEvent with the same idempotency key
@@ -2967,9 +3026,13 @@ extend type Mutation {
   once declared: a taken name is CONFLICT.
   """
   createWebhookEventType(
+    "The type's name, which messages carry as eventType."
     name: String! @auditTarget(type: "WebhookEventType")
+    "What the event means and when it is raised, shown in the catalogue."
     description: String!
+    "The JSON Schema object every bizData of the type must satisfy."
     schema: JSON!
+    "A bizData satisfying the schema, sent by sendTestWebhook; absent: the schema's first examples entry."
     example: JSON
   ): WebhookEventType!
   """
@@ -2985,9 +3048,13 @@ extend type Mutation {
   null) for none. Built-in types cannot be published.
   """
   publishWebhookEvent(
+    "The app whose endpoints receive the message."
     appID: ID! @auditTarget(type: "PartnerApp")
+    "A custom type declared with createWebhookEventType."
     eventType: String!
+    "The business data, which must satisfy the type's schema."
     bizData: JSON!
+    "1-128 printable ASCII characters without spaces: a repeat with the same key for the same app within 24 h sends nothing new."
     idempotencyKey: String
   ): WebhookMessage!
 }
@@ -3005,12 +3072,12 @@ extend type Mutation {
   retrySchedule, retryPreset, headers, clientCertificate, clientKey, or
   appID when the app has 10 endpoints), NOT_FOUND.
   """
-  createWebhookEndpoint(appID: ID!, input: CreateWebhookEndpointInput!): WebhookEndpointSecretPayload!
+  createWebhookEndpoint("The app that gets the endpoint." appID: ID!, "The new endpoint." input: CreateWebhookEndpointInput!): WebhookEndpointSecretPayload!
   """
   Changes the given fields of an endpoint; absent fields are left as they
   are. A new url also takes the endpoint's waiting deliveries there.
   """
-  updateWebhookEndpoint(id: ID!, input: UpdateWebhookEndpointInput!): WebhookEndpoint!
+  updateWebhookEndpoint("The endpoint to change." id: ID!, "The fields to change." input: UpdateWebhookEndpointInput!): WebhookEndpoint!
   """
   Disables an endpoint by hand. Events raised while it is disabled are not
   queued for it and never reach it (a mutation whose event no enabled
@@ -3021,32 +3088,33 @@ extend type Mutation {
   failed for 5 days) differs: its new events are held for it too, until
   it is enabled or disabled again by hand.
   """
-  disableWebhookEndpoint(id: ID!): WebhookEndpoint!
+  disableWebhookEndpoint("The endpoint to disable." id: ID!): WebhookEndpoint!
   """
   Enables an endpoint again: its held deliveries go out, and it receives
   the events raised from now on (not those raised while it was disabled
   by hand).
   """
-  enableWebhookEndpoint(id: ID!): WebhookEndpoint!
+  enableWebhookEndpoint("The endpoint to enable." id: ID!): WebhookEndpoint!
   """
   Deletes an endpoint and returns it as it was when deleted (after any
   change committed before; its app and breaker as they were). Its PENDING
   and RETRYING deliveries become CANCELLED; every delivery is kept
   (without endpoint), so the returned endpoint has none.
   """
-  deleteWebhookEndpoint(id: ID!): WebhookEndpoint!
+  deleteWebhookEndpoint("The endpoint to delete." id: ID!): WebhookEndpoint!
   """
   Gives an endpoint a new signing secret (returned once); the old one keeps
   signing for 24 h (deliveries carry both signatures meanwhile).
   """
-  rotateWebhookEndpointSecret(id: ID!): WebhookEndpointSecretPayload!
+  rotateWebhookEndpointSecret("The endpoint whose signing secret is replaced." id: ID!): WebhookEndpointSecretPayload!
   """
   Ends an endpoint's rotation overlap now: its previous secret stops
   signing, on every replica within 1 s. For a secret that leaked.
   """
-  endWebhookEndpointSecretOverlap(id: ID!): WebhookEndpoint!
+  endWebhookEndpointSecretOverlap("The endpoint whose previous secret stops signing." id: ID!): WebhookEndpoint!
 }
 
+"The settings of a new webhook endpoint (createWebhookEndpoint)."
 input CreateWebhookEndpointInput {
   "Where deliveries are POSTed: an absolute http or https URL, at most 2048 characters, not a private address."
   url: String!
@@ -3096,11 +3164,18 @@ input CreateWebhookEndpointInput {
   clientKey: String
 }
 
+"""
+The settings to change on a webhook endpoint (updateWebhookEndpoint);
+absent fields are left as they are.
+"""
 input UpdateWebhookEndpointInput {
+  "The new URL (see CreateWebhookEndpointInput); the waiting deliveries go there too."
   url: String
+  "At most 256 characters."
   description: String
   "Replaces the filter; an empty list (or null) receives every type."
   eventTypes: [String!] @goField(omittable: true)
+  "Deliveries per second to this endpoint (1-10000, per replica)."
   rateLimit: Int
   "Removes the rate limit."
   clearRateLimit: Boolean
@@ -3141,6 +3216,7 @@ enum WebhookRetryPreset {
 
 "A webhook endpoint with its signing secret, shown only here."
 type WebhookEndpointSecretPayload {
+  "The endpoint created or changed."
   endpoint: WebhookEndpoint!
   "whsec_ followed by base64: what receivers verify signatures with."
   secret: String!
@@ -3173,33 +3249,69 @@ extend type WebhookEndpoint {
 type WebhookEndpointHealth {
   "Succeeded attempts (2xx) over / all attempts made; null when none was made."
   successRate: Float
+  "Attempts answered 2xx in the last 24 h."
   succeeded: Int!
+  "Attempts not answered 2xx (or not answered) in the last 24 h."
   failed: Int!
   "24 hours, oldest first; the last is the current hour."
   hours: [WebhookEndpointHour!]!
   "The error of the most recent failed attempt (ever), e.g. \"HTTP 503\" or a timeout."
   lastError: String
+  "When the most recent failed attempt started; null if none failed."
   lastErrorAt: Time
 }
 
 "The attempts to an endpoint that started in one hour."
 type WebhookEndpointHour {
+  "The start of the hour (UTC, on the hour)."
   start: Time!
+  "Attempts that started in the hour and were answered 2xx."
   succeeded: Int!
+  "Attempts that started in the hour and were not answered 2xx (or not answered)."
   failed: Int!
 }
 `, BuiltIn: false},
 	{Name: "../web-schema/ent.graphql", Input: `directive @goField(forceResolver: Boolean, name: String, omittable: Boolean) on FIELD_DEFINITION | INPUT_FIELD_DEFINITION
 directive @goModel(model: String, models: [String!], forceGenerate: Boolean) on OBJECT | INPUT_OBJECT | SCALAR | ENUM | INTERFACE | UNION
+"""
+A key for the admin GraphQL API (Authorization: Bearer). Only a hash of the key is stored.
+"""
 type APIKey implements Node {
+  """
+  The APIKey's id: an integer unique among APIKey objects only, written as a string of digits.
+  """
   id: ID!
+  """
+  A staff-chosen label telling keys apart, 1–128 characters.
+  """
   name: String!
+  """
+  The first characters of the key (the whole key is shown once, at creation, and only its hash is stored).
+  """
   prefix: String!
+  """
+  1: the key is accepted; 0: disabled, every request with it is refused (disableAPIKey, enableAPIKey).
+  """
   status: Int!
+  """
+  What the key may do: ADMIN query and change, READ_ONLY query only, PUBLISHER publish events only.
+  """
   role: APIKeyRole!
+  """
+  For a PUBLISHER key, the event types it may publish: names (order.paid) or prefixes ending in .* (order.*); empty: every publishable type. Fixed at creation.
+  """
   scopes: [String!]
+  """
+  Requests made with the key, as a 32-bit Int kept for old clients; requestCount (Int64) is its current form.
+  """
   usageCount: Int! @deprecated(reason: "GraphQL's Int is 32-bit and a count can exceed it: use requestCount (Int64).")
+  """
+  When a request last used the key; null if never.
+  """
   lastUsedAt: Time
+  """
+  When the key was created.
+  """
   createTime: Time!
 }
 """
@@ -3249,17 +3361,38 @@ input APIKeyOrder {
 Properties by which APIKey connections can be ordered.
 """
 enum APIKeyOrderField {
+  """
+  Sorts by name; objects with equal values follow in id order.
+  """
   NAME
+  """
+  Sorts by role; objects with equal values follow in id order.
+  """
   ROLE
+  """
+  Sorts by usageCount; objects with equal values follow in id order.
+  """
   USAGE_COUNT
+  """
+  Sorts by createTime; objects with equal values follow in id order.
+  """
   CREATE_TIME
 }
 """
-APIKeyRole is enum for the field role
+What the key may do: ADMIN query and change, READ_ONLY query only, PUBLISHER publish events only.
 """
 enum APIKeyRole @goModel(model: "gatehouse/ent/apikey.Role") {
+  """
+  May query and call every mutation.
+  """
   ADMIN
+  """
+  May query; every mutation is refused with FORBIDDEN.
+  """
   READ_ONLY
+  """
+  May only publish events (POST /api/events, publishWebhookEvent), within its scopes.
+  """
   PUBLISHER
 }
 """
@@ -3375,12 +3508,33 @@ input APIKeyWhereInput {
   requestCountLT: Int64 @goField(name: "UsageCountLT")
   requestCountLTE: Int64 @goField(name: "UsageCountLTE")
 }
+"""
+Signed partner calls counted per app, API version and UTC day.
+"""
 type APIUsage implements Node {
+  """
+  The APIUsage's id: an integer unique among APIUsage objects only, written as a string of digits.
+  """
   id: ID!
+  """
+  The id of the partner app whose signed calls are counted.
+  """
   appID: ID!
+  """
+  The partner API version called: v1 or v2.
+  """
   version: String!
+  """
+  The UTC day counted, written 2006-01-02.
+  """
   day: String!
+  """
+  Signed calls that day, as a 32-bit Int kept for old clients; callCount (Int64) is its current form.
+  """
   count: Int! @deprecated(reason: "GraphQL's Int is 32-bit and a count can exceed it: use callCount (Int64).")
+  """
+  The partner app whose calls are counted.
+  """
   app: PartnerApp!
 }
 """
@@ -3430,8 +3584,17 @@ input APIUsageOrder {
 Properties by which APIUsage connections can be ordered.
 """
 enum APIUsageOrderField {
+  """
+  Sorts by version; objects with equal values follow in id order.
+  """
   VERSION
+  """
+  Sorts by day; objects with equal values follow in id order.
+  """
   DAY
+  """
+  Sorts by count; objects with equal values follow in id order.
+  """
   COUNT
 }
 """
@@ -3517,16 +3680,49 @@ input APIUsageWhereInput {
   callCountLT: Int64 @goField(name: "CountLT")
   callCountLTE: Int64 @goField(name: "CountLTE")
 }
+"""
+One admin mutation, successful or refused: who called (the API key), what (the mutation and its target), when, and how it ended. Holds ids and codes only, never an argument value; kept for the retention period, then deleted.
+"""
 type AuditEvent implements Node {
+  """
+  The AuditEvent's id: an integer unique among AuditEvent objects only, written as a string of digits.
+  """
   id: ID!
+  """
+  When the mutation was answered.
+  """
   time: Time!
+  """
+  The id of the API key that called.
+  """
   apiKeyID: ID!
+  """
+  The calling key's name at the time of the call (a later rename does not change it).
+  """
   apiKeyName: String!
+  """
+  The GraphQL mutation called, such as createPartnerApp.
+  """
   mutation: String!
+  """
+  The GraphQL type acted on (PartnerApp, Order, …); null when unknown, as for a create that failed.
+  """
   targetType: String
+  """
+  The id (or order number) of the object acted on; null when unknown.
+  """
   targetID: String
+  """
+  How the call ended: SUCCESS, REFUSED (the caller's error) or FAILED (the server's).
+  """
   outcome: AuditEventOutcome!
+  """
+  The extensions.code the caller was given (FORBIDDEN, VALIDATION_FAILED, …); null on success.
+  """
   errorCode: String
+  """
+  The request's id (X-Request-Id, the caller's or one made for it), which ties the event to the request log line.
+  """
   requestID: String
 }
 """
@@ -3576,16 +3772,34 @@ input AuditEventOrder {
 Properties by which AuditEvent connections can be ordered.
 """
 enum AuditEventOrderField {
+  """
+  Sorts by time; objects with equal values follow in id order.
+  """
   TIME
+  """
+  Sorts by mutation; objects with equal values follow in id order.
+  """
   MUTATION
+  """
+  Sorts by outcome; objects with equal values follow in id order.
+  """
   OUTCOME
 }
 """
-AuditEventOutcome is enum for the field outcome
+How the call ended: SUCCESS, REFUSED (the caller's error) or FAILED (the server's).
 """
 enum AuditEventOutcome @goModel(model: "gatehouse/ent/auditevent.Outcome") {
+  """
+  The mutation did what it was asked.
+  """
   SUCCESS
+  """
+  The caller was told no (FORBIDDEN, VALIDATION_FAILED, NOT_FOUND, CONFLICT, INVALID_STATE, …).
+  """
   REFUSED
+  """
+  The service could not do it (INTERNAL, UNAVAILABLE).
+  """
   FAILED
 }
 """
@@ -3746,18 +3960,57 @@ Define a Relay Cursor type:
 https://relay.dev/graphql/connections.htm#sec-Cursor
 """
 scalar Cursor
+"""
+One HTTP attempt of a webhook delivery, with what was sent and what came back.
+"""
 type DeliveryAttempt implements Node {
+  """
+  The DeliveryAttempt's id: an integer unique among DeliveryAttempt objects only, written as a string of digits.
+  """
   id: ID!
+  """
+  The id of the webhook delivery this attempt belongs to.
+  """
   deliveryID: ID!
+  """
+  The attempt's number within its delivery, from 1, counted over resends too.
+  """
   attemptNo: Int!
+  """
+  The request's headers as a JSON object of name to value; signatures are redacted.
+  """
   requestHeaders: String!
+  """
+  The JSON body sent to the receiver.
+  """
   requestBody: String!
+  """
+  The receiver's HTTP status; null when no response came (connection error or timeout).
+  """
   responseStatus: Int
+  """
+  The response's headers as a JSON object of name to value; empty when no response came.
+  """
   responseHeaders: String
+  """
+  The start of the response body, at most 64 KiB.
+  """
   responseBody: String
+  """
+  Why the attempt failed (a transport error or an unexpected status); empty on success.
+  """
   error: String
+  """
+  How long the attempt took, in milliseconds.
+  """
   durationMs: Int!
+  """
+  When the attempt started.
+  """
   startedAt: Time!
+  """
+  The webhook delivery this attempt belongs to.
+  """
   delivery: WebhookDelivery!
 }
 """
@@ -3807,7 +4060,13 @@ input DeliveryAttemptOrder {
 Properties by which DeliveryAttempt connections can be ordered.
 """
 enum DeliveryAttemptOrderField {
+  """
+  Sorts by attemptNo; objects with equal values follow in id order.
+  """
   ATTEMPT_NO
+  """
+  Sorts by startedAt; objects with equal values follow in id order.
+  """
   STARTED_AT
 }
 """
@@ -3974,15 +4233,45 @@ input DeliveryAttemptWhereInput {
   hasDelivery: Boolean
   hasDeliveryWith: [WebhookDeliveryWhereInput!]
 }
+"""
+A stock deduction remembered by its business serial number (bizNo), so that a repeat replays its result instead of deducting again.
+"""
 type IdempotencyRecord implements Node {
+  """
+  The IdempotencyRecord's id: an integer unique among IdempotencyRecord objects only, written as a string of digits.
+  """
   id: ID!
+  """
+  The partner's business serial number of the deduction, 1–64 printable ASCII characters, unique across apps.
+  """
   bizNo: String!
+  """
+  The app_key of the partner app that made the deduction.
+  """
   appKey: String!
+  """
+  The API path called, such as /api/v1/inventory/deduct.
+  """
   apiPath: String!
+  """
+  The deduction's parameters, compared with those of a repeat of the same bizNo (a difference is refused).
+  """
   requestParams: String!
+  """
+  The data answered on success, replayed to a repeat; empty otherwise.
+  """
   responseResult: String
+  """
+  0: being processed; 1: succeeded (repeats replay the result); 2: failed (repeats are refused).
+  """
   status: Int!
+  """
+  When the deduction was first received.
+  """
   createTime: Time!
+  """
+  When the record last changed.
+  """
   updateTime: Time!
 }
 """
@@ -4032,8 +4321,17 @@ input IdempotencyRecordOrder {
 Properties by which IdempotencyRecord connections can be ordered.
 """
 enum IdempotencyRecordOrderField {
+  """
+  Sorts by bizNo; objects with equal values follow in id order.
+  """
   BIZ_NO
+  """
+  Sorts by status; objects with equal values follow in id order.
+  """
   STATUS
+  """
+  Sorts by createTime; objects with equal values follow in id order.
+  """
   CREATE_TIME
 }
 """
@@ -4181,20 +4479,53 @@ interface Node @goModel(model: "gatehouse/ent.Noder") {
   """
   id: ID!
 }
+"""
+A partner's order, which the partner queries through the signed order API.
+"""
 type Order implements Node {
+  """
+  The Order's id: an integer unique among Order objects only, written as a string of digits.
+  """
   id: ID!
+  """
+  The order number partners query by, 1–64 characters, unique.
+  """
   orderNo: String!
+  """
+  The id of the partner app that owns the order; only it may query the order.
+  """
   appID: ID!
   """
   The amount in minor units (cents). In GraphQL a 32-bit Int kept for old clients; amountMinor and amountDecimal are its current forms.
   """
   amount: Int! @deprecated(reason: "GraphQL's Int is 32-bit and an amount can exceed it: use amountMinor (Int64, minor units) or amountDecimal (\"99.90\").")
+  """
+  Where the order is in its life: CREATED, then PAID or CANCELLED; a PAID order may become REFUNDED.
+  """
   status: OrderStatus!
+  """
+  The customer's name, up to 128 characters; partners see it in v2 answers.
+  """
   customerName: String
+  """
+  The customer's phone number; partners see it masked (138****0000).
+  """
   customerPhone: String
+  """
+  The customer's email address; partners see it masked (a***@example.com).
+  """
   customerEmail: String
+  """
+  When the order was created.
+  """
   createTime: Time!
+  """
+  When the order was paid; null until then.
+  """
   payTime: Time
+  """
+  The partner app that owns the order.
+  """
   app: PartnerApp!
 }
 """
@@ -4257,18 +4588,42 @@ input OrderOrder {
 Properties by which Order connections can be ordered.
 """
 enum OrderOrderField {
+  """
+  Sorts by orderNo; objects with equal values follow in id order.
+  """
   ORDER_NO
+  """
+  Sorts by amount; objects with equal values follow in id order.
+  """
   AMOUNT
+  """
+  Sorts by status; objects with equal values follow in id order.
+  """
   STATUS
+  """
+  Sorts by createTime; objects with equal values follow in id order.
+  """
   CREATE_TIME
 }
 """
-OrderStatus is enum for the field status
+Where the order is in its life: CREATED, then PAID or CANCELLED; a PAID order may become REFUNDED.
 """
 enum OrderStatus @goModel(model: "gatehouse/ent/order.Status") {
+  """
+  Created and not yet paid.
+  """
   CREATED
+  """
+  Paid (payTime is set).
+  """
   PAID
+  """
+  Cancelled before payment; final.
+  """
   CANCELLED
+  """
+  Paid, then refunded; final.
+  """
   REFUNDED
 }
 """
@@ -4445,20 +4800,65 @@ type PageInfo {
   """
   endCursor: Cursor
 }
+"""
+A partner application: the caller of the signed API (appKey and secret), the OAuth client and the receiver of webhooks.
+"""
 type PartnerApp implements Node {
+  """
+  The PartnerApp's id: an integer unique among PartnerApp objects only, written as a string of digits.
+  """
   id: ID!
+  """
+  A display name, 1–128 characters.
+  """
   appName: String!
+  """
+  The app's public key (the app_key query parameter and OAuth client_id), unique and fixed at creation.
+  """
   appKey: String!
+  """
+  Until when the app's previous secret still verifies after a rotation; null when there is no overlap.
+  """
   previousSecretExpiresAt: Time
+  """
+  1: enabled; 0: disabled: its signed calls are refused (4001), and so are its OAuth requests.
+  """
   status: Int!
+  """
+  Signed calls allowed per sliding second, 1–1,000,000; calls over it get HTTP 429.
+  """
   rateLimit: Int!
+  """
+  The last UTC day on which the app's signed calls are accepted (valid through its end); null: no expiry.
+  """
   expireDate: Time
+  """
+  The URL of the app's first webhook endpoint; null when it has none.
+  """
   callbackURL: String @deprecated(reason: "the URL of the app's first webhook endpoint: use webhookEndpoints")
+  """
+  Until when the first webhook endpoint's previous signing secret still signs; null when there is no overlap.
+  """
   previousWebhookSecretExpiresAt: Time @deprecated(reason: "the app's first webhook endpoint's: use webhookEndpoints { previousSecretExpiresAt }")
+  """
+  The OAuth redirect URIs the app registered; an authorization request must name one of them exactly.
+  """
   redirectURIs: [String!] @goField(name: "RedirectUris", forceResolver: false)
+  """
+  The OAuth scopes the app may request.
+  """
   scopes: [String!]
+  """
+  When the app was created.
+  """
   createTime: Time!
+  """
+  When the app was last changed.
+  """
   updateTime: Time!
+  """
+  The app's orders.
+  """
   orders(
     """
     Returns the elements in the list that come after the specified cursor.
@@ -4490,6 +4890,9 @@ type PartnerApp implements Node {
     """
     where: OrderWhereInput
   ): OrderConnection!
+  """
+  The webhook deliveries queued for the app, over all its endpoints.
+  """
   webhookDeliveries(
     """
     Returns the elements in the list that come after the specified cursor.
@@ -4521,7 +4924,13 @@ type PartnerApp implements Node {
     """
     where: WebhookDeliveryWhereInput
   ): WebhookDeliveryConnection!
+  """
+  The app's webhook endpoints (0 to 10).
+  """
   webhookEndpoints: [WebhookEndpoint!]
+  """
+  The app's signed calls counted per API version and UTC day.
+  """
   usages(
     """
     Returns the elements in the list that come after the specified cursor.
@@ -4601,9 +5010,21 @@ input PartnerAppOrder {
 Properties by which PartnerApp connections can be ordered.
 """
 enum PartnerAppOrderField {
+  """
+  Sorts by appName; objects with equal values follow in id order.
+  """
   APP_NAME
+  """
+  Sorts by appKey; objects with equal values follow in id order.
+  """
   APP_KEY
+  """
+  Sorts by status; objects with equal values follow in id order.
+  """
   STATUS
+  """
+  Sorts by createTime; objects with equal values follow in id order.
+  """
   CREATE_TIME
 }
 """
@@ -4779,7 +5200,13 @@ input PartnerAppWhereInput {
   hasUsages: Boolean
   hasUsagesWith: [APIUsageWhereInput!]
 }
+"""
+Reads, for every admin API key (ADMIN, READ_ONLY; PUBLISHER keys are refused). Lists are Relay connections, filtered by where and sorted by orderBy.
+"""
 type Query {
+  """
+  The admin API keys, without the keys themselves.
+  """
   apiKeys(
     """
     Returns the elements in the list that come after the specified cursor.
@@ -4811,6 +5238,9 @@ type Query {
     """
     where: APIKeyWhereInput
   ): APIKeyConnection!
+  """
+  Signed partner calls counted per app, API version and UTC day.
+  """
   apiUsages(
     """
     Returns the elements in the list that come after the specified cursor.
@@ -4842,6 +5272,9 @@ type Query {
     """
     where: APIUsageWhereInput
   ): APIUsageConnection!
+  """
+  The audit log of admin mutations.
+  """
   auditEvents(
     """
     Returns the elements in the list that come after the specified cursor.
@@ -4873,6 +5306,9 @@ type Query {
     """
     where: AuditEventWhereInput
   ): AuditEventConnection!
+  """
+  The stock deductions, by business serial number.
+  """
   idempotencyRecords(
     """
     Returns the elements in the list that come after the specified cursor.
@@ -4904,6 +5340,9 @@ type Query {
     """
     where: IdempotencyRecordWhereInput
   ): IdempotencyRecordConnection!
+  """
+  The orders of every partner app.
+  """
   orders(
     """
     Returns the elements in the list that come after the specified cursor.
@@ -4935,6 +5374,9 @@ type Query {
     """
     where: OrderWhereInput
   ): OrderConnection!
+  """
+  The partner apps.
+  """
   partnerApps(
     """
     Returns the elements in the list that come after the specified cursor.
@@ -4966,6 +5408,9 @@ type Query {
     """
     where: PartnerAppWhereInput
   ): PartnerAppConnection!
+  """
+  The SKUs and their stock.
+  """
   skus(
     """
     Returns the elements in the list that come after the specified cursor.
@@ -4997,6 +5442,9 @@ type Query {
     """
     where: SkuWhereInput
   ): SkuConnection!
+  """
+  The support tickets.
+  """
   tickets(
     """
     Returns the elements in the list that come after the specified cursor.
@@ -5028,6 +5476,9 @@ type Query {
     """
     where: TicketWhereInput
   ): TicketConnection!
+  """
+  The users who sign in.
+  """
   users(
     """
     Returns the elements in the list that come after the specified cursor.
@@ -5059,6 +5510,9 @@ type Query {
     """
     where: UserWhereInput
   ): UserConnection!
+  """
+  The webhook deliveries of every app and endpoint.
+  """
   webhookDeliveries(
     """
     Returns the elements in the list that come after the specified cursor.
@@ -5091,10 +5545,25 @@ type Query {
     where: WebhookDeliveryWhereInput
   ): WebhookDeliveryConnection!
 }
+"""
+A stock-keeping unit whose stock partners deduct through the signed API.
+"""
 type Sku implements Node {
+  """
+  The Sku's id: an integer unique among Sku objects only, written as a string of digits.
+  """
   id: ID!
+  """
+  The SKU's name, 1–200 characters.
+  """
   name: String!
+  """
+  Units in stock; deductions never take it below 0.
+  """
   stock: Int!
+  """
+  When the SKU (or its stock) last changed.
+  """
   updateTime: Time!
 }
 """
@@ -5144,8 +5613,17 @@ input SkuOrder {
 Properties by which Sku connections can be ordered.
 """
 enum SkuOrderField {
+  """
+  Sorts by name; objects with equal values follow in id order.
+  """
   NAME
+  """
+  Sorts by stock; objects with equal values follow in id order.
+  """
   STOCK
+  """
+  Sorts by updateTime; objects with equal values follow in id order.
+  """
   UPDATE_TIME
 }
 """
@@ -5206,10 +5684,25 @@ input SkuWhereInput {
   updateTimeLT: Time
   updateTimeLTE: Time
 }
+"""
+An internal support ticket recorded by staff.
+"""
 type Ticket implements Node {
+  """
+  The Ticket's id: an integer unique among Ticket objects only, written as a string of digits.
+  """
   id: ID!
+  """
+  The ticket's title, 1–200 characters.
+  """
   title: String!
+  """
+  OPEN, DOING or DONE.
+  """
   status: TicketStatus!
+  """
+  When the ticket was created.
+  """
   createdAt: Time!
 }
 """
@@ -5259,16 +5752,34 @@ input TicketOrder {
 Properties by which Ticket connections can be ordered.
 """
 enum TicketOrderField {
+  """
+  Sorts by title; objects with equal values follow in id order.
+  """
   TITLE
+  """
+  Sorts by status; objects with equal values follow in id order.
+  """
   STATUS
+  """
+  Sorts by createdAt; objects with equal values follow in id order.
+  """
   CREATED_AT
 }
 """
-TicketStatus is enum for the field status
+OPEN, DOING or DONE.
 """
 enum TicketStatus @goModel(model: "gatehouse/ent/ticket.Status") {
+  """
+  Recorded, not yet worked on.
+  """
   OPEN
+  """
+  Being worked on.
+  """
   DOING
+  """
+  Finished.
+  """
   DONE
 }
 """
@@ -5329,12 +5840,33 @@ input TicketWhereInput {
 The builtin Time type
 """
 scalar Time
+"""
+A person who signs in (JWT login, OAuth approval). The password is stored as a hash only and never shown.
+"""
 type User implements Node {
+  """
+  The User's id: an integer unique among User objects only, written as a string of digits.
+  """
   id: ID!
+  """
+  The name the user signs in with, unique, at most 64 characters.
+  """
   username: String!
+  """
+  The user's roles, carried in their tokens.
+  """
   roles: [String!]
+  """
+  1: may sign in; 0: disabled, sign-ins and the user's existing tokens are refused.
+  """
   status: Int!
+  """
+  The user's tokens and sessions from before this instant are refused (set by disableUser and setUserPassword); null if never.
+  """
   tokensRevokedAt: Time
+  """
+  When the user was created.
+  """
   createTime: Time!
 }
 """
@@ -5384,7 +5916,13 @@ input UserOrder {
 Properties by which User connections can be ordered.
 """
 enum UserOrderField {
+  """
+  Sorts by username; objects with equal values follow in id order.
+  """
   USERNAME
+  """
+  Sorts by createTime; objects with equal values follow in id order.
+  """
   CREATE_TIME
 }
 """
@@ -5458,24 +5996,81 @@ input UserWhereInput {
   createTimeLT: Time
   createTimeLTE: Time
 }
+"""
+One webhook event to deliver to one endpoint of a partner app, with its retry state.
+"""
 type WebhookDelivery implements Node {
+  """
+  The WebhookDelivery's id: an integer unique among WebhookDelivery objects only, written as a string of digits.
+  """
   id: ID!
+  """
+  The id of the partner app the event is for.
+  """
   appID: ID!
+  """
+  The id of the endpoint the delivery goes to; null once the endpoint was deleted (its waiting deliveries were cancelled).
+  """
   endpointID: ID
+  """
+  The message id (the webhook-id header): one event fanned out to several endpoints has one id and one delivery per endpoint.
+  """
   eventID: String!
+  """
+  The event's type, such as order.paid.
+  """
   eventType: String!
+  """
+  The event's business data, the JSON sent as the body's data.
+  """
   bizData: String!
+  """
+  The URL the delivery is sent to.
+  """
   callbackURL: String!
+  """
+  PENDING and RETRYING are due; SUCCESS, FAILED and CANCELLED are final (resendWebhookDelivery makes any of them PENDING again).
+  """
   status: WebhookDeliveryStatus!
+  """
+  Retries made since the delivery was queued or last resent.
+  """
   retryCount: Int!
+  """
+  Attempts recorded so far, over resends too: the next attempt is number attemptCount + 1.
+  """
   attemptCount: Int!
+  """
+  Retries allowed before the delivery becomes FAILED (the length of the endpoint's retry schedule).
+  """
   maxRetry: Int!
+  """
+  When the delivery is next due (for PENDING and RETRYING).
+  """
   nextAttemptAt: Time!
+  """
+  While a replica is sending the delivery, until when it holds it; null otherwise. A lease left by a crashed replica expires.
+  """
   leaseUntil: Time
+  """
+  Why the last attempt failed; empty if none did.
+  """
   lastError: String
+  """
+  When the event was queued.
+  """
   createTime: Time!
+  """
+  When the delivery last changed.
+  """
   updateTime: Time!
+  """
+  The partner app the event is for.
+  """
   app: PartnerApp!
+  """
+  The delivery's HTTP attempts, first to last.
+  """
   attempts(
     """
     Returns the elements in the list that come after the specified cursor.
@@ -5507,6 +6102,9 @@ type WebhookDelivery implements Node {
     """
     where: DeliveryAttemptWhereInput
   ): DeliveryAttemptConnection!
+  """
+  The endpoint the delivery goes to; null once deleted.
+  """
   endpoint: WebhookEndpoint
 }
 """
@@ -5556,19 +6154,46 @@ input WebhookDeliveryOrder {
 Properties by which WebhookDelivery connections can be ordered.
 """
 enum WebhookDeliveryOrderField {
+  """
+  Sorts by eventType; objects with equal values follow in id order.
+  """
   EVENT_TYPE
+  """
+  Sorts by status; objects with equal values follow in id order.
+  """
   STATUS
+  """
+  Sorts by nextAttemptAt; objects with equal values follow in id order.
+  """
   NEXT_ATTEMPT_AT
+  """
+  Sorts by createTime; objects with equal values follow in id order.
+  """
   CREATE_TIME
 }
 """
-WebhookDeliveryStatus is enum for the field status
+PENDING and RETRYING are due; SUCCESS, FAILED and CANCELLED are final (resendWebhookDelivery makes any of them PENDING again).
 """
 enum WebhookDeliveryStatus @goModel(model: "gatehouse/ent/webhookdelivery.Status") {
+  """
+  Waiting for its first attempt (or resent); due at nextAttemptAt.
+  """
   PENDING
+  """
+  An attempt failed; the next is due at nextAttemptAt.
+  """
   RETRYING
+  """
+  The receiver answered 2xx; final.
+  """
   SUCCESS
+  """
+  Every retry of the schedule failed; final until resent.
+  """
   FAILED
+  """
+  Cancelled by an operator or with its deleted endpoint; final until resent.
+  """
   CANCELLED
 }
 """
@@ -5790,15 +6415,45 @@ input WebhookDeliveryWhereInput {
   hasEndpoint: Boolean
   hasEndpointWith: [WebhookEndpointWhereInput!]
 }
+"""
+A receiver of an app's webhooks: a URL with its own signing secret, event filter, rate limit and circuit breaker. An app has 0 to 10.
+"""
 type WebhookEndpoint implements Node {
+  """
+  The WebhookEndpoint's id: an integer unique among WebhookEndpoint objects only, written as a string of digits.
+  """
   id: ID!
+  """
+  The id of the partner app that owns the endpoint.
+  """
   appID: ID!
+  """
+  Where deliveries are POSTed: an absolute http or https URL, at most 2048 characters.
+  """
   url: String!
+  """
+  A staff note about the endpoint, up to 256 characters.
+  """
   description: String!
+  """
+  The event types the endpoint receives; []: every type.
+  """
   eventTypes: [String!]!
+  """
+  false: disabled by hand (no new events) or automatically (see autoDisabledAt); its waiting deliveries are held until it is enabled again.
+  """
   enabled: Boolean!
+  """
+  When gatehouse disabled the endpoint because every delivery failed for 5 days; null otherwise. enableWebhookEndpoint clears it.
+  """
   autoDisabledAt: Time
+  """
+  Until when the previous signing secret keeps signing next to the new one after a rotation; null when there is no overlap.
+  """
   previousSecretExpiresAt: Time
+  """
+  At most this many deliveries per second to the endpoint, per replica (1–10,000); null: no cap beyond the app's share.
+  """
   rateLimit: Int
   """
   Seconds to wait before each retry of a failed delivery: [5, 300] is a first attempt, a retry 5 s after it, another 5 min later, then FAILED. Null: the default schedule (1, 2, 4, 8, 16 s × GATEHOUSE_WEBHOOK_RETRY_BASE).
@@ -5808,8 +6463,17 @@ type WebhookEndpoint implements Node {
   The PEM certificate (chain) presented to the receiver for mutual TLS; null: none. Its private key is never shown.
   """
   clientCertificate: String
+  """
+  When the endpoint was created.
+  """
   createTime: Time!
+  """
+  When the endpoint was last changed.
+  """
   updateTime: Time!
+  """
+  The partner app that owns the endpoint.
+  """
   app: PartnerApp!
 }
 """
@@ -6024,27 +6688,27 @@ directive @auditTarget(type: String) on ARGUMENT_DEFINITION
 
 extend type Mutation {
   "Enables an API key again: it authenticates from the next request on."
-  enableAPIKey(id: ID!): APIKey!
+  enableAPIKey("The key to enable." id: ID!): APIKey!
   """
   Disables a user: they cannot sign in, and every token they hold (signed
   tokens, OAuth access and refresh tokens) and their browser sessions are
   refused from now on, on every replica. Enabling them again does not bring
   those back.
   """
-  disableUser(id: ID!): User!
+  disableUser("The user to disable." id: ID!): User!
   "Lets a disabled user sign in again (with new tokens)."
-  enableUser(id: ID!): User!
+  enableUser("The user to enable." id: ID!): User!
   """
   Gives a user a new password (8-72 bytes) and, as disableUser does, ends
   every token and session they signed in with before.
   """
-  setUserPassword(id: ID!, password: String!): User!
+  setUserPassword("The user." id: ID!, "The new password, 8-72 bytes; stored as a hash only." password: String!): User!
   """
   Ends a rotation overlap now: the previous app secret stops verifying
   signed requests and the previous webhook secret stops signing, on every
   replica within 1 s. For a secret that leaked; the current secrets stay.
   """
-  endSecretOverlap(id: ID!): PartnerApp!
+  endSecretOverlap("The app whose previous secrets stop working." id: ID!): PartnerApp!
 }
 
 extend type Query {
@@ -8525,18 +9189,18 @@ func (ec *executionContext) _APIKey_usageCount(ctx context.Context, field graphq
 			return ec.fieldContext_APIKey_usageCount(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.UsageCount, nil
+			return ec.Resolvers.APIKey().UsageCount(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
-			return ec.marshalNInt2int64(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
 func (ec *executionContext) fieldContext_APIKey_usageCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("APIKey", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("APIKey", field, true, true, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _APIKey_lastUsedAt(ctx context.Context, field graphql.CollectedField, obj *ent.APIKey) (ret graphql.Marshaler) {
@@ -8906,18 +9570,18 @@ func (ec *executionContext) _APIUsage_count(ctx context.Context, field graphql.C
 			return ec.fieldContext_APIUsage_count(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Count, nil
+			return ec.Resolvers.APIUsage().Count(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
-			return ec.marshalNInt2int64(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
 func (ec *executionContext) fieldContext_APIUsage_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("APIUsage", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("APIUsage", field, true, true, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _APIUsage_app(ctx context.Context, field graphql.CollectedField, obj *ent.APIUsage) (ret graphql.Marshaler) {
@@ -9273,7 +9937,7 @@ func (ec *executionContext) _APIVersion_callsLast30Days(ctx context.Context, fie
 			return ec.fieldContext_APIVersion_callsLast30Days(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.CallsLast30Days, nil
+			return ec.Resolvers.APIVersion().CallsLast30Days(ctx, obj)
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
@@ -9284,7 +9948,7 @@ func (ec *executionContext) _APIVersion_callsLast30Days(ctx context.Context, fie
 	)
 }
 func (ec *executionContext) fieldContext_APIVersion_callsLast30Days(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("APIVersion", field, false, false, errors.New("field of type Int does not have child fields"))
+	return graphql.NewScalarFieldContext("APIVersion", field, true, true, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _APIVersion_callCountLast30Days(ctx context.Context, field graphql.CollectedField, obj *APIVersion) (ret graphql.Marshaler) {
@@ -26385,52 +27049,85 @@ func (ec *executionContext) _APIKey(ctx context.Context, sel ast.SelectionSet, o
 		case "id":
 			out.Values[i] = ec._APIKey_id(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "name":
 			out.Values[i] = ec._APIKey_name(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "prefix":
 			out.Values[i] = ec._APIKey_prefix(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "status":
 			out.Values[i] = ec._APIKey_status(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "role":
 			out.Values[i] = ec._APIKey_role(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "scopes":
 			out.Values[i] = ec._APIKey_scopes(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "usageCount":
-			out.Values[i] = ec._APIKey_usageCount(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._APIKey_usageCount(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
 			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "lastUsedAt":
 			out.Values[i] = ec._APIKey_lastUsedAt(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "createTime":
 			out.Values[i] = ec._APIKey_createTime(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "requestCount":
 			out.Values[i] = ec._APIKey_requestCount(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -26620,10 +27317,43 @@ func (ec *executionContext) _APIUsage(ctx context.Context, sel ast.SelectionSet,
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "count":
-			out.Values[i] = ec._APIUsage_count(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._APIUsage_count(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
 			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "app":
 			field := field
 
@@ -26794,42 +27524,75 @@ func (ec *executionContext) _APIVersion(ctx context.Context, sel ast.SelectionSe
 		case "name":
 			out.Values[i] = ec._APIVersion_name(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "released":
 			out.Values[i] = ec._APIVersion_released(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "removedFields":
 			out.Values[i] = ec._APIVersion_removedFields(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "deprecation":
 			out.Values[i] = ec._APIVersion_deprecation(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "sunset":
 			out.Values[i] = ec._APIVersion_sunset(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "retired":
 			out.Values[i] = ec._APIVersion_retired(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "callsLast30Days":
-			out.Values[i] = ec._APIVersion_callsLast30Days(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._APIVersion_callsLast30Days(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
 			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "callCountLast30Days":
 			out.Values[i] = ec._APIVersion_callCountLast30Days(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))

@@ -1,8 +1,10 @@
 package graph_test
 
 import (
+	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"gatehouse/internal/testenv"
 )
@@ -32,6 +34,60 @@ func TestDeprecatedAmountBeyond32Bits(t *testing.T) {
 		big := a.gql(t, `{ orders(where: {orderNo: "BIG"}) { edges { node { amountMinor } } } }`, nil).ok(t, "orders")
 		if got := str(big, "edges", 0, "node", "amountMinor"); got != "9999999999" {
 			t.Errorf("amountMinor %q, want 9999999999", got)
+		}
+	})
+}
+
+// TestDeprecatedCountersBeyond32Bits: the deprecated Int counters
+// (APIKey.usageCount, APIUsage.count, APIVersion.callsLast30Days) answer a
+// value that fits 32 bits and raise a field error naming their Int64 form
+// for one beyond (5000000000 was returned as is), like Order.amount.
+func TestDeprecatedCountersBeyond32Bits(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		a := startAdmin(t, b)
+		ctx := t.Context()
+		appID := intID(t, a.gql(t, createAppMutation, map[string]any{"in": map[string]any{"appName": "Busy"}}).ok(t, "createPartnerApp"), "app", "id")
+		usage, err := a.App.DB.APIUsage.Create().SetAppID(appID).SetVersion("v2").
+			SetDay(time.Now().UTC().Format(time.DateOnly)).SetCount(math.MaxInt32).Save(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.App.DB.APIKey.Update().SetUsageCount(math.MaxInt32).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		const q = `{
+			apiUsages(first: 1) { edges { node { count } } }
+			apiKeys(first: 1) { edges { node { usageCount } } }
+			apiVersions { name callsLast30Days }
+		}`
+		fits := a.gql(t, q, nil)
+		if len(fits.Errors) > 0 || num(fits.Data, "apiUsages", "edges", 0, "node", "count") != math.MaxInt32 ||
+			num(fits.Data, "apiKeys", "edges", 0, "node", "usageCount") != math.MaxInt32 {
+			t.Fatalf("2^31-1: %s", fits.Body)
+		}
+		for _, v := range dig(fits.Data, "apiVersions").([]any) {
+			if str(v, "name") == "v2" && num(v, "callsLast30Days") != math.MaxInt32 {
+				t.Fatalf("callsLast30Days at 2^31-1: %s", fits.Body)
+			}
+		}
+
+		usage.Update().SetCount(5_000_000_000).ExecX(ctx)
+		a.App.DB.APIKey.Update().SetUsageCount(5_000_000_000).ExecX(ctx)
+		beyond := a.gql(t, q, nil)
+		want := map[string]string{"count": "callCount", "usageCount": "requestCount", "callsLast30Days": "callCountLast30Days"}
+		for _, e := range beyond.Errors {
+			var field string
+			if len(e.Path) > 0 {
+				field, _ = e.Path[len(e.Path)-1].(string)
+			}
+			instead, ok := want[field]
+			if !ok || e.code() != "INVALID_STATE" || !strings.Contains(e.Message, instead) {
+				t.Errorf("error %q (%s) at %v", e.Message, e.code(), e.Path)
+			}
+			delete(want, field)
+		}
+		if len(want) > 0 {
+			t.Errorf("no field error for %v: %s", want, beyond.Body)
 		}
 	})
 }

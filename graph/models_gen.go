@@ -16,8 +16,10 @@ import (
 
 // An API key with the key itself, shown only here.
 type APIKeySecretPayload struct {
+	// The key created.
 	APIKey *ent.APIKey `json:"apiKey"`
-	Key    string      `json:"key"`
+	// The key to send as Authorization: Bearer <key>; only its hash is stored.
+	Key string `json:"key"`
 }
 
 // A version of the signed partner API (/api/v1/, /api/v2/, …) and where it
@@ -48,17 +50,23 @@ type APIVersion struct {
 	CallCountLast30Days int64 `json:"callCountLast30Days"`
 }
 
+// The fields of a new order (createOrder).
 type CreateOrderInput struct {
+	// The partner app that owns the order and may query it.
 	AppID int `json:"appID"`
 	// 1-64 printable ASCII characters without spaces, unique.
 	OrderNo string `json:"orderNo"`
 	// Decimal with at most two decimals, e.g. "99.90".
-	Amount        string  `json:"amount"`
-	CustomerName  *string `json:"customerName,omitempty"`
+	Amount string `json:"amount"`
+	// The customer's name, at most 128 characters.
+	CustomerName *string `json:"customerName,omitempty"`
+	// The customer's phone number, at most 32 characters; partners see it masked.
 	CustomerPhone *string `json:"customerPhone,omitempty"`
+	// The customer's email address, at most 254 characters; partners see it masked.
 	CustomerEmail *string `json:"customerEmail,omitempty"`
 }
 
+// The fields of a new partner app (createPartnerApp).
 type CreatePartnerAppInput struct {
 	// 1-128 characters.
 	AppName string `json:"appName"`
@@ -78,6 +86,7 @@ type CreatePartnerAppInput struct {
 	Scopes []string `json:"scopes,omitempty"`
 }
 
+// The fields of a new SKU (createSku).
 type CreateSkuInput struct {
 	// 1-200 characters.
 	Name string `json:"name"`
@@ -85,14 +94,17 @@ type CreateSkuInput struct {
 	Stock int `json:"stock"`
 }
 
+// The fields of a new user (createUser).
 type CreateUserInput struct {
 	// 1-64 of [A-Za-z0-9._-], unique.
 	Username string `json:"username"`
 	// 8-72 bytes.
-	Password string   `json:"password"`
-	Roles    []string `json:"roles,omitempty"`
+	Password string `json:"password"`
+	// The user's roles, carried in their tokens.
+	Roles []string `json:"roles,omitempty"`
 }
 
+// The settings of a new webhook endpoint (createWebhookEndpoint).
 type CreateWebhookEndpointInput struct {
 	// Where deliveries are POSTed: an absolute http or https URL, at most 2048 characters, not a private address.
 	URL string `json:"url"`
@@ -135,12 +147,15 @@ type CreateWebhookEndpointInput struct {
 // An app with the secrets just created or rotated. Secrets are shown only in
 // this payload; a null secret was not changed.
 type PartnerAppSecretPayload struct {
-	App       *ent.PartnerApp `json:"app"`
-	AppSecret *string         `json:"appSecret,omitempty"`
+	// The app created or changed.
+	App *ent.PartnerApp `json:"app"`
+	// The app secret (signs partner calls and is the OAuth client_secret), shown only here; null when not changed.
+	AppSecret *string `json:"appSecret,omitempty"`
 	// The signing secret of the app's first webhook endpoint (or of the first one callbackURL makes).
 	WebhookSecret *string `json:"webhookSecret,omitempty"`
 }
 
+// The payment provider refundOrder calls.
 type PaymentProvider struct {
 	// Whether GATEHOUSE_PAYMENT_URL (with its API key and secret) is set.
 	Configured bool `json:"configured"`
@@ -162,26 +177,36 @@ type RemovedField struct {
 // Every field is optional; an absent field is left unchanged. expireDate,
 // callbackURL, redirectURIs and scopes are cleared by null.
 type UpdatePartnerAppInput struct {
+	// 1-128 characters.
 	AppName *string `json:"appName,omitempty"`
 	// The app key cannot change: only its current value is accepted.
-	AppKey     *string                       `json:"appKey,omitempty"`
-	RateLimit  *int                          `json:"rateLimit,omitempty"`
+	AppKey *string `json:"appKey,omitempty"`
+	// Requests per second, 1-1000000.
+	RateLimit *int `json:"rateLimit,omitempty"`
+	// Last day the app may call the API (through the end of that UTC day); null: no expiry.
 	ExpireDate graphql.Omittable[*time.Time] `json:"expireDate,omitempty"`
 	// The URL of the app's first webhook endpoint (made if there is none); null
 	// deletes that endpoint and cancels its waiting deliveries.
-	CallbackURL  graphql.Omittable[*string]  `json:"callbackURL,omitempty"`
+	CallbackURL graphql.Omittable[*string] `json:"callbackURL,omitempty"`
+	// OAuth redirect URIs (exact match at /oauth/authorize); replaces the list.
 	RedirectURIs graphql.Omittable[[]string] `json:"redirectURIs,omitempty"`
-	Scopes       graphql.Omittable[[]string] `json:"scopes,omitempty"`
+	// OAuth scopes the app may ask for; replaces the list.
+	Scopes graphql.Omittable[[]string] `json:"scopes,omitempty"`
 	// 0 disabled, 1 enabled.
 	Status *int `json:"status,omitempty"`
 }
 
+// The settings to change on a webhook endpoint (updateWebhookEndpoint);
+// absent fields are left as they are.
 type UpdateWebhookEndpointInput struct {
-	URL         *string `json:"url,omitempty"`
+	// The new URL (see CreateWebhookEndpointInput); the waiting deliveries go there too.
+	URL *string `json:"url,omitempty"`
+	// At most 256 characters.
 	Description *string `json:"description,omitempty"`
 	// Replaces the filter; an empty list (or null) receives every type.
 	EventTypes graphql.Omittable[[]string] `json:"eventTypes,omitempty"`
-	RateLimit  *int                        `json:"rateLimit,omitempty"`
+	// Deliveries per second to this endpoint (1-10000, per replica).
+	RateLimit *int `json:"rateLimit,omitempty"`
 	// Removes the rate limit.
 	ClearRateLimit *bool `json:"clearRateLimit,omitempty"`
 	// Replaces the retry schedule (see CreateWebhookEndpointInput); the
@@ -205,24 +230,31 @@ type UpdateWebhookEndpointInput struct {
 type WebhookEndpointHealth struct {
 	// Succeeded attempts (2xx) over / all attempts made; null when none was made.
 	SuccessRate *float64 `json:"successRate,omitempty"`
-	Succeeded   int      `json:"succeeded"`
-	Failed      int      `json:"failed"`
+	// Attempts answered 2xx in the last 24 h.
+	Succeeded int `json:"succeeded"`
+	// Attempts not answered 2xx (or not answered) in the last 24 h.
+	Failed int `json:"failed"`
 	// 24 hours, oldest first; the last is the current hour.
 	Hours []*WebhookEndpointHour `json:"hours"`
 	// The error of the most recent failed attempt (ever), e.g. "HTTP 503" or a timeout.
-	LastError   *string    `json:"lastError,omitempty"`
+	LastError *string `json:"lastError,omitempty"`
+	// When the most recent failed attempt started; null if none failed.
 	LastErrorAt *time.Time `json:"lastErrorAt,omitempty"`
 }
 
 // The attempts to an endpoint that started in one hour.
 type WebhookEndpointHour struct {
-	Start     time.Time `json:"start"`
-	Succeeded int       `json:"succeeded"`
-	Failed    int       `json:"failed"`
+	// The start of the hour (UTC, on the hour).
+	Start time.Time `json:"start"`
+	// Attempts that started in the hour and were answered 2xx.
+	Succeeded int `json:"succeeded"`
+	// Attempts that started in the hour and were not answered 2xx (or not answered).
+	Failed int `json:"failed"`
 }
 
 // A webhook endpoint with its signing secret, shown only here.
 type WebhookEndpointSecretPayload struct {
+	// The endpoint created or changed.
 	Endpoint *ent.WebhookEndpoint `json:"endpoint"`
 	// whsec_ followed by base64: what receivers verify signatures with.
 	Secret string `json:"secret"`

@@ -265,7 +265,8 @@ func TestTimePrecision(t *testing.T) {
 
 // TestInt64Counters: the counters that can pass 2^31 (calls per version
 // and per app and day, requests per key) read as Int64 strings, filter
-// as Int64, and their deprecated Int forms still answer.
+// as Int64, and their deprecated Int filters still answer (the deprecated
+// Int fields refuse such values: TestDeprecatedCountersBeyond32Bits).
 func TestInt64Counters(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		a := startAdmin(t, b)
@@ -281,27 +282,25 @@ func TestInt64Counters(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := a.gql(t, `{
-			apiUsages(first: 5, where: {callCountGTE: "3000000000"}) { totalCount edges { node { callCount count } } }
+			apiUsages(first: 5, where: {callCountGTE: "3000000000"}) { totalCount edges { node { callCount } } }
 			old: apiUsages(first: 5, where: {countGT: 2999999999}) { totalCount }
-			apiKeys(first: 5, where: {requestCount: 5000000000}) { totalCount edges { node { requestCount usageCount } } }
-			apiVersions { name callCountLast30Days callsLast30Days }
+			apiKeys(first: 5, where: {requestCount: 5000000000}) { totalCount edges { node { requestCount } } }
+			apiVersions { name callCountLast30Days }
 		}`, nil)
 		if len(r.Errors) > 0 {
 			t.Fatalf("%s", r.Body)
 		}
 		if num(r.Data, "apiUsages", "totalCount") != 1 || num(r.Data, "old", "totalCount") != 1 ||
-			dig(r.Data, "apiUsages", "edges", 0, "node", "callCount") != "3000000000" ||
-			dig(r.Data, "apiUsages", "edges", 0, "node", "count") != float64(calls) {
+			dig(r.Data, "apiUsages", "edges", 0, "node", "callCount") != "3000000000" {
 			t.Fatalf("apiUsages: %s", r.Body)
 		}
-		if num(r.Data, "apiKeys", "totalCount") != 1 || dig(r.Data, "apiKeys", "edges", 0, "node", "requestCount") != "5000000000" ||
-			dig(r.Data, "apiKeys", "edges", 0, "node", "usageCount") != float64(requests) {
+		if num(r.Data, "apiKeys", "totalCount") != 1 || dig(r.Data, "apiKeys", "edges", 0, "node", "requestCount") != "5000000000" {
 			t.Fatalf("apiKeys: %s", r.Body)
 		}
 		found := false
 		for _, v := range dig(r.Data, "apiVersions").([]any) {
 			if str(v, "name") == "v2" {
-				found = dig(v, "callCountLast30Days") == "3000000000" && dig(v, "callsLast30Days") == float64(calls)
+				found = dig(v, "callCountLast30Days") == "3000000000"
 			}
 		}
 		if !found {

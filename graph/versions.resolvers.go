@@ -10,6 +10,11 @@ import (
 	"time"
 )
 
+// CallsLast30Days is the resolver for the callsLast30Days field.
+func (r *aPIVersionResolver) CallsLast30Days(ctx context.Context, obj *APIVersion) (int, error) {
+	return int32Field("callsLast30Days", obj.CallCountLast30Days, "callCountLast30Days (Int64)")
+}
+
 // APIVersions is the resolver for the apiVersions field.
 func (r *queryResolver) APIVersions(ctx context.Context) ([]*APIVersion, error) {
 	calls, err := r.Usage.CallsByVersion(ctx)
@@ -30,9 +35,13 @@ func (r *queryResolver) APIVersions(ctx context.Context) ([]*APIVersion, error) 
 			Deprecation:         timeOrNil(v.Deprecated),
 			Sunset:              timeOrNil(v.Sunset),
 			Retired:             v.Retired(now),
-			CallsLast30Days:     int(calls[v.Name]),
 			CallCountLast30Days: calls[v.Name],
 		}
 	}
 	return out, nil
 }
+
+// APIVersion returns APIVersionResolver implementation.
+func (r *Resolver) APIVersion() APIVersionResolver { return &aPIVersionResolver{r} }
+
+type aPIVersionResolver struct{ *Resolver }

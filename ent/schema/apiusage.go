@@ -17,16 +17,24 @@ type APIUsage struct {
 // Fields of the APIUsage.
 func (APIUsage) Fields() []ent.Field {
 	return []ent.Field{
-		field.Int("app_id").Immutable(),
-		field.String("version").MaxLen(8).Immutable().
+		field.Int("app_id").
+			Comment("The id of the partner app whose signed calls are counted.").
+			Immutable(),
+		field.String("version").
+			Comment("The partner API version called: v1 or v2.").
+			MaxLen(8).Immutable().
 			Annotations(entgql.OrderField("VERSION")),
 		// day is the UTC day, formatted 2006-01-02.
-		field.String("day").MaxLen(10).Immutable().
+		field.String("day").
+			Comment("The UTC day counted, written 2006-01-02.").
+			MaxLen(10).Immutable().
 			Annotations(entgql.OrderField("DAY")),
 		// GraphQL's Int is 32-bit: callCount (Int64) carries the count; count
 		// and its filters stay as deprecated aliases (web-schema/int64.graphql,
 		// ent/entc.go).
-		field.Int64("count").Default(0).NonNegative().
+		field.Int64("count").
+			Comment("Signed calls that day, as a 32-bit Int kept for old clients; callCount (Int64) is its current form.").
+			Default(0).NonNegative().
 			Annotations(entgql.OrderField("COUNT"),
 				entgql.Directives(entgql.Deprecated("GraphQL's Int is 32-bit and a count can exceed it: use callCount (Int64)."))),
 	}
@@ -35,7 +43,9 @@ func (APIUsage) Fields() []ent.Field {
 // Edges of the APIUsage.
 func (APIUsage) Edges() []ent.Edge {
 	return []ent.Edge{
-		edge.From("app", PartnerApp.Type).Ref("usages").Field("app_id").Unique().Required().Immutable(),
+		edge.From("app", PartnerApp.Type).
+			Comment("The partner app whose calls are counted.").
+			Ref("usages").Field("app_id").Unique().Required().Immutable(),
 	}
 }
 
@@ -47,7 +57,8 @@ func (APIUsage) Indexes() []ent.Index {
 // Annotations of the APIUsage.
 func (APIUsage) Annotations() []schema.Annotation {
 	return []schema.Annotation{
-		entgql.QueryField(),
+		schema.Comment("Signed partner calls counted per app, API version and UTC day."),
+		entgql.QueryField().Description("Signed partner calls counted per app, API version and UTC day."),
 		entgql.RelayConnection(),
 	}
 }

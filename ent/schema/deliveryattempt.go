@@ -19,17 +19,37 @@ type DeliveryAttempt struct {
 // Fields of the DeliveryAttempt.
 func (DeliveryAttempt) Fields() []ent.Field {
 	return []ent.Field{
-		field.Int("delivery_id").Immutable(),
-		field.Int("attempt_no").Immutable().
+		field.Int("delivery_id").
+			Comment("The id of the webhook delivery this attempt belongs to.").
+			Immutable(),
+		field.Int("attempt_no").
+			Comment("The attempt's number within its delivery, from 1, counted over resends too.").
+			Immutable().
 			Annotations(entgql.OrderField("ATTEMPT_NO")),
-		field.Text("request_headers").Immutable(),
-		field.Text("request_body").Immutable(),
-		field.Int("response_status").Optional().Nillable().Immutable(),
-		field.Text("response_headers").Optional().Immutable(),
-		field.Text("response_body").Optional().Immutable(),
-		field.Text("error").Optional().Immutable(),
-		field.Int64("duration_ms").Immutable(),
-		field.Time("started_at").Default(time.Now).Immutable().
+		field.Text("request_headers").
+			Comment("The request's headers as a JSON object of name to value; signatures are redacted.").
+			Immutable(),
+		field.Text("request_body").
+			Comment("The JSON body sent to the receiver.").
+			Immutable(),
+		field.Int("response_status").
+			Comment("The receiver's HTTP status; null when no response came (connection error or timeout).").
+			Optional().Nillable().Immutable(),
+		field.Text("response_headers").
+			Comment("The response's headers as a JSON object of name to value; empty when no response came.").
+			Optional().Immutable(),
+		field.Text("response_body").
+			Comment("The start of the response body, at most 64 KiB.").
+			Optional().Immutable(),
+		field.Text("error").
+			Comment("Why the attempt failed (a transport error or an unexpected status); empty on success.").
+			Optional().Immutable(),
+		field.Int64("duration_ms").
+			Comment("How long the attempt took, in milliseconds.").
+			Immutable(),
+		field.Time("started_at").
+			Comment("When the attempt started.").
+			Default(time.Now).Immutable().
 			Annotations(entgql.OrderField("STARTED_AT")),
 	}
 }
@@ -37,7 +57,9 @@ func (DeliveryAttempt) Fields() []ent.Field {
 // Edges of the DeliveryAttempt.
 func (DeliveryAttempt) Edges() []ent.Edge {
 	return []ent.Edge{
-		edge.From("delivery", WebhookDelivery.Type).Ref("attempts").Field("delivery_id").Unique().Required().Immutable(),
+		edge.From("delivery", WebhookDelivery.Type).
+			Comment("The webhook delivery this attempt belongs to.").
+			Ref("attempts").Field("delivery_id").Unique().Required().Immutable(),
 	}
 }
 
@@ -49,6 +71,7 @@ func (DeliveryAttempt) Indexes() []ent.Index {
 // Annotations of the DeliveryAttempt.
 func (DeliveryAttempt) Annotations() []schema.Annotation {
 	return []schema.Annotation{
+		schema.Comment("One HTTP attempt of a webhook delivery, with what was sent and what came back."),
 		entgql.RelayConnection(),
 	}
 }

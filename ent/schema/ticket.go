@@ -19,14 +19,22 @@ type Ticket struct {
 func (Ticket) Fields() []ent.Field {
 	return []ent.Field{
 		field.String("title").
+			Comment("The ticket's title, 1–200 characters.").
 			MaxLen(800). // 200 characters of up to 4 bytes; the domain checks the character count
 			NotEmpty().
 			Annotations(entgql.OrderField("TITLE")),
 		field.Enum("status").
+			Comment("OPEN, DOING or DONE.").
 			Values("OPEN", "DOING", "DONE").
 			Default("OPEN").
-			Annotations(entgql.OrderField("STATUS")),
+			Annotations(ValueDocs{
+				"OPEN":  "Recorded, not yet worked on.",
+				"DOING": "Being worked on.",
+				"DONE":  "Finished.",
+			},
+				entgql.OrderField("STATUS")),
 		field.Time("created_at").
+			Comment("When the ticket was created.").
 			Default(time.Now).
 			Immutable().
 			Annotations(entgql.OrderField("CREATED_AT")),
@@ -44,7 +52,8 @@ func (Ticket) Indexes() []ent.Index {
 // Annotations of the Ticket.
 func (Ticket) Annotations() []schema.Annotation {
 	return []schema.Annotation{
-		entgql.QueryField(),
+		schema.Comment("An internal support ticket recorded by staff."),
+		entgql.QueryField().Description("The support tickets."),
 		entgql.RelayConnection(),
 	}
 }

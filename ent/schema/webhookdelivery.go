@@ -20,33 +20,70 @@ type WebhookDelivery struct {
 // Fields of the WebhookDelivery.
 func (WebhookDelivery) Fields() []ent.Field {
 	return []ent.Field{
-		field.Int("app_id").Immutable(),
+		field.Int("app_id").
+			Comment("The id of the partner app the event is for.").
+			Immutable(),
 		// endpoint_id is the endpoint the delivery goes to (null once the
 		// endpoint was deleted: its waiting deliveries were cancelled).
-		field.Int("endpoint_id").Optional().Nillable(),
+		field.Int("endpoint_id").
+			Comment("The id of the endpoint the delivery goes to; null once the endpoint was deleted (its waiting deliveries were cancelled).").
+			Optional().Nillable(),
 		// event_id is the message id (webhook-id): one event fanned out to
 		// several endpoints has one id and one delivery per endpoint.
-		field.String("event_id").MaxLen(64).NotEmpty().Immutable(),
-		field.String("event_type").MaxLen(64).NotEmpty().Immutable().
+		field.String("event_id").
+			Comment("The message id (the webhook-id header): one event fanned out to several endpoints has one id and one delivery per endpoint.").
+			MaxLen(64).NotEmpty().Immutable(),
+		field.String("event_type").
+			Comment("The event's type, such as order.paid.").
+			MaxLen(64).NotEmpty().Immutable().
 			Annotations(entgql.OrderField("EVENT_TYPE")),
-		field.Text("biz_data").Immutable(),
-		field.String("callback_url").MaxLen(2048),
+		field.Text("biz_data").
+			Comment("The event's business data, the JSON sent as the body's data.").
+			Immutable(),
+		field.String("callback_url").
+			Comment("The URL the delivery is sent to.").
+			MaxLen(2048),
 		// PENDING and RETRYING are due; SUCCESS, FAILED and CANCELLED are
 		// final (an operator's resend makes any of them PENDING again).
-		field.Enum("status").Values("PENDING", "RETRYING", "SUCCESS", "FAILED", "CANCELLED").Default("PENDING").
-			Annotations(entgql.OrderField("STATUS")),
-		field.Int("retry_count").Default(0).NonNegative(),
+		field.Enum("status").
+			Comment("PENDING and RETRYING are due; SUCCESS, FAILED and CANCELLED are final (resendWebhookDelivery makes any of them PENDING again).").
+			Values("PENDING", "RETRYING", "SUCCESS", "FAILED", "CANCELLED").Default("PENDING").
+			Annotations(ValueDocs{
+				"PENDING":   "Waiting for its first attempt (or resent); due at nextAttemptAt.",
+				"RETRYING":  "An attempt failed; the next is due at nextAttemptAt.",
+				"SUCCESS":   "The receiver answered 2xx; final.",
+				"FAILED":    "Every retry of the schedule failed; final until resent.",
+				"CANCELLED": "Cancelled by an operator or with its deleted endpoint; final until resent.",
+			},
+				entgql.OrderField("STATUS")),
+		field.Int("retry_count").
+			Comment("Retries made since the delivery was queued or last resent.").
+			Default(0).NonNegative(),
 		// attempt_count is the number of attempts recorded so far, over
 		// resends too: the next attempt is number attempt_count + 1.
-		field.Int("attempt_count").Default(0).NonNegative(),
-		field.Int("max_retry").Default(5).NonNegative(),
-		field.Time("next_attempt_at").Default(time.Now).
+		field.Int("attempt_count").
+			Comment("Attempts recorded so far, over resends too: the next attempt is number attemptCount + 1.").
+			Default(0).NonNegative(),
+		field.Int("max_retry").
+			Comment("Retries allowed before the delivery becomes FAILED (the length of the endpoint's retry schedule).").
+			Default(5).NonNegative(),
+		field.Time("next_attempt_at").
+			Comment("When the delivery is next due (for PENDING and RETRYING).").
+			Default(time.Now).
 			Annotations(entgql.OrderField("NEXT_ATTEMPT_AT")),
-		field.Time("lease_until").Optional().Nillable(),
-		field.Text("last_error").Optional(),
-		field.Time("create_time").Default(time.Now).Immutable().
+		field.Time("lease_until").
+			Comment("While a replica is sending the delivery, until when it holds it; null otherwise. A lease left by a crashed replica expires.").
+			Optional().Nillable(),
+		field.Text("last_error").
+			Comment("Why the last attempt failed; empty if none did.").
+			Optional(),
+		field.Time("create_time").
+			Comment("When the event was queued.").
+			Default(time.Now).Immutable().
 			Annotations(entgql.OrderField("CREATE_TIME")),
-		field.Time("update_time").Default(time.Now).UpdateDefault(time.Now),
+		field.Time("update_time").
+			Comment("When the delivery last changed.").
+			Default(time.Now).UpdateDefault(time.Now),
 		// The W3C trace context (traceparent and tracestate headers) of
 		// the business transaction that queued the event, empty when it
 		// was not traced: each attempt's span links to it, so a trace
@@ -61,9 +98,15 @@ func (WebhookDelivery) Fields() []ent.Field {
 // Edges of the WebhookDelivery.
 func (WebhookDelivery) Edges() []ent.Edge {
 	return []ent.Edge{
-		edge.From("app", PartnerApp.Type).Ref("webhook_deliveries").Field("app_id").Unique().Required().Immutable(),
-		edge.To("attempts", DeliveryAttempt.Type).Annotations(entgql.RelayConnection()),
-		edge.From("endpoint", WebhookEndpoint.Type).Ref("deliveries").Field("endpoint_id").Unique(),
+		edge.From("app", PartnerApp.Type).
+			Comment("The partner app the event is for.").
+			Ref("webhook_deliveries").Field("app_id").Unique().Required().Immutable(),
+		edge.To("attempts", DeliveryAttempt.Type).
+			Comment("The delivery's HTTP attempts, first to last.").
+			Annotations(entgql.RelayConnection()),
+		edge.From("endpoint", WebhookEndpoint.Type).
+			Comment("The endpoint the delivery goes to; null once deleted.").
+			Ref("deliveries").Field("endpoint_id").Unique(),
 	}
 }
 
@@ -104,7 +147,8 @@ func (WebhookDelivery) Indexes() []ent.Index {
 // Annotations of the WebhookDelivery.
 func (WebhookDelivery) Annotations() []schema.Annotation {
 	return []schema.Annotation{
-		entgql.QueryField(),
+		schema.Comment("One webhook event to deliver to one endpoint of a partner app, with its retry state."),
+		entgql.QueryField().Description("The webhook deliveries of every app and endpoint."),
 		entgql.RelayConnection(),
 	}
 }
