@@ -240,3 +240,5 @@ func mustJSON(v any) string {
 	}
 	return string(b)
 }
+
+func itoa(n int) string { return strconv.Itoa(n) }
