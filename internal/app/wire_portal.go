@@ -7,7 +7,6 @@ import (
 	"github.com/alexedwards/scs/v2"
 	"github.com/go-chi/chi/v5"
 
-	"gatehouse/internal/kv"
 	"gatehouse/internal/portal"
 )
 
@@ -25,21 +24,7 @@ func (a *App) portalLinks() *portal.Links {
 // process otherwise. Lax, not Strict: the partner arrives by a link from
 // a message, and the first request after it must carry the cookie.
 func (a *App) portalSessions() *scs.SessionManager {
-	sm := scs.New()
-	if kv.TopologyOf(a.KV) != "" {
-		sm.Store = kv.SessionStore{Store: a.KV, Prefix: "portal-session:"}
-	}
-	sm.HashTokenInStore = true
-	sm.Lifetime = a.Cfg.Portal.SessionTTL
-	sm.IdleTimeout = consoleSessionIdle
-	sm.Cookie.Name = portal.CookieName
-	sm.Cookie.Path = portal.Base
-	sm.Cookie.HttpOnly = true
-	sm.Cookie.SameSite = http.SameSiteLaxMode
-	// Secure is added per request by httpx.Client on HTTPS.
-	sm.Cookie.Persist = false
-	sm.ErrorFunc = a.Sessions.ErrorFunc
-	return sm
+	return a.pageSessions("portal-session:", portal.CookieName, portal.Base, http.SameSiteLaxMode, a.Cfg.Portal.SessionTTL)
 }
 
 // mountPortal serves the partner portal at /portal/ on the public listener.

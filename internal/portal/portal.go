@@ -101,7 +101,7 @@ var nav = []ui.Nav{
 // Routes returns the portal's router, to mount at Base.
 func (p *Portal) Routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(httpx.LimitBody, p.sessions.LoadAndSave, p.checkCSRF)
+	r.Use(httpx.LimitBody, p.sessions.LoadAndSave, p.sessions.Guard(p.refuseCSRF))
 	r.Handle("/static/*", ui.Static(Base+"static/"))
 	r.Get("/theme.css", p.theme)
 	r.Get("/enter", p.enter)
@@ -135,17 +135,11 @@ func (p *Portal) Routes() http.Handler {
 	return r
 }
 
-// checkCSRF refuses any state-changing request without the session's
-// CSRF token or from another origin (403), before anything else runs.
-func (p *Portal) checkCSRF(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead && !p.sessions.CheckCSRF(r) {
-			p.render(w, r, http.StatusForbidden, "error", "Refused", errorData{
-				Message: "This form has expired or did not come from this portal. Go back, reload the page and try again."})
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
+// refuseCSRF answers a state-changing request without the session's
+// CSRF token or from another origin (ui.Sessions.Guard).
+func (p *Portal) refuseCSRF(w http.ResponseWriter, r *http.Request) {
+	p.render(w, r, http.StatusForbidden, "error", "Refused", errorData{
+		Message: "This form has expired or did not come from this portal. Go back, reload the page and try again."})
 }
 
 // appID is the session's app (0: none).
