@@ -8,10 +8,9 @@ package graph
 import (
 	"context"
 	"errors"
+	"gatehouse/internal/portal"
 	"net/url"
 	"time"
-
-	"gatehouse/internal/portal"
 )
 
 // CreatePortalLink is the resolver for the createPortalLink field.
