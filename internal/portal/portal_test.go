@@ -241,3 +241,23 @@ func TestCreatePortalLinkRules(t *testing.T) {
 		}
 	})
 }
+
+// TestPortalTheme: the company's name is on every page (the link's
+// refusal page too) and its colour in the portal's stylesheet, which the
+// pages link to.
+func TestPortalTheme(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		f := start(t, b, func(c *config.Config) { c.Portal.Name = "Acme <partners>"; c.Portal.Color = "#aa3300" })
+		c := newClient(t, f.env.PublicURL)
+		p := c.enter(f.link(t, f.appA, false, 0))
+		for _, want := range []string{"Acme &lt;partners&gt;", `href="/portal/theme.css"`} {
+			if !strings.Contains(p.body, want) {
+				t.Fatalf("endpoints page lacks %s", want)
+			}
+		}
+		css := c.get("/portal/theme.css")
+		if css.status != http.StatusOK || !strings.Contains(css.body, "#aa3300") || !strings.HasPrefix(css.header.Get("Content-Type"), "text/css") {
+			t.Fatalf("theme.css: %d %q %s", css.status, css.body, css.header.Get("Content-Type"))
+		}
+	})
+}
