@@ -261,3 +261,62 @@ func TestPortalTheme(t *testing.T) {
 		}
 	})
 }
+
+// TestPortalEndpointActions: a partner adds an endpoint with a filter
+// from the catalogue (its secret shown once), edits the filter, disables,
+// sends a test to the first endpoint, and deletes after confirming; the
+// usage page shows its own calls and not another app's.
+func TestPortalEndpointActions(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		f := start(t, b)
+		c := newClient(t, f.env.PublicURL)
+		csrf := c.enter(f.link(t, f.appA, false, 0)).csrf(t)
+		r := c.do("POST", "/portal/endpoints", url.Values{"csrf": {csrf}, "url": {f.receiverURL + "/2"}, "description": {"second"}, "event_type": {"order.paid"}})
+		if r.status != http.StatusOK || !strings.Contains(r.body, "whsec_") {
+			t.Fatalf("add: %d %s", r.status, r.body)
+		}
+		eps, err := f.env.App.Webhooks.AppEndpoints(t.Context(), f.appA)
+		if err != nil || len(eps) != 2 || eps[1].Description != "second" || len(eps[1].EventTypes) != 1 || eps[1].EventTypes[0] != "order.paid" {
+			t.Fatalf("after add: %+v %v", eps, err)
+		}
+		id := strconv.Itoa(eps[1].ID)
+		if r := c.do("POST", "/portal/endpoints/"+id, url.Values{"csrf": {csrf}, "url": {f.receiverURL + "/2"}, "description": {"second"},
+			"event_type": {"order.paid", "order.refunded"}}); r.status != http.StatusSeeOther {
+			t.Fatalf("edit: %d %s", r.status, r.body)
+		}
+		if r := c.do("POST", "/portal/endpoints", url.Values{"csrf": {csrf}, "url": {"ftp://nope"}}); r.status != http.StatusUnprocessableEntity {
+			t.Fatalf("bad URL: %d", r.status)
+		}
+		if r := c.do("POST", "/portal/endpoints/"+id+"/disable", url.Values{"csrf": {csrf}}); r.status != http.StatusSeeOther {
+			t.Fatalf("disable: %d", r.status)
+		}
+		ep, _ := f.env.App.Webhooks.AppEndpoint(t.Context(), f.appA, eps[1].ID)
+		if ep.Enabled || len(ep.EventTypes) != 2 {
+			t.Fatalf("after edit and disable: %+v", ep)
+		}
+		if r := c.do("POST", "/portal/endpoints/"+strconv.Itoa(f.endpointA)+"/test", url.Values{"csrf": {csrf}}); r.status != http.StatusSeeOther {
+			t.Fatalf("send test: %d %s", r.status, r.body)
+		}
+		if r := c.do("POST", "/portal/endpoints/"+id+"/delete", url.Values{"csrf": {csrf}}); r.status != http.StatusOK || !strings.Contains(r.body, "Delete endpoint") {
+			t.Fatalf("delete asks to confirm: %d", r.status)
+		}
+		if _, err := f.env.App.Webhooks.AppEndpoint(t.Context(), f.appA, eps[1].ID); err != nil {
+			t.Fatal("deleted before confirming")
+		}
+		if r := c.do("POST", "/portal/endpoints/"+id+"/delete", url.Values{"csrf": {csrf}, "confirmed": {"yes"}}); r.status != http.StatusSeeOther {
+			t.Fatalf("delete: %d", r.status)
+		}
+		if _, err := f.env.App.Webhooks.AppEndpoint(t.Context(), f.appA, eps[1].ID); err == nil {
+			t.Fatal("not deleted")
+		}
+
+		day := time.Now().UTC().Format(time.DateOnly)
+		cl := f.env.App.DB.Client
+		cl.APIUsage.Create().SetAppID(f.appA).SetVersion("v3").SetDay(day).SetCount(4242).ExecX(t.Context())
+		cl.APIUsage.Create().SetAppID(f.appB).SetVersion("v3").SetDay(day).SetCount(9797).ExecX(t.Context())
+		u := c.get("/portal/usage")
+		if u.status != http.StatusOK || !strings.Contains(u.body, "4242") || strings.Contains(u.body, "9797") {
+			t.Fatalf("usage: %d %s", u.status, u.body)
+		}
+	})
+}
