@@ -50,6 +50,10 @@ func TestPortalLinkAndSession(t *testing.T) {
 		if r := other.get("/portal/enter?token=gpl_guessed"); r.status != http.StatusNotFound {
 			t.Fatalf("unknown link: %d", r.status)
 		}
+		lu, _ := url.Parse(link)
+		if token := lu.Query().Get("token"); strings.Contains(f.env.Logs.String(), token) {
+			t.Fatal("the link's token is in the log")
+		}
 
 		// An expired link is refused.
 		short := f.link(t, f.appA, false, 1)
