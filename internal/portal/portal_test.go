@@ -1,8 +1,10 @@
 package portal_test
 
 import (
+	"html"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -312,6 +314,22 @@ func TestPortalEndpointActions(t *testing.T) {
 		}
 		if _, err := f.env.App.Webhooks.AppEndpoint(t.Context(), f.appA, eps[1].ID); err == nil {
 			t.Fatal("not deleted")
+		}
+
+		// Paging: 25 more deliveries push the FAILED one to the second page.
+		for i := range 25 {
+			f.env.App.DB.Client.WebhookDelivery.Create().SetAppID(f.appA).SetEndpointID(f.endpointA).SetEventID("evt_page_" + strconv.Itoa(i)).
+				SetEventType("order.paid").SetBizData(`{}`).SetCallbackURL(f.receiverURL).
+				SetStatus(webhookdelivery.StatusSUCCESS).SetAttemptCount(1).ExecX(t.Context())
+		}
+		first := c.get("/portal/deliveries?status=&type=&endpoint=" + strconv.Itoa(f.endpointA))
+		next := regexp.MustCompile(`href="([^"]+)" rel="next"`).FindStringSubmatch(first.body)
+		if first.status != http.StatusOK || next == nil || strings.Contains(first.body, f.failedA.EventID) {
+			t.Fatalf("first page: %d %v", first.status, next)
+		}
+		second := c.get(html.UnescapeString(next[1]))
+		if second.status != http.StatusOK || !strings.Contains(second.body, f.failedA.EventID) || !strings.Contains(second.body, `rel="prev"`) {
+			t.Fatalf("second page (%s): %d", next[1], second.status)
 		}
 
 		day := time.Now().UTC().Format(time.DateOnly)
