@@ -274,7 +274,7 @@ func TestPortalTheme(t *testing.T) {
 // usage page shows its own calls and not another app's.
 func TestPortalEndpointActions(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		f := start(t, b)
+		f := start(t, b, func(c *config.Config) { c.API.Deprecated = "v1=2026-06-30"; c.API.Sunset = "v1=2030-12-31" })
 		c := newClient(t, f.env.PublicURL)
 		csrf := c.enter(f.link(t, f.appA, false, 0)).csrf(t)
 		r := c.do("POST", "/portal/endpoints", url.Values{"csrf": {csrf}, "url": {f.receiverURL + "/2"}, "description": {"second"}, "event_type": {"order.paid"}})
@@ -337,8 +337,15 @@ func TestPortalEndpointActions(t *testing.T) {
 		cl.APIUsage.Create().SetAppID(f.appA).SetVersion("v3").SetDay(day).SetCount(4242).ExecX(t.Context())
 		cl.APIUsage.Create().SetAppID(f.appB).SetVersion("v3").SetDay(day).SetCount(9797).ExecX(t.Context())
 		u := c.get("/portal/usage")
-		if u.status != http.StatusOK || !strings.Contains(u.body, "4242") || strings.Contains(u.body, "9797") {
+		if u.status != http.StatusOK || !strings.Contains(u.body, "4242") || strings.Contains(u.body, "9797") ||
+			!strings.Contains(u.body, "every version you call is current") {
 			t.Fatalf("usage: %d %s", u.status, u.body)
+		}
+		// Calls to a deprecated version: listed with its sunset.
+		cl.APIUsage.Create().SetAppID(f.appA).SetVersion("v1").SetDay(day).SetCount(31).ExecX(t.Context())
+		u = c.get("/portal/usage")
+		if !strings.Contains(u.body, "2030-12-31") || strings.Contains(u.body, "every version you call is current") {
+			t.Fatalf("usage with v1 calls: %s", u.body)
 		}
 	})
 }
