@@ -20,6 +20,7 @@ import (
 	"gatehouse/ent/oauthtoken"
 	"gatehouse/ent/order"
 	"gatehouse/ent/partnerapp"
+	"gatehouse/ent/portallink"
 	"gatehouse/ent/sku"
 	"gatehouse/ent/ticket"
 	"gatehouse/ent/tokenrevocation"
@@ -60,6 +61,8 @@ type Client struct {
 	Order *OrderClient
 	// PartnerApp is the client for interacting with the PartnerApp builders.
 	PartnerApp *PartnerAppClient
+	// PortalLink is the client for interacting with the PortalLink builders.
+	PortalLink *PortalLinkClient
 	// Sku is the client for interacting with the Sku builders.
 	Sku *SkuClient
 	// Ticket is the client for interacting with the Ticket builders.
@@ -98,6 +101,7 @@ func (c *Client) init() {
 	c.OAuthToken = NewOAuthTokenClient(c.config)
 	c.Order = NewOrderClient(c.config)
 	c.PartnerApp = NewPartnerAppClient(c.config)
+	c.PortalLink = NewPortalLinkClient(c.config)
 	c.Sku = NewSkuClient(c.config)
 	c.Ticket = NewTicketClient(c.config)
 	c.TokenRevocation = NewTokenRevocationClient(c.config)
@@ -207,6 +211,7 @@ func (c *Client) Tx(ctx context.Context) (*Tx, error) {
 		OAuthToken:         NewOAuthTokenClient(cfg),
 		Order:              NewOrderClient(cfg),
 		PartnerApp:         NewPartnerAppClient(cfg),
+		PortalLink:         NewPortalLinkClient(cfg),
 		Sku:                NewSkuClient(cfg),
 		Ticket:             NewTicketClient(cfg),
 		TokenRevocation:    NewTokenRevocationClient(cfg),
@@ -243,6 +248,7 @@ func (c *Client) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) 
 		OAuthToken:         NewOAuthTokenClient(cfg),
 		Order:              NewOrderClient(cfg),
 		PartnerApp:         NewPartnerAppClient(cfg),
+		PortalLink:         NewPortalLinkClient(cfg),
 		Sku:                NewSkuClient(cfg),
 		Ticket:             NewTicketClient(cfg),
 		TokenRevocation:    NewTokenRevocationClient(cfg),
@@ -281,8 +287,8 @@ func (c *Client) Close() error {
 func (c *Client) Use(hooks ...Hook) {
 	for _, n := range []interface{ Use(...Hook) }{
 		c.APIKey, c.APIUsage, c.AuditEvent, c.AuthCode, c.DeliveryAttempt,
-		c.IdempotencyRecord, c.OAuthToken, c.Order, c.PartnerApp, c.Sku, c.Ticket,
-		c.TokenRevocation, c.User, c.WebhookDelivery, c.WebhookEndpoint,
+		c.IdempotencyRecord, c.OAuthToken, c.Order, c.PartnerApp, c.PortalLink, c.Sku,
+		c.Ticket, c.TokenRevocation, c.User, c.WebhookDelivery, c.WebhookEndpoint,
 		c.WebhookEventType, c.WebhookPublication,
 	} {
 		n.Use(hooks...)
@@ -294,8 +300,8 @@ func (c *Client) Use(hooks ...Hook) {
 func (c *Client) Intercept(interceptors ...Interceptor) {
 	for _, n := range []interface{ Intercept(...Interceptor) }{
 		c.APIKey, c.APIUsage, c.AuditEvent, c.AuthCode, c.DeliveryAttempt,
-		c.IdempotencyRecord, c.OAuthToken, c.Order, c.PartnerApp, c.Sku, c.Ticket,
-		c.TokenRevocation, c.User, c.WebhookDelivery, c.WebhookEndpoint,
+		c.IdempotencyRecord, c.OAuthToken, c.Order, c.PartnerApp, c.PortalLink, c.Sku,
+		c.Ticket, c.TokenRevocation, c.User, c.WebhookDelivery, c.WebhookEndpoint,
 		c.WebhookEventType, c.WebhookPublication,
 	} {
 		n.Intercept(interceptors...)
@@ -323,6 +329,8 @@ func (c *Client) Mutate(ctx context.Context, m Mutation) (Value, error) {
 		return c.Order.mutate(ctx, m)
 	case *PartnerAppMutation:
 		return c.PartnerApp.mutate(ctx, m)
+	case *PortalLinkMutation:
+		return c.PortalLink.mutate(ctx, m)
 	case *SkuMutation:
 		return c.Sku.mutate(ctx, m)
 	case *TicketMutation:
@@ -1749,6 +1757,139 @@ func (c *PartnerAppClient) mutate(ctx context.Context, m *PartnerAppMutation) (V
 	}
 }
 
+// PortalLinkClient is a client for the PortalLink schema.
+type PortalLinkClient struct {
+	config
+}
+
+// NewPortalLinkClient returns a client for the PortalLink from the given config.
+func NewPortalLinkClient(c config) *PortalLinkClient {
+	return &PortalLinkClient{config: c}
+}
+
+// Use adds a list of mutation hooks to the hooks stack.
+// A call to `Use(f, g, h)` equals to `portallink.Hooks(f(g(h())))`.
+func (c *PortalLinkClient) Use(hooks ...Hook) {
+	c.hooks.PortalLink = append(c.hooks.PortalLink, hooks...)
+}
+
+// Intercept adds a list of query interceptors to the interceptors stack.
+// A call to `Intercept(f, g, h)` equals to `portallink.Intercept(f(g(h())))`.
+func (c *PortalLinkClient) Intercept(interceptors ...Interceptor) {
+	c.inters.PortalLink = append(c.inters.PortalLink, interceptors...)
+}
+
+// Create returns a builder for creating a PortalLink entity.
+func (c *PortalLinkClient) Create() *PortalLinkCreate {
+	mutation := newPortalLinkMutation(c.config, OpCreate)
+	return &PortalLinkCreate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// CreateBulk returns a builder for creating a bulk of PortalLink entities.
+func (c *PortalLinkClient) CreateBulk(builders ...*PortalLinkCreate) *PortalLinkCreateBulk {
+	return &PortalLinkCreateBulk{config: c.config, builders: builders}
+}
+
+// MapCreateBulk creates a bulk creation builder from the given slice. For each item in the slice, the function creates
+// a builder and applies setFunc on it.
+func (c *PortalLinkClient) MapCreateBulk(slice any, setFunc func(*PortalLinkCreate, int)) *PortalLinkCreateBulk {
+	rv := reflect.ValueOf(slice)
+	if rv.Kind() != reflect.Slice {
+		return &PortalLinkCreateBulk{err: fmt.Errorf("calling to PortalLinkClient.MapCreateBulk with wrong type %T, need slice", slice)}
+	}
+	builders := make([]*PortalLinkCreate, rv.Len())
+	for i := 0; i < rv.Len(); i++ {
+		builders[i] = c.Create()
+		setFunc(builders[i], i)
+	}
+	return &PortalLinkCreateBulk{config: c.config, builders: builders}
+}
+
+// Update returns an update builder for PortalLink.
+func (c *PortalLinkClient) Update() *PortalLinkUpdate {
+	mutation := newPortalLinkMutation(c.config, OpUpdate)
+	return &PortalLinkUpdate{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOne returns an update builder for the given entity.
+func (c *PortalLinkClient) UpdateOne(_m *PortalLink) *PortalLinkUpdateOne {
+	mutation := newPortalLinkMutation(c.config, OpUpdateOne, withPortalLink(_m))
+	return &PortalLinkUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// UpdateOneID returns an update builder for the given id.
+func (c *PortalLinkClient) UpdateOneID(id int) *PortalLinkUpdateOne {
+	mutation := newPortalLinkMutation(c.config, OpUpdateOne, withPortalLinkID(id))
+	return &PortalLinkUpdateOne{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// Delete returns a delete builder for PortalLink.
+func (c *PortalLinkClient) Delete() *PortalLinkDelete {
+	mutation := newPortalLinkMutation(c.config, OpDelete)
+	return &PortalLinkDelete{config: c.config, hooks: c.Hooks(), mutation: mutation}
+}
+
+// DeleteOne returns a builder for deleting the given entity.
+func (c *PortalLinkClient) DeleteOne(_m *PortalLink) *PortalLinkDeleteOne {
+	return c.DeleteOneID(_m.ID)
+}
+
+// DeleteOneID returns a builder for deleting the given entity by its id.
+func (c *PortalLinkClient) DeleteOneID(id int) *PortalLinkDeleteOne {
+	builder := c.Delete().Where(portallink.ID(id))
+	builder.mutation.id = &id
+	builder.mutation.op = OpDeleteOne
+	return &PortalLinkDeleteOne{builder}
+}
+
+// Query returns a query builder for PortalLink.
+func (c *PortalLinkClient) Query() *PortalLinkQuery {
+	return &PortalLinkQuery{
+		config: c.config,
+		ctx:    &QueryContext{Type: TypePortalLink},
+		inters: c.Interceptors(),
+	}
+}
+
+// Get returns a PortalLink entity by its id.
+func (c *PortalLinkClient) Get(ctx context.Context, id int) (*PortalLink, error) {
+	return c.Query().Where(portallink.ID(id)).Only(ctx)
+}
+
+// GetX is like Get, but panics if an error occurs.
+func (c *PortalLinkClient) GetX(ctx context.Context, id int) *PortalLink {
+	obj, err := c.Get(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// Hooks returns the client hooks.
+func (c *PortalLinkClient) Hooks() []Hook {
+	return c.hooks.PortalLink
+}
+
+// Interceptors returns the client interceptors.
+func (c *PortalLinkClient) Interceptors() []Interceptor {
+	return c.inters.PortalLink
+}
+
+func (c *PortalLinkClient) mutate(ctx context.Context, m *PortalLinkMutation) (Value, error) {
+	switch m.Op() {
+	case OpCreate:
+		return (&PortalLinkCreate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdate:
+		return (&PortalLinkUpdate{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpUpdateOne:
+		return (&PortalLinkUpdateOne{config: c.config, hooks: c.Hooks(), mutation: m}).Save(ctx)
+	case OpDelete, OpDeleteOne:
+		return (&PortalLinkDelete{config: c.config, hooks: c.Hooks(), mutation: m}).Exec(ctx)
+	default:
+		return nil, fmt.Errorf("ent: unknown PortalLink mutation op: %q", m.Op())
+	}
+}
+
 // SkuClient is a client for the Sku schema.
 type SkuClient struct {
 	config
@@ -2929,13 +3070,13 @@ func (c *WebhookPublicationClient) mutate(ctx context.Context, m *WebhookPublica
 type (
 	hooks struct {
 		APIKey, APIUsage, AuditEvent, AuthCode, DeliveryAttempt, IdempotencyRecord,
-		OAuthToken, Order, PartnerApp, Sku, Ticket, TokenRevocation, User,
+		OAuthToken, Order, PartnerApp, PortalLink, Sku, Ticket, TokenRevocation, User,
 		WebhookDelivery, WebhookEndpoint, WebhookEventType,
 		WebhookPublication []ent.Hook
 	}
 	inters struct {
 		APIKey, APIUsage, AuditEvent, AuthCode, DeliveryAttempt, IdempotencyRecord,
-		OAuthToken, Order, PartnerApp, Sku, Ticket, TokenRevocation, User,
+		OAuthToken, Order, PartnerApp, PortalLink, Sku, Ticket, TokenRevocation, User,
 		WebhookDelivery, WebhookEndpoint, WebhookEventType,
 		WebhookPublication []ent.Interceptor
 	}

@@ -15,6 +15,7 @@ import (
 	"gatehouse/ent/oauthtoken"
 	"gatehouse/ent/order"
 	"gatehouse/ent/partnerapp"
+	"gatehouse/ent/portallink"
 	"gatehouse/ent/sku"
 	"gatehouse/ent/ticket"
 	"gatehouse/ent/tokenrevocation"
@@ -98,6 +99,7 @@ func checkColumn(t, c string) error {
 			oauthtoken.Table:         oauthtoken.ValidColumn,
 			order.Table:              order.ValidColumn,
 			partnerapp.Table:         partnerapp.ValidColumn,
+			portallink.Table:         portallink.ValidColumn,
 			sku.Table:                sku.ValidColumn,
 			ticket.Table:             ticket.ValidColumn,
 			tokenrevocation.Table:    tokenrevocation.ValidColumn,

@@ -15,6 +15,7 @@ import (
 	"gatehouse/ent/oauthtoken"
 	"gatehouse/ent/order"
 	"gatehouse/ent/partnerapp"
+	"gatehouse/ent/portallink"
 	"gatehouse/ent/predicate"
 	"gatehouse/ent/sku"
 	"gatehouse/ent/ticket"
@@ -49,6 +50,7 @@ const (
 	TypeOAuthToken         = "OAuthToken"
 	TypeOrder              = "Order"
 	TypePartnerApp         = "PartnerApp"
+	TypePortalLink         = "PortalLink"
 	TypeSku                = "Sku"
 	TypeTicket             = "Ticket"
 	TypeTokenRevocation    = "TokenRevocation"
@@ -9190,6 +9192,660 @@ func (m *PartnerAppMutation) ResetEdge(name string) error {
 		return nil
 	}
 	return fmt.Errorf("unknown PartnerApp edge %s", name)
+}
+
+// PortalLinkMutation represents an operation that mutates the PortalLink nodes in the graph.
+type PortalLinkMutation struct {
+	config
+	op            Op
+	typ           string
+	id            *int
+	token_hash    *string
+	app_id        *int
+	addapp_id     *int
+	read_only     *bool
+	expires_at    *time.Time
+	used_at       *time.Time
+	create_time   *time.Time
+	clearedFields map[string]struct{}
+	done          bool
+	oldValue      func(context.Context) (*PortalLink, error)
+	predicates    []predicate.PortalLink
+}
+
+var _ ent.Mutation = (*PortalLinkMutation)(nil)
+
+// portallinkOption allows management of the mutation configuration using functional options.
+type portallinkOption func(*PortalLinkMutation)
+
+// newPortalLinkMutation creates new mutation for the PortalLink entity.
+func newPortalLinkMutation(c config, op Op, opts ...portallinkOption) *PortalLinkMutation {
+	m := &PortalLinkMutation{
+		config:        c,
+		op:            op,
+		typ:           TypePortalLink,
+		clearedFields: make(map[string]struct{}),
+	}
+	for _, opt := range opts {
+		opt(m)
+	}
+	return m
+}
+
+// withPortalLinkID sets the ID field of the mutation.
+func withPortalLinkID(id int) portallinkOption {
+	return func(m *PortalLinkMutation) {
+		var (
+			err   error
+			once  sync.Once
+			value *PortalLink
+		)
+		m.oldValue = func(ctx context.Context) (*PortalLink, error) {
+			once.Do(func() {
+				if m.done {
+					err = errors.New("querying old values post mutation is not allowed")
+				} else {
+					value, err = m.Client().PortalLink.Get(ctx, id)
+				}
+			})
+			return value, err
+		}
+		m.id = &id
+	}
+}
+
+// withPortalLink sets the old PortalLink of the mutation.
+func withPortalLink(node *PortalLink) portallinkOption {
+	return func(m *PortalLinkMutation) {
+		m.oldValue = func(context.Context) (*PortalLink, error) {
+			return node, nil
+		}
+		m.id = &node.ID
+	}
+}
+
+// Client returns a new `ent.Client` from the mutation. If the mutation was
+// executed in a transaction (ent.Tx), a transactional client is returned.
+func (m PortalLinkMutation) Client() *Client {
+	client := &Client{config: m.config}
+	client.init()
+	return client
+}
+
+// Tx returns an `ent.Tx` for mutations that were executed in transactions;
+// it returns an error otherwise.
+func (m PortalLinkMutation) Tx() (*Tx, error) {
+	if _, ok := m.driver.(*txDriver); !ok {
+		return nil, errors.New("ent: mutation is not running in a transaction")
+	}
+	tx := &Tx{config: m.config}
+	tx.init()
+	return tx, nil
+}
+
+// ID returns the ID value in the mutation. Note that the ID is only available
+// if it was provided to the builder or after it was returned from the database.
+func (m *PortalLinkMutation) ID() (id int, exists bool) {
+	if m.id == nil {
+		return
+	}
+	return *m.id, true
+}
+
+// IDs queries the database and returns the entity ids that match the mutation's predicate.
+// That means, if the mutation is applied within a transaction with an isolation level such
+// as sql.LevelSerializable, the returned ids match the ids of the rows that will be updated
+// or updated by the mutation.
+func (m *PortalLinkMutation) IDs(ctx context.Context) ([]int, error) {
+	switch {
+	case m.op.Is(OpUpdateOne | OpDeleteOne):
+		id, exists := m.ID()
+		if exists {
+			return []int{id}, nil
+		}
+		fallthrough
+	case m.op.Is(OpUpdate | OpDelete):
+		return m.Client().PortalLink.Query().Where(m.predicates...).IDs(ctx)
+	default:
+		return nil, fmt.Errorf("IDs is not allowed on %s operations", m.op)
+	}
+}
+
+// SetTokenHash sets the "token_hash" field.
+func (m *PortalLinkMutation) SetTokenHash(s string) {
+	m.token_hash = &s
+}
+
+// TokenHash returns the value of the "token_hash" field in the mutation.
+func (m *PortalLinkMutation) TokenHash() (r string, exists bool) {
+	v := m.token_hash
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldTokenHash returns the old "token_hash" field's value of the PortalLink entity.
+// If the PortalLink object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *PortalLinkMutation) OldTokenHash(ctx context.Context) (v string, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldTokenHash is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldTokenHash requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldTokenHash: %w", err)
+	}
+	return oldValue.TokenHash, nil
+}
+
+// ResetTokenHash resets all changes to the "token_hash" field.
+func (m *PortalLinkMutation) ResetTokenHash() {
+	m.token_hash = nil
+}
+
+// SetAppID sets the "app_id" field.
+func (m *PortalLinkMutation) SetAppID(i int) {
+	m.app_id = &i
+	m.addapp_id = nil
+}
+
+// AppID returns the value of the "app_id" field in the mutation.
+func (m *PortalLinkMutation) AppID() (r int, exists bool) {
+	v := m.app_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldAppID returns the old "app_id" field's value of the PortalLink entity.
+// If the PortalLink object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *PortalLinkMutation) OldAppID(ctx context.Context) (v int, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldAppID is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldAppID requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldAppID: %w", err)
+	}
+	return oldValue.AppID, nil
+}
+
+// AddAppID adds i to the "app_id" field.
+func (m *PortalLinkMutation) AddAppID(i int) {
+	if m.addapp_id != nil {
+		*m.addapp_id += i
+	} else {
+		m.addapp_id = &i
+	}
+}
+
+// AddedAppID returns the value that was added to the "app_id" field in this mutation.
+func (m *PortalLinkMutation) AddedAppID() (r int, exists bool) {
+	v := m.addapp_id
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// ResetAppID resets all changes to the "app_id" field.
+func (m *PortalLinkMutation) ResetAppID() {
+	m.app_id = nil
+	m.addapp_id = nil
+}
+
+// SetReadOnly sets the "read_only" field.
+func (m *PortalLinkMutation) SetReadOnly(b bool) {
+	m.read_only = &b
+}
+
+// ReadOnly returns the value of the "read_only" field in the mutation.
+func (m *PortalLinkMutation) ReadOnly() (r bool, exists bool) {
+	v := m.read_only
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldReadOnly returns the old "read_only" field's value of the PortalLink entity.
+// If the PortalLink object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *PortalLinkMutation) OldReadOnly(ctx context.Context) (v bool, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldReadOnly is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldReadOnly requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldReadOnly: %w", err)
+	}
+	return oldValue.ReadOnly, nil
+}
+
+// ResetReadOnly resets all changes to the "read_only" field.
+func (m *PortalLinkMutation) ResetReadOnly() {
+	m.read_only = nil
+}
+
+// SetExpiresAt sets the "expires_at" field.
+func (m *PortalLinkMutation) SetExpiresAt(t time.Time) {
+	m.expires_at = &t
+}
+
+// ExpiresAt returns the value of the "expires_at" field in the mutation.
+func (m *PortalLinkMutation) ExpiresAt() (r time.Time, exists bool) {
+	v := m.expires_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldExpiresAt returns the old "expires_at" field's value of the PortalLink entity.
+// If the PortalLink object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *PortalLinkMutation) OldExpiresAt(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldExpiresAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldExpiresAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldExpiresAt: %w", err)
+	}
+	return oldValue.ExpiresAt, nil
+}
+
+// ResetExpiresAt resets all changes to the "expires_at" field.
+func (m *PortalLinkMutation) ResetExpiresAt() {
+	m.expires_at = nil
+}
+
+// SetUsedAt sets the "used_at" field.
+func (m *PortalLinkMutation) SetUsedAt(t time.Time) {
+	m.used_at = &t
+}
+
+// UsedAt returns the value of the "used_at" field in the mutation.
+func (m *PortalLinkMutation) UsedAt() (r time.Time, exists bool) {
+	v := m.used_at
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldUsedAt returns the old "used_at" field's value of the PortalLink entity.
+// If the PortalLink object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *PortalLinkMutation) OldUsedAt(ctx context.Context) (v *time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldUsedAt is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldUsedAt requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldUsedAt: %w", err)
+	}
+	return oldValue.UsedAt, nil
+}
+
+// ClearUsedAt clears the value of the "used_at" field.
+func (m *PortalLinkMutation) ClearUsedAt() {
+	m.used_at = nil
+	m.clearedFields[portallink.FieldUsedAt] = struct{}{}
+}
+
+// UsedAtCleared returns if the "used_at" field was cleared in this mutation.
+func (m *PortalLinkMutation) UsedAtCleared() bool {
+	_, ok := m.clearedFields[portallink.FieldUsedAt]
+	return ok
+}
+
+// ResetUsedAt resets all changes to the "used_at" field.
+func (m *PortalLinkMutation) ResetUsedAt() {
+	m.used_at = nil
+	delete(m.clearedFields, portallink.FieldUsedAt)
+}
+
+// SetCreateTime sets the "create_time" field.
+func (m *PortalLinkMutation) SetCreateTime(t time.Time) {
+	m.create_time = &t
+}
+
+// CreateTime returns the value of the "create_time" field in the mutation.
+func (m *PortalLinkMutation) CreateTime() (r time.Time, exists bool) {
+	v := m.create_time
+	if v == nil {
+		return
+	}
+	return *v, true
+}
+
+// OldCreateTime returns the old "create_time" field's value of the PortalLink entity.
+// If the PortalLink object wasn't provided to the builder, the object is fetched from the database.
+// An error is returned if the mutation operation is not UpdateOne, or the database query fails.
+func (m *PortalLinkMutation) OldCreateTime(ctx context.Context) (v time.Time, err error) {
+	if !m.op.Is(OpUpdateOne) {
+		return v, errors.New("OldCreateTime is only allowed on UpdateOne operations")
+	}
+	if m.id == nil || m.oldValue == nil {
+		return v, errors.New("OldCreateTime requires an ID field in the mutation")
+	}
+	oldValue, err := m.oldValue(ctx)
+	if err != nil {
+		return v, fmt.Errorf("querying old value for OldCreateTime: %w", err)
+	}
+	return oldValue.CreateTime, nil
+}
+
+// ResetCreateTime resets all changes to the "create_time" field.
+func (m *PortalLinkMutation) ResetCreateTime() {
+	m.create_time = nil
+}
+
+// Where appends a list predicates to the PortalLinkMutation builder.
+func (m *PortalLinkMutation) Where(ps ...predicate.PortalLink) {
+	m.predicates = append(m.predicates, ps...)
+}
+
+// WhereP appends storage-level predicates to the PortalLinkMutation builder. Using this method,
+// users can use type-assertion to append predicates that do not depend on any generated package.
+func (m *PortalLinkMutation) WhereP(ps ...func(*sql.Selector)) {
+	p := make([]predicate.PortalLink, len(ps))
+	for i := range ps {
+		p[i] = ps[i]
+	}
+	m.Where(p...)
+}
+
+// Op returns the operation name.
+func (m *PortalLinkMutation) Op() Op {
+	return m.op
+}
+
+// SetOp allows setting the mutation operation.
+func (m *PortalLinkMutation) SetOp(op Op) {
+	m.op = op
+}
+
+// Type returns the node type of this mutation (PortalLink).
+func (m *PortalLinkMutation) Type() string {
+	return m.typ
+}
+
+// Fields returns all fields that were changed during this mutation. Note that in
+// order to get all numeric fields that were incremented/decremented, call
+// AddedFields().
+func (m *PortalLinkMutation) Fields() []string {
+	fields := make([]string, 0, 6)
+	if m.token_hash != nil {
+		fields = append(fields, portallink.FieldTokenHash)
+	}
+	if m.app_id != nil {
+		fields = append(fields, portallink.FieldAppID)
+	}
+	if m.read_only != nil {
+		fields = append(fields, portallink.FieldReadOnly)
+	}
+	if m.expires_at != nil {
+		fields = append(fields, portallink.FieldExpiresAt)
+	}
+	if m.used_at != nil {
+		fields = append(fields, portallink.FieldUsedAt)
+	}
+	if m.create_time != nil {
+		fields = append(fields, portallink.FieldCreateTime)
+	}
+	return fields
+}
+
+// Field returns the value of a field with the given name. The second boolean
+// return value indicates that this field was not set, or was not defined in the
+// schema.
+func (m *PortalLinkMutation) Field(name string) (ent.Value, bool) {
+	switch name {
+	case portallink.FieldTokenHash:
+		return m.TokenHash()
+	case portallink.FieldAppID:
+		return m.AppID()
+	case portallink.FieldReadOnly:
+		return m.ReadOnly()
+	case portallink.FieldExpiresAt:
+		return m.ExpiresAt()
+	case portallink.FieldUsedAt:
+		return m.UsedAt()
+	case portallink.FieldCreateTime:
+		return m.CreateTime()
+	}
+	return nil, false
+}
+
+// OldField returns the old value of the field from the database. An error is
+// returned if the mutation operation is not UpdateOne, or the query to the
+// database failed.
+func (m *PortalLinkMutation) OldField(ctx context.Context, name string) (ent.Value, error) {
+	switch name {
+	case portallink.FieldTokenHash:
+		return m.OldTokenHash(ctx)
+	case portallink.FieldAppID:
+		return m.OldAppID(ctx)
+	case portallink.FieldReadOnly:
+		return m.OldReadOnly(ctx)
+	case portallink.FieldExpiresAt:
+		return m.OldExpiresAt(ctx)
+	case portallink.FieldUsedAt:
+		return m.OldUsedAt(ctx)
+	case portallink.FieldCreateTime:
+		return m.OldCreateTime(ctx)
+	}
+	return nil, fmt.Errorf("unknown PortalLink field %s", name)
+}
+
+// SetField sets the value of a field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *PortalLinkMutation) SetField(name string, value ent.Value) error {
+	switch name {
+	case portallink.FieldTokenHash:
+		v, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetTokenHash(v)
+		return nil
+	case portallink.FieldAppID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetAppID(v)
+		return nil
+	case portallink.FieldReadOnly:
+		v, ok := value.(bool)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetReadOnly(v)
+		return nil
+	case portallink.FieldExpiresAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetExpiresAt(v)
+		return nil
+	case portallink.FieldUsedAt:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetUsedAt(v)
+		return nil
+	case portallink.FieldCreateTime:
+		v, ok := value.(time.Time)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.SetCreateTime(v)
+		return nil
+	}
+	return fmt.Errorf("unknown PortalLink field %s", name)
+}
+
+// AddedFields returns all numeric fields that were incremented/decremented during
+// this mutation.
+func (m *PortalLinkMutation) AddedFields() []string {
+	var fields []string
+	if m.addapp_id != nil {
+		fields = append(fields, portallink.FieldAppID)
+	}
+	return fields
+}
+
+// AddedField returns the numeric value that was incremented/decremented on a field
+// with the given name. The second boolean return value indicates that this field
+// was not set, or was not defined in the schema.
+func (m *PortalLinkMutation) AddedField(name string) (ent.Value, bool) {
+	switch name {
+	case portallink.FieldAppID:
+		return m.AddedAppID()
+	}
+	return nil, false
+}
+
+// AddField adds the value to the field with the given name. It returns an error if
+// the field is not defined in the schema, or if the type mismatched the field
+// type.
+func (m *PortalLinkMutation) AddField(name string, value ent.Value) error {
+	switch name {
+	case portallink.FieldAppID:
+		v, ok := value.(int)
+		if !ok {
+			return fmt.Errorf("unexpected type %T for field %s", value, name)
+		}
+		m.AddAppID(v)
+		return nil
+	}
+	return fmt.Errorf("unknown PortalLink numeric field %s", name)
+}
+
+// ClearedFields returns all nullable fields that were cleared during this
+// mutation.
+func (m *PortalLinkMutation) ClearedFields() []string {
+	var fields []string
+	if m.FieldCleared(portallink.FieldUsedAt) {
+		fields = append(fields, portallink.FieldUsedAt)
+	}
+	return fields
+}
+
+// FieldCleared returns a boolean indicating if a field with the given name was
+// cleared in this mutation.
+func (m *PortalLinkMutation) FieldCleared(name string) bool {
+	_, ok := m.clearedFields[name]
+	return ok
+}
+
+// ClearField clears the value of the field with the given name. It returns an
+// error if the field is not defined in the schema.
+func (m *PortalLinkMutation) ClearField(name string) error {
+	switch name {
+	case portallink.FieldUsedAt:
+		m.ClearUsedAt()
+		return nil
+	}
+	return fmt.Errorf("unknown PortalLink nullable field %s", name)
+}
+
+// ResetField resets all changes in the mutation for the field with the given name.
+// It returns an error if the field is not defined in the schema.
+func (m *PortalLinkMutation) ResetField(name string) error {
+	switch name {
+	case portallink.FieldTokenHash:
+		m.ResetTokenHash()
+		return nil
+	case portallink.FieldAppID:
+		m.ResetAppID()
+		return nil
+	case portallink.FieldReadOnly:
+		m.ResetReadOnly()
+		return nil
+	case portallink.FieldExpiresAt:
+		m.ResetExpiresAt()
+		return nil
+	case portallink.FieldUsedAt:
+		m.ResetUsedAt()
+		return nil
+	case portallink.FieldCreateTime:
+		m.ResetCreateTime()
+		return nil
+	}
+	return fmt.Errorf("unknown PortalLink field %s", name)
+}
+
+// AddedEdges returns all edge names that were set/added in this mutation.
+func (m *PortalLinkMutation) AddedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// AddedIDs returns all IDs (to other nodes) that were added for the given edge
+// name in this mutation.
+func (m *PortalLinkMutation) AddedIDs(name string) []ent.Value {
+	return nil
+}
+
+// RemovedEdges returns all edge names that were removed in this mutation.
+func (m *PortalLinkMutation) RemovedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// RemovedIDs returns all IDs (to other nodes) that were removed for the edge with
+// the given name in this mutation.
+func (m *PortalLinkMutation) RemovedIDs(name string) []ent.Value {
+	return nil
+}
+
+// ClearedEdges returns all edge names that were cleared in this mutation.
+func (m *PortalLinkMutation) ClearedEdges() []string {
+	edges := make([]string, 0, 0)
+	return edges
+}
+
+// EdgeCleared returns a boolean which indicates if the edge with the given name
+// was cleared in this mutation.
+func (m *PortalLinkMutation) EdgeCleared(name string) bool {
+	return false
+}
+
+// ClearEdge clears the value of the edge with the given name. It returns an error
+// if that edge is not defined in the schema.
+func (m *PortalLinkMutation) ClearEdge(name string) error {
+	return fmt.Errorf("unknown PortalLink unique edge %s", name)
+}
+
+// ResetEdge resets all changes to the edge with the given name in this mutation.
+// It returns an error if the edge is not defined in the schema.
+func (m *PortalLinkMutation) ResetEdge(name string) error {
+	return fmt.Errorf("unknown PortalLink edge %s", name)
 }
 
 // SkuMutation represents an operation that mutates the Sku nodes in the graph.

@@ -12,6 +12,7 @@ import (
 	"gatehouse/ent/oauthtoken"
 	"gatehouse/ent/order"
 	"gatehouse/ent/partnerapp"
+	"gatehouse/ent/portallink"
 	"gatehouse/ent/schema"
 	"gatehouse/ent/sku"
 	"gatehouse/ent/ticket"
@@ -350,6 +351,16 @@ func init() {
 	partnerapp.DefaultUpdateTime = partnerappDescUpdateTime.Default.(func() time.Time)
 	// partnerapp.UpdateDefaultUpdateTime holds the default value on update for the update_time field.
 	partnerapp.UpdateDefaultUpdateTime = partnerappDescUpdateTime.UpdateDefault.(func() time.Time)
+	portallinkFields := schema.PortalLink{}.Fields()
+	_ = portallinkFields
+	// portallinkDescReadOnly is the schema descriptor for read_only field.
+	portallinkDescReadOnly := portallinkFields[2].Descriptor()
+	// portallink.DefaultReadOnly holds the default value on creation for the read_only field.
+	portallink.DefaultReadOnly = portallinkDescReadOnly.Default.(bool)
+	// portallinkDescCreateTime is the schema descriptor for create_time field.
+	portallinkDescCreateTime := portallinkFields[5].Descriptor()
+	// portallink.DefaultCreateTime holds the default value on creation for the create_time field.
+	portallink.DefaultCreateTime = portallinkDescCreateTime.Default.(func() time.Time)
 	skuFields := schema.Sku{}.Fields()
 	_ = skuFields
 	// skuDescName is the schema descriptor for name field.

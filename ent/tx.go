@@ -32,6 +32,8 @@ type Tx struct {
 	Order *OrderClient
 	// PartnerApp is the client for interacting with the PartnerApp builders.
 	PartnerApp *PartnerAppClient
+	// PortalLink is the client for interacting with the PortalLink builders.
+	PortalLink *PortalLinkClient
 	// Sku is the client for interacting with the Sku builders.
 	Sku *SkuClient
 	// Ticket is the client for interacting with the Ticket builders.
@@ -188,6 +190,7 @@ func (tx *Tx) init() {
 	tx.OAuthToken = NewOAuthTokenClient(tx.config)
 	tx.Order = NewOrderClient(tx.config)
 	tx.PartnerApp = NewPartnerAppClient(tx.config)
+	tx.PortalLink = NewPortalLinkClient(tx.config)
 	tx.Sku = NewSkuClient(tx.config)
 	tx.Ticket = NewTicketClient(tx.config)
 	tx.TokenRevocation = NewTokenRevocationClient(tx.config)

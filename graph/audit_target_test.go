@@ -33,6 +33,7 @@ func TestAuditTargets(t *testing.T) {
 		{"cancelWebhookDelivery", map[string]any{"id": id}, nil, "WebhookDelivery", id},
 		{"resendFailedWebhookDeliveries", map[string]any{"appID": app}, nil, "PartnerApp", app},
 		{"sendTestWebhook", map[string]any{"appID": app}, &ent.WebhookDelivery{ID: 99}, "PartnerApp", app},
+		{"createPortalLink", map[string]any{"appID": app}, nil, "PartnerApp", app},
 		{"createWebhookEventType", map[string]any{"name": "invoice.issued", "description": "d"}, &webhook.EventType{Name: "invoice.issued"}, "WebhookEventType", "invoice.issued"},
 		{"publishWebhookEvent", map[string]any{"appID": app, "eventType": "invoice.issued"}, &webhook.Published{ID: "msg_x", AppID: 23}, "PartnerApp", app},
 		{"createWebhookEndpoint", map[string]any{"appID": app}, &WebhookEndpointSecretPayload{Endpoint: &ent.WebhookEndpoint{ID: 46}, Secret: "whsec_x"}, "WebhookEndpoint", "46"},

@@ -200,6 +200,7 @@ type ComplexityRoot struct {
 		CreateAPIKey                    func(childComplexity int, name string, role *apikey.Role, scopes []string) int
 		CreateOrder                     func(childComplexity int, input CreateOrderInput) int
 		CreatePartnerApp                func(childComplexity int, input CreatePartnerAppInput) int
+		CreatePortalLink                func(childComplexity int, appID int, ttl *int, readOnly *bool) int
 		CreateSku                       func(childComplexity int, input CreateSkuInput) int
 		CreateUser                      func(childComplexity int, input CreateUserInput) int
 		CreateWebhookEndpoint           func(childComplexity int, appID int, input CreateWebhookEndpointInput) int
@@ -302,6 +303,11 @@ type ComplexityRoot struct {
 	PaymentProvider struct {
 		Breaker    func(childComplexity int) int
 		Configured func(childComplexity int) int
+	}
+
+	PortalLink struct {
+		ExpiresAt func(childComplexity int) int
+		URL       func(childComplexity int) int
 	}
 
 	Query struct {
@@ -532,6 +538,7 @@ type MutationResolver interface {
 	EnableUser(ctx context.Context, id int) (*ent.User, error)
 	SetUserPassword(ctx context.Context, id int, password string) (*ent.User, error)
 	EndSecretOverlap(ctx context.Context, id int) (*ent.PartnerApp, error)
+	CreatePortalLink(ctx context.Context, appID int, ttl *int, readOnly *bool) (*PortalLinkPayload, error)
 }
 type OrderResolver interface {
 	Amount(ctx context.Context, obj *ent.Order) (int, error)
@@ -1184,6 +1191,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreatePartnerApp(childComplexity, args["input"].(CreatePartnerAppInput)), true
+	case "Mutation.createPortalLink":
+		if e.ComplexityRoot.Mutation.CreatePortalLink == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createPortalLink_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreatePortalLink(childComplexity, args["appID"].(int), args["ttl"].(*int), args["readOnly"].(*bool)), true
 	case "Mutation.createSku":
 		if e.ComplexityRoot.Mutation.CreateSku == nil {
 			break
@@ -1788,6 +1806,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.PaymentProvider.Configured(childComplexity), true
+
+	case "PortalLink.expiresAt":
+		if e.ComplexityRoot.PortalLink.ExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PortalLink.ExpiresAt(childComplexity), true
+	case "PortalLink.url":
+		if e.ComplexityRoot.PortalLink.URL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PortalLink.URL(childComplexity), true
 
 	case "Query.apiKeys":
 		if e.ComplexityRoot.Query.APIKeys == nil {
@@ -6719,6 +6750,28 @@ extend type Query {
   viewer: APIKey!
 }
 `, BuiltIn: false},
+	{Name: "../web-schema/portal.graphql", Input: `extend type Mutation {
+  """
+  Mints a one-time link into the partner portal for app appID: opening it
+  starts a portal session for that app alone (8 h at most), and the link
+  then stops working. ttl: seconds the link may wait to be opened (1 to
+  86400, default 3600). readOnly: the session may look but change
+  nothing (default false). A disabled app gets no link (INVALID_STATE).
+  """
+  createPortalLink(appID: ID! @auditTarget(type: "PartnerApp"), ttl: Int, readOnly: Boolean): PortalLink!
+}
+
+"""
+A portal link, shown only in this payload (only a hash of its token is
+kept). url is GATEHOUSE_PUBLIC_URL followed by /portal/enter?token=…; when
+GATEHOUSE_PUBLIC_URL is not set it is that path alone, to be appended to
+the address partners reach the public listener at.
+"""
+type PortalLink {
+  url: String!
+  expiresAt: Time!
+}
+`, BuiltIn: false},
 	{Name: "../web-schema/versions.graphql", Input: `# The partner API's versions and their lifecycle (hand-written).
 
 """
@@ -7206,6 +7259,16 @@ func (ec *executionContext) childFields_PaymentProvider(ctx context.Context, fie
 		return ec.fieldContext_PaymentProvider_breaker(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type PaymentProvider", field.Name)
+}
+
+func (ec *executionContext) childFields_PortalLink(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "url":
+		return ec.fieldContext_PortalLink_url(ctx, field)
+	case "expiresAt":
+		return ec.fieldContext_PortalLink_expiresAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PortalLink", field.Name)
 }
 
 func (ec *executionContext) childFields_RemovedField(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -7717,6 +7780,36 @@ func (ec *executionContext) field_Mutation_createPartnerApp_args(ctx context.Con
 		return nil, err
 	}
 	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_createPortalLink_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "appID",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNID2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["appID"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "ttl",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["ttl"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "readOnly",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["readOnly"] = arg2
 	return args, nil
 }
 
@@ -12624,6 +12717,50 @@ func (ec *executionContext) fieldContext_Mutation_endSecretOverlap(ctx context.C
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_createPortalLink(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createPortalLink(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreatePortalLink(ctx, fc.Args["appID"].(int), fc.Args["ttl"].(*int), fc.Args["readOnly"].(*bool))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *PortalLinkPayload) graphql.Marshaler {
+			return ec.marshalNPortalLink2ᚖgatehouseᚋgraphᚐPortalLinkPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createPortalLink(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PortalLink(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createPortalLink_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Order_id(ctx context.Context, field graphql.CollectedField, obj *ent.Order) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -13939,6 +14076,52 @@ func (ec *executionContext) _PaymentProvider_breaker(ctx context.Context, field 
 }
 func (ec *executionContext) fieldContext_PaymentProvider_breaker(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("PaymentProvider", field, false, false, errors.New("field of type BreakerState does not have child fields"))
+}
+
+func (ec *executionContext) _PortalLink_url(ctx context.Context, field graphql.CollectedField, obj *PortalLinkPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PortalLink_url(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.URL, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PortalLink_url(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PortalLink", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _PortalLink_expiresAt(ctx context.Context, field graphql.CollectedField, obj *PortalLinkPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PortalLink_expiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PortalLink_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PortalLink", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
 func (ec *executionContext) _Query_apiKeys(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
@@ -28640,6 +28823,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "createPortalLink":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createPortalLink(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -29453,6 +29643,49 @@ func (ec *executionContext) _PaymentProvider(ctx context.Context, sel ast.Select
 			}
 		case "breaker":
 			out.Values[i] = ec._PaymentProvider_breaker(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var portalLinkImplementors = []string{"PortalLink"}
+
+func (ec *executionContext) _PortalLink(ctx context.Context, sel ast.SelectionSet, obj *PortalLinkPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, portalLinkImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PortalLink")
+		case "url":
+			out.Values[i] = ec._PortalLink_url(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "expiresAt":
+			out.Values[i] = ec._PortalLink_expiresAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -32252,6 +32485,20 @@ func (ec *executionContext) marshalNPaymentProvider2ᚖgatehouseᚋgraphᚐPayme
 		return graphql.Null
 	}
 	return ec._PaymentProvider(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNPortalLink2gatehouseᚋgraphᚐPortalLinkPayload(ctx context.Context, sel ast.SelectionSet, v PortalLinkPayload) graphql.Marshaler {
+	return ec._PortalLink(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNPortalLink2ᚖgatehouseᚋgraphᚐPortalLinkPayload(ctx context.Context, sel ast.SelectionSet, v *PortalLinkPayload) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._PortalLink(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNRemovedField2ᚕᚖgatehouseᚋgraphᚐRemovedFieldᚄ(ctx context.Context, sel ast.SelectionSet, v []*RemovedField) graphql.Marshaler {

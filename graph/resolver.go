@@ -12,6 +12,7 @@ import (
 	"gatehouse/internal/order"
 	"gatehouse/internal/partner"
 	"gatehouse/internal/payment"
+	"gatehouse/internal/portal"
 	"gatehouse/internal/telemetry"
 	"gatehouse/internal/webhook"
 )
@@ -36,6 +37,10 @@ type Resolver struct {
 	Payments *payment.Service
 	// Audit records every mutation (see mutationGate).
 	Audit *audit.Service
+	// PortalLinks mints partner portal links; PublicURL (no trailing
+	// slash, "" when not configured) is the base of their URLs.
+	PortalLinks *portal.Links
+	PublicURL   string
 	// Tracing makes a span per root field (nil: off).
 	Tracing *telemetry.Tracing
 }

@@ -116,6 +116,18 @@ func (f PartnerAppFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, 
 	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.PartnerAppMutation", m)
 }
 
+// The PortalLinkFunc type is an adapter to allow the use of ordinary
+// function as PortalLink mutator.
+type PortalLinkFunc func(context.Context, *ent.PortalLinkMutation) (ent.Value, error)
+
+// Mutate calls f(ctx, m).
+func (f PortalLinkFunc) Mutate(ctx context.Context, m ent.Mutation) (ent.Value, error) {
+	if mv, ok := m.(*ent.PortalLinkMutation); ok {
+		return f(ctx, mv)
+	}
+	return nil, fmt.Errorf("unexpected mutation type %T. expect *ent.PortalLinkMutation", m)
+}
+
 // The SkuFunc type is an adapter to allow the use of ordinary
 // function as Sku mutator.
 type SkuFunc func(context.Context, *ent.SkuMutation) (ent.Value, error)

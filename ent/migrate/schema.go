@@ -271,6 +271,29 @@ var (
 		Columns:    PartnerAppsColumns,
 		PrimaryKey: []*schema.Column{PartnerAppsColumns[0]},
 	}
+	// PortalLinksColumns holds the columns for the "portal_links" table.
+	PortalLinksColumns = []*schema.Column{
+		{Name: "id", Type: field.TypeInt, Increment: true},
+		{Name: "token_hash", Type: field.TypeString, Unique: true},
+		{Name: "app_id", Type: field.TypeInt},
+		{Name: "read_only", Type: field.TypeBool, Default: false},
+		{Name: "expires_at", Type: field.TypeTime},
+		{Name: "used_at", Type: field.TypeTime, Nullable: true},
+		{Name: "create_time", Type: field.TypeTime},
+	}
+	// PortalLinksTable holds the schema information for the "portal_links" table.
+	PortalLinksTable = &schema.Table{
+		Name:       "portal_links",
+		Columns:    PortalLinksColumns,
+		PrimaryKey: []*schema.Column{PortalLinksColumns[0]},
+		Indexes: []*schema.Index{
+			{
+				Name:    "portallink_expires_at",
+				Unique:  false,
+				Columns: []*schema.Column{PortalLinksColumns[4]},
+			},
+		},
+	}
 	// SkusColumns holds the columns for the "skus" table.
 	SkusColumns = []*schema.Column{
 		{Name: "id", Type: field.TypeInt, Increment: true},
@@ -532,6 +555,7 @@ var (
 		OauthTokensTable,
 		OrdersTable,
 		PartnerAppsTable,
+		PortalLinksTable,
 		SkusTable,
 		TicketsTable,
 		TokenRevocationsTable,

@@ -33,6 +33,9 @@ type Order func(*sql.Selector)
 // PartnerApp is the predicate function for partnerapp builders.
 type PartnerApp func(*sql.Selector)
 
+// PortalLink is the predicate function for portallink builders.
+type PortalLink func(*sql.Selector)
+
 // Sku is the predicate function for sku builders.
 type Sku func(*sql.Selector)
 

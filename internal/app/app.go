@@ -150,7 +150,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		}
 	}
 	a.Shed = a.newShedding()
-	a.Public = a.publicHandler()
+	if a.Public, err = a.publicHandler(); err != nil {
+		_ = a.Close(ctx)
+		return nil, err
+	}
 	if a.Admin, err = a.adminHandler(); err != nil {
 		_ = a.Close(ctx)
 		return nil, err
@@ -194,7 +197,7 @@ func kvOptions(cfg config.Config, log *slog.Logger) ([]kv.Option, error) {
 	return opts, nil
 }
 
-func (a *App) publicHandler() http.Handler {
+func (a *App) publicHandler() (http.Handler, error) {
 	r := chi.NewRouter()
 	r.Use(httpx.RequestID, httpx.Client(a.Cfg.TrustedProxies), httpx.Trace(a.Cfg.Tracing, "public", httpx.Outside), httpx.Logger(a.Log, "public"), httpx.Recoverer(a.Log),
 		a.publicShedding(), httpx.Refusals(a.deps), httpx.Deadline(a.Cfg.Server.RequestTimeout), httpx.CapBody)
@@ -205,13 +208,16 @@ func (a *App) publicHandler() http.Handler {
 	r.Mount("/api/tickets", rest.Tickets{Svc: a.Tickets, Log: a.Log}.Routes())
 	a.mountPartner(r)
 	a.mountAuth(r)
+	if err := a.mountPortal(r); err != nil {
+		return nil, err
+	}
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
 		httpx.WriteError(w, http.StatusNotFound, "not_found", "no such resource")
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, http.StatusMethodNotAllowed, "method_not_allowed", "method "+r.Method+" is not allowed here")
 	})
-	return r
+	return r, nil
 }
 
 func (a *App) adminHandler() (http.Handler, error) {

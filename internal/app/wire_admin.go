@@ -11,10 +11,14 @@ import (
 	"gatehouse/internal/apikey"
 	"gatehouse/internal/audit"
 	"gatehouse/internal/identity"
+	"gatehouse/internal/portal"
 )
 
 // adminServices are the admin side's services, embedded in App.
 type adminServices struct {
+	// PortalLinks mints (createPortalLink) and redeems (/portal/enter)
+	// partner portal links.
+	PortalLinks *portal.Links
 	// APIKeys creates, disables and checks admin API keys.
 	APIKeys *apikey.Service
 	// KeyUsage batches the counting of accepted API key uses.
@@ -87,6 +91,9 @@ func (a *App) resolver() *graph.Resolver {
 		Payments:  a.Payments,
 		Audit:     a.Audit,
 		Tracing:   a.Cfg.Tracing,
+
+		PortalLinks: a.portalLinks(),
+		PublicURL:   a.portalBase(),
 	}
 }
 

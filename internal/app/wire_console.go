@@ -24,19 +24,28 @@ const (
 // when it is configured (every replica, and across restarts) and in this
 // process otherwise (a restart signs everyone out; see docs/console.md).
 func (a *App) consoleSessions() *scs.SessionManager {
+	// Strict: no other site can make the browser send it, not even a link.
+	return a.pageSessions("console-session:", console.CookieName, console.Base, http.SameSiteStrictMode, consoleSessionLifetime)
+}
+
+// pageSessions are the sessions of a set of web pages (the console's, the
+// portal's): a cookie of their own (name, scoped to path), a store of
+// their own (keys under prefix in Redis when it is configured, else this
+// process), only a hash of the token as the key, HttpOnly, ended after
+// consoleSessionIdle without a request. Secure is added per request by
+// httpx.Client on HTTPS.
+func (a *App) pageSessions(prefix, name, path string, sameSite http.SameSite, lifetime time.Duration) *scs.SessionManager {
 	sm := scs.New()
 	if kv.TopologyOf(a.KV) != "" {
-		sm.Store = kv.SessionStore{Store: a.KV, Prefix: "console-session:"}
+		sm.Store = kv.SessionStore{Store: a.KV, Prefix: prefix}
 	}
 	sm.HashTokenInStore = true
-	sm.Lifetime = consoleSessionLifetime
+	sm.Lifetime = lifetime
 	sm.IdleTimeout = consoleSessionIdle
-	sm.Cookie.Name = console.CookieName
-	sm.Cookie.Path = console.Base
+	sm.Cookie.Name = name
+	sm.Cookie.Path = path
 	sm.Cookie.HttpOnly = true
-	// Strict: no other site can make the browser send it, not even a link.
-	sm.Cookie.SameSite = http.SameSiteStrictMode
-	// Secure is added per request by httpx.Client on HTTPS.
+	sm.Cookie.SameSite = sameSite
 	sm.Cookie.Persist = false
 	sm.ErrorFunc = a.Sessions.ErrorFunc
 	return sm

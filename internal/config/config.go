@@ -37,6 +37,7 @@ type Config struct {
 	Payments Payments    `section:"payments" doc:"The payment provider that refunds go to."`
 	Audit    Audit       `section:"audit" doc:"The admin audit log."`
 	API      APIVersions `section:"api" doc:"Lifecycle of partner API versions: release, deprecation, retirement (see [versioning](versioning.md))."`
+	Portal   Portal      `section:"portal" doc:"The partner portal's look (see [the portal](portal.md))."`
 	Log      Log         `section:"log" doc:"The process log on standard error."`
 	Demo     Demo        `section:"demo" doc:"The demo mode of gatehouse serve."`
 

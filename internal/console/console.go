@@ -91,7 +91,7 @@ var nav = []ui.Nav{
 // Routes returns the console's router, to mount at Base.
 func (c *Console) Routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(httpx.LimitBody, c.sessions.LoadAndSave, c.checkCSRF)
+	r.Use(httpx.LimitBody, c.sessions.LoadAndSave, c.sessions.Guard(c.refuseCSRF))
 	r.Handle("/static/*", ui.Static(Base+"static/"))
 	r.Get("/", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, Base+"deliveries", http.StatusSeeOther)
@@ -111,17 +111,11 @@ func (c *Console) Routes() http.Handler {
 	return r
 }
 
-// checkCSRF refuses any state-changing request without the session's
-// CSRF token or from another origin (403), before anything else runs.
-func (c *Console) checkCSRF(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead && !c.sessions.CheckCSRF(r) {
-			c.render(w, r, http.StatusForbidden, "error", "Refused", errorData{
-				Message: "This form has expired or did not come from this console. Go back, reload the page and try again."})
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
+// refuseCSRF answers a state-changing request without the session's
+// CSRF token or from another origin (ui.Sessions.Guard).
+func (c *Console) refuseCSRF(w http.ResponseWriter, r *http.Request) {
+	c.render(w, r, http.StatusForbidden, "error", "Refused", errorData{
+		Message: "This form has expired or did not come from this console. Go back, reload the page and try again."})
 }
 
 // requireSession sends a browser without a signed-in session to the

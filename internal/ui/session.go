@@ -65,6 +65,21 @@ func (s *Sessions) CheckCSRF(r *http.Request) bool {
 	return want != "" && got != "" && secret.Equal(want, got)
 }
 
+// Guard is middleware that lets a state-changing request through only
+// when CheckCSRF accepts it, before anything else runs; refuse answers
+// the others (a 403 page).
+func (s *Sessions) Guard(refuse http.HandlerFunc) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodGet && r.Method != http.MethodHead && !s.CheckCSRF(r) {
+				refuse(w, r)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
 // Flash keeps a message for the next page the session sees.
 func (s *Sessions) Flash(ctx context.Context, msg string) { s.Put(ctx, keyFlash, msg) }
 

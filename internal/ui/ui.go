@@ -58,7 +58,9 @@ type Page struct {
 	// Flash is a one-time message (the outcome of the last action); Error
 	// an error to show at the top.
 	Flash, Error string
-	Data         any
+	// Theme is an extra stylesheet's URL (the portal's colour), or "".
+	Theme string
+	Data  any
 }
 
 // Renderer renders pages: the layout and the components, with one
