@@ -175,6 +175,12 @@ func TestPartnerWebhooksOtherApp(t *testing.T) {
 		if got := e.App.DB.WebhookDelivery.GetX(ctx, d.ID); got.Status != webhookdelivery.StatusFAILED {
 			t.Fatalf("A's delivery is %s after B's resend", got.Status)
 		}
+		// An operator is told that B probed A's ids (answered as unknown).
+		for _, kind := range []string{"endpoint", "delivery"} {
+			if !strings.Contains(e.Logs.String(), "named another app's webhook "+kind) {
+				t.Fatalf("no WARN for B naming A's %s:\n%s", kind, e.Logs.String())
+			}
+		}
 	})
 }
 

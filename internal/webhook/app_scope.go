@@ -13,7 +13,8 @@ import (
 
 // What a partner app sees of its own webhooks (the signed partner API and
 // the portal): every lookup is scoped to the app, so another app's id is
-// not found, exactly like an unknown one.
+// not found, exactly like an unknown one (and noted for operators: see
+// foreign.go).
 
 // Limits of a partner's delivery listing.
 const (
@@ -33,6 +34,7 @@ func (s *Service) AppEndpoint(ctx context.Context, appID, id int) (*ent.WebhookE
 	ep, err := s.client.WebhookEndpoint.Query().
 		Where(webhookendpoint.ID(id), webhookendpoint.AppID(appID)).Only(ctx)
 	if ent.IsNotFound(err) {
+		s.checkForeignEndpoint(ctx, appID, id)
 		return nil, ErrEndpointNotFound
 	}
 	return ep, err
@@ -99,6 +101,7 @@ func (s *Service) AppDelivery(ctx context.Context, appID, id int) (*ent.WebhookD
 		WithAttempts(func(q *ent.DeliveryAttemptQuery) { q.Order(ent.Asc(deliveryattempt.FieldAttemptNo)) }).
 		Only(ctx)
 	if ent.IsNotFound(err) {
+		s.checkForeignDelivery(ctx, appID, id)
 		return nil, ErrNotFound
 	}
 	return d, err
@@ -112,6 +115,7 @@ func (s *Service) AppResend(ctx context.Context, appID, id int) (*ent.WebhookDel
 		return nil, err
 	}
 	if n == 0 {
+		s.checkForeignDelivery(ctx, appID, id)
 		return nil, ErrNotFound
 	}
 	return s.Resend(ctx, id)

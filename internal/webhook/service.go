@@ -176,11 +176,14 @@ func (o *Options) defaults() {
 // Close), purges old ones, and lets an operator re-queue, cancel and test
 // them. Events are queued with Enqueue inside the business transaction.
 type Service struct {
-	db     *store.DB
-	client *ent.Client
-	sealer *secret.Sealer
-	log    *slog.Logger
-	opt    Options
+	// foreignWarned rate-limits the WARN of partners naming other apps'
+	// ids (foreign.go): foreignKey → last time.
+	foreignWarned sync.Map
+	db            *store.DB
+	client        *ent.Client
+	sealer        *secret.Sealer
+	log           *slog.Logger
+	opt           Options
 	// http sends every attempt, through the SSRF-guarded dialer; loopHTTP
 	// sends those of LoopbackApps (nil when there are none).
 	http     *outbound.Client
