@@ -148,7 +148,10 @@ func TestHandoffStopsWhenHeld(t *testing.T) {
 		e := newEnv(t, b, webhook.Options{AllowPrivate: true})
 		ctx := context.Background()
 		var app flight
-		ra, rb := newSlowSink(t, &app, 5*time.Millisecond), newSlowSink(t, &app, 5*time.Millisecond)
+		// The second endpoint answers slower, so that its backlog is
+		// still there when the app is disabled (at 5 ms a quiet machine
+		// sometimes drained all of it first, and the test proved nothing).
+		ra, rb := newSlowSink(t, &app, 5*time.Millisecond), newSlowSink(t, &app, 40*time.Millisecond)
 		appID, _ := e.newApp(t, ra.URL)
 		e.endpoint(t, appID, rb.URL)
 		first, err := webhook.FirstEndpoint(ctx, e.db.Client, appID)
