@@ -43,14 +43,14 @@ func TestReplayAfterRedisLoss(t *testing.T) {
 				t.Fatalf("replay after Redis was %s: %s, want 401/4003 (signed before the replay memory started)", loss.name, r)
 			}
 			st, after := f.readyz(t)
-			if st != 200 || after["replay_memory_start"] <= before["replay_memory_start"] {
+			// Compared as times: RFC 3339 drops trailing zeros, so
+			// "…:30Z" sorts after "…:30.21Z" as text.
+			start, err := time.Parse(time.RFC3339Nano, after["replay_memory_start"])
+			was, errBefore := time.Parse(time.RFC3339Nano, before["replay_memory_start"])
+			if st != 200 || err != nil || errBefore != nil || !start.After(was) {
 				t.Fatalf("readyz after the loss: %d %v (before: %v)", st, after, before)
 			}
 			// The start is rounded up to the next millisecond: sign after it.
-			start, err := time.Parse(time.RFC3339Nano, after["replay_memory_start"])
-			if err != nil {
-				t.Fatal(err)
-			}
 			waitFor(t, time.Second, func() bool { return time.Now().After(start) })
 			if _, r := f.query(t); !admitted(r) {
 				t.Fatalf("a request signed after the loss: %s", r)
