@@ -53,7 +53,9 @@ func TestPortalBrowser(t *testing.T) {
 		}
 
 		link := f.link(t, f.appA, false, 0)
-		run("open the link", chromedp.Navigate(u+link), chromedp.WaitVisible(browser.Heading("Webhook endpoints")))
+		run("open the link", chromedp.Navigate(u+link), chromedp.WaitVisible(browser.Button("Open the portal")))
+		axe()
+		run("its button", chromedp.Click(browser.Button("Open the portal")), chromedp.WaitVisible(browser.Heading("Webhook endpoints")))
 		loc, _ := chromedp.Run(ctx, chromedp.Location())
 		if strings.Contains(loc, "token") {
 			t.Fatalf("the token stays in the address: %s", loc)
@@ -116,7 +118,8 @@ func TestPortalBrowser(t *testing.T) {
 		axe()
 
 		// A read-only link: no action button.
-		run("read-only link", chromedp.Navigate(u+f.link(t, f.appA, true, 0)), chromedp.WaitVisible(browser.Heading("Webhook endpoints")))
+		run("read-only link", chromedp.Navigate(u+f.link(t, f.appA, true, 0)), chromedp.WaitVisible(chromedp.Search(`//p[contains(., "to read only")]`)),
+			chromedp.Click(browser.Button("Open the portal")), chromedp.WaitVisible(browser.Heading("Webhook endpoints")))
 		for _, path := range []string{"/portal/endpoints", "/portal/endpoints/" + itoa(f.endpointA), "/portal/deliveries", "/portal/deliveries/" + itoa(f.failedA.ID)} {
 			run(path, chromedp.Navigate(u+path), chromedp.WaitVisible(chromedp.Search(`//h1`)))
 			names, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("main button")).map(b => b.textContent.trim())`))

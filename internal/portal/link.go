@@ -81,6 +81,40 @@ func (l *Links) Mint(ctx context.Context, appID int, ttl time.Duration, readOnly
 type Redeemed struct {
 	AppID    int
 	ReadOnly bool
+	// AppName is the app's name, for the page that asks to open it.
+	AppName string
+}
+
+// Peek tells what token would grant, without spending it: opening a link
+// (a GET, which mail scanners and link previews also send) only shows a
+// page whose button spends it. The errors are Redeem's.
+func (l *Links) Peek(ctx context.Context, token string) (Redeemed, error) {
+	row, err := l.Client.PortalLink.Query().Where(portallink.TokenHash(secret.HashToken(token))).Only(ctx)
+	if ent.IsNotFound(err) {
+		return Redeemed{}, ErrLinkUnknown
+	}
+	if err != nil {
+		return Redeemed{}, fmt.Errorf("portal: read link: %w", err)
+	}
+	switch {
+	case row.UsedAt != nil:
+		return Redeemed{AppID: row.AppID}, ErrLinkUsed
+	case !row.ExpiresAt.After(l.now()):
+		return Redeemed{AppID: row.AppID}, ErrLinkExpired
+	}
+	return l.granted(ctx, row)
+}
+
+// granted is what row grants while its app is enabled.
+func (l *Links) granted(ctx context.Context, row *ent.PortalLink) (Redeemed, error) {
+	app, err := l.Partners.Get(ctx, row.AppID)
+	if err != nil {
+		return Redeemed{}, err
+	}
+	if !app.Enabled() {
+		return Redeemed{AppID: row.AppID}, ErrAppDisabled
+	}
+	return Redeemed{AppID: row.AppID, ReadOnly: row.ReadOnly, AppName: app.AppName}, nil
 }
 
 // Redeem spends token: one UPDATE that only matches an unused, unexpired
@@ -108,12 +142,5 @@ func (l *Links) Redeem(ctx context.Context, token string) (Redeemed, error) {
 		}
 		return Redeemed{AppID: row.AppID}, ErrLinkExpired
 	}
-	app, err := l.Partners.Get(ctx, row.AppID)
-	if err != nil {
-		return Redeemed{}, err
-	}
-	if !app.Enabled() {
-		return Redeemed{AppID: row.AppID}, ErrAppDisabled
-	}
-	return Redeemed{AppID: row.AppID, ReadOnly: row.ReadOnly}, nil
+	return l.granted(ctx, row)
 }

@@ -104,7 +104,8 @@ func (p *Portal) Routes() http.Handler {
 	r.Use(httpx.LimitBody, p.sessions.LoadAndSave, p.sessions.Guard(p.refuseCSRF))
 	r.Handle("/static/*", ui.Static(Base+"static/"))
 	r.Get("/theme.css", p.theme)
-	r.Get("/enter", p.enter)
+	r.Get("/enter", p.enterPage)
+	r.Post("/enter", p.enter)
 	r.Post("/sign-out", p.signOut)
 	r.Group(func(r chi.Router) {
 		r.Use(p.requireSession)

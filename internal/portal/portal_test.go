@@ -23,7 +23,28 @@ func TestPortalLinkAndSession(t *testing.T) {
 		f := start(t, b, func(c *config.Config) { c.Portal.SessionTTL = 2 * time.Second })
 		link := f.link(t, f.appA, false, 0)
 		c := newClient(t, f.env.PublicURL)
-		r := c.get(link)
+		// Opening the link (a GET, as a mail scanner or a link preview
+		// sends) spends nothing: it names the app and offers a button.
+		scanner := newClient(t, f.env.PublicURL)
+		for range 2 {
+			if g := scanner.get(link); g.status != http.StatusOK || !strings.Contains(g.body, "Open the portal") || !strings.Contains(g.body, "shop-a") {
+				t.Fatalf("link page: %d %s", g.status, g.body)
+			}
+		}
+		if r := scanner.get("/portal/endpoints"); r.status != http.StatusUnauthorized {
+			t.Fatalf("a GET of the link opened a session: %d", r.status)
+		}
+		// The button's POST needs its page's CSRF token and the same origin.
+		lu, _ := url.Parse(link)
+		form := url.Values{"token": {lu.Query().Get("token")}}
+		if r := scanner.do("POST", "/portal/enter", form, "Origin", scanner.base); r.status != http.StatusForbidden {
+			t.Fatalf("POST without the CSRF token: %d", r.status)
+		}
+		form.Set("csrf", scanner.get(link).csrf(t))
+		if r := scanner.do("POST", "/portal/enter", form, "Origin", "https://evil.example"); r.status != http.StatusForbidden {
+			t.Fatalf("cross-origin POST: %d", r.status)
+		}
+		r := c.open(link)
 		if r.status != http.StatusSeeOther || r.header.Get("Location") != "/portal/endpoints" {
 			t.Fatalf("enter: %d %s", r.status, r.header.Get("Location"))
 		}
@@ -43,6 +64,9 @@ func TestPortalLinkAndSession(t *testing.T) {
 		if r := other.get(link); r.status != http.StatusGone || !strings.Contains(r.body, "already used") {
 			t.Fatalf("replay: %d %s", r.status, r.body)
 		}
+		if r := scanner.do("POST", "/portal/enter", form, "Origin", scanner.base); r.status != http.StatusGone {
+			t.Fatalf("replay by the button: %d %s", r.status, r.body)
+		}
 		if r := other.get("/portal/endpoints"); r.status != http.StatusUnauthorized {
 			t.Fatalf("after a replay: %d", r.status)
 		}
@@ -52,7 +76,6 @@ func TestPortalLinkAndSession(t *testing.T) {
 		if r := other.get("/portal/enter?token=gpl_guessed"); r.status != http.StatusNotFound {
 			t.Fatalf("unknown link: %d", r.status)
 		}
-		lu, _ := url.Parse(link)
 		if token := lu.Query().Get("token"); strings.Contains(f.env.Logs.String(), token) {
 			t.Fatal("the link's token is in the log")
 		}
