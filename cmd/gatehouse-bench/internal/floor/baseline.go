@@ -1,4 +1,8 @@
-package main
+// Package floor holds the floors gatehouse is measured against, each the
+// least a server must do for the same work, run as child processes of
+// the harness: `gatehouse-bench baseline …` serves one until stopped,
+// `gatehouse-bench floor …` drains webhook messages to the sink and exits.
+package floor
 
 import (
 	"context"
@@ -16,10 +20,11 @@ import (
 	"github.com/redis/go-redis/v9"
 	_ "modernc.org/sqlite" // the "sqlite" driver, as gatehouse uses
 
+	"gatehouse/cmd/gatehouse-bench/internal/bench"
 	"gatehouse/internal/benchfloor"
 )
 
-// runBaseline serves a baseline until ctx ends:
+// RunBaseline serves a baseline until ctx ends:
 //
 //	bare:     a JSON reply shaped like the order query's, nothing else;
 //	redis-pg: per request, one Redis SET NX (the nonce) and one Postgres
@@ -30,7 +35,7 @@ import (
 //	sqlite-select: per request, the nonce set in an in-memory map and one
 //	          prepared SELECT of the order row on SQLite (gatehouse's
 //	          settings and columns), then the same JSON reply.
-func runBaseline(ctx context.Context, args []string) error {
+func RunBaseline(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("baseline", flag.ContinueOnError)
 	mode := fs.String("mode", "bare", "bare or redis-pg")
 	addr := fs.String("addr", "127.0.0.1:0", "listen address")
@@ -38,7 +43,7 @@ func runBaseline(ctx context.Context, args []string) error {
 	redisURL := fs.String("redis", "", "redis-pg: Redis URL")
 	prefix := fs.String("prefix", "bench-baseline:", "redis-pg: key prefix")
 	sqlitePath := fs.String("sqlite", "", "update-sqlite, insert-sqlite, sqlite-select: database file")
-	sqliteSync := fs.String("sqlite-sync", defaultSQLiteSync, "SQLite synchronous setting (gatehouse's GATEHOUSE_SQLITE_SYNC): full or normal")
+	sqliteSync := fs.String("sqlite-sync", bench.DefaultSQLiteSync, "SQLite synchronous setting (gatehouse's GATEHOUSE_SQLITE_SYNC): full or normal")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -138,8 +143,8 @@ func runBaseline(ctx context.Context, args []string) error {
 	return nil
 }
 
-// benchSKUs is how many rows the update baselines hold (ids 1..benchSKUs).
-const benchSKUs = 100
+// SKUs is how many rows the update baselines hold (ids 1..SKUs).
+const SKUs = 100
 
 // openUpdateBaseline opens the baseline's own table of stock rows, on
 // SQLite with gatehouse's settings or on Postgres.
@@ -165,7 +170,7 @@ func openUpdateBaseline(ctx context.Context, mode, sqlitePath, sqliteSync, pgURL
 		db.Close()
 		return nil, err
 	}
-	for id := 1; id <= benchSKUs; id++ {
+	for id := 1; id <= SKUs; id++ {
 		if _, err := db.ExecContext(ctx, rebind(mode, `INSERT INTO bench_skus (id, stock) VALUES (?, 1000000000) ON CONFLICT (id) DO NOTHING`), id); err != nil {
 			db.Close()
 			return nil, err

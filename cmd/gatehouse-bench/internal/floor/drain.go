@@ -1,4 +1,4 @@
-package main
+package floor
 
 import (
 	"bytes"
@@ -8,13 +8,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"gatehouse/cmd/gatehouse-bench/internal/bench"
 	"gatehouse/internal/store"
 )
 
@@ -22,7 +21,7 @@ import (
 // at once.
 const floorBatch = 8
 
-// runFloor runs one floor of the webhook drain to the harness's sink and
+// RunDrain runs one floor of the webhook drain to the harness's sink and
 // exits when every message was sent (`gatehouse-bench floor …`):
 //
 //	post:           a bare Go client POSTing n messages, workers at once;
@@ -33,14 +32,14 @@ const floorBatch = 8
 //	                on Postgres), POST them, and mark each sent with one
 //	                UPDATE. No signing, no attempt log, no schedule: what
 //	                any transactional outbox must at least do.
-func runFloor(ctx context.Context, args []string) error {
+func RunDrain(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("floor", flag.ContinueOnError)
 	mode := fs.String("mode", "post", "post, outbox-sqlite or outbox-pg")
 	target := fs.String("sink", "", "URL to POST to")
 	n := fs.Int("n", 5000, "messages")
 	workers := fs.Int("workers", 16, "concurrent POSTs")
 	sqlitePath := fs.String("sqlite", "", "outbox-sqlite: database file")
-	sqliteSync := fs.String("sqlite-sync", defaultSQLiteSync, "outbox-sqlite: synchronous setting (gatehouse's GATEHOUSE_SQLITE_SYNC): full or normal")
+	sqliteSync := fs.String("sqlite-sync", bench.DefaultSQLiteSync, "outbox-sqlite: synchronous setting (gatehouse's GATEHOUSE_SQLITE_SYNC): full or normal")
 	pgURL := fs.String("postgres", "", "outbox-pg: database URL")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -202,35 +201,4 @@ func openFloorOutbox(ctx context.Context, mode, sqlitePath, sqliteSync, pgURL st
 		return nil, err
 	}
 	return db, nil
-}
-
-// floorProc is a floor running as a child process of the harness.
-type floorProc struct {
-	name    string
-	cmd     *exec.Cmd
-	logPath string
-}
-
-// startFloor runs `self args…` with its output in logDir.
-func startFloor(ctx context.Context, name, self string, args []string, logDir string) (*floorProc, error) {
-	logPath := logDir + "/" + strings.ReplaceAll(name, " ", "-") + ".log"
-	logf, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	defer logf.Close()
-	cmd := exec.CommandContext(ctx, self, args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
-	return &floorProc{name: name, cmd: cmd, logPath: logPath}, nil
-}
-
-// wait waits for the floor to finish.
-func (p *floorProc) wait() error {
-	if err := p.cmd.Wait(); err != nil {
-		return fmt.Errorf("%s: %w; log: %s", p.name, err, tail(p.logPath))
-	}
-	return nil
 }
