@@ -123,7 +123,7 @@ func (g *Process) seed(ctx context.Context) error {
 		return err
 	}
 	g.AppKey, g.Secret = app.CreatePartnerApp.App.AppKey, app.CreatePartnerApp.AppSecret
-	return g.GraphQL(ctx, `mutation { createOrder(input: {appID: "`+app.CreatePartnerApp.App.ID+`", OrderNo: "`+OrderNo+`", amount: "99.90"}) { OrderNo } }`, nil)
+	return g.GraphQL(ctx, `mutation { createOrder(input: {appID: "`+app.CreatePartnerApp.App.ID+`", orderNo: "`+OrderNo+`", amount: "99.90"}) { orderNo } }`, nil)
 }
 
 // GraphQL runs query on the admin API with the ADMIN key and decodes its

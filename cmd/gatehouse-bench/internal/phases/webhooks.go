@@ -195,10 +195,10 @@ func (w *webhookBench) isolation(ctx context.Context, probes int) (calm, hung []
 		start := w.sink.Probes.Load()
 		for i := range probes {
 			no := fmt.Sprintf("P-%s-%d-%s", tag, i, bench.RandomHex(3))
-			if err := w.g.GraphQL(ctx, fmt.Sprintf(`mutation { createOrder(input: {appID: "%d", gatehouse.OrderNo: "%s", amount: "1.00"}) { id } }`, probe, no), nil); err != nil {
+			if err := w.g.GraphQL(ctx, fmt.Sprintf(`mutation { createOrder(input: {appID: "%d", orderNo: "%s", amount: "1.00"}) { id } }`, probe, no), nil); err != nil {
 				return nil, err
 			}
-			if err := w.g.GraphQL(ctx, fmt.Sprintf(`mutation { payOrder(gatehouse.OrderNo: "%s") { status } }`, no), nil); err != nil {
+			if err := w.g.GraphQL(ctx, fmt.Sprintf(`mutation { payOrder(orderNo: "%s") { status } }`, no), nil); err != nil {
 				return nil, err
 			}
 			if err := sink.WaitFor(ctx, 2*time.Minute, func() bool { return w.sink.Probes.Load() >= start+int64(i+1) }); err != nil {
