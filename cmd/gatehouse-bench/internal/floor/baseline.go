@@ -37,13 +37,14 @@ import (
 //	          settings and columns), then the same JSON reply.
 func RunBaseline(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("baseline", flag.ContinueOnError)
-	mode := fs.String("mode", "bare", "bare or redis-pg")
+	var f baselineFlags
+	fs.StringVar(&f.mode, "mode", "bare", "bare or redis-pg")
 	addr := fs.String("addr", "127.0.0.1:0", "listen address")
-	pgURL := fs.String("postgres", "", "redis-pg: database URL")
-	redisURL := fs.String("redis", "", "redis-pg: Redis URL")
-	prefix := fs.String("prefix", "bench-baseline:", "redis-pg: key prefix")
-	sqlitePath := fs.String("sqlite", "", "update-sqlite, insert-sqlite, sqlite-select: database file")
-	sqliteSync := fs.String("sqlite-sync", bench.DefaultSQLiteSync, "SQLite synchronous setting (gatehouse's GATEHOUSE_SQLITE_SYNC): full or normal")
+	fs.StringVar(&f.pgURL, "postgres", "", "redis-pg: database URL")
+	fs.StringVar(&f.redisURL, "redis", "", "redis-pg: Redis URL")
+	fs.StringVar(&f.prefix, "prefix", "bench-baseline:", "redis-pg: key prefix")
+	fs.StringVar(&f.sqlitePath, "sqlite", "", "update-sqlite, insert-sqlite, sqlite-select: database file")
+	fs.StringVar(&f.sqliteSync, "sqlite-sync", bench.DefaultSQLiteSync, "SQLite synchronous setting (gatehouse's GATEHOUSE_SQLITE_SYNC): full or normal")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -51,81 +52,11 @@ func RunBaseline(ctx context.Context, args []string) error {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		benchfloor.WriteJSON(w, map[string]string{"status": "ok"})
 	})
-	switch *mode {
-	case "bare":
-		mux.HandleFunc("GET /q", func(w http.ResponseWriter, r *http.Request) {
-			benchfloor.WriteJSON(w, benchfloor.OrderReply(r.URL.Query().Get("order_no"), 9990, "PAID"))
-		})
-	case "redis-pg":
-		cfg, err := pgxpool.ParseConfig(*pgURL)
-		if err != nil {
-			return err
-		}
-		cfg.MaxConns = 32
-		pool, err := pgxpool.NewWithConfig(ctx, cfg)
-		if err != nil {
-			return err
-		}
-		defer pool.Close()
-		opt, err := redis.ParseURL(*redisURL)
-		if err != nil {
-			return err
-		}
-		rdb := redis.NewClient(opt)
-		defer rdb.Close()
-		h, err := benchfloor.RedisPGOrderQuery(ctx, pool, rdb, *prefix)
-		if err != nil {
-			return err
-		}
-		mux.HandleFunc("GET /q", h)
-	case "sqlite-select":
-		// The embedded signed query's floor: the nonce remembered in
-		// memory (set if absent, as gatehouse's in-process store does) and
-		// one prepared SELECT of the order row on SQLite with gatehouse's
-		// settings.
-		db, err := benchfloor.OpenSQLiteOrders(ctx, *sqlitePath, *sqliteSync)
-		if err != nil {
-			return err
-		}
-		defer db.Close()
-		h, err := benchfloor.SQLiteOrderQuery(ctx, db)
-		if err != nil {
-			return err
-		}
-		mux.HandleFunc("GET /q", h)
-	case "update-sqlite", "update-pg":
-		db, err := openUpdateBaseline(ctx, *mode, *sqlitePath, *sqliteSync, *pgURL)
-		if err != nil {
-			return err
-		}
-		defer db.Close()
-		mux.HandleFunc("POST /d", func(w http.ResponseWriter, r *http.Request) {
-			res, err := db.ExecContext(r.Context(), rebind(*mode, `UPDATE bench_skus SET stock = stock - 1 WHERE id = ? AND stock >= 1`), r.URL.Query().Get("sku_id"))
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusInternalServerError)
-				return
-			}
-			if n, _ := res.RowsAffected(); n != 1 {
-				http.Error(w, "insufficient stock", http.StatusConflict)
-				return
-			}
-			benchfloor.WriteJSON(w, map[string]any{"code": 200, "message": "success"})
-		})
-	case "publish-pg":
-		closeDB, err := servePublishFloor(ctx, mux, *pgURL)
-		if err != nil {
-			return err
-		}
-		defer closeDB()
-	case "insert-sqlite", "insert-pg":
-		closeDB, err := serveTicketFloor(ctx, mux, *mode, *sqlitePath, *sqliteSync, *pgURL)
-		if err != nil {
-			return err
-		}
-		defer closeDB()
-	default:
-		return fmt.Errorf("unknown baseline mode %q", *mode)
+	closeAll, err := serveBaseline(ctx, mux, f)
+	if err != nil {
+		return err
 	}
+	defer closeAll()
 	l, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
@@ -141,6 +72,102 @@ func RunBaseline(ctx context.Context, args []string) error {
 		return err
 	}
 	return nil
+}
+
+// baselineFlags are the settings of one baseline process.
+type baselineFlags struct {
+	mode, pgURL, redisURL, prefix, sqlitePath, sqliteSync string
+}
+
+// serveBaseline adds the handler of f.mode to mux and returns what closes
+// its connections.
+func serveBaseline(ctx context.Context, mux *http.ServeMux, f baselineFlags) (closeAll func(), err error) {
+	switch f.mode {
+	case "bare":
+		mux.HandleFunc("GET /q", func(w http.ResponseWriter, r *http.Request) {
+			benchfloor.WriteJSON(w, benchfloor.OrderReply(r.URL.Query().Get("order_no"), 9990, "PAID"))
+		})
+		return func() {}, nil
+	case "redis-pg":
+		return serveRedisPG(ctx, mux, f)
+	case "sqlite-select":
+		// The embedded signed query's floor: the nonce remembered in
+		// memory (set if absent, as gatehouse's in-process store does) and
+		// one prepared SELECT of the order row on SQLite with gatehouse's
+		// settings.
+		db, err := benchfloor.OpenSQLiteOrders(ctx, f.sqlitePath, f.sqliteSync)
+		if err != nil {
+			return nil, err
+		}
+		h, err := benchfloor.SQLiteOrderQuery(ctx, db)
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+		mux.HandleFunc("GET /q", h)
+		return func() { db.Close() }, nil
+	case "update-sqlite", "update-pg":
+		return serveUpdate(ctx, mux, f)
+	case "publish-pg":
+		closeDB, err := servePublishFloor(ctx, mux, f.pgURL)
+		return func() { closeDB() }, err
+	case "insert-sqlite", "insert-pg":
+		closeDB, err := serveTicketFloor(ctx, mux, f.mode, f.sqlitePath, f.sqliteSync, f.pgURL)
+		return func() { closeDB() }, err
+	}
+	return nil, fmt.Errorf("unknown baseline mode %q", f.mode)
+}
+
+// serveRedisPG adds the one-Redis-one-Postgres floor of the signed query.
+func serveRedisPG(ctx context.Context, mux *http.ServeMux, f baselineFlags) (func(), error) {
+	cfg, err := pgxpool.ParseConfig(f.pgURL)
+	if err != nil {
+		return nil, err
+	}
+	cfg.MaxConns = 32
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	opt, err := redis.ParseURL(f.redisURL)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	rdb := redis.NewClient(opt)
+	closeAll := func() {
+		rdb.Close()
+		pool.Close()
+	}
+	h, err := benchfloor.RedisPGOrderQuery(ctx, pool, rdb, f.prefix)
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	mux.HandleFunc("GET /q", h)
+	return closeAll, nil
+}
+
+// serveUpdate adds the floor of the deductions: one conditional
+// single-row UPDATE per request.
+func serveUpdate(ctx context.Context, mux *http.ServeMux, f baselineFlags) (func(), error) {
+	db, err := openUpdateBaseline(ctx, f.mode, f.sqlitePath, f.sqliteSync, f.pgURL)
+	if err != nil {
+		return nil, err
+	}
+	mux.HandleFunc("POST /d", func(w http.ResponseWriter, r *http.Request) {
+		res, err := db.ExecContext(r.Context(), rebind(f.mode, `UPDATE bench_skus SET stock = stock - 1 WHERE id = ? AND stock >= 1`), r.URL.Query().Get("sku_id"))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			http.Error(w, "insufficient stock", http.StatusConflict)
+			return
+		}
+		benchfloor.WriteJSON(w, map[string]any{"code": 200, "message": "success"})
+	})
+	return func() { db.Close() }, nil
 }
 
 // SKUs is how many rows the update baselines hold (ids 1..SKUs).

@@ -80,51 +80,9 @@ func RunDrain(ctx context.Context, args []string) error {
 			return err
 		}
 		defer db.Close()
-		// On SQLite the batch size is written +$2: a bound LIMIT makes
-		// SQLite prepare the statement again on every run (gatehouse
-		// writes its own limits the same way, see the webhook package's
-		// sqliteLimits), and the floor should not pay for what gatehouse
-		// avoids.
-		claim := `UPDATE bench_outbox SET lease_until = $1 WHERE id IN (SELECT id FROM bench_outbox WHERE status = 0 AND lease_until IS NULL ORDER BY id LIMIT +$2) RETURNING id, url, body`
-		if *mode == "outbox-pg" {
-			claim = strings.Replace(claim, "LIMIT +$2)", "LIMIT $2 FOR UPDATE SKIP LOCKED)", 1)
-		}
+		claim := outboxClaim(*mode)
 		for range *workers {
-			wg.Go(func() {
-				for {
-					rows, err := db.QueryContext(ctx, claim, time.Now().Add(30*time.Second).UTC(), floorBatch)
-					if err != nil {
-						errs <- err
-						return
-					}
-					type msg struct {
-						id        int64
-						url, body string
-					}
-					var batch []msg
-					for rows.Next() {
-						var m msg
-						if err := rows.Scan(&m.id, &m.url, &m.body); err != nil {
-							errs <- err
-						}
-						batch = append(batch, m)
-					}
-					rows.Close()
-					if len(batch) == 0 {
-						return
-					}
-					for _, m := range batch {
-						if err := post(m.url, m.body); err != nil {
-							errs <- err
-							return
-						}
-						if _, err := db.ExecContext(ctx, `UPDATE bench_outbox SET status = 1, lease_until = NULL WHERE id = $1`, m.id); err != nil {
-							errs <- err
-							return
-						}
-					}
-				}
-			})
+			wg.Go(func() { outboxWorker(ctx, db, claim, post, errs) })
 		}
 	default:
 		return fmt.Errorf("unknown floor mode %q", *mode)
@@ -132,6 +90,57 @@ func RunDrain(ctx context.Context, args []string) error {
 	wg.Wait()
 	close(errs)
 	return <-errs
+}
+
+// outboxClaim is the statement a worker of the minimal outbox loop claims
+// floorBatch rows with. On SQLite the batch size is written +$2: a bound
+// LIMIT makes SQLite prepare the statement again on every run (gatehouse
+// writes its own limits the same way, see the webhook package's
+// sqliteLimits), and the floor should not pay for what gatehouse avoids.
+func outboxClaim(mode string) string {
+	claim := `UPDATE bench_outbox SET lease_until = $1 WHERE id IN (SELECT id FROM bench_outbox WHERE status = 0 AND lease_until IS NULL ORDER BY id LIMIT +$2) RETURNING id, url, body`
+	if mode == "outbox-pg" {
+		claim = strings.Replace(claim, "LIMIT +$2)", "LIMIT $2 FOR UPDATE SKIP LOCKED)", 1)
+	}
+	return claim
+}
+
+// outboxWorker claims, POSTs and marks sent batches of the outbox until
+// none is left; its first error goes to errs.
+func outboxWorker(ctx context.Context, db *sql.DB, claim string, post func(url, body string) error, errs chan<- error) {
+	for {
+		rows, err := db.QueryContext(ctx, claim, time.Now().Add(30*time.Second).UTC(), floorBatch)
+		if err != nil {
+			errs <- err
+			return
+		}
+		type msg struct {
+			id        int64
+			url, body string
+		}
+		var batch []msg
+		for rows.Next() {
+			var m msg
+			if err := rows.Scan(&m.id, &m.url, &m.body); err != nil {
+				errs <- err
+			}
+			batch = append(batch, m)
+		}
+		rows.Close()
+		if len(batch) == 0 {
+			return
+		}
+		for _, m := range batch {
+			if err := post(m.url, m.body); err != nil {
+				errs <- err
+				return
+			}
+			if _, err := db.ExecContext(ctx, `UPDATE bench_outbox SET status = 1, lease_until = NULL WHERE id = $1`, m.id); err != nil {
+				errs <- err
+				return
+			}
+		}
+	}
 }
 
 // floorMessage is a webhook message of the usual size.

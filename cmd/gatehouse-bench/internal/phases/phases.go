@@ -60,31 +60,21 @@ func scaleOut(ctx context.Context, o bench.Options, c *http.Client, bareRPS floa
 	return load.Measure(ctx, o, c, load.URLs(list)), nil
 }
 
+// redisPGFloor names the signed query's floor on Postgres + Redis.
+const redisPGFloor = "minimal handler: one Redis SET NX + one Postgres SELECT"
+
 // External measures gatehouse on Postgres + Redis against the
 // minimal one-Redis-one-Postgres handler, on a database of its own.
 func External(ctx context.Context, o bench.Options, rep *report.Report, self, tmp string, client *http.Client, bare load.Result) error {
 	if o.PostgresURL == "" || o.RedisURL == "" {
 		return fmt.Errorf("disabled (-postgres or -redis empty)")
 	}
-	admin, err := sql.Open("pgx", o.PostgresURL)
+	admin, rdb, err := connectBackends(ctx, o)
 	if err != nil {
 		return err
 	}
 	defer admin.Close()
-	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	if err := admin.PingContext(pctx); err != nil {
-		return fmt.Errorf("postgres unreachable: %w", err)
-	}
-	ropt, err := redis.ParseURL(o.RedisURL)
-	if err != nil {
-		return err
-	}
-	rdb := redis.NewClient(ropt)
 	defer rdb.Close()
-	if err := rdb.Ping(pctx).Err(); err != nil {
-		return fmt.Errorf("redis unreachable: %w", err)
-	}
 	id := bench.RandomHex(4)
 	dbName := "gatehouse_bench_" + id
 	prefix := "gatehouse-bench:" + id + ":"
@@ -119,75 +109,68 @@ func External(ctx context.Context, o bench.Options, rep *report.Report, self, tm
 		return err
 	}
 	defer benchDB.Close()
-	sampler := costs.NewSampler(ctx, rdb, benchDB, dbName, g.Proc.Pid(), o.RedisURL, dbURL)
-	signedCosts := func() error {
-		// Enough for both cost phases (costPhases).
-		list, err := g.Presign(2*int(bare.RPS*costs.PhaseTime(o).Seconds()) + 1000)
-		if err != nil {
-			return err
-		}
-		costs.Phases(ctx, o, client, rep, sampler, "signed v1 order query, Postgres + Redis", load.URLs(list))
-		return nil
-	}
-	if o.FanoutOnly {
-		return fanoutPhase(ctx, rep, g, dbURL, "Postgres", self, tmp, []string{"-mode", "outbox-pg", "-postgres", dbURL})
-	}
-	if o.WebhooksOnly {
-		return webhookPhases(ctx, rep, g, dbURL, "Postgres", self, tmp, 200, []string{"-mode", "outbox-pg", "-postgres", dbURL})
-	}
-	if o.PublishOnly {
-		return publishPhases(ctx, o, rep, g, client, self, tmp, dbURL)
-	}
-	if o.DeductOnly {
-		return deductPhases(ctx, o, rep, g, client, bare, self, tmp, "Postgres", []string{"-mode", "update-pg", "-postgres", dbURL}, sampler)
-	}
+	r := &pgRun{o: o, rep: rep, client: client, bare: bare, self: self, tmp: tmp, dbURL: dbURL, prefix: prefix, g: g,
+		sampler: costs.NewSampler(ctx, rdb, benchDB, dbName, g.Proc.Pid(), o.RedisURL, dbURL)}
+	return r.run(ctx)
+}
 
-	addr, err := proc.FreeAddr()
+// connectBackends opens the Postgres server (its default database, to
+// create the bench's own) and Redis, and checks that both answer.
+func connectBackends(ctx context.Context, o bench.Options) (*sql.DB, *redis.Client, error) {
+	admin, err := sql.Open("pgx", o.PostgresURL)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	base, err := proc.Start(ctx, "baseline redis-pg", self, []string{"baseline", "-mode", "redis-pg", "-addr", addr,
-		"-postgres", dbURL, "-redis", o.RedisURL, "-prefix", prefix + "baseline:"}, nil, addr, tmp)
+	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if err := admin.PingContext(pctx); err != nil {
+		admin.Close()
+		return nil, nil, fmt.Errorf("postgres unreachable: %w", err)
+	}
+	ropt, err := redis.ParseURL(o.RedisURL)
 	if err != nil {
-		return err
+		admin.Close()
+		return nil, nil, err
 	}
-	n := int(bare.RPS*(o.Phase+o.Warmup).Seconds()) + 1000
-	list := make([]string, n)
-	for i := range list {
-		list[i] = base.Base + "/q?order_no=" + gatehouse.OrderNo + "&nonce=" + bench.RandomHex(16)
+	rdb := redis.NewClient(ropt)
+	if err := rdb.Ping(pctx).Err(); err != nil {
+		admin.Close()
+		rdb.Close()
+		return nil, nil, fmt.Errorf("redis unreachable: %w", err)
 	}
-	// The second replica starts (and idles) before the one-replica figure,
-	// so that the pair is measured right after it.
-	g2, err := g.Replica(ctx, o, "gatehouse postgres replica 2", tmp)
+	return admin, rdb, nil
+}
+
+// pgRun is the state of the Postgres + Redis phases: the bench's own
+// database and key prefix, the gatehouse process on them and the cost
+// sampler watching it.
+type pgRun struct {
+	o                        bench.Options
+	rep                      *report.Report
+	client                   *http.Client
+	bare                     load.Result
+	self, tmp, dbURL, prefix string
+	g                        *gatehouse.Process
+	sampler                  *costs.Sampler
+}
+
+// run measures what o selects: one part (-fanout-only, -webhooks-only,
+// -publish-only, -deduct-only), the signed query alone (-signed-only), or
+// every Postgres + Redis line.
+func (r *pgRun) run(ctx context.Context) error {
+	o, rep, g, client, dbURL := r.o, r.rep, r.g, r.client, r.dbURL
+	switch {
+	case o.FanoutOnly:
+		return fanoutPhase(ctx, rep, g, dbURL, "Postgres", r.self, r.tmp, []string{"-mode", "outbox-pg", "-postgres", dbURL})
+	case o.WebhooksOnly:
+		return webhookPhases(ctx, rep, g, dbURL, "Postgres", r.self, r.tmp, 200, []string{"-mode", "outbox-pg", "-postgres", dbURL})
+	case o.PublishOnly:
+		return publishPhases(ctx, o, rep, g, client, r.self, r.tmp, dbURL)
+	case o.DeductOnly:
+		return deductPhases(ctx, o, rep, g, client, r.bare, r.self, r.tmp, "Postgres", []string{"-mode", "update-pg", "-postgres", dbURL}, r.sampler)
+	}
+	baseLoad, signed, g2, err := r.signed(ctx)
 	if err != nil {
-		_ = base.Stop()
-		return err
-	}
-	signedList, err := g.Presign(n)
-	if err != nil {
-		_ = base.Stop()
-		_ = g2.Proc.Stop()
-		return err
-	}
-	// The floor and gatehouse in turns (measurePair).
-	baseLoad, signed := load.MeasurePair(ctx, o, client, load.URLs(list), load.URLs(signedList))
-	rep.Baselines["minimal handler: one Redis SET NX + one Postgres SELECT"] = baseLoad
-	rep.Add("signed v1 order query, Postgres + Redis", signed, "minimal handler: one Redis SET NX + one Postgres SELECT", baseLoad)
-	// The same with tracing on, against the same floor measured anew.
-	const pgTraced = "signed v1 order query, Postgres + Redis" + tracedSuffix
-	if err := tracedPhase(ctx, o, client, pgTraced, func(env []string) (*gatehouse.Process, error) {
-		return g.Replica(ctx, o, "gatehouse postgres traced", tmp, env...)
-	}, func() load.Source {
-		fresh := make([]string, n)
-		for i := range fresh {
-			fresh[i] = base.Base + "/q?order_no=" + gatehouse.OrderNo + "&nonce=" + bench.RandomHex(16)
-		}
-		return load.URLs(fresh)
-	}, n, "minimal handler: one Redis SET NX + one Postgres SELECT", rep); err != nil {
-		rep.Skip(pgTraced, err.Error())
-	}
-	if err := base.Stop(); err != nil {
-		_ = g2.Proc.Stop()
 		return err
 	}
 	if o.SignedOnly {
@@ -197,27 +180,98 @@ func External(ctx context.Context, o bench.Options, rep *report.Report, self, tm
 		if err := g2.Proc.Stop(); err != nil {
 			return err
 		}
-		return signedCosts()
+		return r.signedCosts(ctx)
 	}
-	pair, err := scaleOut(ctx, o, client, bare.RPS, g, g2)
+	pair, err := scaleOut(ctx, o, client, r.bare.RPS, g, g2)
 	if err := errors.Join(err, g2.Proc.Stop()); err != nil {
 		return err
 	}
 	rep.Add("signed v1 order query, 2 replicas, Postgres + Redis", pair, "one replica (the line above)", signed)
-	if err := signedCosts(); err != nil {
+	if err := r.signedCosts(ctx); err != nil {
 		return err
 	}
-	if err := ticketPhases(ctx, o, rep, g, client, self, tmp, "Postgres", []string{"-mode", "insert-pg", "-postgres", dbURL},
-		"minimal handler: one Redis SET NX + one Postgres SELECT", baseLoad); err != nil {
+	return r.rest(ctx, baseLoad)
+}
+
+// signed measures the signed query in turns with its floor, then traced,
+// and returns the floor's and gatehouse's loads and a second replica,
+// started (and idle) before the one-replica figure so that the pair is
+// measured right after it.
+func (r *pgRun) signed(ctx context.Context) (baseLoad, signed load.Result, g2 *gatehouse.Process, err error) {
+	o, g := r.o, r.g
+	addr, err := proc.FreeAddr()
+	if err != nil {
+		return baseLoad, signed, nil, err
+	}
+	base, err := proc.Start(ctx, "baseline redis-pg", r.self, []string{"baseline", "-mode", "redis-pg", "-addr", addr,
+		"-postgres", r.dbURL, "-redis", o.RedisURL, "-prefix", r.prefix + "baseline:"}, nil, addr, r.tmp)
+	if err != nil {
+		return baseLoad, signed, nil, err
+	}
+	n := int(r.bare.RPS*(o.Phase+o.Warmup).Seconds()) + 1000
+	floorURLs := func() load.Source {
+		list := make([]string, n)
+		for i := range list {
+			list[i] = base.Base + "/q?order_no=" + gatehouse.OrderNo + "&nonce=" + bench.RandomHex(16)
+		}
+		return load.URLs(list)
+	}
+	floor := floorURLs()
+	g2, err = g.Replica(ctx, o, "gatehouse postgres replica 2", r.tmp)
+	if err != nil {
+		_ = base.Stop()
+		return baseLoad, signed, nil, err
+	}
+	signedList, err := g.Presign(n)
+	if err != nil {
+		_ = base.Stop()
+		_ = g2.Proc.Stop()
+		return baseLoad, signed, nil, err
+	}
+	// The floor and gatehouse in turns (load.MeasurePair).
+	baseLoad, signed = load.MeasurePair(ctx, o, r.client, floor, load.URLs(signedList))
+	r.rep.Baselines[redisPGFloor] = baseLoad
+	r.rep.Add("signed v1 order query, Postgres + Redis", signed, redisPGFloor, baseLoad)
+	// The same with tracing on, against the same floor measured anew.
+	const pgTraced = "signed v1 order query, Postgres + Redis" + tracedSuffix
+	if err := tracedPhase(ctx, o, r.client, pgTraced, func(env []string) (*gatehouse.Process, error) {
+		return g.Replica(ctx, o, "gatehouse postgres traced", r.tmp, env...)
+	}, floorURLs, n, redisPGFloor, r.rep); err != nil {
+		r.rep.Skip(pgTraced, err.Error())
+	}
+	if err := base.Stop(); err != nil {
+		_ = g2.Proc.Stop()
+		return baseLoad, signed, nil, err
+	}
+	return baseLoad, signed, g2, nil
+}
+
+// signedCosts measures what a signed query costs the backends.
+func (r *pgRun) signedCosts(ctx context.Context) error {
+	// Enough for both cost phases (costs.Phases).
+	list, err := r.g.Presign(2*int(r.bare.RPS*costs.PhaseTime(r.o).Seconds()) + 1000)
+	if err != nil {
 		return err
 	}
-	if err := deductPhases(ctx, o, rep, g, client, bare, self, tmp, "Postgres", []string{"-mode", "update-pg", "-postgres", dbURL}, sampler); err != nil {
+	costs.Phases(ctx, r.o, r.client, r.rep, r.sampler, "signed v1 order query, Postgres + Redis", load.URLs(list))
+	return nil
+}
+
+// rest measures tickets, deductions, webhooks and publishing on
+// Postgres + Redis, then the process's peak RSS.
+func (r *pgRun) rest(ctx context.Context, baseLoad load.Result) error {
+	o, rep, g, dbURL := r.o, r.rep, r.g, r.dbURL
+	if err := ticketPhases(ctx, o, rep, g, r.client, r.self, r.tmp, "Postgres", []string{"-mode", "insert-pg", "-postgres", dbURL},
+		redisPGFloor, baseLoad); err != nil {
 		return err
 	}
-	if err := webhookPhases(ctx, rep, g, dbURL, "Postgres", self, tmp, 200, []string{"-mode", "outbox-pg", "-postgres", dbURL}); err != nil {
+	if err := deductPhases(ctx, o, rep, g, r.client, r.bare, r.self, r.tmp, "Postgres", []string{"-mode", "update-pg", "-postgres", dbURL}, r.sampler); err != nil {
 		return err
 	}
-	if err := publishPhases(ctx, o, rep, g, client, self, tmp, dbURL); err != nil {
+	if err := webhookPhases(ctx, rep, g, dbURL, "Postgres", r.self, r.tmp, 200, []string{"-mode", "outbox-pg", "-postgres", dbURL}); err != nil {
+		return err
+	}
+	if err := publishPhases(ctx, o, rep, g, r.client, r.self, r.tmp, dbURL); err != nil {
 		return fmt.Errorf("publish: %w", err)
 	}
 	rss, err := g.Proc.PeakRSS()
