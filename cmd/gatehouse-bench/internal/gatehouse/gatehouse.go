@@ -32,7 +32,7 @@ type Process struct {
 	// Admin is the admin listener's base URL; APIKey an ADMIN key of it.
 	Admin  string
 	APIKey string
-	// AppKey and Secret are the seeded partner app's.
+	// AppKey and Secret are those of the partner app Start created.
 	AppKey, Secret string
 	// env is what the process was started with but its addresses: a
 	// replica started with it shares the database, the key-value store
