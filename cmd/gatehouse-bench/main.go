@@ -17,6 +17,20 @@
 // are written to a JSON file.
 //
 //	make bench   # = go build … && gatehouse-bench -gatehouse bin/gatehouse -out bin/bench.json
+//
+// main reads the flags (bench.Options) and runs the phases in order
+// (phases.go); the parts live in internal/:
+//
+//	bench      the run's settings and random identifiers
+//	proc       child processes: start, health wait, CPU time, peak RSS
+//	load       closed-loop load from the harness, alone or in turns with a floor
+//	gatehouse  the process under test: start, replicas, seeding, admin GraphQL
+//	floor      the floors, as child processes (`baseline …`, `floor …`)
+//	sink       the webhook sink and the discarding OTLP collector
+//	phases     the load phases: signed queries, tickets, deductions, webhooks, publish
+//	costs      what one request costs Redis and Postgres
+//	overload   1.5 × capacity offered open-loop on one core, and its generator (`overload-load …`)
+//	report     the printed lines and the JSON file
 package main
 
 import (
@@ -30,13 +44,12 @@ import (
 	"syscall"
 	"time"
 
-	"gatehouse/internal/config"
+	"gatehouse/cmd/gatehouse-bench/internal/bench"
+	"gatehouse/cmd/gatehouse-bench/internal/floor"
+	"gatehouse/cmd/gatehouse-bench/internal/overload"
+	"gatehouse/cmd/gatehouse-bench/internal/report"
 	"gatehouse/internal/store"
 )
-
-// defaultSQLiteSync is the server's default GATEHOUSE_SQLITE_SYNC: the
-// floors run with it unless told otherwise.
-var defaultSQLiteSync = config.Defaults().Database.SQLiteSync
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -44,11 +57,11 @@ func main() {
 	var err error
 	switch {
 	case len(os.Args) > 1 && os.Args[1] == "baseline":
-		err = runBaseline(ctx, os.Args[2:])
+		err = floor.RunBaseline(ctx, os.Args[2:])
 	case len(os.Args) > 1 && os.Args[1] == "floor":
-		err = runFloor(ctx, os.Args[2:])
+		err = floor.RunDrain(ctx, os.Args[2:])
 	case len(os.Args) > 1 && os.Args[1] == "overload-load":
-		err = runOverloadLoad(ctx, os.Args[2:])
+		err = overload.RunLoad(ctx, os.Args[2:])
 	default:
 		err = run(ctx, os.Args[1:])
 	}
@@ -58,82 +71,46 @@ func main() {
 	}
 }
 
-// options are the command-line settings.
-type options struct {
-	gatehouse   string
-	out         string
-	phase       time.Duration
-	warmup      time.Duration
-	workers     int
-	postgresURL string
-	redisURL    string
-	// before is an earlier gatehouse binary whose webhook figures are
-	// measured in the same run (embedded only), for before/after.
-	before string
-	// signedOnly measures the signed order query and its floors only.
-	signedOnly bool
-	// deductOnly measures the Postgres deduction phases and their floor only.
-	deductOnly bool
-	// publishOnly measures the webhook publishing phases (Postgres) only.
-	publishOnly bool
-	// fanoutOnly measures the fan-out drain only, on both backends;
-	// webhooksOnly every webhook phase (drain, fan-out, isolation).
-	fanoutOnly, webhooksOnly bool
-	// binary overrides gatehouse for one startGatehouse (the -before runs).
-	binary string
-	// pinCPU, when set, runs one startGatehouse under `taskset -c pinCPU`
-	// with GOMAXPROCS=1 (the overload phases).
-	pinCPU string
-	// overloadOnly measures only the overload phases (overload.go);
-	// overloadFor is how long each offers 1.5 × its capacity.
-	overloadOnly bool
-	overloadFor  time.Duration
-	// sqliteSync is GATEHOUSE_SQLITE_SYNC of every embedded gatehouse
-	// and the synchronous setting of every SQLite floor, so both pay for
-	// the same durability.
-	sqliteSync string
-}
-
 func run(ctx context.Context, args []string) error {
-	var o options
+	var o bench.Options
 	fs := flag.NewFlagSet("gatehouse-bench", flag.ContinueOnError)
-	fs.StringVar(&o.gatehouse, "gatehouse", "bin/gatehouse", "the gatehouse binary to measure")
-	fs.StringVar(&o.out, "out", "bin/bench.json", "where to write the figures as JSON")
-	fs.DurationVar(&o.phase, "phase", 4*time.Second, "measured duration of each load phase")
-	fs.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured load before each phase")
-	fs.IntVar(&o.workers, "workers", 32, "concurrent client connections")
-	fs.StringVar(&o.postgresURL, "postgres", envOr("GATEHOUSE_BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"), "Postgres server (a database is created and dropped); empty: skip")
-	fs.StringVar(&o.redisURL, "redis", envOr("GATEHOUSE_BENCH_REDIS_URL", "redis://127.0.0.1:6379/0"), "Redis server (a private key prefix is used); empty: skip")
-	fs.StringVar(&o.before, "before", "", "an earlier gatehouse binary: its webhook drain and isolation are measured too (embedded; adds minutes)")
-	fs.BoolVar(&o.deductOnly, "deduct-only", false, "measure only the signed deductions on Postgres + Redis and their floor (for A/B runs of that path)")
-	fs.BoolVar(&o.publishOnly, "publish-only", false, "measure only the publish lines on Postgres + Redis (publishWebhookEvent and POST /api/events against the INSERT + NOTIFY floor, then batches of 100)")
-	fs.BoolVar(&o.webhooksOnly, "webhooks-only", false, "measure only the webhook phases (drain, fan-out, isolation), embedded and on Postgres + Redis, against their floors")
-	fs.BoolVar(&o.fanoutOnly, "fanout-only", false, "measure only the fan-out drain (publish → delivered, 5 endpoints), embedded and on Postgres + Redis, against the outbox floor")
-	fs.BoolVar(&o.overloadOnly, "overload-only", false, "measure only the overload phases: the ticket page and signed queries offered 1.5 × their capacity open-loop, embedded, the server on CPU 0 and the load on CPU 1")
-	fs.DurationVar(&o.overloadFor, "overload-duration", 15*time.Second, "how long each overload phase offers 1.5 × capacity (shorter for quick runs; the goals are defined for 15s)")
-	fs.BoolVar(&o.signedOnly, "signed-only", false, "measure only the signed order query and its floors (for A/B runs of that path)")
-	fs.StringVar(&o.sqliteSync, "sqlite-sync", defaultSQLiteSync, "GATEHOUSE_SQLITE_SYNC of the embedded gatehouse and the synchronous setting of its SQLite floors: full (the server's default) or normal")
+	fs.StringVar(&o.Gatehouse, "gatehouse", "bin/gatehouse", "the gatehouse binary to measure")
+	fs.StringVar(&o.Out, "out", "bin/bench.json", "where to write the figures as JSON")
+	fs.DurationVar(&o.Phase, "phase", 4*time.Second, "measured duration of each load phase")
+	fs.DurationVar(&o.Warmup, "warmup", time.Second, "unmeasured load before each phase")
+	fs.IntVar(&o.Workers, "workers", 32, "concurrent client connections")
+	fs.StringVar(&o.PostgresURL, "postgres", envOr("GATEHOUSE_BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"), "Postgres server (a database is created and dropped); empty: skip")
+	fs.StringVar(&o.RedisURL, "redis", envOr("GATEHOUSE_BENCH_REDIS_URL", "redis://127.0.0.1:6379/0"), "Redis server (a private key prefix is used); empty: skip")
+	fs.StringVar(&o.Before, "before", "", "an earlier gatehouse binary: its webhook drain and isolation are measured too (embedded; adds minutes)")
+	fs.BoolVar(&o.DeductOnly, "deduct-only", false, "measure only the signed deductions on Postgres + Redis and their floor (for A/B runs of that path)")
+	fs.BoolVar(&o.PublishOnly, "publish-only", false, "measure only the publish lines on Postgres + Redis (publishWebhookEvent and POST /api/events against the INSERT + NOTIFY floor, then batches of 100)")
+	fs.BoolVar(&o.WebhooksOnly, "webhooks-only", false, "measure only the webhook phases (drain, fan-out, isolation), embedded and on Postgres + Redis, against their floors")
+	fs.BoolVar(&o.FanoutOnly, "fanout-only", false, "measure only the fan-out drain (publish → delivered, 5 endpoints), embedded and on Postgres + Redis, against the outbox floor")
+	fs.BoolVar(&o.OverloadOnly, "overload-only", false, "measure only the overload phases: the ticket page and signed queries offered 1.5 × their capacity open-loop, embedded, the server on CPU 0 and the load on CPU 1")
+	fs.DurationVar(&o.OverloadFor, "overload-duration", 15*time.Second, "how long each overload phase offers 1.5 × capacity (shorter for quick runs; the goals are defined for 15s)")
+	fs.BoolVar(&o.SignedOnly, "signed-only", false, "measure only the signed order query and its floors (for A/B runs of that path)")
+	fs.StringVar(&o.SQLiteSync, "sqlite-sync", bench.DefaultSQLiteSync, "GATEHOUSE_SQLITE_SYNC of the embedded gatehouse and the synchronous setting of its SQLite floors: full (the server's default) or normal")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if !slices.Contains(store.SQLiteSyncModes, o.sqliteSync) {
+	if !slices.Contains(store.SQLiteSyncModes, o.SQLiteSync) {
 		return fmt.Errorf("-sqlite-sync must be one of %s", strings.Join(store.SQLiteSyncModes, ", "))
 	}
-	if o.phase <= 0 || o.workers <= 0 {
+	if o.Phase <= 0 || o.Workers <= 0 {
 		return fmt.Errorf("-phase and -workers must be positive")
 	}
 	started := time.Now()
-	rep := newReport()
-	rep.Machine["sqlite_sync"] = o.sqliteSync
-	rep.addNonceFootprint()
+	rep := report.New()
+	rep.Machine["sqlite_sync"] = o.SQLiteSync
+	rep.AddNonceFootprint()
 	if err := benchmark(ctx, o, rep); err != nil {
 		return err
 	}
 	rep.Elapsed = time.Since(started).Round(time.Millisecond).String()
-	if err := rep.write(o.out); err != nil {
+	if err := rep.Write(o.Out); err != nil {
 		return err
 	}
-	fmt.Printf("# figures written to %s (run took %s)\n", o.out, rep.Elapsed)
+	fmt.Printf("# figures written to %s (run took %s)\n", o.Out, rep.Elapsed)
 	return nil
 }
 

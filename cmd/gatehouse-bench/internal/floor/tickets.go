@@ -1,4 +1,4 @@
-package main
+package floor
 
 import (
 	"context"
@@ -13,22 +13,6 @@ import (
 	"gatehouse/internal/store"
 )
 
-// ticketBody is what every ticket creation sends, to gatehouse and to the
-// floor alike.
-const ticketBody = `{"title":"bench ticket"}`
-
-// ticketFloorName names the floor of ticket creation in the report.
-func ticketFloorName(label string) string {
-	return "minimal handler: one plain INSERT of a ticket row per request, " + label
-}
-
-// serveTicketFloor adds the ticket-creation floor to mux (baseline modes
-// insert-sqlite and insert-pg): per request, the JSON body's title is read
-// and one prepared INSERT … RETURNING id of a ticket row (the same columns
-// and indexes as gatehouse's tickets table) runs in autocommit mode on the
-// same kind of database (gatehouse's SQLite settings and pool size, or
-// Postgres); the created row is the JSON reply. No validation beyond a
-// string title, no request id, no request log, no transaction.
 // openTicketFloor opens the ticket floor's database and creates its table.
 func openTicketFloor(ctx context.Context, mode, sqlitePath, sqliteSync, pgURL string) (db *sql.DB, err error) {
 	ddl := []string{
@@ -62,6 +46,13 @@ func openTicketFloor(ctx context.Context, mode, sqlitePath, sqliteSync, pgURL st
 	return db, nil
 }
 
+// serveTicketFloor adds the ticket-creation floor to mux (baseline modes
+// insert-sqlite and insert-pg): per request, the JSON body's title is read
+// and one prepared INSERT … RETURNING id of a ticket row (the same columns
+// and indexes as gatehouse's tickets table) runs in autocommit mode on the
+// same kind of database (gatehouse's SQLite settings and pool size, or
+// Postgres); the created row is the JSON reply. No validation beyond a
+// string title, no request id, no request log, no transaction.
 func serveTicketFloor(ctx context.Context, mux *http.ServeMux, mode, sqlitePath, sqliteSync, pgURL string) (closeDB func() error, err error) {
 	db, err := openTicketFloor(ctx, mode, sqlitePath, sqliteSync, pgURL)
 	if err != nil {
@@ -94,38 +85,4 @@ func serveTicketFloor(ctx context.Context, mux *http.ServeMux, mode, sqlitePath,
 		})
 	})
 	return db.Close, nil
-}
-
-// ticketPhases measures the ticket-creation floor (a baseline process
-// started with floorArgs) and then gatehouse's ticket creation back to
-// back, and gatehouse's list of the newest 20 against listBase.
-func ticketPhases(ctx context.Context, o options, rep *report, g *gatehouse, c *http.Client, self, tmp, label string, floorArgs []string, listBaseName string, listBase loadResult) error {
-	addr, err := freeAddr()
-	if err != nil {
-		return err
-	}
-	floor, err := startProc(ctx, "baseline insert "+label, self, append([]string{"baseline", "-addr", addr}, floorArgs...), nil, addr, tmp)
-	if err != nil {
-		return err
-	}
-	floorLoad := measure(ctx, o, c, postJSON(floor.base+"/t", ticketBody))
-	if err := floor.stop(); err != nil {
-		return err
-	}
-	name := ticketFloorName(label)
-	rep.Baselines[name] = floorLoad
-	create := measure(ctx, o, c, postJSON(g.proc.base+"/api/tickets", ticketBody))
-	rep.add("ticket create (POST /api/tickets), "+label, create, name, floorLoad)
-	list := measure(ctx, o, c, repeatURL(g.proc.base+"/api/tickets?limit=20"))
-	rep.add("ticket list (GET /api/tickets?limit=20), "+label, list, listBaseName, listBase)
-	return nil
-}
-
-// postJSON is a source that POSTs the same JSON body forever, expecting 201.
-func postJSON(u, body string) source {
-	return source{want: http.StatusCreated, next: func() (*http.Request, bool) {
-		req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		return req, true
-	}}
 }

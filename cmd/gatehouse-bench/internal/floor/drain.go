@@ -1,4 +1,4 @@
-package main
+package floor
 
 import (
 	"bytes"
@@ -8,13 +8,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"gatehouse/cmd/gatehouse-bench/internal/bench"
 	"gatehouse/internal/store"
 )
 
@@ -22,7 +21,7 @@ import (
 // at once.
 const floorBatch = 8
 
-// runFloor runs one floor of the webhook drain to the harness's sink and
+// RunDrain runs one floor of the webhook drain to the harness's sink and
 // exits when every message was sent (`gatehouse-bench floor …`):
 //
 //	post:           a bare Go client POSTing n messages, workers at once;
@@ -33,14 +32,14 @@ const floorBatch = 8
 //	                on Postgres), POST them, and mark each sent with one
 //	                UPDATE. No signing, no attempt log, no schedule: what
 //	                any transactional outbox must at least do.
-func runFloor(ctx context.Context, args []string) error {
+func RunDrain(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("floor", flag.ContinueOnError)
 	mode := fs.String("mode", "post", "post, outbox-sqlite or outbox-pg")
 	target := fs.String("sink", "", "URL to POST to")
 	n := fs.Int("n", 5000, "messages")
 	workers := fs.Int("workers", 16, "concurrent POSTs")
 	sqlitePath := fs.String("sqlite", "", "outbox-sqlite: database file")
-	sqliteSync := fs.String("sqlite-sync", defaultSQLiteSync, "outbox-sqlite: synchronous setting (gatehouse's GATEHOUSE_SQLITE_SYNC): full or normal")
+	sqliteSync := fs.String("sqlite-sync", bench.DefaultSQLiteSync, "outbox-sqlite: synchronous setting (gatehouse's GATEHOUSE_SQLITE_SYNC): full or normal")
 	pgURL := fs.String("postgres", "", "outbox-pg: database URL")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -81,51 +80,9 @@ func runFloor(ctx context.Context, args []string) error {
 			return err
 		}
 		defer db.Close()
-		// On SQLite the batch size is written +$2: a bound LIMIT makes
-		// SQLite prepare the statement again on every run (gatehouse
-		// writes its own limits the same way, see the webhook package's
-		// sqliteLimits), and the floor should not pay for what gatehouse
-		// avoids.
-		claim := `UPDATE bench_outbox SET lease_until = $1 WHERE id IN (SELECT id FROM bench_outbox WHERE status = 0 AND lease_until IS NULL ORDER BY id LIMIT +$2) RETURNING id, url, body`
-		if *mode == "outbox-pg" {
-			claim = strings.Replace(claim, "LIMIT +$2)", "LIMIT $2 FOR UPDATE SKIP LOCKED)", 1)
-		}
+		claim := outboxClaim(*mode)
 		for range *workers {
-			wg.Go(func() {
-				for {
-					rows, err := db.QueryContext(ctx, claim, time.Now().Add(30*time.Second).UTC(), floorBatch)
-					if err != nil {
-						errs <- err
-						return
-					}
-					type msg struct {
-						id        int64
-						url, body string
-					}
-					var batch []msg
-					for rows.Next() {
-						var m msg
-						if err := rows.Scan(&m.id, &m.url, &m.body); err != nil {
-							errs <- err
-						}
-						batch = append(batch, m)
-					}
-					rows.Close()
-					if len(batch) == 0 {
-						return
-					}
-					for _, m := range batch {
-						if err := post(m.url, m.body); err != nil {
-							errs <- err
-							return
-						}
-						if _, err := db.ExecContext(ctx, `UPDATE bench_outbox SET status = 1, lease_until = NULL WHERE id = $1`, m.id); err != nil {
-							errs <- err
-							return
-						}
-					}
-				}
-			})
+			wg.Go(func() { outboxWorker(ctx, db, claim, post, errs) })
 		}
 	default:
 		return fmt.Errorf("unknown floor mode %q", *mode)
@@ -133,6 +90,57 @@ func runFloor(ctx context.Context, args []string) error {
 	wg.Wait()
 	close(errs)
 	return <-errs
+}
+
+// outboxClaim is the statement a worker of the minimal outbox loop claims
+// floorBatch rows with. On SQLite the batch size is written +$2: a bound
+// LIMIT makes SQLite prepare the statement again on every run (gatehouse
+// writes its own limits the same way, see the webhook package's
+// sqliteLimits), and the floor should not pay for what gatehouse avoids.
+func outboxClaim(mode string) string {
+	claim := `UPDATE bench_outbox SET lease_until = $1 WHERE id IN (SELECT id FROM bench_outbox WHERE status = 0 AND lease_until IS NULL ORDER BY id LIMIT +$2) RETURNING id, url, body`
+	if mode == "outbox-pg" {
+		claim = strings.Replace(claim, "LIMIT +$2)", "LIMIT $2 FOR UPDATE SKIP LOCKED)", 1)
+	}
+	return claim
+}
+
+// outboxWorker claims, POSTs and marks sent batches of the outbox until
+// none is left; its first error goes to errs.
+func outboxWorker(ctx context.Context, db *sql.DB, claim string, post func(url, body string) error, errs chan<- error) {
+	for {
+		rows, err := db.QueryContext(ctx, claim, time.Now().Add(30*time.Second).UTC(), floorBatch)
+		if err != nil {
+			errs <- err
+			return
+		}
+		type msg struct {
+			id        int64
+			url, body string
+		}
+		var batch []msg
+		for rows.Next() {
+			var m msg
+			if err := rows.Scan(&m.id, &m.url, &m.body); err != nil {
+				errs <- err
+			}
+			batch = append(batch, m)
+		}
+		rows.Close()
+		if len(batch) == 0 {
+			return
+		}
+		for _, m := range batch {
+			if err := post(m.url, m.body); err != nil {
+				errs <- err
+				return
+			}
+			if _, err := db.ExecContext(ctx, `UPDATE bench_outbox SET status = 1, lease_until = NULL WHERE id = $1`, m.id); err != nil {
+				errs <- err
+				return
+			}
+		}
+	}
 }
 
 // floorMessage is a webhook message of the usual size.
@@ -202,35 +210,4 @@ func openFloorOutbox(ctx context.Context, mode, sqlitePath, sqliteSync, pgURL st
 		return nil, err
 	}
 	return db, nil
-}
-
-// floorProc is a floor running as a child process of the harness.
-type floorProc struct {
-	name    string
-	cmd     *exec.Cmd
-	logPath string
-}
-
-// startFloor runs `self args…` with its output in logDir.
-func startFloor(ctx context.Context, name, self string, args []string, logDir string) (*floorProc, error) {
-	logPath := logDir + "/" + strings.ReplaceAll(name, " ", "-") + ".log"
-	logf, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	defer logf.Close()
-	cmd := exec.CommandContext(ctx, self, args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
-	return &floorProc{name: name, cmd: cmd, logPath: logPath}, nil
-}
-
-// wait waits for the floor to finish.
-func (p *floorProc) wait() error {
-	if err := p.cmd.Wait(); err != nil {
-		return fmt.Errorf("%s: %w; log: %s", p.name, err, tail(p.logPath))
-	}
-	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package floor
 
 import (
 	"context"
@@ -6,14 +6,15 @@ import (
 	"path/filepath"
 	"testing"
 
+	"gatehouse/cmd/gatehouse-bench/internal/bench"
 	"gatehouse/internal/benchfloor"
 )
 
 // Every SQLite floor opens its database with the synchronous setting the
 // harness passes, which defaults to the server's (FULL).
 func TestSQLiteFloorsUseTheServersSync(t *testing.T) {
-	if defaultSQLiteSync != "full" {
-		t.Fatalf("default -sqlite-sync %q, want the server's default full", defaultSQLiteSync)
+	if bench.DefaultSQLiteSync != "full" {
+		t.Fatalf("default -sqlite-sync %q, want the server's default full", bench.DefaultSQLiteSync)
 	}
 	ctx := context.Background()
 	openers := map[string]func(dir, sync string) (*sql.DB, error){
@@ -26,16 +27,12 @@ func TestSQLiteFloorsUseTheServersSync(t *testing.T) {
 		"outbox-sqlite": func(dir, sync string) (*sql.DB, error) {
 			return openFloorOutbox(ctx, "outbox-sqlite", filepath.Join(dir, "o.db"), sync, "", 1, "http://127.0.0.1:1/", "{}")
 		},
-		"second writer": func(dir, sync string) (*sql.DB, error) {
-			db, _, err := openOutbox("sqlite:"+filepath.Join(dir, "w.db"), sync)
-			return db, err
-		},
 		"insert-sqlite": func(dir, sync string) (*sql.DB, error) {
 			return openTicketFloor(ctx, "insert-sqlite", filepath.Join(dir, "i.db"), sync, "")
 		},
 	}
 	for name, open := range openers {
-		for sync, want := range map[string]int{defaultSQLiteSync: 2, "normal": 1} {
+		for sync, want := range map[string]int{bench.DefaultSQLiteSync: 2, "normal": 1} {
 			t.Run(name+"/"+sync, func(t *testing.T) {
 				db, err := open(t.TempDir(), sync)
 				if err != nil {

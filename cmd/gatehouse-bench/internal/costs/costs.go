@@ -1,27 +1,6 @@
-package main
-
-import (
-	"context"
-	"database/sql"
-	"errors"
-	"fmt"
-	"maps"
-	"net"
-	"net/http"
-	"net/url"
-	"os"
-	"os/exec"
-	"slices"
-	"strconv"
-	"strings"
-	"time"
-
-	"github.com/redis/go-redis/v9"
-)
-
-// What one request costs the shared backends, for capacity planning: a
-// short phase against one gatehouse process alone, with the backends'
-// own counters read before and after it.
+// Package costs measures what one request costs the shared backends, for
+// capacity planning: a short phase against one gatehouse process alone,
+// with the backends' own counters read before and after it.
 //
 //   - Round trips: the TCP segments carrying data that the gatehouse
 //     process sent on its connections to Redis and to Postgres (tcp_info's
@@ -41,9 +20,40 @@ import (
 // On a shared Redis the commandstats and CPU figures include other
 // clients' work; the round trips and the Postgres figures are this
 // process's and this database's alone.
+package costs
 
-// costFigure is what one request cost the backends in a cost phase.
-type costFigure struct {
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gatehouse/cmd/gatehouse-bench/internal/bench"
+	"gatehouse/cmd/gatehouse-bench/internal/load"
+	"gatehouse/cmd/gatehouse-bench/internal/proc"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Recorder keeps the cost figures (the run's report) and what could not be
+// measured.
+type Recorder interface {
+	AddCost(Figure)
+	Skip(what, why string)
+}
+
+// Figure is what one request cost the backends in a cost phase.
+type Figure struct {
 	Name     string  `json:"name"`
 	Requests int     `json:"requests"`
 	Seconds  float64 `json:"seconds"`
@@ -71,8 +81,8 @@ type costFigure struct {
 	PostgresSource string `json:"postgres_source"`
 }
 
-// costSampler reads the backends' counters around a cost phase.
-type costSampler struct {
+// Sampler reads the backends' counters around a cost phase.
+type Sampler struct {
 	rdb       *redis.Client
 	db        *sql.DB // the bench database, for pg_stat_statements
 	dbName    string
@@ -85,12 +95,12 @@ type costSampler struct {
 	ss        string   // ss(8), or "" when missing
 }
 
-// newCostSampler prepares the sampler for gatehouse process pid on
+// NewSampler prepares the sampler for gatehouse process pid on
 // database dbName (db is connected to it). It enables pg_stat_statements
 // in that database (dropped with it) when the server preloads it; it
 // never changes the server's configuration.
-func newCostSampler(ctx context.Context, rdb *redis.Client, db *sql.DB, dbName string, pid int, redisURL, pgURL string) *costSampler {
-	s := &costSampler{rdb: rdb, db: db, dbName: dbName, pid: pid}
+func NewSampler(ctx context.Context, rdb *redis.Client, db *sql.DB, dbName string, pid int, redisURL, pgURL string) *Sampler {
+	s := &Sampler{rdb: rdb, db: db, dbName: dbName, pid: pid}
 	s.ss, _ = exec.LookPath("ss")
 	if ro, err := redis.ParseURL(redisURL); err == nil {
 		s.redisAddr = resolveAddr(ro.Addr)
@@ -144,8 +154,8 @@ func resolveAddr(hostport string) []string {
 	return out
 }
 
-// costSnapshot is the counters at one moment.
-type costSnapshot struct {
+// counters are the counters at one moment.
+type counters struct {
 	at          time.Time
 	gatehouse   time.Duration
 	segs        map[string]int64 // socket (local→peer) → data segments sent
@@ -160,10 +170,10 @@ type costSnapshot struct {
 }
 
 // snapshot reads every counter now; what it could not read is in errs.
-func (s *costSampler) snapshot(ctx context.Context) costSnapshot {
-	snap := costSnapshot{at: time.Now(), redisPeerOf: map[string]bool{}}
+func (s *Sampler) snapshot(ctx context.Context) counters {
+	snap := counters{at: time.Now(), redisPeerOf: map[string]bool{}}
 	var err error
-	if snap.gatehouse, err = procCPU(s.pid); err != nil {
+	if snap.gatehouse, err = proc.CPU(s.pid); err != nil {
 		snap.errs = append(snap.errs, fmt.Errorf("gatehouse CPU: %w", err))
 	}
 	snap.segs, err = s.sockets(snap.redisPeerOf)
@@ -192,7 +202,7 @@ func (s *costSampler) snapshot(ctx context.Context) costSnapshot {
 
 // sockets reads the data segments the gatehouse process sent on each of
 // its connections to Redis or Postgres, marking those to Redis in redis.
-func (s *costSampler) sockets(redisSockets map[string]bool) (map[string]int64, error) {
+func (s *Sampler) sockets(redisSockets map[string]bool) (map[string]int64, error) {
 	if s.ss == "" {
 		return nil, errors.New("ss (iproute2) is not installed")
 	}
@@ -308,7 +318,7 @@ func postgresBackends(db string) map[int]time.Duration {
 		if !slices.Contains(strings.Fields(strings.TrimRight(string(title), "\x00")), db) {
 			continue
 		}
-		if t, err := procCPU(pid); err == nil {
+		if t, err := proc.CPU(pid); err == nil {
 			m[pid] = t
 		}
 	}
@@ -316,9 +326,9 @@ func postgresBackends(db string) map[int]time.Duration {
 }
 
 // costs is what happened between two snapshots, per request.
-func (s *costSampler) costs(name string, a, b costSnapshot, requests int) costFigure {
+func (s *Sampler) costs(name string, a, b counters, requests int) Figure {
 	n := float64(max(requests, 1))
-	f := costFigure{Name: name, Requests: requests, Seconds: b.at.Sub(a.at).Seconds(), RedisCallsBy: map[string]float64{}, RedisUSBy: map[string]float64{}}
+	f := Figure{Name: name, Requests: requests, Seconds: b.at.Sub(a.at).Seconds(), RedisCallsBy: map[string]float64{}, RedisUSBy: map[string]float64{}}
 	f.GatehouseCPUus = float64((b.gatehouse - a.gatehouse).Microseconds()) / n
 	for k, after := range b.segs {
 		d := float64(after - a.segs[k]) // a connection opened in the phase counts whole
@@ -361,9 +371,9 @@ func (s *costSampler) costs(name string, a, b costSnapshot, requests int) costFi
 	return f
 }
 
-// costPhaseTime is how long a cost phase lasts: half a measured phase
+// PhaseTime is how long a cost phase lasts: half a measured phase
 // (the process is warm from the phase before it).
-func costPhaseTime(o options) time.Duration { return o.phase / 2 }
+func PhaseTime(o bench.Options) time.Duration { return o.Phase / 2 }
 
 // fleetConns is the concurrency one replica of a fleet typically sees
 // (the load spread over replicas): 4 connections. Batches — one Redis
@@ -372,29 +382,29 @@ func costPhaseTime(o options) time.Duration { return o.phase / 2 }
 // more of a round trip and of a script than at the harness's 32.
 const fleetConns = 4
 
-// costPhases measures the cost of src's requests first at fleetConns
+// Phases measures the cost of src's requests first at fleetConns
 // connections (what a fleet's replica sees), then at the harness's own
 // concurrency (batched): src must hold requests for both.
-func costPhases(ctx context.Context, o options, c *http.Client, rep *report, s *costSampler, name string, src source) {
-	for _, conns := range []int{fleetConns, o.workers} {
-		costPhase(ctx, o, c, rep, s, fmt.Sprintf("%s, %d connections", name, conns), conns, src)
+func Phases(ctx context.Context, o bench.Options, c *http.Client, rep Recorder, s *Sampler, name string, src load.Source) {
+	for _, conns := range []int{fleetConns, o.Workers} {
+		phase(ctx, o, c, rep, s, fmt.Sprintf("%s, %d connections", name, conns), conns, src)
 	}
 }
 
-// costPhase drives src against the sampler's gatehouse alone, through conns
+// phase drives src against the sampler's gatehouse alone, through conns
 // connections, and records and prints what each request cost the
 // backends, and what that means for how many gatehouse cores one Redis
 // primary and one Postgres core carry.
-func costPhase(ctx context.Context, o options, c *http.Client, rep *report, s *costSampler, name string, conns int, src source) {
+func phase(ctx context.Context, o bench.Options, c *http.Client, rep Recorder, s *Sampler, name string, conns int, src load.Source) {
 	before := s.snapshot(ctx)
-	l := drive(ctx, c, conns, costPhaseTime(o), src)
+	l := load.Drive(ctx, c, conns, PhaseTime(o), src)
 	after := s.snapshot(ctx)
 	if err := errors.Join(append(before.errs, after.errs...)...); err != nil {
-		rep.skip("costs per "+name, err.Error())
+		rep.Skip("costs per "+name, err.Error())
 		return
 	}
 	f := s.costs(name, before, after, l.Requests)
-	rep.Costs = append(rep.Costs, f)
+	rep.AddCost(f)
 	fmt.Printf("costs per %s (alone, %.1f s, %d requests, %.0f req/s):\n", name, f.Seconds, l.Requests, l.RPS)
 	if l.Errors > 0 {
 		fmt.Printf("  [%d errors, first: %s]\n", l.Errors, l.FirstError)

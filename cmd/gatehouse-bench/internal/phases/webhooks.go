@@ -1,15 +1,19 @@
-package main
+package phases
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/base64"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	"gatehouse/cmd/gatehouse-bench/internal/bench"
+	"gatehouse/cmd/gatehouse-bench/internal/gatehouse"
+	"gatehouse/cmd/gatehouse-bench/internal/load"
+	"gatehouse/cmd/gatehouse-bench/internal/proc"
+	"gatehouse/cmd/gatehouse-bench/internal/report"
+	"gatehouse/cmd/gatehouse-bench/internal/sink"
 	"gatehouse/internal/store"
 )
 
@@ -26,8 +30,8 @@ const (
 // process: its database (the harness queues deliveries straight into the
 // outbox table, as a business transaction would) and the sink.
 type webhookBench struct {
-	g       *gatehouse
-	sink    *sink
+	g       *gatehouse.Process
+	sink    *sink.Sink
 	dialect string // "sqlite" or "postgres"
 	db      *sql.DB
 	label   string  // "SQLite" or "Postgres"
@@ -41,14 +45,14 @@ type webhookBench struct {
 // kind of database), and the first-attempt delay of another app's events
 // while one app's endpoint hangs, against the same without the hang.
 // floorArgs selects the outbox floor's database.
-func webhookPhases(ctx context.Context, rep *report, g *gatehouse, dbURL, label, self, tmp string, probes int, floorArgs []string) error {
-	s, err := startSink()
+func webhookPhases(ctx context.Context, rep *report.Report, g *gatehouse.Process, dbURL, label, self, tmp string, probes int, floorArgs []string) error {
+	s, err := sink.Start()
 	if err != nil {
 		return err
 	}
-	defer s.close()
+	defer s.Close()
 	w := &webhookBench{g: g, sink: s, label: label}
-	if w.db, w.dialect, err = openOutbox(dbURL, g.sqliteSync); err != nil {
+	if w.db, w.dialect, err = openOutbox(dbURL, g.SQLiteSync); err != nil {
 		return err
 	}
 	defer w.db.Close()
@@ -83,22 +87,22 @@ func webhookPhases(ctx context.Context, rep *report, g *gatehouse, dbURL, label,
 	fmt.Printf("  (%s rounds, deliveries/s: gatehouse drain %.0f, fan-out %.0f, outbox floor %.0f, bare POST %.0f)\n", label, drains, fans, outboxes, bares)
 	outboxName := "minimal outbox loop (claim SKIP LOCKED, POST, one UPDATE), " + label
 	bareName := "bare Go client POSTing to the same sink"
-	rep.Baselines[outboxName] = loadResult{Requests: drainDeliveries, RPS: outbox}
-	rep.Baselines[bareName+", "+label] = loadResult{Requests: drainDeliveries, RPS: bare}
+	rep.Baselines[outboxName] = load.Result{Requests: drainDeliveries, RPS: outbox}
+	rep.Baselines[bareName+", "+label] = load.Result{Requests: drainDeliveries, RPS: bare}
 	name := fmt.Sprintf("webhook drain, %d queued over %d apps, %s", drainDeliveries, drainApps, label)
-	rep.add(name, loadResult{Requests: drainDeliveries, RPS: drain}, outboxName, loadResult{RPS: outbox})
-	rep.add(name+" (vs bare POST)", loadResult{Requests: drainDeliveries, RPS: drain}, bareName, loadResult{RPS: bare})
-	rep.add(fmt.Sprintf("publish → delivered, %d endpoints, %d events over %d apps, %s", fanoutEndpoints, fanoutEvents, drainApps, label),
-		loadResult{Requests: drainDeliveries, RPS: fan}, outboxName, loadResult{RPS: outbox})
+	rep.Add(name, load.Result{Requests: drainDeliveries, RPS: drain}, outboxName, load.Result{RPS: outbox})
+	rep.Add(name+" (vs bare POST)", load.Result{Requests: drainDeliveries, RPS: drain}, bareName, load.Result{RPS: bare})
+	rep.Add(fmt.Sprintf("publish → delivered, %d endpoints, %d events over %d apps, %s", fanoutEndpoints, fanoutEvents, drainApps, label),
+		load.Result{Requests: drainDeliveries, RPS: fan}, outboxName, load.Result{RPS: outbox})
 
 	calm, hung, err := w.isolation(ctx, probes)
 	if err != nil {
 		return fmt.Errorf("webhook isolation: %w", err)
 	}
-	rep.scalar(fmt.Sprintf("another app's event → first attempt p99, no backlog, %s", label), percentile(calm, 0.99), "ms", "", 0)
-	rep.scalar(fmt.Sprintf("same while one app hangs with %d queued, %s", hangingQueued, label), percentile(hung, 0.99), "ms",
-		"no backlog", percentile(calm, 0.99))
-	fmt.Printf("  (p50 %.1f ms → %.1f ms, max %.1f ms; %d events each)\n", percentile(calm, 0.5), percentile(hung, 0.5), percentile(hung, 1), len(hung))
+	rep.Scalar(fmt.Sprintf("another app's event → first attempt p99, no backlog, %s", label), sink.Percentile(calm, 0.99), "ms", "", 0)
+	rep.Scalar(fmt.Sprintf("same while one app hangs with %d queued, %s", hangingQueued, label), sink.Percentile(hung, 0.99), "ms",
+		"no backlog", sink.Percentile(calm, 0.99))
+	fmt.Printf("  (p50 %.1f ms → %.1f ms, max %.1f ms; %d events each)\n", sink.Percentile(calm, 0.5), sink.Percentile(hung, 0.5), sink.Percentile(hung, 1), len(hung))
 	return nil
 }
 
@@ -106,13 +110,13 @@ func webhookPhases(ctx context.Context, rep *report, g *gatehouse, dbURL, label,
 // and returns its deliveries/s.
 func (w *webhookBench) floor(ctx context.Context, self, tmp, name string, args ...string) (float64, error) {
 	s := w.sink
-	s.reset()
-	p, err := startFloor(ctx, name, self, append([]string{"floor", "-sink", s.base + "/ok", "-n", fmt.Sprint(drainDeliveries), "-workers", fmt.Sprint(drainWorkers)}, args...), tmp)
+	s.Reset()
+	p, err := proc.StartJob(ctx, name, self, append([]string{"floor", "-sink", s.Base + "/ok", "-n", fmt.Sprint(drainDeliveries), "-workers", fmt.Sprint(drainWorkers)}, args...), tmp)
 	if err != nil {
 		return 0, err
 	}
-	rate, err := s.waitArrivals(ctx, drainDeliveries, 2*time.Minute)
-	if werr := p.wait(); err == nil {
+	rate, err := s.WaitArrivals(ctx, drainDeliveries, 2*time.Minute)
+	if werr := p.Wait(); err == nil {
 		err = werr
 	}
 	return rate, err
@@ -121,14 +125,14 @@ func (w *webhookBench) floor(ctx context.Context, self, tmp, name string, args .
 // fanoutPhase is the fan-out line alone (-fanout-only, -publish-only):
 // fan-out runs and runs of the outbox floor in turns, drainRounds times,
 // each figure the median of its runs (as in webhookPhases).
-func fanoutPhase(ctx context.Context, rep *report, g *gatehouse, dbURL, label, self, tmp string, floorArgs []string) error {
-	s, err := startSink()
+func fanoutPhase(ctx context.Context, rep *report.Report, g *gatehouse.Process, dbURL, label, self, tmp string, floorArgs []string) error {
+	s, err := sink.Start()
 	if err != nil {
 		return err
 	}
-	defer s.close()
+	defer s.Close()
 	w := &webhookBench{g: g, sink: s, label: label}
-	if w.db, w.dialect, err = openOutbox(dbURL, g.sqliteSync); err != nil {
+	if w.db, w.dialect, err = openOutbox(dbURL, g.SQLiteSync); err != nil {
 		return err
 	}
 	defer w.db.Close()
@@ -147,9 +151,9 @@ func fanoutPhase(ctx context.Context, rep *report, g *gatehouse, dbURL, label, s
 	fan, outbox := median(fans), median(outboxes)
 	fmt.Printf("  (%s rounds, deliveries/s: fan-out %.0f, outbox floor %.0f)\n", label, fans, outboxes)
 	outboxName := "minimal outbox loop (claim SKIP LOCKED, POST, one UPDATE), " + label
-	rep.Baselines[outboxName] = loadResult{Requests: drainDeliveries, RPS: outbox}
-	rep.add(fmt.Sprintf("publish → delivered, %d endpoints, %d events over %d apps, %s", fanoutEndpoints, fanoutEvents, drainApps, label),
-		loadResult{Requests: drainDeliveries, RPS: fan}, outboxName, loadResult{RPS: outbox})
+	rep.Baselines[outboxName] = load.Result{Requests: drainDeliveries, RPS: outbox}
+	rep.Add(fmt.Sprintf("publish → delivered, %d endpoints, %d events over %d apps, %s", fanoutEndpoints, fanoutEvents, drainApps, label),
+		load.Result{Requests: drainDeliveries, RPS: fan}, outboxName, load.Result{RPS: outbox})
 	return nil
 }
 
@@ -164,74 +168,61 @@ func median(v []float64) float64 {
 // the rate at which they reach the sink (first to last arrival).
 func (w *webhookBench) drain(ctx context.Context) (float64, error) {
 	for i := len(w.apps); i < drainApps; i++ {
-		id, err := w.g.app(ctx, fmt.Sprintf("drain %d", i), w.sink.base+"/ok")
+		id, err := w.g.App(ctx, fmt.Sprintf("drain %d", i), w.sink.Base+"/ok")
 		if err != nil {
 			return 0, err
 		}
 		w.apps = append(w.apps, id)
 	}
 	apps := w.apps
-	w.sink.reset()
-	if err := w.queue(ctx, apps, drainDeliveries, w.sink.base+"/ok"); err != nil {
+	w.sink.Reset()
+	if err := w.queue(ctx, apps, drainDeliveries, w.sink.Base+"/ok"); err != nil {
 		return 0, err
 	}
-	return w.sink.waitArrivals(ctx, drainDeliveries, 2*time.Minute)
+	return w.sink.WaitArrivals(ctx, drainDeliveries, 2*time.Minute)
 }
 
 // isolation measures events of a fresh app one at a time (payOrder, then
 // its first attempt at the sink): probes without backlog, then as many
 // while another app's endpoint hangs with hangingQueued deliveries queued.
 func (w *webhookBench) isolation(ctx context.Context, probes int) (calm, hung []time.Duration, err error) {
-	probe, err := w.g.app(ctx, "probe", w.sink.base+"/probe")
+	probe, err := w.g.App(ctx, "probe", w.sink.Base+"/probe")
 	if err != nil {
 		return nil, nil, err
 	}
 	run := func(tag string) ([]time.Duration, error) {
-		w.sink.reset()
-		start := w.sink.probes.Load()
+		w.sink.Reset()
+		start := w.sink.Probes.Load()
 		for i := range probes {
-			no := fmt.Sprintf("P-%s-%d-%s", tag, i, randomHex(3))
-			if err := w.g.graphql(ctx, fmt.Sprintf(`mutation { createOrder(input: {appID: "%d", orderNo: "%s", amount: "1.00"}) { id } }`, probe, no), nil); err != nil {
+			no := fmt.Sprintf("P-%s-%d-%s", tag, i, bench.RandomHex(3))
+			if err := w.g.GraphQL(ctx, fmt.Sprintf(`mutation { createOrder(input: {appID: "%d", orderNo: "%s", amount: "1.00"}) { id } }`, probe, no), nil); err != nil {
 				return nil, err
 			}
-			if err := w.g.graphql(ctx, fmt.Sprintf(`mutation { payOrder(orderNo: "%s") { status } }`, no), nil); err != nil {
+			if err := w.g.GraphQL(ctx, fmt.Sprintf(`mutation { payOrder(orderNo: "%s") { status } }`, no), nil); err != nil {
 				return nil, err
 			}
-			if err := waitFor(ctx, 2*time.Minute, func() bool { return w.sink.probes.Load() >= start+int64(i+1) }); err != nil {
+			if err := sink.WaitFor(ctx, 2*time.Minute, func() bool { return w.sink.Probes.Load() >= start+int64(i+1) }); err != nil {
 				return nil, fmt.Errorf("event %d of the probe app never arrived", i+1)
 			}
 		}
-		return w.sink.probeDelays(), nil
+		return w.sink.ProbeDelays(), nil
 	}
 	if calm, err = run("calm"); err != nil {
 		return nil, nil, err
 	}
-	hangApp, err := w.g.app(ctx, "hanging", w.sink.base+"/hang")
+	hangApp, err := w.g.App(ctx, "hanging", w.sink.Base+"/hang")
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := w.queue(ctx, []int64{hangApp}, hangingQueued, w.sink.base+"/hang"); err != nil {
+	if err := w.queue(ctx, []int64{hangApp}, hangingQueued, w.sink.Base+"/hang"); err != nil {
 		return nil, nil, err
 	}
-	defer w.sink.release()
-	if err := waitFor(ctx, 30*time.Second, func() bool { return w.sink.hanging.Load() >= 1 }); err != nil {
+	defer w.sink.Release()
+	if err := sink.WaitFor(ctx, 30*time.Second, func() bool { return w.sink.Hanging.Load() >= 1 }); err != nil {
 		return nil, nil, fmt.Errorf("the hanging app's attempts did not start")
 	}
 	hung, err = run("hung")
 	return calm, hung, err
-}
-
-// app creates a partner app calling back url and returns its id.
-func (g *gatehouse) app(ctx context.Context, name, url string) (int64, error) {
-	var out struct {
-		CreatePartnerApp struct{ App struct{ ID string } }
-	}
-	if err := g.graphql(ctx, fmt.Sprintf(`mutation { createPartnerApp(input: {appName: "%s", callbackURL: "%s", rateLimit: 1000000}) { app { id } } }`, name, url), &out); err != nil {
-		return 0, err
-	}
-	var id int64
-	_, err := fmt.Sscan(out.CreatePartnerApp.App.ID, &id)
-	return id, err
 }
 
 // queue writes n PENDING deliveries, round robin over apps, in one
@@ -279,11 +270,11 @@ func (w *webhookBench) queue(ctx context.Context, apps []int64, n int, url strin
 			app := apps[j%len(apps)]
 			if cols == "" {
 				fmt.Fprintf(&q, "($%d, $%d, 'bench.event', $%d, $%d, 'PENDING', 0, 5, $%d, $%d, $%d)", k+1, k+2, k+3, k+4, k+5, k+6, k+7)
-				args = append(args, app, eventID(), biz, url, now, now, now)
+				args = append(args, app, bench.EventID(), biz, url, now, now, now)
 				continue
 			}
 			fmt.Fprintf(&q, "($%d, $%d, 'bench.event', $%d, $%d, 'PENDING', 0, 5, $%d, $%d, $%d"+ph+")", k+1, k+2, k+3, k+4, k+5, k+6, k+7, k+8)
-			args = append(args, app, eventID(), biz, url, now, now, now, endpoint[app])
+			args = append(args, app, bench.EventID(), biz, url, now, now, now, endpoint[app])
 		}
 		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
 			return err
@@ -297,12 +288,6 @@ func (w *webhookBench) queue(ctx context.Context, apps []int64, n int, url strin
 	return tx.Commit()
 }
 
-func eventID() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	return "msg_" + base64.RawURLEncoding.EncodeToString(b)
-}
-
 // openOutbox opens gatehouse's database as the harness's second writer,
 // with gatehouse's SQLite settings (sync: its GATEHOUSE_SQLITE_SYNC).
 func openOutbox(url, sync string) (*sql.DB, string, error) {
@@ -314,19 +299,19 @@ func openOutbox(url, sync string) (*sql.DB, string, error) {
 	return db, "postgres", err
 }
 
-// beforePhases measures the webhook figures of an earlier gatehouse binary
+// Before measures the webhook figures of an earlier gatehouse binary
 // (-before) on the embedded store, in the same run: the drain against the
 // same floors, and a few isolation probes (before per-app isolation each
 // probe could wait for every hanging attempt ahead of it).
-func beforePhases(ctx context.Context, o options, rep *report, self, tmp string) error {
+func Before(ctx context.Context, o bench.Options, rep *report.Report, self, tmp string) error {
 	ob := o
-	ob.binary = o.before
+	ob.Binary = o.Before
 	dataDir := tmp + "/data-before"
-	g, err := startGatehouse(ctx, ob, "gatehouse before", tmp, []string{"GATEHOUSE_DATA_DIR=" + dataDir})
+	g, err := gatehouse.Start(ctx, ob, "gatehouse before", tmp, []string{"GATEHOUSE_DATA_DIR=" + dataDir})
 	if err != nil {
 		return err
 	}
-	defer g.proc.stop() //nolint:errcheck // measured already
+	defer g.Proc.Stop() //nolint:errcheck // measured already
 	return webhookPhases(ctx, rep, g, "sqlite:"+dataDir+"/gatehouse.db", "SQLite, -before binary", self, tmp, 3,
-		[]string{"-mode", "outbox-sqlite", "-sqlite", tmp + "/floor-outbox-before.db", "-sqlite-sync", o.sqliteSync})
+		[]string{"-mode", "outbox-sqlite", "-sqlite", tmp + "/floor-outbox-before.db", "-sqlite-sync", o.SQLiteSync})
 }

@@ -1,4 +1,6 @@
-package main
+// Package report prints each figure of a run on one line with its ratio to
+// its baseline, and writes all of them to a JSON file.
+package report
 
 import (
 	"bufio"
@@ -10,17 +12,20 @@ import (
 	"strings"
 	"time"
 
+	"gatehouse/cmd/gatehouse-bench/internal/costs"
+	"gatehouse/cmd/gatehouse-bench/internal/load"
+	"gatehouse/cmd/gatehouse-bench/internal/overload"
 	"gatehouse/internal/kv"
 )
 
-// figure is one measured figure and its baseline from the same run.
-type figure struct {
-	Name          string      `json:"name"`
-	Value         float64     `json:"value"`
-	Unit          string      `json:"unit"`
-	Load          *loadResult `json:"load,omitempty"`
-	Baseline      string      `json:"baseline,omitempty"`
-	BaselineValue float64     `json:"baseline_value,omitempty"`
+// Figure is one measured figure and its baseline from the same run.
+type Figure struct {
+	Name          string       `json:"name"`
+	Value         float64      `json:"value"`
+	Unit          string       `json:"unit"`
+	Load          *load.Result `json:"load,omitempty"`
+	Baseline      string       `json:"baseline,omitempty"`
+	BaselineValue float64      `json:"baseline_value,omitempty"`
 	// Ratio is Value / BaselineValue: for throughput, the fraction of the
 	// baseline's requests per second; for time and memory, how many times
 	// the baseline's.
@@ -33,32 +38,33 @@ type figure struct {
 	MachineCPURatio float64 `json:"machine_cpu_ratio,omitempty"`
 }
 
-// report is everything one run measured.
-type report struct {
-	Time      time.Time             `json:"time"`
-	Machine   map[string]any        `json:"machine"`
-	Figures   []figure              `json:"figures"`
-	Baselines map[string]loadResult `json:"baselines"`
-	Skipped   map[string]string     `json:"skipped,omitempty"`
-	Checks    map[string]string     `json:"checks,omitempty"`
-	// Costs are what one request cost Redis and Postgres (costs.go).
-	Costs []costFigure `json:"costs,omitempty"`
-	// Overload are the overload phases (overload.go).
-	Overload []overloadFigures `json:"overload,omitempty"`
-	Elapsed  string            `json:"elapsed"`
+// Report is everything one run measured.
+type Report struct {
+	Time      time.Time              `json:"time"`
+	Machine   map[string]any         `json:"machine"`
+	Figures   []Figure               `json:"figures"`
+	Baselines map[string]load.Result `json:"baselines"`
+	Skipped   map[string]string      `json:"skipped,omitempty"`
+	Checks    map[string]string      `json:"checks,omitempty"`
+	// Costs are what one request cost Redis and Postgres (package costs).
+	Costs []costs.Figure `json:"costs,omitempty"`
+	// Overload are the overload phases (package overload).
+	Overload []overload.Figures `json:"overload,omitempty"`
+	Elapsed  string             `json:"elapsed"`
 }
 
-func newReport() *report {
-	r := &report{Time: time.Now().UTC(), Baselines: map[string]loadResult{}, Skipped: map[string]string{}, Checks: map[string]string{}}
+// New starts a report and prints its first line.
+func New() *Report {
+	r := &Report{Time: time.Now().UTC(), Baselines: map[string]load.Result{}, Skipped: map[string]string{}, Checks: map[string]string{}}
 	r.Machine = map[string]any{"goos": runtime.GOOS, "goarch": runtime.GOARCH, "cpus": runtime.NumCPU(), "go": runtime.Version(), "cpu_model": cpuModel()}
 	fmt.Printf("# gatehouse-bench %s, %d CPUs (%s), %s; every ratio is to a baseline measured in this run\n",
 		runtime.Version(), runtime.NumCPU(), cpuModel(), r.Time.Format(time.RFC3339))
 	return r
 }
 
-// add records a throughput figure against its baseline and prints it.
-func (r *report) add(name string, l loadResult, baseline string, b loadResult) {
-	f := figure{Name: name, Value: l.RPS, Unit: "req/s", Load: &l, Baseline: baseline, BaselineValue: b.RPS}
+// Add records a throughput figure against its baseline and prints it.
+func (r *Report) Add(name string, l load.Result, baseline string, b load.Result) {
+	f := Figure{Name: name, Value: l.RPS, Unit: "req/s", Load: &l, Baseline: baseline, BaselineValue: b.RPS}
 	if b.RPS > 0 {
 		f.Ratio = l.RPS / b.RPS
 	}
@@ -81,9 +87,9 @@ func (r *report) add(name string, l loadResult, baseline string, b loadResult) {
 	fmt.Println(line)
 }
 
-// scalar records a non-throughput figure (lower is better) and prints it.
-func (r *report) scalar(name string, v float64, unit, baseline string, b float64) {
-	f := figure{Name: name, Value: v, Unit: unit, Baseline: baseline, BaselineValue: b}
+// Scalar records a non-throughput figure (lower is better) and prints it.
+func (r *Report) Scalar(name string, v float64, unit, baseline string, b float64) {
+	f := Figure{Name: name, Value: v, Unit: unit, Baseline: baseline, BaselineValue: b}
 	line := fmt.Sprintf("%-58s %9.1f %s", name, v, unit)
 	if b > 0 {
 		f.Ratio = v / b
@@ -93,12 +99,14 @@ func (r *report) scalar(name string, v float64, unit, baseline string, b float64
 	fmt.Println(line)
 }
 
-func (r *report) skip(what, why string) {
+// Skip records and prints a figure that could not be measured, and why.
+func (r *Report) Skip(what, why string) {
 	r.Skipped[what] = why
 	fmt.Printf("%-58s skipped: %s\n", what, why)
 }
 
-func (r *report) write(path string) error {
+// Write writes the report as JSON to path.
+func (r *Report) Write(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
@@ -124,21 +132,27 @@ func cpuModel() string {
 	return "unknown"
 }
 
-// check records a passed correctness check of a figure.
-func (r *report) check(what, result string) {
+// Check records a passed correctness check of a figure.
+func (r *Report) Check(what, result string) {
 	r.Checks[what] = result
 	fmt.Printf("  check: %s\n", result)
 }
 
-// addNonceFootprint measures the in-process store's heap bytes per
+// AddNonceFootprint measures the in-process store's heap bytes per
 // remembered nonce (1 000 000 of one app, in this process) against the
 // figure GATEHOUSE_NONCE_MEMORY_MAX's default is computed from.
-func (r *report) addNonceFootprint() {
+func (r *Report) AddNonceFootprint() {
 	const n = 1_000_000
 	per := kv.NonceFootprint(n)
-	f := figure{Name: "in-process replay memory, heap per remembered nonce", Value: per, Unit: "bytes",
+	f := Figure{Name: "in-process replay memory, heap per remembered nonce", Value: per, Unit: "bytes",
 		Baseline: "bytes the default GATEHOUSE_NONCE_MEMORY_MAX assumes", BaselineValue: kv.NonceBytes, Ratio: per / kv.NonceBytes}
 	r.Figures = append(r.Figures, f)
 	fmt.Printf("%-58s %9.1f bytes                              ratio %.2f of %d (default bound %d nonces = %d MiB at that size)\n",
 		f.Name, per, f.Ratio, kv.NonceBytes, kv.DefaultNonceMemoryMax, kv.DefaultNonceMemoryMax*kv.NonceBytes>>20)
 }
+
+// AddCost records a cost figure (costs.Recorder).
+func (r *Report) AddCost(f costs.Figure) { r.Costs = append(r.Costs, f) }
+
+// AddOverload records an overload phase (overload.Recorder).
+func (r *Report) AddOverload(f overload.Figures) { r.Overload = append(r.Overload, f) }

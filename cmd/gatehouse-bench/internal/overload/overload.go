@@ -1,4 +1,8 @@
-package main
+// Package overload measures what the embedded gatehouse serves when offered
+// more than it can, on one core, against goals computed from capacities
+// measured in the same run; its load generator runs as a child process
+// (`gatehouse-bench overload-load …`) pinned to another core.
+package overload
 
 import (
 	"bytes"
@@ -12,6 +16,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"gatehouse/cmd/gatehouse-bench/internal/bench"
+	"gatehouse/cmd/gatehouse-bench/internal/gatehouse"
 )
 
 // The goals of the overload phases: at 1.5 × C offered open-loop, 2xx at
@@ -28,7 +35,7 @@ const (
 	overloadWorkers = 16 // closed-loop clients measuring a capacity
 )
 
-// overloadPhases measures what the embedded gatehouse serves when offered
+// Phases measures what the embedded gatehouse serves when offered
 // more than it can: the server on CPU 0 (taskset, GOMAXPROCS=1), the load
 // generator a child on CPU 1. C is the closed-loop capacity of the ticket
 // page (GET /api/tickets?limit=20), H that of /healthz, k = C / H what a
@@ -36,7 +43,7 @@ const (
 // most one core can serve at 1.5 × C once refusals are paid; then 1.5 × C
 // is offered open-loop for -overload-duration. The same for signed v2
 // order queries (C measured for them; pre-signed, one nonce each).
-func overloadPhases(ctx context.Context, o options, rep *report, self, tmp string) error {
+func Phases(ctx context.Context, o bench.Options, rep Recorder, self, tmp string) error {
 	if runtime.NumCPU() < 2 {
 		return errors.New("needs 2 CPUs (server on one, load on the other)")
 	}
@@ -44,14 +51,14 @@ func overloadPhases(ctx context.Context, o options, rep *report, self, tmp strin
 		return fmt.Errorf("taskset (util-linux) not found: %w", err)
 	}
 	po := o
-	po.pinCPU = "0"
-	g, err := startGatehouse(ctx, po, "gatehouse overload", tmp, []string{"GATEHOUSE_DATA_DIR=" + tmp + "/data-overload"})
+	po.PinCPU = "0"
+	g, err := gatehouse.Start(ctx, po, "gatehouse overload", tmp, []string{"GATEHOUSE_DATA_DIR=" + tmp + "/data-overload"})
 	if err != nil {
 		return err
 	}
-	defer g.proc.stop()
+	defer g.Proc.Stop()
 	for range 25 { // a full page of 20
-		resp, err := http.Post(g.proc.base+"/api/tickets", "application/json", strings.NewReader(ticketBody))
+		resp, err := http.Post(g.Proc.Base+"/api/tickets", "application/json", strings.NewReader(gatehouse.TicketBody))
 		if err != nil {
 			return err
 		}
@@ -60,10 +67,10 @@ func overloadPhases(ctx context.Context, o options, rep *report, self, tmp strin
 			return fmt.Errorf("seed ticket: HTTP %d", resp.StatusCode)
 		}
 	}
-	load := func(args ...string) (overloadResult, error) {
+	load := func(args ...string) (Result, error) {
 		return runLoadChild(ctx, self, args)
 	}
-	health, err := load("-url", g.proc.base+"/healthz", "-mode", "closed", "-workers", strconv.Itoa(overloadWorkers))
+	health, err := load("-url", g.Proc.Base+"/healthz", "-mode", "closed", "-workers", strconv.Itoa(overloadWorkers))
 	if err != nil {
 		return err
 	}
@@ -72,8 +79,8 @@ func overloadPhases(ctx context.Context, o options, rep *report, self, tmp strin
 		name string
 		args []string
 	}{
-		{"ticket page GET /api/tickets?limit=20", []string{"-url", g.proc.base + "/api/tickets?limit=20"}},
-		{"signed v2 order query", []string{"-url", g.proc.base + "/api/v2/orders/query?order_no=" + orderNo, "-app-key", g.appKey, "-app-secret", g.secret}},
+		{"ticket page GET /api/tickets?limit=20", []string{"-url", g.Proc.Base + "/api/tickets?limit=20"}},
+		{"signed v2 order query", []string{"-url", g.Proc.Base + "/api/v2/orders/query?order_no=" + gatehouse.OrderNo, "-app-key", g.AppKey, "-app-secret", g.Secret}},
 	} {
 		closed, err := load(append(t.args, "-mode", "closed", "-workers", strconv.Itoa(overloadWorkers))...)
 		if err != nil {
@@ -86,57 +93,60 @@ func overloadPhases(ctx context.Context, o options, rep *report, self, tmp strin
 		k := C / H
 		B := C * (1 - overloadFactor*k) / (1 - k)
 		rate := overloadFactor * C
-		open, err := load(append(t.args, "-mode", "open", "-rate", strconv.FormatFloat(rate, 'f', 0, 64), "-duration", o.overloadFor.String())...)
+		open, err := load(append(t.args, "-mode", "open", "-rate", strconv.FormatFloat(rate, 'f', 0, 64), "-duration", o.OverloadFor.String())...)
 		if err != nil {
 			return err
 		}
-		rss, _ := g.proc.peakRSS()
+		rss, _ := g.Proc.PeakRSS()
 		if closed.Refused+health.Refused > 0 {
 			// A capacity is what is served; refusals in a closed loop of
 			// overloadWorkers mean the limit cut below it (a busy machine).
 			fmt.Printf("  note: %d refusals while measuring C, %d while measuring H (closed loop, %d clients)\n", closed.Refused, health.Refused, overloadWorkers)
 		}
-		rep.overload(t.name, C, H, B, rate, o.overloadFor, open, rss)
+		record(rep, t.name, C, H, B, rate, o.OverloadFor, open, rss)
 	}
 	return nil
 }
 
 // runLoadChild runs `gatehouse-bench overload-load args…` on CPU 1 and
 // reads its result.
-func runLoadChild(ctx context.Context, self string, args []string) (overloadResult, error) {
+func runLoadChild(ctx context.Context, self string, args []string) (Result, error) {
 	cmd := exec.CommandContext(ctx, "taskset", append([]string{"-c", "1", self, "overload-load"}, args...)...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
-		return overloadResult{}, fmt.Errorf("load generator: %w: %s", err, strings.TrimSpace(errb.String()))
+		return Result{}, fmt.Errorf("load generator: %w: %s", err, strings.TrimSpace(errb.String()))
 	}
-	var r overloadResult
+	var r Result
 	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
-		return overloadResult{}, fmt.Errorf("load generator output %q: %w", out.String(), err)
+		return Result{}, fmt.Errorf("load generator output %q: %w", out.String(), err)
 	}
 	return r, nil
 }
 
-// overloadFigures is one overload phase in the JSON report.
-type overloadFigures struct {
-	Name           string         `json:"name"`
-	C              float64        `json:"c_per_sec"`
-	H              float64        `json:"h_per_sec"`
-	K              float64        `json:"k"`
-	B              float64        `json:"b_per_sec"`
-	Offered        float64        `json:"offered_per_sec"`
-	Seconds        float64        `json:"seconds"`
-	Result         overloadResult `json:"result"`
-	PeakRSSMiB     float64        `json:"peak_rss_mib"`
-	OKShareOfGoal  float64        `json:"ok_share_of_0_8_b"`
-	LostPercent    float64        `json:"lost_percent"`
-	GoalsMet       bool           `json:"goals_met"`
-	GoalsNotMetWhy string         `json:"goals_not_met,omitempty"`
+// Recorder keeps the figures of the overload phases (the run's report).
+type Recorder interface{ AddOverload(Figures) }
+
+// Figures is one overload phase in the JSON report.
+type Figures struct {
+	Name           string  `json:"name"`
+	C              float64 `json:"c_per_sec"`
+	H              float64 `json:"h_per_sec"`
+	K              float64 `json:"k"`
+	B              float64 `json:"b_per_sec"`
+	Offered        float64 `json:"offered_per_sec"`
+	Seconds        float64 `json:"seconds"`
+	Result         Result  `json:"result"`
+	PeakRSSMiB     float64 `json:"peak_rss_mib"`
+	OKShareOfGoal  float64 `json:"ok_share_of_0_8_b"`
+	LostPercent    float64 `json:"lost_percent"`
+	GoalsMet       bool    `json:"goals_met"`
+	GoalsNotMetWhy string  `json:"goals_not_met,omitempty"`
 }
 
-// overload prints the two lines of an overload phase and records it.
-func (r *report) overload(name string, C, H, B, rate float64, d time.Duration, res overloadResult, rss int64) {
-	f := overloadFigures{Name: name, C: C, H: H, K: C / H, B: B, Offered: rate, Seconds: d.Seconds(), Result: res,
+// record prints the two lines of an overload phase and records it in r.
+func record(r Recorder, name string, C, H, B, rate float64, d time.Duration, res Result, rss int64) {
+	f := Figures{Name: name, C: C, H: H, K: C / H, B: B, Offered: rate, Seconds: d.Seconds(), Result: res,
 		PeakRSSMiB: float64(rss) / (1 << 20)}
 	if B > 0 {
 		f.OKShareOfGoal = res.OKPerSec / (overloadShare * B)
@@ -161,7 +171,7 @@ func (r *report) overload(name string, C, H, B, rate float64, d time.Duration, r
 		missed = append(missed, "RSS")
 	}
 	f.GoalsMet, f.GoalsNotMetWhy = len(missed) == 0, strings.Join(missed, ", ")
-	r.Overload = append(r.Overload, f)
+	r.AddOverload(f)
 	fmt.Printf("overload, %s: C %.0f/s closed-loop, H %.0f/s (/healthz), k %.3f, B %.0f/s (server on CPU 0, GOMAXPROCS=1)\n",
 		name, C, H, f.K, B)
 	line := fmt.Sprintf("overload, %s at %.1f × C = %.0f/s open-loop for %s: 2xx %.0f/s = %.2f of 0.8 B (goal ≥ 1); p99 2xx %.1f ms (≤ %.0f); p99 refusals %.1f ms (≤ %.0f), %d refused; timeouts + refused connections %.3f %% (≤ %.1f); peak RSS %.0f MiB (≤ %d)",

@@ -1,4 +1,7 @@
-package main
+// Package sink holds the receivers the harness serves itself, on
+// loopback: the webhook sink of the webhook phases and the discarding
+// OTLP/HTTP collector of the traced phases.
+package sink
 
 import (
 	"context"
@@ -14,15 +17,15 @@ import (
 	"time"
 )
 
-// sink is the webhook receiver of the webhook phases, in the harness
+// Sink is the webhook receiver of the webhook phases, in the harness
 // process, on loopback:
 //
 //	/ok     answers 204 and records the arrival (drain and floors);
 //	/hang   holds the request until the client gives up or release;
 //	/probe  answers 204 and records the event → first attempt delay of the
 //	        message (its createTime, in ms).
-type sink struct {
-	base string
+type Sink struct {
+	Base string
 	srv  *http.Server
 
 	mu       sync.Mutex
@@ -30,16 +33,19 @@ type sink struct {
 	delays   []time.Duration
 	hold     chan struct{}
 	released bool
-	hanging  atomic.Int64
-	probes   atomic.Int64
+	// Hanging counts the /hang requests held now, Probes the /probe
+	// arrivals recorded.
+	Hanging atomic.Int64
+	Probes  atomic.Int64
 }
 
-func startSink() (*sink, error) {
+// Start serves a Sink on a free loopback port.
+func Start() (*Sink, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	s := &sink{base: "http://" + l.Addr().String(), hold: make(chan struct{})}
+	s := &Sink{Base: "http://" + l.Addr().String(), hold: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -50,8 +56,8 @@ func startSink() (*sink, error) {
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("/hang", func(w http.ResponseWriter, r *http.Request) {
-		s.hanging.Add(1)
-		defer s.hanging.Add(-1)
+		s.Hanging.Add(1)
+		defer s.Hanging.Add(-1)
 		s.mu.Lock()
 		hold := s.hold
 		s.mu.Unlock()
@@ -72,7 +78,7 @@ func startSink() (*sink, error) {
 			s.mu.Lock()
 			s.delays = append(s.delays, now.Sub(time.UnixMilli(m.CreateTime)))
 			s.mu.Unlock()
-			s.probes.Add(1)
+			s.Probes.Add(1)
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
@@ -81,9 +87,9 @@ func startSink() (*sink, error) {
 	return s, nil
 }
 
-// reset forgets the arrivals and delays recorded so far and holds /hang
+// Reset forgets the arrivals and delays recorded so far and holds /hang
 // requests again.
-func (s *sink) reset() {
+func (s *Sink) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.arrivals, s.delays = nil, nil
@@ -92,8 +98,8 @@ func (s *sink) reset() {
 	}
 }
 
-// release lets every held /hang request go.
-func (s *sink) release() {
+// Release lets every held /hang request go.
+func (s *Sink) Release() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.released {
@@ -102,9 +108,9 @@ func (s *sink) release() {
 	}
 }
 
-// waitArrivals waits until n requests reached /ok and returns the rate
+// WaitArrivals waits until n requests reached /ok and returns the rate
 // between the first and the last (deliveries per second).
-func (s *sink) waitArrivals(ctx context.Context, n int, within time.Duration) (float64, error) {
+func (s *Sink) WaitArrivals(ctx context.Context, n int, within time.Duration) (float64, error) {
 	deadline := time.Now().Add(within)
 	for {
 		s.mu.Lock()
@@ -124,8 +130,8 @@ func (s *sink) waitArrivals(ctx context.Context, n int, within time.Duration) (f
 	}
 }
 
-// waitFor polls cond until it holds or within passes.
-func waitFor(ctx context.Context, within time.Duration, cond func() bool) error {
+// WaitFor polls cond until it holds or within passes.
+func WaitFor(ctx context.Context, within time.Duration, cond func() bool) error {
 	deadline := time.Now().Add(within)
 	for !cond() {
 		if time.Now().After(deadline) || ctx.Err() != nil {
@@ -136,8 +142,8 @@ func waitFor(ctx context.Context, within time.Duration, cond func() bool) error 
 	return nil
 }
 
-// probeDelays returns the recorded event → first attempt delays, sorted.
-func (s *sink) probeDelays() []time.Duration {
+// ProbeDelays returns the recorded event → first attempt delays, sorted.
+func (s *Sink) ProbeDelays() []time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d := slices.Clone(s.delays)
@@ -145,15 +151,16 @@ func (s *sink) probeDelays() []time.Duration {
 	return d
 }
 
-func (s *sink) close() {
-	s.release()
+// Close releases every held request and stops the Sink.
+func (s *Sink) Close() {
+	s.Release()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = s.srv.Shutdown(ctx)
 }
 
-// percentile of sorted durations, in ms.
-func percentile(d []time.Duration, p float64) float64 {
+// Percentile is the p-quantile of sorted durations, in ms.
+func Percentile(d []time.Duration, p float64) float64 {
 	if len(d) == 0 {
 		return 0
 	}

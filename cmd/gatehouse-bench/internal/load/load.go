@@ -1,4 +1,7 @@
-package main
+// Package load drives closed-loop HTTP load from the harness process:
+// sources of requests, phases measured alone or in turns with their
+// floor, and what each cost the servers it loaded and the machine.
+package load
 
 import (
 	"context"
@@ -10,10 +13,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"gatehouse/cmd/gatehouse-bench/internal/bench"
+	"gatehouse/cmd/gatehouse-bench/internal/proc"
 )
 
-// loadResult is one measured load phase.
-type loadResult struct {
+// Result is one measured load phase.
+type Result struct {
 	Requests   int     `json:"requests"`
 	Errors     int     `json:"errors"`
 	RPS        float64 `json:"rps"`
@@ -33,21 +39,21 @@ type loadResult struct {
 	MachineCPUus float64 `json:"machine_cpu_us_per_request,omitempty"`
 }
 
-// source hands out the requests of a phase: next returns false when it
+// Source hands out the requests of a phase: Next returns false when it
 // has none left (pre-signed URLs are finite).
-type source struct {
-	next func() (*http.Request, bool)
-	want int // the expected status
+type Source struct {
+	Next func() (*http.Request, bool)
+	Want int // the expected status
 }
 
-// urls is a source of GET requests from a fixed list (each used once).
-func urls(list []string) source { return urlsWith(http.MethodGet, list) }
+// URLs is a Source of GET requests from a fixed list (each used once).
+func URLs(list []string) Source { return URLsWith(http.MethodGet, list) }
 
-// urlsWith is a source of requests with method from a fixed list (each
+// URLsWith is a Source of requests with method from a fixed list (each
 // used once), expecting 200.
-func urlsWith(method string, list []string) source {
+func URLsWith(method string, list []string) Source {
 	var i atomic.Int64
-	return source{want: http.StatusOK, next: func() (*http.Request, bool) {
+	return Source{Want: http.StatusOK, Next: func() (*http.Request, bool) {
 		n := int(i.Add(1)) - 1
 		if n >= len(list) {
 			return nil, false
@@ -57,18 +63,19 @@ func urlsWith(method string, list []string) source {
 	}}
 }
 
-// cycle is a source of POST requests to fmt.Sprintf(format, k) for
+// Cycle is a Source of POST requests to fmt.Sprintf(format, k) for
 // k = 1, 2 … spread, 1, 2 …, expecting 200.
-func cycle(format string, spread int) source {
+func Cycle(format string, spread int) Source {
 	var i atomic.Int64
-	return source{want: http.StatusOK, next: func() (*http.Request, bool) {
+	return Source{Want: http.StatusOK, Next: func() (*http.Request, bool) {
 		k := int(i.Add(1)-1)%spread + 1
 		req, _ := http.NewRequest(http.MethodPost, fmt.Sprintf(format, k), nil)
 		return req, true
 	}}
 }
 
-func newClient(workers int) *http.Client {
+// NewClient is the harness's HTTP client for workers connections.
+func NewClient(workers int) *http.Client {
 	return &http.Client{
 		Timeout: 10 * time.Second,
 		Transport: &http.Transport{
@@ -80,42 +87,42 @@ func newClient(workers int) *http.Client {
 	}
 }
 
-// measure runs an unmeasured warm-up and then a measured phase.
-func measure(ctx context.Context, o options, c *http.Client, src source) loadResult {
-	if o.warmup > 0 {
-		drive(ctx, c, o.workers, o.warmup, src)
+// Measure runs an unmeasured warm-up and then a measured phase.
+func Measure(ctx context.Context, o bench.Options, c *http.Client, src Source) Result {
+	if o.Warmup > 0 {
+		Drive(ctx, c, o.Workers, o.Warmup, src)
 	}
-	return drive(ctx, c, o.workers, o.phase, src)
+	return Drive(ctx, c, o.Workers, o.Phase, src)
 }
 
-// drive sends requests from src with workers goroutines for d (or until
+// Drive sends requests from src with workers goroutines for d (or until
 // src runs dry) and summarises them.
-func drive(ctx context.Context, c *http.Client, workers int, d time.Duration, src source) loadResult {
+func Drive(ctx context.Context, c *http.Client, workers int, d time.Duration, src Source) Result {
 	return driveRaw(ctx, c, workers, d, src).summary()
 }
 
-// measurePair measures two servers doing the same work, a (the floor)
+// MeasurePair measures two servers doing the same work, a (the floor)
 // and b, both running: after a warm-up of each, the measured time of each
 // is cut into slices run in turn (a b, b a, a b, …), so that a change in
 // the machine's speed during the phase weighs on both alike. On this kind
 // of shared VM the speed moves by tens of percent within a minute; two
 // phases measured one after the other can differ by that much for the
 // same server.
-func measurePair(ctx context.Context, o options, c *http.Client, a, b source) (loadResult, loadResult) {
-	la, lb, _ := measurePairWarm(ctx, o, c, a, b)
+func MeasurePair(ctx context.Context, o bench.Options, c *http.Client, a, b Source) (Result, Result) {
+	la, lb, _ := MeasurePairWarm(ctx, o, c, a, b)
 	return la, lb
 }
 
-// measurePairWarm is measurePair that also returns b's warm-up (whose
+// MeasurePairWarm is MeasurePair that also returns b's warm-up (whose
 // requests count too where the harness checks their effects).
-func measurePairWarm(ctx context.Context, o options, c *http.Client, a, b source) (loadResult, loadResult, loadResult) {
-	var warmB loadResult
-	if o.warmup > 0 {
-		drive(ctx, c, o.workers, o.warmup, a)
-		warmB = drive(ctx, c, o.workers, o.warmup, b)
+func MeasurePairWarm(ctx context.Context, o bench.Options, c *http.Client, a, b Source) (Result, Result, Result) {
+	var warmB Result
+	if o.Warmup > 0 {
+		Drive(ctx, c, o.Workers, o.Warmup, a)
+		warmB = Drive(ctx, c, o.Workers, o.Warmup, b)
 	}
-	slices := max(2, int(o.phase/(500*time.Millisecond)))
-	slice := o.phase / time.Duration(slices)
+	slices := max(2, int(o.Phase/(500*time.Millisecond)))
+	slice := o.Phase / time.Duration(slices)
 	var ra, rb rawLoad
 	for i := range slices {
 		first, second := &ra, &rb
@@ -123,13 +130,13 @@ func measurePairWarm(ctx context.Context, o options, c *http.Client, a, b source
 		if i%2 == 1 {
 			first, second, srcFirst, srcSecond = second, first, srcSecond, srcFirst
 		}
-		first.add(driveRaw(ctx, c, o.workers, slice, srcFirst))
-		second.add(driveRaw(ctx, c, o.workers, slice, srcSecond))
+		first.add(driveRaw(ctx, c, o.Workers, slice, srcFirst))
+		second.add(driveRaw(ctx, c, o.Workers, slice, srcSecond))
 	}
 	return ra.summary(), rb.summary(), warmB
 }
 
-// rawLoad is what drive gathers, before it is summarised; the loads of
+// rawLoad is what Drive gathers, before it is summarised; the loads of
 // several slices add up.
 type rawLoad struct {
 	lat      []time.Duration
@@ -155,10 +162,10 @@ func (r *rawLoad) add(o rawLoad) {
 	r.slices++
 }
 
-func (r rawLoad) summary() loadResult {
+func (r rawLoad) summary() Result {
 	all := slices.Clone(r.lat)
 	slices.Sort(all)
-	l := loadResult{Requests: len(all), Errors: r.errs, FirstError: r.firstErr}
+	l := Result{Requests: len(all), Errors: r.errs, FirstError: r.firstErr}
 	if len(all) > 0 {
 		l.RPS = float64(len(all)) / r.elapsed.Seconds()
 		l.P50Ms = ms(all[len(all)*50/100])
@@ -171,8 +178,8 @@ func (r rawLoad) summary() loadResult {
 	return l
 }
 
-// driveRaw is drive without the summary.
-func driveRaw(ctx context.Context, c *http.Client, workers int, d time.Duration, src source) rawLoad {
+// driveRaw is Drive without the summary.
+func driveRaw(ctx context.Context, c *http.Client, workers int, d time.Duration, src Source) rawLoad {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var (
@@ -183,8 +190,8 @@ func driveRaw(ctx context.Context, c *http.Client, workers int, d time.Duration,
 		wg       sync.WaitGroup
 	)
 	hosts := map[string]bool{} // the servers this phase loaded
-	cpu0 := cpuSnapshot()
-	busy0, busyErr := machineBusy()
+	cpu0 := proc.CPUSnapshot()
+	busy0, busyErr := proc.MachineBusy()
 	start := time.Now()
 	for range workers {
 		wg.Go(func() {
@@ -193,7 +200,7 @@ func driveRaw(ctx context.Context, c *http.Client, workers int, d time.Duration,
 			var first string
 			seen := map[string]bool{}
 			for ctx.Err() == nil {
-				req, ok := src.next()
+				req, ok := src.Next()
 				if !ok {
 					break
 				}
@@ -209,7 +216,7 @@ func driveRaw(ctx context.Context, c *http.Client, workers int, d time.Duration,
 				}
 				body, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
-				if resp.StatusCode != src.want {
+				if resp.StatusCode != src.Want {
 					bad++
 					if first == "" {
 						first = fmt.Sprintf("HTTP %d: %.200s", resp.StatusCode, strings.TrimSpace(string(body)))
@@ -232,8 +239,8 @@ func driveRaw(ctx context.Context, c *http.Client, workers int, d time.Duration,
 	}
 	wg.Wait()
 	r := rawLoad{lat: all, errs: errs, firstErr: firstErr, elapsed: time.Since(start)}
-	cpu1 := cpuSnapshot()
-	if busy1, err := machineBusy(); err == nil && busyErr == nil {
+	cpu1 := proc.CPUSnapshot()
+	if busy1, err := proc.MachineBusy(); err == nil && busyErr == nil {
 		r.machine = busy1 - busy0
 	}
 	r.cpuKnown = len(hosts) > 0
@@ -246,4 +253,22 @@ func driveRaw(ctx context.Context, c *http.Client, workers int, d time.Duration,
 	return r
 }
 
+// ms is d in milliseconds.
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// Repeat is a Source that sends the same GET forever.
+func Repeat(u string) Source {
+	return Source{Want: http.StatusOK, Next: func() (*http.Request, bool) {
+		req, _ := http.NewRequest(http.MethodGet, u, nil)
+		return req, true
+	}}
+}
+
+// PostJSON is a Source that POSTs the same JSON body forever, expecting 201.
+func PostJSON(u, body string) Source {
+	return Source{Want: http.StatusCreated, Next: func() (*http.Request, bool) {
+		req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		return req, true
+	}}
+}

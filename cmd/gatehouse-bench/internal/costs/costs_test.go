@@ -1,4 +1,4 @@
-package main
+package costs
 
 import (
 	"context"
@@ -84,7 +84,7 @@ func TestCostSampler(t *testing.T) {
 	if _, err := db.ExecContext(ctx, "SELECT 1"); err != nil {
 		t.Fatal(err)
 	}
-	s := newCostSampler(ctx, rdb, meta, dbName, os.Getpid(), redisURL, pgURL)
+	s := NewSampler(ctx, rdb, meta, dbName, os.Getpid(), redisURL, pgURL)
 	before := s.snapshot(ctx)
 	for range 10 {
 		if err := probe.Ping(ctx).Err(); err != nil {

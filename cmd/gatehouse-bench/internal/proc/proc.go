@@ -1,4 +1,7 @@
-package main
+// Package proc runs the harness's child processes (gatehouse, the baselines,
+// the floors) on loopback and reads what they cost: start-up time, peak
+// RSS, CPU time, and the whole machine's busy time.
+package proc
 
 import (
 	"bufio"
@@ -18,20 +21,20 @@ import (
 
 // serving maps the host:port of every running child to its process, so
 // that a load phase can charge the CPU time of the processes it loaded.
-var serving sync.Map // host:port → *proc
+var serving sync.Map // host:port → *Proc
 
-// proc is a child process serving HTTP on loopback.
-type proc struct {
+// Proc is a child process serving HTTP on loopback.
+type Proc struct {
 	name    string
 	cmd     *exec.Cmd
-	base    string        // http://127.0.0.1:port
-	startup time.Duration // exec to the first healthy reply
+	Base    string        // http://127.0.0.1:port
+	Startup time.Duration // exec to the first healthy reply
 	logPath string
 	done    chan error
 }
 
-// freeAddr returns a loopback address with a port that was free a moment ago.
-func freeAddr() (string, error) {
+// FreeAddr returns a loopback address with a port that was free a moment ago.
+func FreeAddr() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
@@ -40,9 +43,9 @@ func freeAddr() (string, error) {
 	return l.Addr().String(), nil
 }
 
-// startProc runs bin with args and env (added to this process's), its
+// Start runs bin with args and env (added to this process's), its
 // output in logDir, and waits until GET base+"/healthz" answers 200.
-func startProc(ctx context.Context, name, bin string, args, env []string, addr, logDir string) (*proc, error) {
+func Start(ctx context.Context, name, bin string, args, env []string, addr, logDir string) (*Proc, error) {
 	logPath := logDir + "/" + strings.ReplaceAll(name, " ", "-") + ".log"
 	logf, err := os.Create(logPath)
 	if err != nil {
@@ -52,7 +55,7 @@ func startProc(ctx context.Context, name, bin string, args, env []string, addr, 
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	p := &proc{name: name, cmd: cmd, base: "http://" + addr, logPath: logPath, done: make(chan error, 1)}
+	p := &Proc{name: name, cmd: cmd, Base: "http://" + addr, logPath: logPath, done: make(chan error, 1)}
 	t0 := time.Now()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
@@ -63,27 +66,27 @@ func startProc(ctx context.Context, name, bin string, args, env []string, addr, 
 	for {
 		select {
 		case err := <-p.done:
-			return nil, fmt.Errorf("%s exited during start-up (%v); log: %s", name, err, tail(logPath))
+			return nil, fmt.Errorf("%s exited during start-up (%v); log: %s", name, err, Tail(logPath))
 		default:
 		}
-		if resp, err := c.Get(p.base + "/healthz"); err == nil {
+		if resp, err := c.Get(p.Base + "/healthz"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				p.startup = time.Since(t0)
+				p.Startup = time.Since(t0)
 				serving.Store(addr, p)
 				return p, nil
 			}
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			p.stop()
-			return nil, fmt.Errorf("%s did not become healthy; log: %s", name, tail(logPath))
+			p.Stop()
+			return nil, fmt.Errorf("%s did not become healthy; log: %s", name, Tail(logPath))
 		}
 		time.Sleep(2 * time.Millisecond) // start-up resolution
 	}
 }
 
-// peakRSS returns the process's peak resident set size (VmHWM) in bytes.
-func (p *proc) peakRSS() (int64, error) {
+// PeakRSS returns the process's peak resident set size (VmHWM) in bytes.
+func (p *Proc) PeakRSS() (int64, error) {
 	f, err := os.Open("/proc/" + strconv.Itoa(p.cmd.Process.Pid) + "/status")
 	if err != nil {
 		return 0, err
@@ -100,11 +103,14 @@ func (p *proc) peakRSS() (int64, error) {
 }
 
 // cpuTime is the CPU time (user + system) the process has used so far.
-func (p *proc) cpuTime() (time.Duration, error) { return procCPU(p.cmd.Process.Pid) }
+func (p *Proc) cpuTime() (time.Duration, error) { return CPU(p.cmd.Process.Pid) }
 
-// procCPU is the CPU time (user + system) process pid has used so far,
+// Pid is the process id.
+func (p *Proc) Pid() int { return p.cmd.Process.Pid }
+
+// CPU is the CPU time (user + system) process pid has used so far,
 // from /proc/<pid>/stat, in clock ticks of 10 ms (USER_HZ 100 on Linux).
-func procCPU(pid int) (time.Duration, error) {
+func CPU(pid int) (time.Duration, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return 0, err
@@ -123,10 +129,10 @@ func procCPU(pid int) (time.Duration, error) {
 	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
 }
 
-// machineBusy is the CPU time all CPUs have spent busy so far (user,
+// MachineBusy is the CPU time all CPUs have spent busy so far (user,
 // nice, system, irq, softirq, steal from the first line of /proc/stat;
 // idle and iowait left out), in clock ticks of 10 ms.
-func machineBusy() (time.Duration, error) {
+func MachineBusy() (time.Duration, error) {
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
 		return 0, err
@@ -149,11 +155,11 @@ func machineBusy() (time.Duration, error) {
 	return time.Duration(busy) * 10 * time.Millisecond, nil
 }
 
-// cpuSnapshot is the CPU time of every serving child at one moment.
-func cpuSnapshot() map[string]time.Duration {
+// CPUSnapshot is the CPU time of every serving child at one moment.
+func CPUSnapshot() map[string]time.Duration {
 	m := map[string]time.Duration{}
 	serving.Range(func(k, v any) bool {
-		if t, err := v.(*proc).cpuTime(); err == nil {
+		if t, err := v.(*Proc).cpuTime(); err == nil {
 			m[k.(string)] = t
 		}
 		return true
@@ -161,9 +167,9 @@ func cpuSnapshot() map[string]time.Duration {
 	return m
 }
 
-// stop sends SIGTERM and waits (at most 25 s, then kills).
-func (p *proc) stop() error {
-	serving.Delete(strings.TrimPrefix(p.base, "http://"))
+// Stop sends SIGTERM and waits (at most 25 s, then kills).
+func (p *Proc) Stop() error {
+	serving.Delete(strings.TrimPrefix(p.Base, "http://"))
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-p.done:
@@ -174,7 +180,8 @@ func (p *proc) stop() error {
 	}
 }
 
-func tail(path string) string {
+// Tail is the end of the log at path, for an error message.
+func Tail(path string) string {
 	b, _ := os.ReadFile(path)
 	if len(b) > 2000 {
 		b = b[len(b)-2000:]

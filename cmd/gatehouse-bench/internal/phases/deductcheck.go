@@ -1,4 +1,4 @@
-package main
+package phases
 
 import (
 	"context"
@@ -9,35 +9,11 @@ import (
 	"strconv"
 	"strings"
 
+	"gatehouse/cmd/gatehouse-bench/internal/gatehouse"
 	"gatehouse/rest/partnerclient"
 )
 
-// skuStocks reads the stock of the SKUs ids through the admin GraphQL API.
-func (g *gatehouse) skuStocks(ctx context.Context, ids []string) (map[string]int64, error) {
-	var out struct {
-		Skus struct {
-			Edges []struct {
-				Node struct {
-					ID    string
-					Stock int64
-				}
-			}
-		}
-	}
-	q := fmt.Sprintf(`query { skus(first: 100, where: {idIn: [%s]}) { edges { node { id stock } } } }`, `"`+strings.Join(ids, `","`)+`"`)
-	if err := g.graphql(ctx, q, &out); err != nil {
-		return nil, err
-	}
-	m := make(map[string]int64, len(ids))
-	for _, e := range out.Skus.Edges {
-		m[e.Node.ID] = e.Node.Stock
-	}
-	if len(m) != len(ids) {
-		return nil, fmt.Errorf("read %d of %d SKUs", len(m), len(ids))
-	}
-	return m, nil
-}
-
+// totalStock is the sum of the stocks in m.
 func totalStock(m map[string]int64) int64 {
 	var n int64
 	for _, v := range m {
@@ -53,10 +29,10 @@ func totalStock(m map[string]int64) int64 {
 // Idempotent-Replayed, identical data each time, and deduct nothing.
 // A request that failed in transport may or may not have been deducted:
 // then the fall must lie between the successes and successes + errors.
-func (g *gatehouse) checkDeductions(ctx context.Context, c *http.Client, skus []string, before map[string]int64,
+func checkDeductions(ctx context.Context, g *gatehouse.Process, c *http.Client, skus []string, before map[string]int64,
 	successes, errors int, run string, sample int,
 ) (string, error) {
-	after, err := g.skuStocks(ctx, skus)
+	after, err := g.SKUStocks(ctx, skus)
 	if err != nil {
 		return "", err
 	}
@@ -69,14 +45,14 @@ func (g *gatehouse) checkDeductions(ctx context.Context, c *http.Client, skus []
 			return "", fmt.Errorf("negative stock %d", v)
 		}
 	}
-	s := partnerclient.Signer{AppKey: g.appKey, AppSecret: g.secret}
+	s := partnerclient.Signer{AppKey: g.AppKey, AppSecret: g.Secret}
 	replayed := 0
 	// The first requests of the phase were sent first: with no errors they
 	// all succeeded.
 	for i := 0; i < sample && i < successes && errors == 0; i++ {
 		var first []byte
 		for range 2 {
-			u, err := s.SignURL(fmt.Sprintf("%s/api/v1/inventory/deduct?biz_no=B-%s-%d&sku_id=%s&quantity=1", g.proc.base, run, i, skus[i%len(skus)]))
+			u, err := s.SignURL(fmt.Sprintf("%s/api/v1/inventory/deduct?biz_no=B-%s-%d&sku_id=%s&quantity=1", g.Proc.Base, run, i, skus[i%len(skus)]))
 			if err != nil {
 				return "", err
 			}
@@ -105,7 +81,7 @@ func (g *gatehouse) checkDeductions(ctx context.Context, c *http.Client, skus []
 		}
 		replayed++
 	}
-	again, err := g.skuStocks(ctx, skus)
+	again, err := g.SKUStocks(ctx, skus)
 	if err != nil {
 		return "", err
 	}

@@ -1,4 +1,4 @@
-package main
+package overload
 
 import (
 	"context"
@@ -18,8 +18,8 @@ import (
 	"gatehouse/rest/partnerclient"
 )
 
-// overloadResult is what one run of the overload load generator saw.
-type overloadResult struct {
+// Result is what one run of the overload load generator saw.
+type Result struct {
 	Sent int `json:"sent"`
 	// OK are the 2xx answers; Refused the 503 and 429 answers in an error
 	// body (the partner envelope or {"error": …}); Other anything else.
@@ -43,13 +43,13 @@ type overloadResult struct {
 	LagP99Ms float64 `json:"generator_lag_p99_ms"`
 }
 
-// runOverloadLoad is the load generator of the overload phases, run as a
+// RunLoad is the load generator of the overload phases, run as a
 // child process (`gatehouse-bench overload-load …`) pinned to its own
 // CPU: closed-loop (-workers requests at a time, for capacity) or
 // open-loop (-rate requests per second on a fixed schedule, whatever the
 // answers, with latency counted from each request's scheduled time so a
-// stalled server is not hidden). It prints an overloadResult as JSON.
-func runOverloadLoad(ctx context.Context, args []string) error {
+// stalled server is not hidden). It prints a Result as JSON.
+func RunLoad(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("overload-load", flag.ContinueOnError)
 	target := fs.String("url", "", "the URL to GET; with -app-key, signed anew for each request (one nonce each, all signed before the clock starts)")
 	appKey := fs.String("app-key", "", "sign the URL with this app key")
@@ -77,7 +77,7 @@ func runOverloadLoad(ctx context.Context, args []string) error {
 		return fmt.Errorf("-url %q: an http:// URL is needed", *target)
 	}
 	c := newRawClient(tu.Host)
-	var res overloadResult
+	var res Result
 	switch *mode {
 	case "closed":
 		res = closedLoop(ctx, c, next, *workers, *warmup, *duration, *timeout)
@@ -120,7 +120,7 @@ func overloadTargets(target, appKey, secret string, n int) (func() string, error
 // tally gathers answers.
 type tally struct {
 	mu       sync.Mutex
-	res      overloadResult
+	res      Result
 	ok, refd []time.Duration
 	lag      []time.Duration
 }
@@ -163,7 +163,7 @@ func (t *tally) do(ctx context.Context, c *rawClient, u string, at time.Time, ti
 	}
 }
 
-func (t *tally) summary(period time.Duration) overloadResult {
+func (t *tally) summary(period time.Duration) Result {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	r := t.res
@@ -182,9 +182,12 @@ func quantileMs(d []time.Duration, q float64) float64 {
 	return ms(d[min(len(d)-1, int(float64(len(d))*q))])
 }
 
+// ms is d in milliseconds.
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
 // closedLoop keeps workers requests in flight: after an unmeasured
 // warm-up, it counts what answered in duration.
-func closedLoop(ctx context.Context, c *rawClient, next func() string, workers int, warmup, duration, timeout time.Duration) overloadResult {
+func closedLoop(ctx context.Context, c *rawClient, next func() string, workers int, warmup, duration, timeout time.Duration) Result {
 	run := func(d time.Duration) *tally {
 		t := &tally{}
 		end := time.Now().Add(d)
@@ -211,7 +214,7 @@ func closedLoop(ctx context.Context, c *rawClient, next func() string, workers i
 
 // openLoop sends rate requests per second for duration on a fixed
 // schedule, each in its own goroutine, then waits for the last answers.
-func openLoop(ctx context.Context, c *rawClient, next func() string, rate float64, duration, timeout time.Duration) overloadResult {
+func openLoop(ctx context.Context, c *rawClient, next func() string, rate float64, duration, timeout time.Duration) Result {
 	t := &tally{}
 	var wg sync.WaitGroup
 	start := time.Now()
