@@ -1,4 +1,4 @@
-package rest
+package partnerapi
 
 import (
 	"encoding/json"
@@ -77,6 +77,16 @@ func WriteEnvelopeError(w http.ResponseWriter, r *http.Request, code int, detail
 // deduction's "insufficient stock" 409/5002 and "business failed" 409/5001).
 func WriteEnvelopeErrorStatus(w http.ResponseWriter, r *http.Request, status, code int, msg string) {
 	writeEnvelope(w, r, status, Envelope{Code: code, Message: msg})
+}
+
+// Message is the message of an error with code: its meaning, followed by
+// ": detail" when detail is not empty (what WriteEnvelopeError writes).
+func Message(code int, detail string) string {
+	info, ok := codeInfo[code]
+	if !ok {
+		info = codeInfo[CodeSystemError]
+	}
+	return message(info.meaning, detail)
 }
 
 func message(meaning, detail string) string {

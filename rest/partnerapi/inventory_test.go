@@ -1,4 +1,4 @@
-package rest_test
+package partnerapi_test
 
 import (
 	"bytes"
@@ -29,7 +29,7 @@ import (
 	"gatehouse/internal/partner"
 	"gatehouse/internal/store"
 	"gatehouse/internal/testenv"
-	"gatehouse/rest"
+	"gatehouse/rest/partnerapi"
 	"gatehouse/rest/partnerclient"
 )
 
@@ -475,8 +475,8 @@ func TestDeductErrorMapping(t *testing.T) {
 
 	logs := &apptest.SyncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
-	serve := func(svc *inventory.Service, admitted bool, query string) (*httptest.ResponseRecorder, rest.Envelope) {
-		h := rest.Inventory{Svc: svc, Log: log}
+	serve := func(svc *inventory.Service, admitted bool, query string) (*httptest.ResponseRecorder, partnerapi.Envelope) {
+		h := partnerapi.Inventory{Svc: svc, Log: log}
 		req := httptest.NewRequest(http.MethodPost, deductPath+"?"+query, nil)
 		if admitted {
 			req = req.WithContext(partner.NewContext(req.Context(), &partner.Admitted{
@@ -486,7 +486,7 @@ func TestDeductErrorMapping(t *testing.T) {
 		}
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
-		var env rest.Envelope
+		var env partnerapi.Envelope
 		if err := json.Unmarshal(rec.Body.Bytes(), &env); err != nil {
 			t.Fatalf("not an envelope: %s", rec.Body)
 		}

@@ -1,4 +1,4 @@
-package rest_test
+package partnerapi_test
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 	"gatehouse/internal/order"
 	"gatehouse/internal/partner"
 	"gatehouse/internal/testenv"
-	"gatehouse/rest"
+	"gatehouse/rest/partnerapi"
 	"gatehouse/rest/partnerclient"
 )
 
@@ -191,7 +191,7 @@ func TestPartnerRouting(t *testing.T) {
 		}
 		var cases []route
 		methods := []string{"GET", "POST", "PUT", "DELETE", "PATCH"}
-		for _, v := range rest.PartnerAPI {
+		for _, v := range partnerapi.PartnerAPI {
 			cases = append(cases,
 				route{"GET", "/api/" + v.Name + "/nope", 404, v.Name},
 				route{"GET", "/api/" + v.Name + "/orders", 404, v.Name},
@@ -218,7 +218,7 @@ func TestPartnerRouting(t *testing.T) {
 				}
 			}
 		}
-		next := "v" + strconv.Itoa(len(rest.PartnerAPI)+1)
+		next := "v" + strconv.Itoa(len(partnerapi.PartnerAPI)+1)
 		cases = append(cases, route{"GET", "/api/" + next + "/orders/query", 404, ""}, route{"GET", "/api/v0/orders/query", 404, ""})
 		for _, c := range cases {
 			r := call(t, e, c.method, e.PublicURL+c.path+"?"+signed)
@@ -278,9 +278,9 @@ func TestPartnerVersionRetired(t *testing.T) {
 		})
 		app, sec := createApp(t, e, partner.CreateInput{})
 		signed := signedQuery(app.AppKey, sec, nowMillis(), freshNonce(), pair{"order_no", "x"})
-		want := "parameter validation failed: API version v1 was retired on " + sunset.Format(time.DateOnly) + "; use " + rest.PartnerAPI[len(rest.PartnerAPI)-1].Name
+		want := "parameter validation failed: API version v1 was retired on " + sunset.Format(time.DateOnly) + "; use " + partnerapi.PartnerAPI[len(partnerapi.PartnerAPI)-1].Name
 		var paths []string
-		for _, ep := range rest.PartnerAPI[0].Endpoints {
+		for _, ep := range partnerapi.PartnerAPI[0].Endpoints {
 			paths = append(paths, ep.Method+" /api/v1"+ep.Path+"?"+signed, "PATCH /api/v1"+ep.Path+"?"+signed)
 		}
 		paths = append(paths, "GET /api/v1/orders/query?order_no=x", "GET /api/v1/nope", "GET /api/v1", "DELETE /api/v1/anything/at/all")

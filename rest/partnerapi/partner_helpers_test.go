@@ -1,4 +1,4 @@
-package rest_test
+package partnerapi_test
 
 import (
 	"context"
@@ -101,14 +101,7 @@ func sharedKeyOption() apptest.Option {
 // createApp creates an app through the service, the way the admin does.
 func createApp(t testing.TB, e *apptest.Env, in partner.CreateInput) (partner.App, string) {
 	t.Helper()
-	if in.AppName == "" {
-		in.AppName = "test app"
-	}
-	app, sec, err := e.App.Partners.Create(context.Background(), in)
-	if err != nil {
-		t.Fatalf("create app: %v", err)
-	}
-	return app, sec.AppSecret
+	return apptest.CreateApp(t, e, in)
 }
 
 func createOrder(t testing.TB, e *apptest.Env, in order.CreateInput) order.Order {

@@ -1,4 +1,4 @@
-package rest_test
+package partnerapi_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package rest_test
+package partnerapi_test
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"gatehouse/internal/order"
 	"gatehouse/internal/partner"
 	"gatehouse/internal/testenv"
-	"gatehouse/rest"
+	"gatehouse/rest/partnerapi"
 	"gatehouse/rest/partnerclient"
 )
 
@@ -42,10 +42,10 @@ func TestV3CustomerInfoTransition(t *testing.T) {
 			t.Fatal(err)
 		}
 		clock := testenv.NewClock(v3Removal.Add(-time.Second))
-		h := rest.Partner{Gate: e.App.PartnerGate, Orders: e.App.Orders, Inventory: e.App.Inventory,
+		h := partnerapi.Partner{Gate: e.App.PartnerGate, Orders: e.App.Orders, Inventory: e.App.Inventory,
 			Versions: e.App.APIVersions, Now: clock.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 		r := chi.NewRouter()
-		r.Mount(rest.PartnerMountPattern, h.Routes())
+		r.Mount(partnerapi.PartnerMountPattern, h.Routes())
 		srv := httptest.NewServer(r)
 		t.Cleanup(srv.Close)
 		c := partnerclient.New(srv.URL, app.AppKey, sec)

@@ -1,4 +1,4 @@
-package rest
+package partnerapi
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package rest_test
+package publish_test
 
 import (
 	"context"
@@ -43,7 +43,7 @@ func startPublish(t *testing.T, b testenv.Backend) *publishEnv {
 	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
 	t.Cleanup(sink.Close)
 	ctx := context.Background()
-	app, _ := createApp(t, e, partner.CreateInput{AppName: "Publish", CallbackURL: sink.URL + "/hook"})
+	app, _ := apptest.CreateApp(t, e, partner.CreateInput{AppName: "Publish", CallbackURL: sink.URL + "/hook"})
 	for _, name := range []string{"invoice.issued", "shipment.sent"} {
 		if _, err := e.App.Webhooks.CreateEventType(ctx, name, "test", json.RawMessage(invoiceSchema), nil); err != nil {
 			t.Fatal(err)

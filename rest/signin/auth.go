@@ -1,4 +1,4 @@
-package rest
+package signin
 
 import (
 	"errors"
@@ -13,6 +13,7 @@ import (
 	"gatehouse/internal/errs"
 	"gatehouse/internal/httpx"
 	"gatehouse/internal/identity"
+	"gatehouse/rest/partnerapi"
 )
 
 // Auth serves the signed user token scheme (docs/auth.md):
@@ -126,7 +127,7 @@ func (h Auth) logout(w http.ResponseWriter, r *http.Request) {
 		internalAuthError(w, r, h.Log, err)
 		return
 	}
-	WriteEnvelope(w, r, nil)
+	partnerapi.WriteEnvelope(w, r, nil)
 }
 
 // authenticate returns the claims of the request's valid signed user

@@ -1,4 +1,4 @@
-package rest_test
+package signin_test
 
 import (
 	"encoding/base64"

@@ -1,4 +1,4 @@
-package rest
+package signin
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package rest_test
+package signin_test
 
 import (
 	"context"
@@ -393,7 +393,7 @@ func TestOAuthToken(t *testing.T) {
 			v.Set("client_secret", sec)
 			return v
 		}
-		other, otherSec := createApp(t, f.Env, partner.CreateInput{RedirectURIs: []string{f.redirect}, Scopes: []string{"profile"}})
+		other, otherSec := apptest.CreateApp(t, f.Env, partner.CreateInput{RedirectURIs: []string{f.redirect}, Scopes: []string{"profile"}})
 
 		f.token(t, url.Values{"code": {code}}).expectError(t, 400, "invalid_request")
 		f.token(t, url.Values{"grant_type": {"password"}, "username": {"alice"}, "password": {f.password}}).expectError(t, 400, "unsupported_grant_type")
@@ -596,7 +596,7 @@ func TestOAuthRevokeIntrospect(t *testing.T) {
 		code, _ := f.code(t, nil)
 		pair := f.exchange(t, code)
 		access, refresh := pair["access_token"].(string), pair["refresh_token"].(string)
-		other, otherSec := createApp(t, f.Env, partner.CreateInput{})
+		other, otherSec := apptest.CreateApp(t, f.Env, partner.CreateInput{})
 		post := func(path string, form url.Values, id, sec string) auResp {
 			if id != "" {
 				form.Set("client_id", id)

@@ -1,6 +1,7 @@
-// Package rest holds the public listener's routers and handlers, one file
-// per resource family. Handlers decode, call one service method, encode.
-package rest
+// Package tickets is the ticket service's routes on the public listener
+// (/api/tickets, no authentication): handlers decode, call one method of
+// internal/ticket, encode.
+package tickets
 
 import (
 	"log/slog"

@@ -1,4 +1,4 @@
-package rest_test
+package tickets_test
 
 import (
 	"encoding/json"
