@@ -1,4 +1,9 @@
-package graph_test
+// Package graphtest holds what the black-box tests of the admin GraphQL
+// API share (graph, graph/guard, graph/playground): a running gatehouse
+// with an admin API key, a GraphQL call and its decoded answer, and small
+// readers of decoded JSON. Importing it lowers the bcrypt cost for the
+// test binary (users are created in most tests).
+package graphtest
 
 import (
 	"context"
@@ -21,51 +26,54 @@ func init() {
 	secret.PasswordCost = 4
 }
 
-// admin is a running gatehouse with an admin API key.
-type admin struct {
+// Admin is a running gatehouse with an admin API key.
+type Admin struct {
 	*apptest.Env
 	Key string
 }
 
-// startAdmin starts gatehouse on b with a fresh enabled API key.
-func startAdmin(t *testing.T, b testenv.Backend, opts ...apptest.Option) *admin {
+// StartAdmin starts gatehouse on b with a fresh enabled API key.
+func StartAdmin(t *testing.T, b testenv.Backend, opts ...apptest.Option) *Admin {
 	t.Helper()
 	e := apptest.Start(t, b, opts...)
 	_, key, err := e.App.APIKeys.Create(context.Background(), "test", apikey.RoleAdmin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &admin{Env: e, Key: key}
+	return &Admin{Env: e, Key: key}
 }
 
-// gqlError is one GraphQL error.
-type gqlError struct {
+// Error is one GraphQL error.
+type Error struct {
 	Message    string         `json:"message"`
 	Path       []any          `json:"path"`
 	Extensions map[string]any `json:"extensions"`
 }
 
-func (e gqlError) code() string {
+// Code is the error's extensions.code.
+func (e Error) Code() string {
 	c, _ := e.Extensions["code"].(string)
 	return c
 }
 
-// gqlResult is a GraphQL response with its HTTP status and raw body.
-type gqlResult struct {
+// Result is a GraphQL response with its HTTP status and raw body.
+type Result struct {
 	Status     int
 	Body       string
 	Data       map[string]any
-	Errors     []gqlError
+	Errors     []Error
 	Extensions map[string]any
 }
 
-// gql posts query with variables, authenticated with key.
-func (a *admin) gql(t testing.TB, query string, vars map[string]any) gqlResult {
+// GQL posts query with variables, authenticated with key.
+func (a *Admin) GQL(t testing.TB, query string, vars map[string]any) Result {
 	t.Helper()
-	return gqlAs(t, a.Env, a.Key, query, vars)
+	return GQLAs(t, a.Env, a.Key, query, vars)
 }
 
-func gqlAs(t testing.TB, e *apptest.Env, key, query string, vars map[string]any) gqlResult {
+// GQLAs posts query with variables as GQL does, authenticated with key
+// (none when empty), to e's admin listener.
+func GQLAs(t testing.TB, e *apptest.Env, key, query string, vars map[string]any) Result {
 	t.Helper()
 	body, err := json.Marshal(map[string]any{"query": query, "variables": vars})
 	if err != nil {
@@ -76,11 +84,11 @@ func gqlAs(t testing.TB, e *apptest.Env, key, query string, vars map[string]any)
 		headers = append(headers, "X-API-Key", key)
 	}
 	r := e.Do(t, "POST", e.AdminURL+"/graphql", string(body), headers...)
-	res := gqlResult{Status: r.Status, Body: string(r.Body)}
+	res := Result{Status: r.Status, Body: string(r.Body)}
 	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/") {
 		var out struct {
 			Data       map[string]any `json:"data"`
-			Errors     []gqlError     `json:"errors"`
+			Errors     []Error        `json:"errors"`
 			Extensions map[string]any `json:"extensions"`
 		}
 		if err := json.Unmarshal(r.Body, &out); err != nil {
@@ -91,9 +99,9 @@ func gqlAs(t testing.TB, e *apptest.Env, key, query string, vars map[string]any)
 	return res
 }
 
-// ok fails the test unless the response is a success without errors, and
+// OK fails the test unless the response is a success without errors, and
 // returns data[field].
-func (r gqlResult) ok(t testing.TB, field string) map[string]any {
+func (r Result) OK(t testing.TB, field string) map[string]any {
 	t.Helper()
 	if r.Status != 200 || len(r.Errors) > 0 {
 		t.Fatalf("want success, got HTTP %d: %s", r.Status, r.Body)
@@ -102,17 +110,17 @@ func (r gqlResult) ok(t testing.TB, field string) map[string]any {
 	return v
 }
 
-// fails fails the test unless the response has exactly one error with code.
-func (r gqlResult) fails(t testing.TB, code string) gqlError {
+// Fails fails the test unless the response has exactly one error with code.
+func (r Result) Fails(t testing.TB, code string) Error {
 	t.Helper()
-	if len(r.Errors) != 1 || r.Errors[0].code() != code {
+	if len(r.Errors) != 1 || r.Errors[0].Code() != code {
 		t.Fatalf("want one error with code %s, got HTTP %d: %s", code, r.Status, r.Body)
 	}
 	return r.Errors[0]
 }
 
-// dig follows a path of object keys and array indexes in decoded JSON.
-func dig(v any, path ...any) any {
+// Dig follows a path of object keys and array indexes in decoded JSON.
+func Dig(v any, path ...any) any {
 	for _, p := range path {
 		switch k := p.(type) {
 		case string:
@@ -129,38 +137,40 @@ func dig(v any, path ...any) any {
 	return v
 }
 
-func str(v any, path ...any) string {
-	s, _ := dig(v, path...).(string)
+// Str is the string at path (see Dig); "" when it is not one.
+func Str(v any, path ...any) string {
+	s, _ := Dig(v, path...).(string)
 	return s
 }
 
-// intID reads a GraphQL ID (a JSON string) as an integer.
-func intID(t testing.TB, v any, path ...any) int {
+// IntID reads a GraphQL ID (a JSON string) as an integer.
+func IntID(t testing.TB, v any, path ...any) int {
 	t.Helper()
-	n, err := strconv.Atoi(str(v, path...))
+	n, err := strconv.Atoi(Str(v, path...))
 	if err != nil {
 		t.Fatalf("id at %v: %v", path, err)
 	}
 	return n
 }
 
-// count64 reads an Int64 (a JSON string of digits) as an int; -1 when
+// Count64 reads an Int64 (a JSON string of digits) as an int; -1 when
 // it is not one.
-func count64(v any, path ...any) int {
-	n, err := strconv.Atoi(str(v, path...))
+func Count64(v any, path ...any) int {
+	n, err := strconv.Atoi(Str(v, path...))
 	if err != nil {
 		return -1
 	}
 	return n
 }
 
-func num(v any, path ...any) int {
-	f, _ := dig(v, path...).(float64)
+// Num is the JSON number at path (see Dig) as an int.
+func Num(v any, path ...any) int {
+	f, _ := Dig(v, path...).(float64)
 	return int(f)
 }
 
-// eventually polls cond every 20 ms until it holds or the deadline passes.
-func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
+// Eventually polls cond every 20 ms until it holds or the deadline passes.
+func Eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for !cond() {
@@ -171,8 +181,8 @@ func eventually(t testing.TB, within time.Duration, what string, cond func() boo
 	}
 }
 
-// openDB opens the database at url for direct checks.
-func openDB(t testing.TB, url string) *store.DB {
+// OpenDB opens the database at url for direct checks.
+func OpenDB(t testing.TB, url string) *store.DB {
 	t.Helper()
 	db, err := store.Open(context.Background(), url)
 	if err != nil {
@@ -182,8 +192,8 @@ func openDB(t testing.TB, url string) *store.DB {
 	return db
 }
 
-// remarshal converts decoded JSON into v.
-func remarshal(from, v any) error {
+// Remarshal converts decoded JSON into v.
+func Remarshal(from, v any) error {
 	b, err := json.Marshal(from)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package graph
+package guard_test
 
 import (
 	"slices"
@@ -8,6 +8,8 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 
 	"gatehouse/ent"
+	"gatehouse/graph"
+	"gatehouse/graph/guard"
 	"gatehouse/internal/webhook"
 )
 
@@ -15,7 +17,7 @@ import (
 // target in the audit log: what it acted on, as (GraphQL type, id). The
 // table must name every mutation, so a new one cannot go unchecked.
 func TestAuditTargets(t *testing.T) {
-	schema := NewExecutableSchema(Config{}).Schema()
+	schema := graph.NewExecutableSchema(graph.Config{}).Schema()
 	const id, app, order = "17", "23", "SO1001"
 	type row struct {
 		mutation string
@@ -24,7 +26,7 @@ func TestAuditTargets(t *testing.T) {
 		typ, id  string
 	}
 	rows := []row{
-		{"createPartnerApp", nil, &PartnerAppSecretPayload{App: &ent.PartnerApp{ID: 41}}, "PartnerApp", "41"},
+		{"createPartnerApp", nil, &graph.PartnerAppSecretPayload{App: &ent.PartnerApp{ID: 41}}, "PartnerApp", "41"},
 		{"updatePartnerApp", map[string]any{"id": id}, nil, "PartnerApp", id},
 		{"rotatePartnerAppSecret", map[string]any{"id": id}, nil, "PartnerApp", id},
 		{"rotateWebhookSecret", map[string]any{"id": id}, nil, "PartnerApp", id},
@@ -36,7 +38,7 @@ func TestAuditTargets(t *testing.T) {
 		{"createPortalLink", map[string]any{"appID": app}, nil, "PartnerApp", app},
 		{"createWebhookEventType", map[string]any{"name": "invoice.issued", "description": "d"}, &webhook.EventType{Name: "invoice.issued"}, "WebhookEventType", "invoice.issued"},
 		{"publishWebhookEvent", map[string]any{"appID": app, "eventType": "invoice.issued"}, &webhook.Published{ID: "msg_x", AppID: 23}, "PartnerApp", app},
-		{"createWebhookEndpoint", map[string]any{"appID": app}, &WebhookEndpointSecretPayload{Endpoint: &ent.WebhookEndpoint{ID: 46}, Secret: "whsec_x"}, "WebhookEndpoint", "46"},
+		{"createWebhookEndpoint", map[string]any{"appID": app}, &graph.WebhookEndpointSecretPayload{Endpoint: &ent.WebhookEndpoint{ID: 46}, Secret: "whsec_x"}, "WebhookEndpoint", "46"},
 		{"updateWebhookEndpoint", map[string]any{"id": id}, nil, "WebhookEndpoint", id},
 		{"disableWebhookEndpoint", map[string]any{"id": id}, nil, "WebhookEndpoint", id},
 		{"enableWebhookEndpoint", map[string]any{"id": id}, nil, "WebhookEndpoint", id},
@@ -49,7 +51,7 @@ func TestAuditTargets(t *testing.T) {
 		{"payOrder", map[string]any{"orderNo": order}, &ent.Order{ID: 43}, "Order", order},
 		{"cancelOrder", map[string]any{"orderNo": order}, &ent.Order{ID: 43}, "Order", order},
 		{"refundOrder", map[string]any{"orderNo": order, "reason": "damaged"}, &ent.Order{ID: 43}, "Order", order},
-		{"createAPIKey", nil, &APIKeySecretPayload{APIKey: &ent.APIKey{ID: 44}, Key: "ghk_secret"}, "APIKey", "44"},
+		{"createAPIKey", nil, &graph.APIKeySecretPayload{APIKey: &ent.APIKey{ID: 44}, Key: "ghk_secret"}, "APIKey", "44"},
 		{"disableAPIKey", map[string]any{"id": id}, nil, "APIKey", id},
 		{"enableAPIKey", map[string]any{"id": id}, nil, "APIKey", id},
 		{"createUser", nil, &ent.User{ID: 45}, "User", "45"},
@@ -67,7 +69,7 @@ func TestAuditTargets(t *testing.T) {
 			for name := range tt.args {
 				f.Arguments = append(f.Arguments, &ast.Argument{Name: name, Value: &ast.Value{Kind: ast.Variable, Raw: name}})
 			}
-			typ, gotID := mutationGate{schema: schema}.target(graphql.CollectedField{Field: f}, tt.args, tt.result)
+			typ, gotID := guard.AuditTarget(schema, graphql.CollectedField{Field: f}, tt.args, tt.result)
 			if typ != tt.typ || gotID != tt.id {
 				t.Errorf("target (%q, %q), want (%q, %q)", typ, gotID, tt.typ, tt.id)
 			}

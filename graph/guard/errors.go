@@ -1,4 +1,4 @@
-package graph
+package guard
 
 import (
 	"context"
@@ -238,12 +238,4 @@ func argumentPath(ctx context.Context, gqlErr *gqlerror.Error, fallback string) 
 		return fallback
 	}
 	return strings.TrimPrefix(at.String(), ".")
-}
-
-// validationError is a VALIDATION_FAILED error raised by the admin layer itself.
-func validationError(field, msg string) error {
-	return &gqlerror.Error{
-		Message:    field + ": " + msg,
-		Extensions: map[string]any{"code": CodeValidationFailed, "field": field},
-	}
 }

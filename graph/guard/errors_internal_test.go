@@ -1,10 +1,8 @@
-package graph
+package guard
 
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,20 +21,6 @@ import (
 	"gatehouse/internal/partner"
 	"gatehouse/internal/webhook"
 )
-
-// TestPlaygroundAssetsIntegrity: the vendored files are byte for byte the
-// ones whose hashes gqlgen publishes (and the page announces as SRI).
-func TestPlaygroundAssetsIntegrity(t *testing.T) {
-	for _, a := range []playgroundAsset{graphiqlJS, graphiqlCSS, reactJS, reactDOMJS} {
-		got, err := subresourceIntegrity(a.path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got != a.sri {
-			t.Errorf("%s: %s, want %s", a.path, got, a.sri)
-		}
-	}
-}
 
 // TestErrorPresenter: domain errors keep their message and get a code;
 // any other resolver error is logged and shown as "internal error" only;
@@ -80,14 +64,4 @@ func TestErrorPresenter(t *testing.T) {
 	if !strings.Contains(logs.String(), "secret_table") {
 		t.Fatal("the internal error was not logged")
 	}
-}
-
-// subresourceIntegrity computes the SRI value of an embedded file.
-func subresourceIntegrity(path string) (string, error) {
-	b, err := playgroundFiles.ReadFile("playground/" + path)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(b)
-	return "sha256-" + base64.StdEncoding.EncodeToString(sum[:]), nil
 }

@@ -1,4 +1,4 @@
-package graph_test
+package guard_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"gatehouse/graph/graphtest"
 	"gatehouse/internal/apikey"
 	"gatehouse/internal/app"
 	"gatehouse/internal/app/apptest"
@@ -24,7 +25,7 @@ const apiKeysQuery = `query($id: ID!) { apiKeys(where: {id: $id}) { edges { node
 // key refused from the very next request.
 func TestAPIKeyGuard(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b)
+		a := graphtest.StartAdmin(t, b)
 		const q = `{"query":"{ apiKeys { totalCount } }"}`
 		cases := []struct {
 			name    string
@@ -84,20 +85,20 @@ func TestAPIKeyGuard(t *testing.T) {
 		})
 
 		t.Run("disabled key stops at once", func(t *testing.T) {
-			created := a.gql(t, `mutation { createAPIKey(name: "short-lived") { key apiKey { id status } } }`, nil).ok(t, "createAPIKey")
-			key, id := str(created, "key"), str(created, "apiKey", "id")
-			gqlAs(t, a.Env, key, `{ apiKeys { totalCount } }`, nil).ok(t, "apiKeys")
-			dis := a.gql(t, `mutation($id: ID!) { disableAPIKey(id: $id) { id status } }`, map[string]any{"id": id}).ok(t, "disableAPIKey")
-			if num(dis, "status") != 0 {
+			created := a.GQL(t, `mutation { createAPIKey(name: "short-lived") { key apiKey { id status } } }`, nil).OK(t, "createAPIKey")
+			key, id := graphtest.Str(created, "key"), graphtest.Str(created, "apiKey", "id")
+			graphtest.GQLAs(t, a.Env, key, `{ apiKeys { totalCount } }`, nil).OK(t, "apiKeys")
+			dis := a.GQL(t, `mutation($id: ID!) { disableAPIKey(id: $id) { id status } }`, map[string]any{"id": id}).OK(t, "disableAPIKey")
+			if graphtest.Num(dis, "status") != 0 {
 				t.Fatalf("status after disable: %v", dis)
 			}
-			r := gqlAs(t, a.Env, key, `{ apiKeys { totalCount } }`, nil)
+			r := graphtest.GQLAs(t, a.Env, key, `{ apiKeys { totalCount } }`, nil)
 			if r.Status != 401 || !strings.Contains(r.Body, `"invalid_api_key"`) {
 				t.Fatalf("disabled key: HTTP %d %s", r.Status, r.Body)
 			}
 			// Disabling again is harmless; an unknown id is NOT_FOUND.
-			a.gql(t, `mutation($id: ID!) { disableAPIKey(id: $id) { status } }`, map[string]any{"id": id}).ok(t, "disableAPIKey")
-			a.gql(t, `mutation { disableAPIKey(id: 987654) { status } }`, nil).fails(t, "NOT_FOUND")
+			a.GQL(t, `mutation($id: ID!) { disableAPIKey(id: $id) { status } }`, map[string]any{"id": id}).OK(t, "disableAPIKey")
+			a.GQL(t, `mutation { disableAPIKey(id: 987654) { status } }`, nil).Fails(t, "NOT_FOUND")
 		})
 
 		t.Run("playground and health need no key", func(t *testing.T) {
@@ -123,15 +124,15 @@ func flip(c byte) string {
 // refused by the other at once.
 func TestAPIKeyUsageCount(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b)
+		a := graphtest.StartAdmin(t, b)
 		// A second replica on the same database (and Redis).
 		replica := apptest.Start(t, b, func(c *config.Config) {
 			c.Database.URL = a.App.Cfg.Database.URL
 			c.Auth.MasterKeyB64 = a.App.Cfg.Auth.MasterKeyB64
 		})
-		created := a.gql(t, `mutation { createAPIKey(name: "counted") { key apiKey { id requestCount lastUsedAt } } }`, nil).ok(t, "createAPIKey")
-		key, id := str(created, "key"), str(created, "apiKey", "id")
-		if count64(created, "apiKey", "requestCount") != 0 || dig(created, "apiKey", "lastUsedAt") != nil {
+		created := a.GQL(t, `mutation { createAPIKey(name: "counted") { key apiKey { id requestCount lastUsedAt } } }`, nil).OK(t, "createAPIKey")
+		key, id := graphtest.Str(created, "key"), graphtest.Str(created, "apiKey", "id")
+		if graphtest.Count64(created, "apiKey", "requestCount") != 0 || graphtest.Dig(created, "apiKey", "lastUsedAt") != nil {
 			t.Fatalf("a new key: %v", created)
 		}
 		const perReplica = 15
@@ -139,7 +140,7 @@ func TestAPIKeyUsageCount(t *testing.T) {
 		for _, e := range []*apptest.Env{a.Env, replica} {
 			for range perReplica {
 				wg.Go(func() {
-					if r := gqlAs(t, e, key, `{ skus { totalCount } }`, nil); r.Status != 200 {
+					if r := graphtest.GQLAs(t, e, key, `{ skus { totalCount } }`, nil); r.Status != 200 {
 						t.Errorf("HTTP %d: %s", r.Status, r.Body)
 					}
 				})
@@ -147,20 +148,20 @@ func TestAPIKeyUsageCount(t *testing.T) {
 		}
 		wg.Wait()
 		// Refused calls do not count.
-		gqlAs(t, a.Env, key+"x", `{ skus { totalCount } }`, nil)
+		graphtest.GQLAs(t, a.Env, key+"x", `{ skus { totalCount } }`, nil)
 		before := time.Now()
 		var node map[string]any
-		eventually(t, 10*time.Second, "requestCount reaches 30", func() bool {
-			r := a.gql(t, apiKeysQuery, map[string]any{"id": id})
-			node, _ = dig(r.ok(t, "apiKeys"), "edges", 0, "node").(map[string]any)
-			return count64(node, "requestCount") >= 2*perReplica
+		graphtest.Eventually(t, 10*time.Second, "requestCount reaches 30", func() bool {
+			r := a.GQL(t, apiKeysQuery, map[string]any{"id": id})
+			node, _ = graphtest.Dig(r.OK(t, "apiKeys"), "edges", 0, "node").(map[string]any)
+			return graphtest.Count64(node, "requestCount") >= 2*perReplica
 		})
-		if got := count64(node, "requestCount"); got != 2*perReplica {
+		if got := graphtest.Count64(node, "requestCount"); got != 2*perReplica {
 			t.Fatalf("requestCount %d, want %d", got, 2*perReplica)
 		}
-		last, err := time.Parse(time.RFC3339Nano, str(node, "lastUsedAt"))
+		last, err := time.Parse(time.RFC3339Nano, graphtest.Str(node, "lastUsedAt"))
 		if err != nil || last.After(before) || time.Since(last) > time.Minute {
-			t.Fatalf("lastUsedAt %q (%v)", str(node, "lastUsedAt"), err)
+			t.Fatalf("lastUsedAt %q (%v)", graphtest.Str(node, "lastUsedAt"), err)
 		}
 		// Nothing is counted twice: after every replica flushed, still 30.
 		for _, e := range []*apptest.Env{a.Env, replica} {
@@ -168,14 +169,14 @@ func TestAPIKeyUsageCount(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		r := a.gql(t, apiKeysQuery, map[string]any{"id": id})
-		if got := count64(r.ok(t, "apiKeys"), "edges", 0, "node", "requestCount"); got != 2*perReplica {
+		r := a.GQL(t, apiKeysQuery, map[string]any{"id": id})
+		if got := graphtest.Count64(r.OK(t, "apiKeys"), "edges", 0, "node", "requestCount"); got != 2*perReplica {
 			t.Fatalf("requestCount %d after flushing, want %d", got, 2*perReplica)
 		}
 
 		// Disabled on one replica, refused by the other from the next request.
-		a.gql(t, `mutation($id: ID!) { disableAPIKey(id: $id) { id } }`, map[string]any{"id": id}).ok(t, "disableAPIKey")
-		if r := gqlAs(t, replica, key, `{ skus { totalCount } }`, nil); r.Status != 401 || !strings.Contains(r.Body, "invalid_api_key") {
+		a.GQL(t, `mutation($id: ID!) { disableAPIKey(id: $id) { id } }`, map[string]any{"id": id}).OK(t, "disableAPIKey")
+		if r := graphtest.GQLAs(t, replica, key, `{ skus { totalCount } }`, nil); r.Status != 401 || !strings.Contains(r.Body, "invalid_api_key") {
 			t.Fatalf("disabled key on the other replica: HTTP %d %s", r.Status, r.Body)
 		}
 	})
@@ -201,14 +202,14 @@ func TestAPIKeyUsageFlushedAtShutdown(t *testing.T) {
 			t.Fatal(err)
 		}
 		for range 3 {
-			gqlAs(t, e, key, `{ users { totalCount } }`, nil).ok(t, "users")
+			graphtest.GQLAs(t, e, key, `{ users { totalCount } }`, nil).OK(t, "users")
 		}
 		srv.Close()
 		if err := a.Close(ctx); err != nil {
 			t.Fatal(err)
 		}
 		// Read the row through a fresh connection: the app's is closed.
-		db := openDB(t, cfg.Database.URL)
+		db := graphtest.OpenDB(t, cfg.Database.URL)
 		got, err := db.APIKey.Get(ctx, row.ID)
 		if err != nil {
 			t.Fatal(err)
@@ -233,20 +234,20 @@ func TestBootstrapAPIKey(t *testing.T) {
 			}
 		}
 		e := apptest.Start(t, b, withBoot(""))
-		r := gqlAs(t, e, boot, `{ apiKeys { edges { node { id name prefix status } } } }`, nil)
-		node, _ := dig(r.ok(t, "apiKeys"), "edges", 0, "node").(map[string]any)
-		if str(node, "prefix") != boot[:len(boot)/4] || num(node, "status") != 1 || !strings.Contains(str(node, "name"), "bootstrap") {
+		r := graphtest.GQLAs(t, e, boot, `{ apiKeys { edges { node { id name prefix status } } } }`, nil)
+		node, _ := graphtest.Dig(r.OK(t, "apiKeys"), "edges", 0, "node").(map[string]any)
+		if graphtest.Str(node, "prefix") != boot[:len(boot)/4] || graphtest.Num(node, "status") != 1 || !strings.Contains(graphtest.Str(node, "name"), "bootstrap") {
 			t.Fatalf("bootstrap key: %v", node)
 		}
-		gqlAs(t, e, boot, `mutation($id: ID!) { disableAPIKey(id: $id) { status } }`, map[string]any{"id": str(node, "id")}).ok(t, "disableAPIKey")
-		if r := gqlAs(t, e, boot, `{ apiKeys { totalCount } }`, nil); r.Status != 401 {
+		graphtest.GQLAs(t, e, boot, `mutation($id: ID!) { disableAPIKey(id: $id) { status } }`, map[string]any{"id": graphtest.Str(node, "id")}).OK(t, "disableAPIKey")
+		if r := graphtest.GQLAs(t, e, boot, `{ apiKeys { totalCount } }`, nil); r.Status != 401 {
 			t.Fatalf("disabled bootstrap key: %d", r.Status)
 		}
 		// A restart (another process on the same database) enables it
 		// again, without creating a second row.
 		again := apptest.Start(t, b, withBoot(e.App.Cfg.Database.URL))
-		r = gqlAs(t, again, boot, `{ apiKeys { totalCount edges { node { status } } } }`, nil)
-		if got := r.ok(t, "apiKeys"); num(got, "totalCount") != 1 || num(got, "edges", 0, "node", "status") != 1 {
+		r = graphtest.GQLAs(t, again, boot, `{ apiKeys { totalCount edges { node { status } } } }`, nil)
+		if got := r.OK(t, "apiKeys"); graphtest.Num(got, "totalCount") != 1 || graphtest.Num(got, "edges", 0, "node", "status") != 1 {
 			t.Fatalf("after restart: %s", r.Body)
 		}
 	})

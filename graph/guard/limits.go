@@ -1,4 +1,4 @@
-package graph
+package guard
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 
 // Bounds of one operation.
 const (
+	// MaxPageSize bounds `first` and `last` on every connection.
+	MaxPageSize = 100
 	// MaxDepth is the deepest field nesting allowed (introspection fields
 	// excepted: the schema bounds them). partnerApps → edges → node →
 	// webhookDeliveries → edges → node → attempts → edges → node → field

@@ -1,4 +1,4 @@
-package graph
+package guard_test
 
 import (
 	"fmt"
@@ -7,12 +7,14 @@ import (
 
 	"github.com/vektah/gqlparser/v2"
 
+	"gatehouse/graph"
+	"gatehouse/graph/guard"
 	"gatehouse/internal/webhook"
 )
 
 // EverydayQuery is the admin's everyday question: 100 FAILED deliveries
 // with all their fields and the first 100 attempts of each with all of
-// theirs (the black-box tests in graph_test run it too).
+// theirs (TestEverydayAdminQueryPasses runs it too).
 const EverydayQuery = `{ webhookDeliveries(first: 100, where: {status: FAILED}) { pageInfo { hasNextPage endCursor } edges { cursor node {
   id appID eventID eventType bizData callbackURL status retryCount maxRetry nextAttemptAt leaseUntil lastError createTime updateTime
   attempts(first: 100) { edges { node {
@@ -23,7 +25,7 @@ const EverydayQuery = `{ webhookDeliveries(first: 100, where: {status: FAILED}) 
 // TestPrice: rows a query may return, page sizes multiplied through
 // nesting, 1 000 per totalCount and per where, aliases each priced.
 func TestPrice(t *testing.T) {
-	schema := NewExecutableSchema(Config{}).Schema()
+	schema := graph.NewExecutableSchema(graph.Config{}).Schema()
 	aliases := func(n int, field string) string {
 		var b strings.Builder
 		b.WriteString("{")
@@ -47,21 +49,21 @@ func TestPrice(t *testing.T) {
 		{"three levels", `{ partnerApps(first: 2) { edges { node { webhookDeliveries(first: 3) { edges { node { attempts(first: 4) { edges { node { id } } } } } } } } } }`, 2 + 6 + 24},
 		{"aliases", aliases(5, "tickets(first: 1) { totalCount }"), 5 * 1001},
 		{"fragments each time they are used", `{ a: tickets(first: 3) { ...F } b: tickets(first: 3) { ...F } } fragment F on TicketConnection { totalCount }`, 2 * 1003},
-		{"a schema", `{ __schema { types { name fields { name } } } }`, SchemaCost},
-		{"a type", `{ __type(name: "Order") { fields { name } } }`, TypeCost},
+		{"a schema", `{ __schema { types { name fields { name } } } }`, guard.SchemaCost},
+		{"a type", `{ __type(name: "Order") { fields { name } } }`, guard.TypeCost},
 		{"__typename is free", `{ __typename tickets(first: 1) { __typename } }`, 1},
-		{"aliased schemas", aliases(3, "__schema { queryType { name } }"), 3 * SchemaCost},
+		{"aliased schemas", aliases(3, "__schema { queryType { name } }"), 3 * guard.SchemaCost},
 		{"the webhook catalogue: as many rows as it may hold", `{ webhookEventTypes { name schema } }`, webhook.MaxCustomTypes},
 		{"an app's webhook endpoints: as many as it may have", `{ partnerApps(first: 10) { edges { node { webhookEndpoints { url breaker } } } } }`, 10 + 10*webhook.MaxEndpoints},
-		{"a mutation", `mutation { createSku(input: {name: "x", stock: 1}) { id } }`, MutationCost},
-		{"aliased mutations", `mutation { a: payOrder(orderNo: "1") { id app { id } } b: payOrder(orderNo: "2") { id } }`, 2*MutationCost + 1},
+		{"a mutation", `mutation { createSku(input: {name: "x", stock: 1}) { id } }`, guard.MutationCost},
+		{"aliased mutations", `mutation { a: payOrder(orderNo: "1") { id app { id } } b: payOrder(orderNo: "2") { id } }`, 2*guard.MutationCost + 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			doc, errs := gqlparser.LoadQueryWithRules(schema, c.query, nil)
 			if errs != nil {
 				t.Fatal(errs)
 			}
-			got, err := Price(doc, doc.Operations[0], nil)
+			got, err := guard.Price(doc, doc.Operations[0], nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -75,8 +77,8 @@ func TestPrice(t *testing.T) {
 		if errs != nil {
 			t.Fatal(errs)
 		}
-		if got, err := Price(doc, doc.Operations[0], nil); err != nil || got <= MaxCost {
-			t.Fatalf("cost %d (%v), want over %d", got, err, MaxCost)
+		if got, err := guard.Price(doc, doc.Operations[0], nil); err != nil || got <= guard.MaxCost {
+			t.Fatalf("cost %d (%v), want over %d", got, err, guard.MaxCost)
 		}
 	})
 }

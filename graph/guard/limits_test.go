@@ -1,4 +1,4 @@
-package graph_test
+package guard_test
 
 import (
 	"context"
@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"gatehouse/ent/webhookdelivery"
-	"gatehouse/graph"
+	"gatehouse/graph/graphtest"
+	"gatehouse/graph/guard"
 	"gatehouse/internal/testenv"
 )
 
@@ -19,7 +20,7 @@ import (
 // body size; introspection and ordinary queries stay within them.
 func TestQueryLimits(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b)
+		a := graphtest.StartAdmin(t, b)
 		ctx := context.Background()
 		for i := range 105 {
 			if _, err := a.App.Tickets.Create(ctx, fmt.Sprintf("ticket %d", i)); err != nil {
@@ -28,14 +29,14 @@ func TestQueryLimits(t *testing.T) {
 		}
 
 		t.Run("default page is 100", func(t *testing.T) {
-			r := a.gql(t, `{ tickets { totalCount pageInfo { hasNextPage } edges { node { id } } } }`, nil).ok(t, "tickets")
-			if n := len(dig(r, "edges").([]any)); n != 100 || num(r, "totalCount") != 105 || dig(r, "pageInfo", "hasNextPage") != true {
-				t.Fatalf("%d edges of %d", n, num(r, "totalCount"))
+			r := a.GQL(t, `{ tickets { totalCount pageInfo { hasNextPage } edges { node { id } } } }`, nil).OK(t, "tickets")
+			if n := len(graphtest.Dig(r, "edges").([]any)); n != 100 || graphtest.Num(r, "totalCount") != 105 || graphtest.Dig(r, "pageInfo", "hasNextPage") != true {
+				t.Fatalf("%d edges of %d", n, graphtest.Num(r, "totalCount"))
 			}
 		})
 		t.Run("first 100 and last 100 are fine", func(t *testing.T) {
-			a.gql(t, `{ tickets(first: 100) { edges { node { id } } } }`, nil).ok(t, "tickets")
-			a.gql(t, `{ tickets(last: 100) { edges { node { id } } } }`, nil).ok(t, "tickets")
+			a.GQL(t, `{ tickets(first: 100) { edges { node { id } } } }`, nil).OK(t, "tickets")
+			a.GQL(t, `{ tickets(last: 100) { edges { node { id } } } }`, nil).OK(t, "tickets")
 		})
 		for name, q := range map[string]string{
 			"first 101":           `{ tickets(first: 101) { totalCount } }`,
@@ -46,8 +47,8 @@ func TestQueryLimits(t *testing.T) {
 			"nested without page": `{ partnerApps(first: 5) { edges { node { orders { edges { node { id } } } } } } }`,
 		} {
 			t.Run(name, func(t *testing.T) {
-				r := a.gql(t, q, map[string]any{"n": 500})
-				e := r.fails(t, "VALIDATION_FAILED")
+				r := a.GQL(t, q, map[string]any{"n": 500})
+				e := r.Fails(t, "VALIDATION_FAILED")
 				if r.Data["tickets"] != nil || r.Data["partnerApps"] != nil || !strings.Contains(e.Message, "first") && !strings.Contains(e.Message, "last") {
 					t.Fatalf("%s", r.Body)
 				}
@@ -56,12 +57,12 @@ func TestQueryLimits(t *testing.T) {
 		t.Run("too costly", func(t *testing.T) {
 			// 100 apps × 100 deliveries × 100 attempts: a million rows.
 			q := `{ partnerApps(first: 100) { edges { node { webhookDeliveries(first: 100) { edges { node { attempts(first: 100) { edges { node { id } } } } } } } } } }`
-			e := a.gql(t, q, nil).fails(t, "QUERY_TOO_COMPLEX")
-			if !strings.Contains(e.Message, "complex") || num(e.Extensions, "limit") != 50000 {
+			e := a.GQL(t, q, nil).Fails(t, "QUERY_TOO_COMPLEX")
+			if !strings.Contains(e.Message, "complex") || graphtest.Num(e.Extensions, "limit") != 50000 {
 				t.Fatalf("%+v", e)
 			}
 			// 100 apps × 100 orders is 10 100 rows: within the budget.
-			a.gql(t, `{ partnerApps(first: 100) { edges { node { orders(first: 100) { edges { node { id orderNo amount } } } } } } }`, nil).ok(t, "partnerApps")
+			a.GQL(t, `{ partnerApps(first: 100) { edges { node { orders(first: 100) { edges { node { id orderNo amount } } } } } } }`, nil).OK(t, "partnerApps")
 		})
 		t.Run("aliased totalCounts are each priced and refused before running", func(t *testing.T) {
 			var q strings.Builder
@@ -70,26 +71,26 @@ func TestQueryLimits(t *testing.T) {
 				fmt.Fprintf(&q, " c%d: tickets { totalCount }", i)
 			}
 			q.WriteString(" }")
-			r := a.gql(t, q.String(), nil)
-			e := r.fails(t, "QUERY_TOO_COMPLEX")
-			if r.Data != nil || num(e.Extensions, "cost") <= 50000 {
+			r := a.GQL(t, q.String(), nil)
+			e := r.Fails(t, "QUERY_TOO_COMPLEX")
+			if r.Data != nil || graphtest.Num(e.Extensions, "cost") <= 50000 {
 				t.Fatalf("%s", r.Body)
 			}
 		})
 		t.Run("too deep", func(t *testing.T) {
 			// order → app → orders → … nests without end; 13 levels is refused.
 			q := `{ orders(first: 1) { edges { node { app { orders(first: 1) { edges { node { app { orders(first: 1) { edges { node { app { id } } } } } } } } } } } } }`
-			e := a.gql(t, q, nil).fails(t, "QUERY_TOO_COMPLEX")
+			e := a.GQL(t, q, nil).Fails(t, "QUERY_TOO_COMPLEX")
 			if !strings.Contains(e.Message, "deep") {
 				t.Fatal(e.Message)
 			}
 		})
 		t.Run("fragments count", func(t *testing.T) {
 			q := `{ partnerApps(first: 100) { ...A } } fragment A on PartnerAppConnection { edges { node { orders(first: 100) { edges { node { app { orders(first: 100) { totalCount } } } } } } } }`
-			a.gql(t, q, nil).fails(t, "QUERY_TOO_COMPLEX")
+			a.GQL(t, q, nil).Fails(t, "QUERY_TOO_COMPLEX")
 		})
 		t.Run("introspection", func(t *testing.T) {
-			r := a.gql(t, graphiQLIntrospection, nil)
+			r := a.GQL(t, graphiQLIntrospection, nil)
 			if r.Status != 200 || len(r.Errors) > 0 || !strings.Contains(r.Body, `"PartnerAppSecretPayload"`) {
 				t.Fatalf("HTTP %d: %.300s", r.Status, r.Body)
 			}
@@ -102,7 +103,7 @@ func TestQueryLimits(t *testing.T) {
 				or[i] = map[string]any{"titleContainsFold": fmt.Sprint("no such title ", i)}
 			}
 			q := `query($w: TicketWhereInput) { tickets(first: 1, where: $w) { totalCount } }`
-			e := a.gql(t, q, map[string]any{"w": map[string]any{"or": or}}).fails(t, "VALIDATION_FAILED")
+			e := a.GQL(t, q, map[string]any{"w": map[string]any{"or": or}}).Fails(t, "VALIDATION_FAILED")
 			if !strings.Contains(e.Message, "conditions") {
 				t.Fatalf("%+v", e)
 			}
@@ -110,24 +111,24 @@ func TestQueryLimits(t *testing.T) {
 			for i := range 300 {
 				fmt.Fprintf(&lit, `{id: %d} `, i+1)
 			}
-			a.gql(t, `{ tickets(first: 1, where: {or: [`+lit.String()+`]}) { totalCount } }`, nil).fails(t, "VALIDATION_FAILED")
+			a.GQL(t, `{ tickets(first: 1, where: {or: [`+lit.String()+`]}) { totalCount } }`, nil).Fails(t, "VALIDATION_FAILED")
 			// A text of 50 001 bytes: a LIKE pattern SQLite refuses.
 			long := map[string]any{"w": map[string]any{"titleContains": strings.Repeat("a", 50_001)}}
-			if e := a.gql(t, q, long).fails(t, "VALIDATION_FAILED"); !strings.Contains(e.Message, "bytes") {
+			if e := a.GQL(t, q, long).Fails(t, "VALIDATION_FAILED"); !strings.Contains(e.Message, "bytes") {
 				t.Fatalf("%+v", e)
 			}
-			a.gql(t, q, map[string]any{"w": map[string]any{"titleContains": strings.Repeat("a", 4096)}}).ok(t, "tickets")
+			a.GQL(t, q, map[string]any{"w": map[string]any{"titleContains": strings.Repeat("a", 4096)}}).OK(t, "tickets")
 			// 200 are answered on both databases; a long list of values is one condition.
-			r := a.gql(t, q, map[string]any{"w": map[string]any{"or": or[:199]}}).ok(t, "tickets")
-			if num(r, "totalCount") != 0 {
+			r := a.GQL(t, q, map[string]any{"w": map[string]any{"or": or[:199]}}).OK(t, "tickets")
+			if graphtest.Num(r, "totalCount") != 0 {
 				t.Fatalf("%v", r)
 			}
 			ids := make([]any, 5000)
 			for i := range ids {
 				ids[i] = fmt.Sprint(i + 1)
 			}
-			r = a.gql(t, `query($ids: [ID!]) { tickets(first: 1, where: {idIn: $ids}) { totalCount } }`, map[string]any{"ids": ids}).ok(t, "tickets")
-			if num(r, "totalCount") != 105 {
+			r = a.GQL(t, `query($ids: [ID!]) { tickets(first: 1, where: {idIn: $ids}) { totalCount } }`, map[string]any{"ids": ids}).OK(t, "tickets")
+			if graphtest.Num(r, "totalCount") != 105 {
 				t.Fatalf("%v", r)
 			}
 		})
@@ -140,9 +141,9 @@ func TestQueryLimits(t *testing.T) {
 				fmt.Fprintf(&q, " s%d: __schema { ...S }", i)
 			}
 			q.WriteString(" } fragment S on __Schema { types { name fields { name args { name } } inputFields { name } } }")
-			r := a.gql(t, q.String(), nil)
-			e := r.fails(t, "QUERY_TOO_COMPLEX")
-			if r.Data != nil || num(e.Extensions, "cost") <= 50000 {
+			r := a.GQL(t, q.String(), nil)
+			e := r.Fails(t, "QUERY_TOO_COMPLEX")
+			if r.Data != nil || graphtest.Num(e.Extensions, "cost") <= 50000 {
 				t.Fatalf("%.300s", r.Body)
 			}
 			q.Reset()
@@ -151,15 +152,15 @@ func TestQueryLimits(t *testing.T) {
 				fmt.Fprintf(&q, ` t%d: __type(name: "PartnerApp") { fields { name } }`, i)
 			}
 			q.WriteString(" }")
-			a.gql(t, q.String(), nil).fails(t, "QUERY_TOO_COMPLEX")
+			a.GQL(t, q.String(), nil).Fails(t, "QUERY_TOO_COMPLEX")
 			// One schema, a few types and __typename anywhere stay free enough.
-			a.gql(t, `{ __typename __schema { queryType { name } } a: __type(name: "Order") { name } b: __type(name: "Sku") { name } tickets(first: 1) { __typename } }`, nil).ok(t, "__schema")
+			a.GQL(t, `{ __typename __schema { queryType { name } } a: __type(name: "Order") { name } b: __type(name: "Sku") { name } tickets(first: 1) { __typename } }`, nil).OK(t, "__schema")
 		})
 		t.Run("mutations per operation are bounded", func(t *testing.T) {
 			// One request, thousands of aliased mutations: thousands of
 			// writes, webhooks and audit events. 50 fit; 51 run nothing.
 			count := func() int {
-				return num(a.gql(t, `{ skus(first: 0) { totalCount } auditEvents(first: 0) { totalCount } }`, nil).Data, "auditEvents", "totalCount")
+				return graphtest.Num(a.GQL(t, `{ skus(first: 0) { totalCount } auditEvents(first: 0) { totalCount } }`, nil).Data, "auditEvents", "totalCount")
 			}
 			var q strings.Builder
 			q.WriteString("mutation {")
@@ -168,14 +169,14 @@ func TestQueryLimits(t *testing.T) {
 			}
 			q.WriteString(" }")
 			before := count()
-			r := a.gql(t, q.String(), nil)
-			e := r.fails(t, "QUERY_TOO_COMPLEX")
-			if r.Data != nil || num(e.Extensions, "cost") <= 50000 || !strings.Contains(e.Message, "mutation") {
+			r := a.GQL(t, q.String(), nil)
+			e := r.Fails(t, "QUERY_TOO_COMPLEX")
+			if r.Data != nil || graphtest.Num(e.Extensions, "cost") <= 50000 || !strings.Contains(e.Message, "mutation") {
 				t.Fatalf("%.300s", r.Body)
 			}
 			// Refused before running: no SKU, and one REFUSED event per
 			// mutation field (refusals_test.go checks them).
-			skus := num(a.gql(t, `{ skus(first: 0) { totalCount } }`, nil).Data, "skus", "totalCount")
+			skus := graphtest.Num(a.GQL(t, `{ skus(first: 0) { totalCount } }`, nil).Data, "skus", "totalCount")
 			if after := count(); after != before+51 || skus != 0 {
 				t.Fatalf("51 mutations refused: audit events %d → %d (want +51) and %d SKUs", before, after, skus)
 			}
@@ -187,7 +188,7 @@ func TestQueryLimits(t *testing.T) {
 				fmt.Fprintf(&q, ` m%d: createSku(input: {name: "bulk %d", stock: 1}) { id }`, i, i)
 			}
 			q.WriteString(" }")
-			if r := a.gql(t, q.String(), nil); r.Status != 200 || len(r.Errors) > 0 {
+			if r := a.GQL(t, q.String(), nil); r.Status != 200 || len(r.Errors) > 0 {
 				t.Fatalf("50 mutations: HTTP %d %.300s", r.Status, r.Body)
 			}
 			if after := count(); after != before+50 {
@@ -244,7 +245,7 @@ fragment TypeRef on __Type {
 // fields and attempts(first: 100) with all of theirs is answered in full.
 func TestEverydayAdminQueryPasses(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b)
+		a := graphtest.StartAdmin(t, b)
 		ctx := context.Background()
 		c := a.App.DB.Client
 		app, err := c.PartnerApp.Create().SetAppName("p").SetAppKey("p").SetSecret([]byte("x")).Save(ctx)
@@ -266,13 +267,13 @@ func TestEverydayAdminQueryPasses(t *testing.T) {
 				}
 			}
 		}
-		r := a.gql(t, graph.EverydayQuery, nil).ok(t, "webhookDeliveries")
-		edges := dig(r, "edges").([]any)
-		if len(edges) != 100 || dig(r, "pageInfo", "hasNextPage") != true {
+		r := a.GQL(t, EverydayQuery, nil).OK(t, "webhookDeliveries")
+		edges := graphtest.Dig(r, "edges").([]any)
+		if len(edges) != 100 || graphtest.Dig(r, "pageInfo", "hasNextPage") != true {
 			t.Fatalf("%d edges", len(edges))
 		}
 		for _, e := range edges {
-			if n := len(dig(e, "node", "attempts", "edges").([]any)); n != 6 {
+			if n := len(graphtest.Dig(e, "node", "attempts", "edges").([]any)); n != 6 {
 				t.Fatalf("%d attempts", n)
 			}
 		}
@@ -287,17 +288,17 @@ func TestEverydayAdminQueryPasses(t *testing.T) {
 // still pass.
 func TestDocumentBounds(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b)
+		a := graphtest.StartAdmin(t, b)
 		t.Run("same-named fields", func(t *testing.T) {
-			r := a.gql(t, "{"+strings.Repeat(" __typename", 5900)+" }", nil)
-			e := r.fails(t, "QUERY_TOO_COMPLEX")
-			if r.Status != http.StatusUnprocessableEntity || num(e.Extensions, "limit") != graph.MaxSameNamePairs {
+			r := a.GQL(t, "{"+strings.Repeat(" __typename", 5900)+" }", nil)
+			e := r.Fails(t, "QUERY_TOO_COMPLEX")
+			if r.Status != http.StatusUnprocessableEntity || graphtest.Num(e.Extensions, "limit") != guard.MaxSameNamePairs {
 				t.Fatalf("HTTP %d: %.300s", r.Status, r.Body)
 			}
 			// Nested: 40 copies of one connection, each with 40 copies of a field,
 			// merge into 1 600 same-named fields.
 			nested := "{" + strings.Repeat(" tickets(first: 1) { edges { node {"+strings.Repeat(" id", 40)+" } } }", 40) + " }"
-			a.gql(t, nested, nil).fails(t, "QUERY_TOO_COMPLEX")
+			a.GQL(t, nested, nil).Fails(t, "QUERY_TOO_COMPLEX")
 			// The same through GET.
 			g := a.Do(t, "GET", a.AdminURL+"/graphql?query="+url.QueryEscape("{"+strings.Repeat(" __typename", 400)+" }"), "", "X-API-Key", a.Key)
 			if g.Status != http.StatusUnprocessableEntity || !strings.Contains(string(g.Body), "QUERY_TOO_COMPLEX") {
@@ -311,28 +312,28 @@ func TestDocumentBounds(t *testing.T) {
 			for i := 1; i <= 30; i++ {
 				fmt.Fprintf(&q, "fragment F%d on Query { ...F%d ...F%d }\n", i, i-1, i-1)
 			}
-			r := a.gql(t, q.String(), nil)
-			if e := r.fails(t, "QUERY_TOO_COMPLEX"); num(e.Extensions, "limit") != graph.MaxFields && num(e.Extensions, "limit") != graph.MaxSameNamePairs {
+			r := a.GQL(t, q.String(), nil)
+			if e := r.Fails(t, "QUERY_TOO_COMPLEX"); graphtest.Num(e.Extensions, "limit") != guard.MaxFields && graphtest.Num(e.Extensions, "limit") != guard.MaxSameNamePairs {
 				t.Fatalf("%.300s", r.Body)
 			}
 		})
 		t.Run("many tokens", func(t *testing.T) {
 			// 22 500 tokens but few fields: the parser stops at MaxTokens.
-			r := a.gql(t, "{ tickets("+strings.Repeat("first:1 ", 7500)+") { totalCount } }", nil)
+			r := a.GQL(t, "{ tickets("+strings.Repeat("first:1 ", 7500)+") { totalCount } }", nil)
 			if r.Status == 200 || len(r.Errors) == 0 || !strings.Contains(r.Body, "token limit") {
 				t.Fatalf("HTTP %d: %.300s", r.Status, r.Body)
 			}
 		})
 		t.Run("introspection, aliases and 300 same-named fields pass", func(t *testing.T) {
-			a.gql(t, graphiQLIntrospection, nil).ok(t, "__schema")
-			a.gql(t, "{"+strings.Repeat(" __typename", 300)+" }", nil).ok(t, "__typename")
+			a.GQL(t, graphiQLIntrospection, nil).OK(t, "__schema")
+			a.GQL(t, "{"+strings.Repeat(" __typename", 300)+" }", nil).OK(t, "__typename")
 			var q strings.Builder
 			q.WriteString("{")
 			for i := range 3000 {
 				fmt.Fprintf(&q, " t%d: __typename", i)
 			}
 			q.WriteString(" }")
-			if r := a.gql(t, q.String(), nil); r.Status != 200 || len(r.Errors) > 0 {
+			if r := a.GQL(t, q.String(), nil); r.Status != 200 || len(r.Errors) > 0 {
 				t.Fatalf("3 000 aliases: HTTP %d %.200s", r.Status, r.Body)
 			}
 		})

@@ -1,4 +1,4 @@
-package graph_test
+package guard_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"gatehouse/ent"
 	"gatehouse/ent/auditevent"
+	"gatehouse/graph/graphtest"
 	"gatehouse/internal/apikey"
 	"gatehouse/internal/testenv"
 )
@@ -23,7 +24,7 @@ type refusedEvent struct {
 
 // eventsAfter returns the audit events with an id above after, waiting
 // (with a deadline) until there are at least want of them.
-func eventsAfter(t *testing.T, a *admin, after, want int) []refusedEvent {
+func eventsAfter(t *testing.T, a *graphtest.Admin, after, want int) []refusedEvent {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -51,7 +52,7 @@ func eventsAfter(t *testing.T, a *admin, after, want int) []refusedEvent {
 	}
 }
 
-func lastEventID(t *testing.T, a *admin) int {
+func lastEventID(t *testing.T, a *graphtest.Admin) int {
 	t.Helper()
 	ids, err := a.App.DB.AuditEvent.Query().Order(ent.Desc(auditevent.FieldID)).Limit(1).IDs(context.Background())
 	if err != nil {
@@ -69,7 +70,7 @@ func lastEventID(t *testing.T, a *admin) int {
 // HTTP handler.
 func TestRefusedMutationsAreAudited(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b)
+		a := graphtest.StartAdmin(t, b)
 		post := func(body string) (int, string) {
 			r := a.Do(t, "POST", a.AdminURL+"/graphql", body, "Content-Type", "application/json", "X-API-Key", a.Key)
 			return r.Status, string(r.Body)
@@ -185,11 +186,11 @@ func TestRefusedMutationsAreAudited(t *testing.T) {
 			r := a.Do(t, "GET", a.AdminURL+"/graphql?"+q.Encode(), "", "X-API-Key", a.Key)
 			var out struct {
 				Data   any
-				Errors []gqlError
+				Errors []graphtest.Error
 			}
 			_ = json.Unmarshal(r.Body, &out)
 			if r.Status != http.StatusMethodNotAllowed || r.Header.Get("Allow") != "POST" || out.Data != nil ||
-				len(out.Errors) != 1 || out.Errors[0].code() != "METHOD_NOT_ALLOWED" {
+				len(out.Errors) != 1 || out.Errors[0].Code() != "METHOD_NOT_ALLOWED" {
 				t.Fatalf("HTTP %d Allow %q: %s", r.Status, r.Header.Get("Allow"), r.Body)
 			}
 			want := []refusedEvent{{Mutation: "createSku", TargetType: "Sku", Outcome: "REFUSED", Code: "METHOD_NOT_ALLOWED", KeyName: "test"}}
@@ -219,8 +220,8 @@ func TestRefusedMutationsAreAudited(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := lastEventID(t, a)
-			r := gqlAs(t, a.Env, roKey, `mutation { a: createSku(input: {name: "x", stock: 1}) { id } b: disableAPIKey(id: "1") { id } }`, nil)
-			if len(r.Errors) != 2 || r.Errors[0].code() != "FORBIDDEN" {
+			r := graphtest.GQLAs(t, a.Env, roKey, `mutation { a: createSku(input: {name: "x", stock: 1}) { id } b: disableAPIKey(id: "1") { id } }`, nil)
+			if len(r.Errors) != 2 || r.Errors[0].Code() != "FORBIDDEN" {
 				t.Fatalf("HTTP %d %s", r.Status, r.Body)
 			}
 			want := []refusedEvent{
@@ -234,7 +235,7 @@ func TestRefusedMutationsAreAudited(t *testing.T) {
 
 		t.Run("a mutation that runs is audited once", func(t *testing.T) {
 			before := lastEventID(t, a)
-			a.gql(t, `mutation { createSku(input: {name: "ran", stock: 1}) { id } }`, nil).ok(t, "createSku")
+			a.GQL(t, `mutation { createSku(input: {name: "ran", stock: 1}) { id } }`, nil).OK(t, "createSku")
 			if got := eventsAfter(t, a, before, 1); len(got) != 1 || got[0].Outcome != "SUCCESS" {
 				t.Fatalf("events %v", got)
 			}

@@ -1,10 +1,11 @@
-package graph_test
+package guard_test
 
 import (
 	"net/url"
 	"strings"
 	"testing"
 
+	"gatehouse/graph/graphtest"
 	"gatehouse/internal/testenv"
 )
 
@@ -15,7 +16,7 @@ import (
 // keeps its answers.
 func TestPOSTContentType(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b)
+		a := graphtest.StartAdmin(t, b)
 		const query = `{"query": "{ apiKeys(first: 1) { totalCount } }"}`
 		for _, ct := range []string{"", "application/x-www-form-urlencoded", "text/plain", "application/graphql", "multipart/form-data; boundary=x", "application/json;;"} {
 			headers := []string{"X-API-Key", a.Key}
@@ -25,10 +26,10 @@ func TestPOSTContentType(t *testing.T) {
 			r := a.Do(t, "POST", a.AdminURL+"/graphql", query, headers...)
 			var body struct {
 				Error, Message string
-				Errors         []gqlError `json:"errors"`
+				Errors         []graphtest.Error `json:"errors"`
 			}
 			r.JSON(t, &body)
-			if r.Status != 415 || len(body.Errors) != 1 || body.Error != "unsupported_media_type" || body.Message != body.Errors[0].Message || body.Errors[0].code() != "UNSUPPORTED_MEDIA_TYPE" ||
+			if r.Status != 415 || len(body.Errors) != 1 || body.Error != "unsupported_media_type" || body.Message != body.Errors[0].Message || body.Errors[0].Code() != "UNSUPPORTED_MEDIA_TYPE" ||
 				!strings.Contains(body.Errors[0].Message, "Content-Type: application/json") ||
 				body.Errors[0].Extensions["expected"] != "application/json" || r.Header.Get("Accept-Post") != "application/json" ||
 				!strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
@@ -75,10 +76,10 @@ func TestPOSTContentType(t *testing.T) {
 			}
 			var body struct {
 				Error, Message string
-				Errors         []gqlError `json:"errors"`
+				Errors         []graphtest.Error `json:"errors"`
 			}
 			r.JSON(t, &body)
-			if body.Error != "method_not_allowed" || len(body.Errors) != 1 || body.Errors[0].code() != "METHOD_NOT_ALLOWED" ||
+			if body.Error != "method_not_allowed" || len(body.Errors) != 1 || body.Errors[0].Code() != "METHOD_NOT_ALLOWED" ||
 				body.Message != body.Errors[0].Message || !strings.HasSuffix(body.Message, "not "+m) {
 				t.Fatalf("%s: %s", m, r.Body)
 			}
@@ -110,7 +111,7 @@ func TestPOSTContentType(t *testing.T) {
 // "operations" part.
 func TestRefusedBodyShapesAudited(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b)
+		a := graphtest.StartAdmin(t, b)
 		const doc = `mutation { createSku(input: {name: "x", stock: 1}) { id } }`
 		for _, c := range []struct{ ct, body string }{
 			{"application/x-www-form-urlencoded", "query=" + url.QueryEscape(doc)},
@@ -141,16 +142,16 @@ func TestRefusedBodyShapesAudited(t *testing.T) {
 // else "?"), and nothing runs.
 func TestInvalidJSONBody(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b)
+		a := graphtest.StartAdmin(t, b)
 		post := func(body string) {
 			t.Helper()
 			r := a.Do(t, "POST", a.AdminURL+"/graphql", body, "X-API-Key", a.Key, "Content-Type", "application/json")
 			var out struct {
 				Error, Message string
-				Errors         []gqlError `json:"errors"`
+				Errors         []graphtest.Error `json:"errors"`
 			}
 			r.JSON(t, &out)
-			if r.Status != 400 || out.Error != "invalid_json" || len(out.Errors) != 1 || out.Errors[0].code() != "INVALID_JSON" ||
+			if r.Status != 400 || out.Error != "invalid_json" || len(out.Errors) != 1 || out.Errors[0].Code() != "INVALID_JSON" ||
 				out.Message != out.Errors[0].Message || !strings.Contains(out.Message, `{"query"`) ||
 				!strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
 				t.Fatalf("body %q: %d %v %s", body, r.Status, r.Header, r.Body)
@@ -192,7 +193,7 @@ func TestInvalidJSONBody(t *testing.T) {
 // deeper, and bytes after the JSON value. The refused mutation is audited.
 func TestAmbiguousJSONBody(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b)
+		a := graphtest.StartAdmin(t, b)
 		before := lastEventID(t, a)
 		for _, c := range []struct{ body, says string }{
 			{`{"query": "{ apiKeys(first: 1) { totalCount } }", "query": "mutation { createSku(input: {name: \"x\", stock: 1}) { id } }"}`, `names "query" twice`},
@@ -203,10 +204,10 @@ func TestAmbiguousJSONBody(t *testing.T) {
 			r := a.Do(t, "POST", a.AdminURL+"/graphql", c.body, "X-API-Key", a.Key, "Content-Type", "application/json")
 			var out struct {
 				Error, Message string
-				Errors         []gqlError `json:"errors"`
+				Errors         []graphtest.Error `json:"errors"`
 			}
 			r.JSON(t, &out)
-			if r.Status != 400 || out.Error != "invalid_json" || len(out.Errors) != 1 || out.Errors[0].code() != "INVALID_JSON" || !strings.Contains(out.Message, c.says) {
+			if r.Status != 400 || out.Error != "invalid_json" || len(out.Errors) != 1 || out.Errors[0].Code() != "INVALID_JSON" || !strings.Contains(out.Message, c.says) {
 				t.Fatalf("body %s: %d %s", c.body, r.Status, r.Body)
 			}
 			got := eventsAfter(t, a, before, 1)
@@ -232,14 +233,14 @@ func TestAmbiguousJSONBody(t *testing.T) {
 // audited as refused; well-formed parameters still run.
 func TestInvalidJSONGETParams(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b)
+		a := graphtest.StartAdmin(t, b)
 		const query = `query Q($n: Int) { apiKeys(first: $n) { totalCount } }`
-		get := func(params url.Values) (int, string, []gqlError, string) {
+		get := func(params url.Values) (int, string, []graphtest.Error, string) {
 			t.Helper()
 			r := a.Do(t, "GET", a.AdminURL+"/graphql?"+params.Encode(), "", "X-API-Key", a.Key)
 			var out struct {
 				Error, Message string
-				Errors         []gqlError `json:"errors"`
+				Errors         []graphtest.Error `json:"errors"`
 			}
 			r.JSON(t, &out)
 			return r.Status, out.Error, out.Errors, out.Message
@@ -250,12 +251,12 @@ func TestInvalidJSONGETParams(t *testing.T) {
 			{"extensions", `{x}`, "the extensions parameter is not valid JSON"},
 		} {
 			st, short, errs, msg := get(url.Values{"query": {query}, c.name: {c.value}})
-			if st != 400 || short != "invalid_json" || len(errs) != 1 || errs[0].code() != "INVALID_JSON" || errs[0].Message != msg || !strings.HasPrefix(msg, c.says) {
+			if st != 400 || short != "invalid_json" || len(errs) != 1 || errs[0].Code() != "INVALID_JSON" || errs[0].Message != msg || !strings.HasPrefix(msg, c.says) {
 				t.Fatalf("%s=%s: %d %s %+v %q", c.name, c.value, st, short, errs, msg)
 			}
 		}
 		before := lastEventID(t, a)
-		if st, _, errs, _ := get(url.Values{"query": {`mutation { createSku(input: {name: "x", stock: 1}) { id } }`}, "variables": {"{"}}); st != 400 || len(errs) != 1 || errs[0].code() != "INVALID_JSON" {
+		if st, _, errs, _ := get(url.Values{"query": {`mutation { createSku(input: {name: "x", stock: 1}) { id } }`}, "variables": {"{"}}); st != 400 || len(errs) != 1 || errs[0].Code() != "INVALID_JSON" {
 			t.Fatalf("GET mutation with bad variables: %d %+v", st, errs)
 		}
 		if got := eventsAfter(t, a, before, 1); len(got) != 1 || got[0].Mutation != "createSku" || got[0].Outcome != "REFUSED" || got[0].Code != "INVALID_JSON" {
@@ -272,7 +273,7 @@ func TestInvalidJSONGETParams(t *testing.T) {
 // unknown version, data of the wrong shape) carry extensions.code like
 // every other error; an unknown hash keeps PERSISTED_QUERY_NOT_FOUND.
 func TestPersistedQueryErrorsHaveACode(t *testing.T) {
-	a := startAdmin(t, testenv.Backend{Name: "sqlite"})
+	a := graphtest.StartAdmin(t, testenv.Backend{Name: "sqlite"})
 	for _, c := range []struct{ ext, code string }{
 		{`{"persistedQuery": {"version": 1, "sha256Hash": "00"}}`, "PERSISTED_QUERY_INVALID"},
 		{`{"persistedQuery": {"version": 2, "sha256Hash": "00"}}`, "PERSISTED_QUERY_INVALID"},
@@ -281,20 +282,20 @@ func TestPersistedQueryErrorsHaveACode(t *testing.T) {
 		body := `{"query": "{ apiKeys(first: 1) { totalCount } }", "extensions": ` + c.ext + `}`
 		r := a.Do(t, "POST", a.AdminURL+"/graphql", body, "X-API-Key", a.Key, "Content-Type", "application/json")
 		var out struct {
-			Errors []gqlError `json:"errors"`
+			Errors []graphtest.Error `json:"errors"`
 		}
 		r.JSON(t, &out)
-		if len(out.Errors) != 1 || out.Errors[0].code() != c.code {
+		if len(out.Errors) != 1 || out.Errors[0].Code() != c.code {
 			t.Fatalf("extensions %s: %d %s", c.ext, r.Status, r.Body)
 		}
 	}
 	body := `{"extensions": {"persistedQuery": {"version": 1, "sha256Hash": "00"}}}`
 	r := a.Do(t, "POST", a.AdminURL+"/graphql", body, "X-API-Key", a.Key, "Content-Type", "application/json")
 	var out struct {
-		Errors []gqlError `json:"errors"`
+		Errors []graphtest.Error `json:"errors"`
 	}
 	r.JSON(t, &out)
-	if len(out.Errors) != 1 || out.Errors[0].code() != "PERSISTED_QUERY_NOT_FOUND" {
+	if len(out.Errors) != 1 || out.Errors[0].Code() != "PERSISTED_QUERY_NOT_FOUND" {
 		t.Fatalf("unknown hash: %d %s", r.Status, r.Body)
 	}
 }

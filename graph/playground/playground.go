@@ -1,18 +1,17 @@
-package graph
+package playground
 
 import (
 	"bytes"
 	"embed"
 	"html/template"
-	"io/fs"
 	"net/http"
 	"strings"
 )
 
 // The Playground's files (GraphiQL and React), vendored so that the page
-// works with no access to a CDN; see playground/README.md.
+// works with no access to a CDN; see README.md.
 //
-//go:embed playground
+//go:embed README.md graphiql-4.1.2 react-18.2.0 react-dom-18.2.0
 var playgroundFiles embed.FS
 
 // PlaygroundAssetsPath is where the Playground's files are served.
@@ -103,11 +102,7 @@ func Favicon() http.Handler {
 // PlaygroundAssets serves the vendored files under PlaygroundAssetsPath.
 // Paths carry versions, so the files are cached for good.
 func PlaygroundAssets() http.Handler {
-	sub, err := fs.Sub(playgroundFiles, "playground")
-	if err != nil {
-		panic(err) // the embedded folder exists at build time
-	}
-	files := http.StripPrefix(PlaygroundAssetsPath, http.FileServerFS(sub))
+	files := http.StripPrefix(PlaygroundAssetsPath, http.FileServerFS(playgroundFiles))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/") { // no directory listings
 			http.NotFound(w, r)

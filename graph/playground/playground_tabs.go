@@ -1,4 +1,4 @@
-package graph
+package playground
 
 // playgroundTab is a ready query the Playground opens with.
 type playgroundTab struct {
@@ -165,4 +165,14 @@ query ListKeys {
   }
 }
 `},
+}
+
+// TabQueries returns the query of each ready tab, in order (the schema's
+// tests check them against it).
+func TabQueries() []string {
+	out := make([]string, len(playgroundTabs))
+	for i, t := range playgroundTabs {
+		out[i] = t.Query
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package graph_test
+package playground_test
 
 import (
 	"context"
@@ -12,8 +12,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"gatehouse/graph"
+	"gatehouse/graph/playground"
 
+	"gatehouse/graph/graphtest"
 	"gatehouse/internal/partner"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/testenv/browser"
@@ -28,13 +29,13 @@ import (
 // Skipped only when no browser is installed (CI installs Debian's chromium).
 func TestPlaygroundInBrowser(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b)
+		a := graphtest.StartAdmin(t, b)
 		ctx := context.Background()
 		if _, _, err := a.App.Partners.Create(ctx, partner.CreateInput{AppName: "Browser Partner", AppKey: "browser-partner"}); err != nil {
 			t.Fatal(err)
 		}
 		// Something for the audit log tab to show.
-		a.gql(t, `mutation { createSku(input: {name: "browser mug", stock: 2}) { id } }`, nil).ok(t, "createSku")
+		a.GQL(t, `mutation { createSku(input: {name: "browser mug", stock: 2}) { id } }`, nil).OK(t, "createSku")
 		keyRow, err := a.App.APIKeys.Authenticate(ctx, a.Key) // counts 1 use: subtracted below
 		if err != nil {
 			t.Fatal(err)
@@ -213,7 +214,7 @@ func jsString(s string) string {
 // the API key sits in its local storage).
 func TestPlaygroundRefusesFraming(t *testing.T) {
 	rec := httptest.NewRecorder()
-	graph.PlaygroundPage("gatehouse admin", "/graphql").ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	playground.PlaygroundPage("gatehouse admin", "/graphql").ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
 	if rec.Code != 200 {
 		t.Fatalf("status %d", rec.Code)
 	}
