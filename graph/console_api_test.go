@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"gatehouse/ent/webhookdelivery"
+	"gatehouse/graph/graphtest"
 	"gatehouse/internal/apikey"
 	"gatehouse/internal/testenv"
 )
@@ -18,14 +19,14 @@ import (
 // failure; an endpoint without attempts has a null success rate.
 func TestEndpointHealth(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b)
+		a := graphtest.StartAdmin(t, b)
 		ctx := context.Background()
-		app := a.gql(t, `mutation { createPartnerApp(input: {appName: "health"}) { app { id } } }`, nil).ok(t, "createPartnerApp")
-		appID := str(app, "app", "id")
+		app := a.GQL(t, `mutation { createPartnerApp(input: {appName: "health"}) { app { id } } }`, nil).OK(t, "createPartnerApp")
+		appID := graphtest.Str(app, "app", "id")
 		mk := func(url string) int {
-			r := a.gql(t, `mutation($app: ID!, $url: String!) { createWebhookEndpoint(appID: $app, input: {url: $url}) { endpoint { id } } }`,
-				map[string]any{"app": appID, "url": url}).ok(t, "createWebhookEndpoint")
-			id, _ := strconv.Atoi(str(r, "endpoint", "id"))
+			r := a.GQL(t, `mutation($app: ID!, $url: String!) { createWebhookEndpoint(appID: $app, input: {url: $url}) { endpoint { id } } }`,
+				map[string]any{"app": appID, "url": url}).OK(t, "createWebhookEndpoint")
+			id, _ := strconv.Atoi(graphtest.Str(r, "endpoint", "id"))
 			return id
 		}
 		ep, other := mk("https://one.example.com/h"), mk("https://two.example.com/h")
@@ -62,20 +63,20 @@ func TestEndpointHealth(t *testing.T) {
 			id health { successRate succeeded failed lastError lastErrorAt hours { start succeeded failed } } } } } } }`
 		health := func(id int) map[string]any {
 			t.Helper()
-			r := a.gql(t, q, map[string]any{"app": appID}).ok(t, "partnerApps")
-			for _, e := range dig(r, "edges", 0, "node", "webhookEndpoints").([]any) {
-				if str(e, "id") == strconv.Itoa(id) {
-					return dig(e, "health").(map[string]any)
+			r := a.GQL(t, q, map[string]any{"app": appID}).OK(t, "partnerApps")
+			for _, e := range graphtest.Dig(r, "edges", 0, "node", "webhookEndpoints").([]any) {
+				if graphtest.Str(e, "id") == strconv.Itoa(id) {
+					return graphtest.Dig(e, "health").(map[string]any)
 				}
 			}
 			t.Fatalf("no endpoint %d in %v", id, r)
 			return nil
 		}
 		h := health(ep)
-		if num(h, "succeeded") != 2 || num(h, "failed") != 2 || dig(h, "successRate") != 0.5 {
+		if graphtest.Num(h, "succeeded") != 2 || graphtest.Num(h, "failed") != 2 || graphtest.Dig(h, "successRate") != 0.5 {
 			t.Fatalf("health %v: want 2 succeeded, 2 failed, rate 0.5", h)
 		}
-		if str(h, "lastError") != "timeout after 10s" {
+		if graphtest.Str(h, "lastError") != "timeout after 10s" {
 			t.Fatalf("lastError %v, want the timeout (the latest failure)", h["lastError"])
 		}
 		hours := h["hours"].([]any)
@@ -86,7 +87,7 @@ func TestEndpointHealth(t *testing.T) {
 		// the totals (the attempt 30 h ago is in none).
 		var good, bad int
 		for _, hr := range hours {
-			start, err := time.Parse(time.RFC3339, str(hr, "start"))
+			start, err := time.Parse(time.RFC3339, graphtest.Str(hr, "start"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -96,18 +97,18 @@ func TestEndpointHealth(t *testing.T) {
 					want++
 				}
 			}
-			if num(hr, "succeeded") != want {
-				t.Fatalf("hour %v: %d succeeded, want %d (%v)", start, num(hr, "succeeded"), want, hours)
+			if graphtest.Num(hr, "succeeded") != want {
+				t.Fatalf("hour %v: %d succeeded, want %d (%v)", start, graphtest.Num(hr, "succeeded"), want, hours)
 			}
-			good += num(hr, "succeeded")
-			bad += num(hr, "failed")
+			good += graphtest.Num(hr, "succeeded")
+			bad += graphtest.Num(hr, "failed")
 		}
-		if good != 2 || bad != 2 || !strings.HasPrefix(str(hours[23], "start"), now.UTC().Truncate(time.Hour).Format("2006-01-02T15")) {
+		if good != 2 || bad != 2 || !strings.HasPrefix(graphtest.Str(hours[23], "start"), now.UTC().Truncate(time.Hour).Format("2006-01-02T15")) {
 			t.Fatalf("hours %v: want 2 succeeded and 2 failed, the last hour the current one", hours)
 		}
 		none := mk("https://three.example.com/h")
 		h = health(none)
-		if h["successRate"] != nil || h["lastError"] != nil || num(h, "failed") != 0 {
+		if h["successRate"] != nil || h["lastError"] != nil || graphtest.Num(h, "failed") != 0 {
 			t.Fatalf("an endpoint without attempts: %v", h)
 		}
 	})
@@ -117,16 +118,16 @@ func TestEndpointHealth(t *testing.T) {
 // can show a READ_ONLY key no buttons.
 func TestViewer(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b)
+		a := graphtest.StartAdmin(t, b)
 		_, ro, err := a.App.APIKeys.Create(context.Background(), "reader", apikey.RoleReadOnly)
 		if err != nil {
 			t.Fatal(err)
 		}
-		v := gqlAs(t, a.Env, ro, `{ viewer { name role } }`, nil).ok(t, "viewer")
-		if str(v, "name") != "reader" || str(v, "role") != "READ_ONLY" {
+		v := graphtest.GQLAs(t, a.Env, ro, `{ viewer { name role } }`, nil).OK(t, "viewer")
+		if graphtest.Str(v, "name") != "reader" || graphtest.Str(v, "role") != "READ_ONLY" {
 			t.Fatalf("viewer %v", v)
 		}
-		if v := a.gql(t, `{ viewer { name role } }`, nil).ok(t, "viewer"); str(v, "role") != "ADMIN" {
+		if v := a.GQL(t, `{ viewer { name role } }`, nil).OK(t, "viewer"); graphtest.Str(v, "role") != "ADMIN" {
 			t.Fatalf("viewer %v", v)
 		}
 	})

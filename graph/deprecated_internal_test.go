@@ -5,6 +5,8 @@ import (
 
 	"github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
+
+	"gatehouse/graph/playground"
 )
 
 // TestPlaygroundTabsUseCurrentNames: no Playground tab selects a field,
@@ -12,10 +14,10 @@ import (
 // ready queries teach the current names (redirectURIs, amountMinor, …).
 func TestPlaygroundTabsUseCurrentNames(t *testing.T) {
 	schema := NewExecutableSchema(Config{Resolvers: &Resolver{}}).Schema()
-	for _, tab := range playgroundTabs {
-		doc, err := gqlparser.LoadQueryWithRules(schema, tab.Query, nil)
+	for _, query := range playground.TabQueries() {
+		doc, err := gqlparser.LoadQueryWithRules(schema, query, nil)
 		if err != nil {
-			t.Fatalf("tab does not validate: %v\n%s", err, tab.Query)
+			t.Fatalf("tab does not validate: %v\n%s", err, query)
 		}
 		for _, where := range deprecatedUses(doc) {
 			t.Errorf("a Playground tab uses %s, which is deprecated", where)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"gatehouse/graph/graphtest"
 	"gatehouse/internal/testenv"
 )
 
@@ -26,10 +27,10 @@ const browserIntrospection = `{ __schema {
 // types and GraphQL's own scalars are the specification's, not ours.
 func TestSchemaIsDescribed(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b)
-		res := a.gql(t, browserIntrospection, nil)
+		a := graphtest.StartAdmin(t, b)
+		res := a.GQL(t, browserIntrospection, nil)
 		var s introspected
-		if err := remarshal(res.ok(t, "__schema"), &s.Schema); err != nil {
+		if err := graphtest.Remarshal(res.OK(t, "__schema"), &s.Schema); err != nil {
 			t.Fatal(err)
 		}
 		var total, with int

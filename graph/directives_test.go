@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"gatehouse/graph/graphtest"
 	"gatehouse/internal/testenv"
 )
 
@@ -33,9 +34,9 @@ type introspected struct {
 // @goModel) or the server (@auditTarget), which no query can use.
 func TestInternalDirectivesHidden(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b)
+		a := graphtest.StartAdmin(t, b)
 		var s introspected
-		if err := remarshal(a.gql(t, `{ __schema { directives { name } } }`, nil).ok(t, "__schema"), &s.Schema); err != nil {
+		if err := graphtest.Remarshal(a.GQL(t, `{ __schema { directives { name } } }`, nil).OK(t, "__schema"), &s.Schema); err != nil {
 			t.Fatal(err)
 		}
 		var names []string

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"gatehouse/graph/graphtest"
 	"gatehouse/internal/testenv"
 )
 
@@ -15,24 +16,24 @@ import (
 // can be (9999999999 was returned as is); amountMinor carries it.
 func TestDeprecatedAmountBeyond32Bits(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b)
-		p := a.gql(t, createAppMutation, map[string]any{"in": map[string]any{"appName": "Big"}}).ok(t, "createPartnerApp")
-		app := str(p, "app", "id")
+		a := graphtest.StartAdmin(t, b)
+		p := a.GQL(t, createAppMutation, map[string]any{"in": map[string]any{"appName": "Big"}}).OK(t, "createPartnerApp")
+		app := graphtest.Str(p, "app", "id")
 		for no, amount := range map[string]string{"SMALL": "21474836.47", "BIG": "99999999.99"} {
-			a.gql(t, `mutation($app: ID!, $no: String!, $amount: String!) { createOrder(input: {appID: $app, orderNo: $no, amount: $amount}) { id } }`,
-				map[string]any{"app": app, "no": no, "amount": amount}).ok(t, "createOrder")
+			a.GQL(t, `mutation($app: ID!, $no: String!, $amount: String!) { createOrder(input: {appID: $app, orderNo: $no, amount: $amount}) { id } }`,
+				map[string]any{"app": app, "no": no, "amount": amount}).OK(t, "createOrder")
 		}
 		const q = `query($no: String!) { orders(where: {orderNo: $no}) { edges { node { amount } } } }`
-		small := a.gql(t, q, map[string]any{"no": "SMALL"}).ok(t, "orders")
-		if got := num(small, "edges", 0, "node", "amount"); got != 2147483647 {
+		small := a.GQL(t, q, map[string]any{"no": "SMALL"}).OK(t, "orders")
+		if got := graphtest.Num(small, "edges", 0, "node", "amount"); got != 2147483647 {
 			t.Errorf("amount %d, want 2147483647", got)
 		}
-		e := a.gql(t, q, map[string]any{"no": "BIG"}).fails(t, "INVALID_STATE")
+		e := a.GQL(t, q, map[string]any{"no": "BIG"}).Fails(t, "INVALID_STATE")
 		if !strings.Contains(e.Message, "amountMinor") || len(e.Path) == 0 || e.Path[len(e.Path)-1] != "amount" {
 			t.Errorf("error %q at %v, want one naming amountMinor at the amount field", e.Message, e.Path)
 		}
-		big := a.gql(t, `{ orders(where: {orderNo: "BIG"}) { edges { node { amountMinor } } } }`, nil).ok(t, "orders")
-		if got := str(big, "edges", 0, "node", "amountMinor"); got != "9999999999" {
+		big := a.GQL(t, `{ orders(where: {orderNo: "BIG"}) { edges { node { amountMinor } } } }`, nil).OK(t, "orders")
+		if got := graphtest.Str(big, "edges", 0, "node", "amountMinor"); got != "9999999999" {
 			t.Errorf("amountMinor %q, want 9999999999", got)
 		}
 	})
@@ -44,9 +45,9 @@ func TestDeprecatedAmountBeyond32Bits(t *testing.T) {
 // for one beyond (5000000000 was returned as is), like Order.amount.
 func TestDeprecatedCountersBeyond32Bits(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b)
+		a := graphtest.StartAdmin(t, b)
 		ctx := t.Context()
-		appID := intID(t, a.gql(t, createAppMutation, map[string]any{"in": map[string]any{"appName": "Busy"}}).ok(t, "createPartnerApp"), "app", "id")
+		appID := graphtest.IntID(t, a.GQL(t, createAppMutation, map[string]any{"in": map[string]any{"appName": "Busy"}}).OK(t, "createPartnerApp"), "app", "id")
 		usage, err := a.App.DB.APIUsage.Create().SetAppID(appID).SetVersion("v2").
 			SetDay(time.Now().UTC().Format(time.DateOnly)).SetCount(math.MaxInt32).Save(ctx)
 		if err != nil {
@@ -60,20 +61,20 @@ func TestDeprecatedCountersBeyond32Bits(t *testing.T) {
 			apiKeys(first: 1) { edges { node { usageCount } } }
 			apiVersions { name callsLast30Days }
 		}`
-		fits := a.gql(t, q, nil)
-		if len(fits.Errors) > 0 || num(fits.Data, "apiUsages", "edges", 0, "node", "count") != math.MaxInt32 ||
-			num(fits.Data, "apiKeys", "edges", 0, "node", "usageCount") != math.MaxInt32 {
+		fits := a.GQL(t, q, nil)
+		if len(fits.Errors) > 0 || graphtest.Num(fits.Data, "apiUsages", "edges", 0, "node", "count") != math.MaxInt32 ||
+			graphtest.Num(fits.Data, "apiKeys", "edges", 0, "node", "usageCount") != math.MaxInt32 {
 			t.Fatalf("2^31-1: %s", fits.Body)
 		}
-		for _, v := range dig(fits.Data, "apiVersions").([]any) {
-			if str(v, "name") == "v2" && num(v, "callsLast30Days") != math.MaxInt32 {
+		for _, v := range graphtest.Dig(fits.Data, "apiVersions").([]any) {
+			if graphtest.Str(v, "name") == "v2" && graphtest.Num(v, "callsLast30Days") != math.MaxInt32 {
 				t.Fatalf("callsLast30Days at 2^31-1: %s", fits.Body)
 			}
 		}
 
 		usage.Update().SetCount(5_000_000_000).ExecX(ctx)
 		a.App.DB.APIKey.Update().SetUsageCount(5_000_000_000).ExecX(ctx)
-		beyond := a.gql(t, q, nil)
+		beyond := a.GQL(t, q, nil)
 		want := map[string]string{"count": "callCount", "usageCount": "requestCount", "callsLast30Days": "callCountLast30Days"}
 		for _, e := range beyond.Errors {
 			var field string
@@ -81,8 +82,8 @@ func TestDeprecatedCountersBeyond32Bits(t *testing.T) {
 				field, _ = e.Path[len(e.Path)-1].(string)
 			}
 			instead, ok := want[field]
-			if !ok || e.code() != "INVALID_STATE" || !strings.Contains(e.Message, instead) {
-				t.Errorf("error %q (%s) at %v", e.Message, e.code(), e.Path)
+			if !ok || e.Code() != "INVALID_STATE" || !strings.Contains(e.Message, instead) {
+				t.Errorf("error %q (%s) at %v", e.Message, e.Code(), e.Path)
 			}
 			delete(want, field)
 		}

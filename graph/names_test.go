@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"gatehouse/graph/graphtest"
 	"gatehouse/graph/scalar"
 	"gatehouse/internal/config"
 	"gatehouse/internal/testenv"
@@ -19,32 +20,32 @@ import (
 // literal still accepted).
 func TestGraphQLNames(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b)
+		a := graphtest.StartAdmin(t, b)
 		uris := []string{"https://partner.example.com/cb", "https://partner.example.com/cb2"}
-		p := a.gql(t, `mutation($in: CreatePartnerAppInput!) { createPartnerApp(input: $in) { app { id redirectURIs redirectUris } } }`,
-			map[string]any{"in": map[string]any{"appName": "Names", "redirectURIs": uris}}).ok(t, "createPartnerApp")
-		id := str(p, "app", "id")
+		p := a.GQL(t, `mutation($in: CreatePartnerAppInput!) { createPartnerApp(input: $in) { app { id redirectURIs redirectUris } } }`,
+			map[string]any{"in": map[string]any{"appName": "Names", "redirectURIs": uris}}).OK(t, "createPartnerApp")
+		id := graphtest.Str(p, "app", "id")
 		for _, f := range []string{"redirectURIs", "redirectUris"} {
-			if got, _ := json.Marshal(dig(p, "app", f)); string(got) != `["https://partner.example.com/cb","https://partner.example.com/cb2"]` {
+			if got, _ := json.Marshal(graphtest.Dig(p, "app", f)); string(got) != `["https://partner.example.com/cb","https://partner.example.com/cb2"]` {
 				t.Fatalf("createPartnerApp %s = %s", f, got)
 			}
 		}
 		// Read on its own (entgql selects only the columns asked for), and
 		// after an update.
 		for _, f := range []string{"redirectURIs", "redirectUris"} {
-			r := a.gql(t, `query($id: ID!) { partnerApps(where: {id: $id}) { edges { node { `+f+` } } } }`, map[string]any{"id": id}).ok(t, "partnerApps")
-			if str(r, "edges", 0, "node", f, 1) != uris[1] {
+			r := a.GQL(t, `query($id: ID!) { partnerApps(where: {id: $id}) { edges { node { `+f+` } } } }`, map[string]any{"id": id}).OK(t, "partnerApps")
+			if graphtest.Str(r, "edges", 0, "node", f, 1) != uris[1] {
 				t.Fatalf("%s alone: %v", f, r)
 			}
 		}
-		u := a.gql(t, `mutation($id: ID!) { updatePartnerApp(id: $id, input: {redirectURIs: ["https://new.example.com/cb"]}) { redirectURIs redirectUris } }`,
-			map[string]any{"id": id}).ok(t, "updatePartnerApp")
-		if str(u, "redirectURIs", 0) != "https://new.example.com/cb" || str(u, "redirectUris", 0) != "https://new.example.com/cb" {
+		u := a.GQL(t, `mutation($id: ID!) { updatePartnerApp(id: $id, input: {redirectURIs: ["https://new.example.com/cb"]}) { redirectURIs redirectUris } }`,
+			map[string]any{"id": id}).OK(t, "updatePartnerApp")
+		if graphtest.Str(u, "redirectURIs", 0) != "https://new.example.com/cb" || graphtest.Str(u, "redirectUris", 0) != "https://new.example.com/cb" {
 			t.Fatalf("after update: %v", u)
 		}
 
-		keyID := a.gql(t, `{ apiKeys(first: 1) { edges { node { id } } } }`, nil).ok(t, "apiKeys")
-		kid := str(keyID, "edges", 0, "node", "id")
+		keyID := a.GQL(t, `{ apiKeys(first: 1) { edges { node { id } } } }`, nil).OK(t, "apiKeys")
+		kid := graphtest.Str(keyID, "edges", 0, "node", "id")
 		n, err := strconv.Atoi(kid)
 		if err != nil {
 			t.Fatalf("api key id %q", kid)
@@ -58,16 +59,16 @@ func TestGraphQLNames(t *testing.T) {
 			"string In":       {`{ auditEvents(first: 100, where: {apiKeyIDIn: ["` + kid + `"]}) { totalCount edges { node { apiKeyID } } } }`, nil},
 			"integer GTE":     {`query($k: ID) { auditEvents(first: 100, where: {apiKeyIDGTE: $k}) { totalCount edges { node { apiKeyID } } } }`, map[string]any{"k": n}},
 		} {
-			r := a.gql(t, q.query, q.vars).ok(t, "auditEvents")
-			if num(r, "totalCount") < 2 {
+			r := a.GQL(t, q.query, q.vars).OK(t, "auditEvents")
+			if graphtest.Num(r, "totalCount") < 2 {
 				t.Fatalf("%s: %v", name, r)
 			}
 			// An ID is a JSON string.
-			if v, ok := dig(r, "edges", 0, "node", "apiKeyID").(string); !ok || v != kid {
-				t.Fatalf("%s: apiKeyID = %#v, want %q", name, dig(r, "edges", 0, "node", "apiKeyID"), kid)
+			if v, ok := graphtest.Dig(r, "edges", 0, "node", "apiKeyID").(string); !ok || v != kid {
+				t.Fatalf("%s: apiKeyID = %#v, want %q", name, graphtest.Dig(r, "edges", 0, "node", "apiKeyID"), kid)
 			}
 		}
-		if r := a.gql(t, `{ auditEvents(first: 1, where: {apiKeyID: 999999}) { totalCount } }`, nil).ok(t, "auditEvents"); num(r, "totalCount") != 0 {
+		if r := a.GQL(t, `{ auditEvents(first: 1, where: {apiKeyID: 999999}) { totalCount } }`, nil).OK(t, "auditEvents"); graphtest.Num(r, "totalCount") != 0 {
 			t.Fatalf("unknown key: %v", r)
 		}
 	})
@@ -78,8 +79,8 @@ func TestGraphQLNames(t *testing.T) {
 // it is a deprecated alias, every old spelling is marked @deprecated with
 // its replacement named, and every id of an object is typed ID.
 func TestSchemaSpellings(t *testing.T) {
-	a := startAdmin(t, testenv.Backend{Name: "sqlite"})
-	r := a.gql(t, `{ __schema { types { name kind
+	a := graphtest.StartAdmin(t, testenv.Backend{Name: "sqlite"})
+	r := a.GQL(t, `{ __schema { types { name kind
 		fields(includeDeprecated: true) { name isDeprecated deprecationReason type { ...T } args { name type { ...T } } }
 		inputFields(includeDeprecated: true) { name isDeprecated deprecationReason type { ...T } } } } }
 		fragment T on __Type { kind name ofType { kind name ofType { kind name ofType { kind name } } } }`, nil)
@@ -115,7 +116,7 @@ func TestSchemaSpellings(t *testing.T) {
 			}
 		} `json:"__schema"`
 	}
-	if err := remarshal(r.Data, &schema); err != nil {
+	if err := graphtest.Remarshal(r.Data, &schema); err != nil {
 		t.Fatal(err)
 	}
 	badSpelling := regexp.MustCompile(`(Url|Uri|Id)(s|[A-Z]|$)`)
@@ -177,14 +178,14 @@ func TestSchemaSpellings(t *testing.T) {
 // it instead of a number no 32-bit client can read.
 func TestInt64Amount(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b)
-		appID := str(a.gql(t, createAppMutation, map[string]any{"in": map[string]any{"appName": "Big"}}).ok(t, "createPartnerApp"), "app", "id")
-		o := a.gql(t, `mutation($app: ID!) { createOrder(input: {appID: $app, orderNo: "BIG-1", amount: "9999999999999.99"}) { amountMinor amountDecimal } }`,
-			map[string]any{"app": appID}).ok(t, "createOrder")
-		if v, ok := dig(o, "amountMinor").(string); !ok || v != "999999999999999" || str(o, "amountDecimal") != "9999999999999.99" {
+		a := graphtest.StartAdmin(t, b)
+		appID := graphtest.Str(a.GQL(t, createAppMutation, map[string]any{"in": map[string]any{"appName": "Big"}}).OK(t, "createPartnerApp"), "app", "id")
+		o := a.GQL(t, `mutation($app: ID!) { createOrder(input: {appID: $app, orderNo: "BIG-1", amount: "9999999999999.99"}) { amountMinor amountDecimal } }`,
+			map[string]any{"app": appID}).OK(t, "createOrder")
+		if v, ok := graphtest.Dig(o, "amountMinor").(string); !ok || v != "999999999999999" || graphtest.Str(o, "amountDecimal") != "9999999999999.99" {
 			t.Fatalf("createOrder: %v", o)
 		}
-		a.gql(t, `mutation($app: ID!) { createOrder(input: {appID: $app, orderNo: "SMALL-1", amount: "1.50"}) { id } }`, map[string]any{"app": appID}).ok(t, "createOrder")
+		a.GQL(t, `mutation($app: ID!) { createOrder(input: {appID: $app, orderNo: "SMALL-1", amount: "1.50"}) { id } }`, map[string]any{"app": appID}).OK(t, "createOrder")
 
 		for name, q := range map[string]struct {
 			where string
@@ -201,14 +202,14 @@ func TestInt64Amount(t *testing.T) {
 			if q.vars != nil {
 				decl = "($v: Int64!)"
 			}
-			r := a.gql(t, `query`+decl+` { orders(first: 10, where: `+q.where+`) { totalCount edges { node { orderNo amountMinor } } } }`, q.vars)
-			got := r.ok(t, "orders")
-			if num(got, "totalCount") != 1 || str(got, "edges", 0, "node", "orderNo") != "BIG-1" {
+			r := a.GQL(t, `query`+decl+` { orders(first: 10, where: `+q.where+`) { totalCount edges { node { orderNo amountMinor } } } }`, q.vars)
+			got := r.OK(t, "orders")
+			if graphtest.Num(got, "totalCount") != 1 || graphtest.Str(got, "edges", 0, "node", "orderNo") != "BIG-1" {
 				t.Fatalf("%s: %s", name, r.Body)
 			}
 		}
 		for _, bad := range []any{"1e3", "12.5", "+5", "", "9223372036854775808", true} {
-			r := a.gql(t, `query($v: Int64!) { orders(first: 1, where: {amountMinor: $v}) { totalCount } }`, map[string]any{"v": bad})
+			r := a.GQL(t, `query($v: Int64!) { orders(first: 1, where: {amountMinor: $v}) { totalCount } }`, map[string]any{"v": bad})
 			if len(r.Errors) != 1 || r.Errors[0].Message != "where.amountMinor: "+scalar.ErrInt64.Error() {
 				t.Fatalf("%v accepted or unclear: %s", bad, r.Body)
 			}
@@ -221,16 +222,16 @@ func TestInt64Amount(t *testing.T) {
 // reads RFC 3339 in UTC with exactly three decimals.
 func TestTimePrecision(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b, func(c *config.Config) { c.Webhooks.AllowPrivate = true })
-		p := a.gql(t, createAppMutation, map[string]any{"in": map[string]any{
+		a := graphtest.StartAdmin(t, b, func(c *config.Config) { c.Webhooks.AllowPrivate = true })
+		p := a.GQL(t, createAppMutation, map[string]any{"in": map[string]any{
 			"appName": "Times", "expireDate": "2031-05-17", "callbackURL": "http://127.0.0.1:1/hook",
-		}}).ok(t, "createPartnerApp")
-		appID := str(p, "app", "id")
-		a.gql(t, `mutation($id: ID!) { rotatePartnerAppSecret(id: $id) { appSecret } }`, map[string]any{"id": appID}).ok(t, "rotatePartnerAppSecret")
-		a.gql(t, `mutation($app: ID!) { createOrder(input: {appID: $app, orderNo: "T-1", amount: "1"}) { id } }`, map[string]any{"app": appID}).ok(t, "createOrder")
-		a.gql(t, `mutation { payOrder(orderNo: "T-1") { id } }`, nil).ok(t, "payOrder")
-		a.gql(t, `mutation { createUser(input: {username: "timely", password: "long enough"}) { id } }`, nil).ok(t, "createUser")
-		r := a.gql(t, `query($id: ID!) {
+		}}).OK(t, "createPartnerApp")
+		appID := graphtest.Str(p, "app", "id")
+		a.GQL(t, `mutation($id: ID!) { rotatePartnerAppSecret(id: $id) { appSecret } }`, map[string]any{"id": appID}).OK(t, "rotatePartnerAppSecret")
+		a.GQL(t, `mutation($app: ID!) { createOrder(input: {appID: $app, orderNo: "T-1", amount: "1"}) { id } }`, map[string]any{"app": appID}).OK(t, "createOrder")
+		a.GQL(t, `mutation { payOrder(orderNo: "T-1") { id } }`, nil).OK(t, "payOrder")
+		a.GQL(t, `mutation { createUser(input: {username: "timely", password: "long enough"}) { id } }`, nil).OK(t, "createUser")
+		r := a.GQL(t, `query($id: ID!) {
 			partnerApps(where: {id: $id}) { edges { node { createTime updateTime expireDate previousSecretExpiresAt } } }
 			orders(first: 1) { edges { node { createTime payTime } } }
 			webhookDeliveries(first: 1) { edges { node { createTime updateTime nextAttemptAt } } }
@@ -251,13 +252,13 @@ func TestTimePrecision(t *testing.T) {
 			"users":             {"createTime"},
 		} {
 			for _, f := range fields {
-				v := str(r.Data, root, "edges", 0, "node", f)
+				v := graphtest.Str(r.Data, root, "edges", 0, "node", f)
 				if !form.MatchString(v) {
 					t.Errorf("%s.%s = %q, want 2006-01-02T15:04:05.000Z", root, f, v)
 				}
 			}
 		}
-		if d := str(r.Data, "partnerApps", "edges", 0, "node", "expireDate"); d != "2031-05-17T00:00:00.000Z" {
+		if d := graphtest.Str(r.Data, "partnerApps", "edges", 0, "node", "expireDate"); d != "2031-05-17T00:00:00.000Z" {
 			t.Errorf("expireDate = %q", d)
 		}
 	})
@@ -269,9 +270,9 @@ func TestTimePrecision(t *testing.T) {
 // Int fields refuse such values: TestDeprecatedCountersBeyond32Bits).
 func TestInt64Counters(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b)
+		a := graphtest.StartAdmin(t, b)
 		ctx := t.Context()
-		appID := intID(t, a.gql(t, createAppMutation, map[string]any{"in": map[string]any{"appName": "Busy"}}).ok(t, "createPartnerApp"), "app", "id")
+		appID := graphtest.IntID(t, a.GQL(t, createAppMutation, map[string]any{"in": map[string]any{"appName": "Busy"}}).OK(t, "createPartnerApp"), "app", "id")
 		const calls = 3_000_000_000
 		today := time.Now().UTC().Format(time.DateOnly)
 		if err := a.App.DB.APIUsage.Create().SetAppID(appID).SetVersion("v2").SetDay(today).SetCount(calls).Exec(ctx); err != nil {
@@ -281,7 +282,7 @@ func TestInt64Counters(t *testing.T) {
 		if err := a.App.DB.APIKey.Update().SetUsageCount(requests).Exec(ctx); err != nil {
 			t.Fatal(err)
 		}
-		r := a.gql(t, `{
+		r := a.GQL(t, `{
 			apiUsages(first: 5, where: {callCountGTE: "3000000000"}) { totalCount edges { node { callCount } } }
 			old: apiUsages(first: 5, where: {countGT: 2999999999}) { totalCount }
 			apiKeys(first: 5, where: {requestCount: 5000000000}) { totalCount edges { node { requestCount } } }
@@ -290,17 +291,17 @@ func TestInt64Counters(t *testing.T) {
 		if len(r.Errors) > 0 {
 			t.Fatalf("%s", r.Body)
 		}
-		if num(r.Data, "apiUsages", "totalCount") != 1 || num(r.Data, "old", "totalCount") != 1 ||
-			dig(r.Data, "apiUsages", "edges", 0, "node", "callCount") != "3000000000" {
+		if graphtest.Num(r.Data, "apiUsages", "totalCount") != 1 || graphtest.Num(r.Data, "old", "totalCount") != 1 ||
+			graphtest.Dig(r.Data, "apiUsages", "edges", 0, "node", "callCount") != "3000000000" {
 			t.Fatalf("apiUsages: %s", r.Body)
 		}
-		if num(r.Data, "apiKeys", "totalCount") != 1 || dig(r.Data, "apiKeys", "edges", 0, "node", "requestCount") != "5000000000" {
+		if graphtest.Num(r.Data, "apiKeys", "totalCount") != 1 || graphtest.Dig(r.Data, "apiKeys", "edges", 0, "node", "requestCount") != "5000000000" {
 			t.Fatalf("apiKeys: %s", r.Body)
 		}
 		found := false
-		for _, v := range dig(r.Data, "apiVersions").([]any) {
-			if str(v, "name") == "v2" {
-				found = dig(v, "callCountLast30Days") == "3000000000"
+		for _, v := range graphtest.Dig(r.Data, "apiVersions").([]any) {
+			if graphtest.Str(v, "name") == "v2" {
+				found = graphtest.Dig(v, "callCountLast30Days") == "3000000000"
 			}
 		}
 		if !found {

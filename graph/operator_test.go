@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"gatehouse/graph/graphtest"
 	"gatehouse/internal/app/apptest"
 	"gatehouse/internal/config"
 	"gatehouse/internal/testenv"
@@ -24,27 +25,27 @@ import (
 // key) lets it in again from the next request, on another replica too.
 func TestEnableAPIKey(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b)
+		a := graphtest.StartAdmin(t, b)
 		replica := apptest.Start(t, b, func(c *config.Config) {
 			c.Database.URL = a.App.Cfg.Database.URL
 			c.Auth.MasterKeyB64 = a.App.Cfg.Auth.MasterKeyB64
 		})
-		k := a.gql(t, `mutation { createAPIKey(name: "second") { key apiKey { id role } } }`, nil).ok(t, "createAPIKey")
-		if str(k, "apiKey", "role") != "ADMIN" {
+		k := a.GQL(t, `mutation { createAPIKey(name: "second") { key apiKey { id role } } }`, nil).OK(t, "createAPIKey")
+		if graphtest.Str(k, "apiKey", "role") != "ADMIN" {
 			t.Fatalf("default role: %v", k)
 		}
-		id := str(k, "apiKey", "id")
-		a.gql(t, `mutation($id: ID!) { disableAPIKey(id: $id) { status } }`, map[string]any{"id": id}).ok(t, "disableAPIKey")
-		if r := gqlAs(t, replica, str(k, "key"), `{ apiKeys { totalCount } }`, nil); r.Status != 401 || !strings.Contains(r.Body, "invalid_api_key") {
+		id := graphtest.Str(k, "apiKey", "id")
+		a.GQL(t, `mutation($id: ID!) { disableAPIKey(id: $id) { status } }`, map[string]any{"id": id}).OK(t, "disableAPIKey")
+		if r := graphtest.GQLAs(t, replica, graphtest.Str(k, "key"), `{ apiKeys { totalCount } }`, nil); r.Status != 401 || !strings.Contains(r.Body, "invalid_api_key") {
 			t.Fatalf("disabled key: %d %s", r.Status, r.Body)
 		}
-		e := a.gql(t, `mutation($id: ID!) { enableAPIKey(id: $id) { id status } }`, map[string]any{"id": id}).ok(t, "enableAPIKey")
-		if num(e, "status") != 1 {
+		e := a.GQL(t, `mutation($id: ID!) { enableAPIKey(id: $id) { id status } }`, map[string]any{"id": id}).OK(t, "enableAPIKey")
+		if graphtest.Num(e, "status") != 1 {
 			t.Fatalf("enableAPIKey: %v", e)
 		}
-		gqlAs(t, replica, str(k, "key"), `{ apiKeys { totalCount } }`, nil).ok(t, "apiKeys")
-		a.gql(t, `mutation($id: ID!) { enableAPIKey(id: $id) { status } }`, map[string]any{"id": id}).ok(t, "enableAPIKey") // again: no error
-		a.gql(t, `mutation { enableAPIKey(id: 987654) { id } }`, nil).fails(t, "NOT_FOUND")
+		graphtest.GQLAs(t, replica, graphtest.Str(k, "key"), `{ apiKeys { totalCount } }`, nil).OK(t, "apiKeys")
+		a.GQL(t, `mutation($id: ID!) { enableAPIKey(id: $id) { status } }`, map[string]any{"id": id}).OK(t, "enableAPIKey") // again: no error
+		a.GQL(t, `mutation { enableAPIKey(id: 987654) { id } }`, nil).Fails(t, "NOT_FOUND")
 	})
 }
 
@@ -74,7 +75,7 @@ func (s *hookSink) waitFor(t *testing.T, orderNo string) (*http.Request, []byte)
 	t.Helper()
 	var req *http.Request
 	var body []byte
-	eventually(t, 10*time.Second, "the delivery of "+orderNo, func() bool {
+	graphtest.Eventually(t, 10*time.Second, "the delivery of "+orderNo, func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		for i, b := range s.bod {
@@ -95,7 +96,7 @@ func (s *hookSink) waitFor(t *testing.T, orderNo string) (*http.Request, []byte)
 // alone.
 func TestEndSecretOverlap(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b, func(c *config.Config) { c.Webhooks.AllowPrivate = true })
+		a := graphtest.StartAdmin(t, b, func(c *config.Config) { c.Webhooks.AllowPrivate = true })
 		replica := apptest.Start(t, b, func(c *config.Config) {
 			c.Database.URL = a.App.Cfg.Database.URL
 			c.Auth.MasterKeyB64 = a.App.Cfg.Auth.MasterKeyB64
@@ -103,11 +104,11 @@ func TestEndSecretOverlap(t *testing.T) {
 			c.Webhooks.AllowPrivate = true
 		})
 		sink := newHookSink(t)
-		p := a.gql(t, createAppMutation, map[string]any{"in": map[string]any{"appName": "Leaky", "appKey": "leaky", "callbackURL": sink.srv.URL + "/h"}}).ok(t, "createPartnerApp")
-		id, oldSecret := str(p, "app", "id"), str(p, "appSecret")
-		a.gql(t, `mutation($app: ID!) { createOrder(input: {appID: $app, orderNo: "EO-1", amount: "1"}) { id } }`, map[string]any{"app": id}).ok(t, "createOrder")
-		newSecret := str(a.gql(t, `mutation($id: ID!) { rotatePartnerAppSecret(id: $id) { appSecret } }`, map[string]any{"id": id}).ok(t, "rotatePartnerAppSecret"), "appSecret")
-		newHook := str(a.gql(t, `mutation($id: ID!) { rotateWebhookSecret(id: $id) { webhookSecret } }`, map[string]any{"id": id}).ok(t, "rotateWebhookSecret"), "webhookSecret")
+		p := a.GQL(t, createAppMutation, map[string]any{"in": map[string]any{"appName": "Leaky", "appKey": "leaky", "callbackURL": sink.srv.URL + "/h"}}).OK(t, "createPartnerApp")
+		id, oldSecret := graphtest.Str(p, "app", "id"), graphtest.Str(p, "appSecret")
+		a.GQL(t, `mutation($app: ID!) { createOrder(input: {appID: $app, orderNo: "EO-1", amount: "1"}) { id } }`, map[string]any{"app": id}).OK(t, "createOrder")
+		newSecret := graphtest.Str(a.GQL(t, `mutation($id: ID!) { rotatePartnerAppSecret(id: $id) { appSecret } }`, map[string]any{"id": id}).OK(t, "rotatePartnerAppSecret"), "appSecret")
+		newHook := graphtest.Str(a.GQL(t, `mutation($id: ID!) { rotateWebhookSecret(id: $id) { webhookSecret } }`, map[string]any{"id": id}).OK(t, "rotateWebhookSecret"), "webhookSecret")
 		ctx := context.Background()
 		oldClient := partnerclient.New(replica.PublicURL, "leaky", oldSecret)
 		newClient := partnerclient.New(replica.PublicURL, "leaky", newSecret)
@@ -116,19 +117,19 @@ func TestEndSecretOverlap(t *testing.T) {
 				t.Fatalf("during the overlap: %v", err)
 			}
 		}
-		a.gql(t, `mutation { payOrder(orderNo: "EO-1") { id } }`, nil).ok(t, "payOrder")
+		a.GQL(t, `mutation { payOrder(orderNo: "EO-1") { id } }`, nil).OK(t, "payOrder")
 		req, _ := sink.waitFor(t, "EO-1")
 		if n := len(strings.Fields(req.Header.Get("webhook-signature"))); n != 2 {
 			t.Fatalf("during the overlap a delivery carries %d signatures, want 2", n)
 		}
 
-		e := a.gql(t, `mutation($id: ID!) { endSecretOverlap(id: $id) { id previousSecretExpiresAt previousWebhookSecretExpiresAt } }`, map[string]any{"id": id}).ok(t, "endSecretOverlap")
-		if dig(e, "previousSecretExpiresAt") != nil || dig(e, "previousWebhookSecretExpiresAt") != nil {
+		e := a.GQL(t, `mutation($id: ID!) { endSecretOverlap(id: $id) { id previousSecretExpiresAt previousWebhookSecretExpiresAt } }`, map[string]any{"id": id}).OK(t, "endSecretOverlap")
+		if graphtest.Dig(e, "previousSecretExpiresAt") != nil || graphtest.Dig(e, "previousWebhookSecretExpiresAt") != nil {
 			t.Fatalf("endSecretOverlap: %v", e)
 		}
 		ended := time.Now()
 		d := func() time.Duration {
-			eventually(t, 2*time.Second, "the old secret is refused (4002) on the other replica", func() bool {
+			graphtest.Eventually(t, 2*time.Second, "the old secret is refused (4002) on the other replica", func() bool {
 				_, err := oldClient.OrderV1(ctx, "EO-1")
 				var ae *partnerclient.APIError
 				return errors.As(err, &ae) && ae.HTTPStatus == 401 && ae.Code == 4002
@@ -146,8 +147,8 @@ func TestEndSecretOverlap(t *testing.T) {
 		// on whichever replica claims it: the other replica's copy of the
 		// app's webhook secrets may be up to webhook.AppTTL old.
 		time.Sleep(time.Until(ended.Add(webhook.AppTTL + 50*time.Millisecond)))
-		a.gql(t, `mutation($app: ID!) { createOrder(input: {appID: $app, orderNo: "EO-2", amount: "1"}) { id } }`, map[string]any{"app": id}).ok(t, "createOrder")
-		a.gql(t, `mutation { payOrder(orderNo: "EO-2") { id } }`, nil).ok(t, "payOrder")
+		a.GQL(t, `mutation($app: ID!) { createOrder(input: {appID: $app, orderNo: "EO-2", amount: "1"}) { id } }`, map[string]any{"app": id}).OK(t, "createOrder")
+		a.GQL(t, `mutation { payOrder(orderNo: "EO-2") { id } }`, nil).OK(t, "payOrder")
 		req, body := sink.waitFor(t, "EO-2")
 		ts, err := strconv.ParseInt(req.Header.Get("webhook-timestamp"), 10, 64)
 		if err != nil {
@@ -159,8 +160,8 @@ func TestEndSecretOverlap(t *testing.T) {
 		}
 
 		// No overlap: nothing to end, no error. Unknown app: NOT_FOUND.
-		a.gql(t, `mutation($id: ID!) { endSecretOverlap(id: $id) { id } }`, map[string]any{"id": id}).ok(t, "endSecretOverlap")
-		a.gql(t, `mutation { endSecretOverlap(id: 777777) { id } }`, nil).fails(t, "NOT_FOUND")
+		a.GQL(t, `mutation($id: ID!) { endSecretOverlap(id: $id) { id } }`, map[string]any{"id": id}).OK(t, "endSecretOverlap")
+		a.GQL(t, `mutation { endSecretOverlap(id: 777777) { id } }`, nil).Fails(t, "NOT_FOUND")
 	})
 }
 
@@ -169,46 +170,46 @@ func TestEndSecretOverlap(t *testing.T) {
 // orders; no mutation changes or deletes events.
 func TestAuditLog(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b)
+		a := graphtest.StartAdmin(t, b)
 		key, err := a.App.APIKeys.Authenticate(context.Background(), a.Key)
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := a.gql(t, createAppMutation, map[string]any{"in": map[string]any{"appName": "Audited"}}).ok(t, "createPartnerApp")
-		appID := str(p, "app", "id")
-		a.gql(t, `mutation($id: ID!) { rotatePartnerAppSecret(id: $id) { appSecret } }`, map[string]any{"id": appID}).ok(t, "rotatePartnerAppSecret")
-		a.gql(t, `mutation { rotatePartnerAppSecret(id: 424242) { appSecret } }`, nil).fails(t, "NOT_FOUND")
-		a.gql(t, `mutation { createSku(input: {name: "", stock: 1}) { id } }`, nil).fails(t, "VALIDATION_FAILED")
-		a.gql(t, `mutation { updatePartnerApp(id: "not-a-number", input: {appName: "x"}) { id } }`, nil).fails(t, "VALIDATION_FAILED")
-		a.gql(t, `mutation($app: ID!) { createOrder(input: {appID: $app, orderNo: "AU-1", amount: "1"}) { id } }`, map[string]any{"app": appID}).ok(t, "createOrder")
-		a.gql(t, `mutation { payOrder(orderNo: "AU-1") { id } }`, nil).ok(t, "payOrder")
-		a.gql(t, `mutation { payOrder(orderNo: "AU-1") { id } }`, nil).fails(t, "INVALID_STATE")
-		n := a.gql(t, `mutation($app: ID) { resendFailedWebhookDeliveries(appID: $app) }`, map[string]any{"app": appID})
+		p := a.GQL(t, createAppMutation, map[string]any{"in": map[string]any{"appName": "Audited"}}).OK(t, "createPartnerApp")
+		appID := graphtest.Str(p, "app", "id")
+		a.GQL(t, `mutation($id: ID!) { rotatePartnerAppSecret(id: $id) { appSecret } }`, map[string]any{"id": appID}).OK(t, "rotatePartnerAppSecret")
+		a.GQL(t, `mutation { rotatePartnerAppSecret(id: 424242) { appSecret } }`, nil).Fails(t, "NOT_FOUND")
+		a.GQL(t, `mutation { createSku(input: {name: "", stock: 1}) { id } }`, nil).Fails(t, "VALIDATION_FAILED")
+		a.GQL(t, `mutation { updatePartnerApp(id: "not-a-number", input: {appName: "x"}) { id } }`, nil).Fails(t, "VALIDATION_FAILED")
+		a.GQL(t, `mutation($app: ID!) { createOrder(input: {appID: $app, orderNo: "AU-1", amount: "1"}) { id } }`, map[string]any{"app": appID}).OK(t, "createOrder")
+		a.GQL(t, `mutation { payOrder(orderNo: "AU-1") { id } }`, nil).OK(t, "payOrder")
+		a.GQL(t, `mutation { payOrder(orderNo: "AU-1") { id } }`, nil).Fails(t, "INVALID_STATE")
+		n := a.GQL(t, `mutation($app: ID) { resendFailedWebhookDeliveries(appID: $app) }`, map[string]any{"app": appID})
 		if len(n.Errors) > 0 {
 			t.Fatal(n.Body)
 		}
 		// The app has no callback URL: the test webhook is refused, its target is the app.
-		a.gql(t, `mutation($app: ID!) { sendTestWebhook(appID: $app) { id } }`, map[string]any{"app": appID}).fails(t, "INVALID_STATE")
-		ro := a.gql(t, `mutation { createAPIKey(name: "viewer", role: READ_ONLY) { key apiKey { id } } }`, nil).ok(t, "createAPIKey")
-		gqlAs(t, a.Env, str(ro, "key"), `mutation { createSku(input: {name: "mug", stock: 1}) { id } }`, nil).fails(t, "FORBIDDEN")
+		a.GQL(t, `mutation($app: ID!) { sendTestWebhook(appID: $app) { id } }`, map[string]any{"app": appID}).Fails(t, "INVALID_STATE")
+		ro := a.GQL(t, `mutation { createAPIKey(name: "viewer", role: READ_ONLY) { key apiKey { id } } }`, nil).OK(t, "createAPIKey")
+		graphtest.GQLAs(t, a.Env, graphtest.Str(ro, "key"), `mutation { createSku(input: {name: "mug", stock: 1}) { id } }`, nil).Fails(t, "FORBIDDEN")
 
 		const q = `query($where: AuditEventWhereInput) { auditEvents(first: 50, where: $where, orderBy: {field: TIME, direction: ASC}) {
 			totalCount edges { node { id time apiKeyID apiKeyName mutation targetType targetID outcome errorCode requestID } } } }`
-		r := a.gql(t, q, nil).ok(t, "auditEvents")
+		r := a.GQL(t, q, nil).OK(t, "auditEvents")
 		type ev struct {
 			APIKeyID                                   int `json:"apiKeyID,string"` // an ID: a JSON string
 			APIKeyName, Mutation, TargetType, TargetID string
 			Outcome, ErrorCode, RequestID, Time        string
 		}
 		var got []ev
-		for _, e := range dig(r, "edges").([]any) {
+		for _, e := range graphtest.Dig(r, "edges").([]any) {
 			var x ev
-			if err := remarshal(dig(e, "node"), &x); err != nil {
+			if err := graphtest.Remarshal(graphtest.Dig(e, "node"), &x); err != nil {
 				t.Fatal(err)
 			}
 			got = append(got, x)
 		}
-		roID := intID(t, ro, "apiKey", "id")
+		roID := graphtest.IntID(t, ro, "apiKey", "id")
 		want := []ev{
 			{key.ID, "test", "createPartnerApp", "PartnerApp", appID, "SUCCESS", "", "", ""},
 			{key.ID, "test", "rotatePartnerAppSecret", "PartnerApp", appID, "SUCCESS", "", "", ""},
@@ -223,7 +224,7 @@ func TestAuditLog(t *testing.T) {
 			{key.ID, "test", "createAPIKey", "APIKey", strconv.Itoa(roID), "SUCCESS", "", "", ""},
 			{roID, "viewer", "createSku", "Sku", "", "REFUSED", "FORBIDDEN", "", ""},
 		}
-		if len(got) != len(want) || num(r, "totalCount") != len(want) {
+		if len(got) != len(want) || graphtest.Num(r, "totalCount") != len(want) {
 			t.Fatalf("%d audit events, want %d: %s", len(got), len(want), mustJSON(got))
 		}
 		var last time.Time
@@ -247,13 +248,13 @@ func TestAuditLog(t *testing.T) {
 		}
 
 		// where and orderBy.
-		f := a.gql(t, q, map[string]any{"where": map[string]any{"outcome": "REFUSED", "errorCodeIn": []string{"FORBIDDEN", "INVALID_STATE"}}}).ok(t, "auditEvents")
-		if num(f, "totalCount") != 3 || str(f, "edges", 0, "node", "mutation") != "payOrder" || str(f, "edges", 1, "node", "mutation") != "sendTestWebhook" ||
-			str(f, "edges", 2, "node", "apiKeyName") != "viewer" {
+		f := a.GQL(t, q, map[string]any{"where": map[string]any{"outcome": "REFUSED", "errorCodeIn": []string{"FORBIDDEN", "INVALID_STATE"}}}).OK(t, "auditEvents")
+		if graphtest.Num(f, "totalCount") != 3 || graphtest.Str(f, "edges", 0, "node", "mutation") != "payOrder" || graphtest.Str(f, "edges", 1, "node", "mutation") != "sendTestWebhook" ||
+			graphtest.Str(f, "edges", 2, "node", "apiKeyName") != "viewer" {
 			t.Fatalf("filtered: %v", f)
 		}
-		f = a.gql(t, `{ auditEvents(first: 1, where: {mutation: "rotatePartnerAppSecret"}, orderBy: {field: TIME, direction: DESC}) { edges { node { targetID } } } }`, nil).ok(t, "auditEvents")
-		if str(f, "edges", 0, "node", "targetID") != "424242" {
+		f = a.GQL(t, `{ auditEvents(first: 1, where: {mutation: "rotatePartnerAppSecret"}, orderBy: {field: TIME, direction: DESC}) { edges { node { targetID } } } }`, nil).OK(t, "auditEvents")
+		if graphtest.Str(f, "edges", 0, "node", "targetID") != "424242" {
 			t.Fatalf("newest rotation first: %v", f)
 		}
 
@@ -279,7 +280,7 @@ func mustJSON(v any) string {
 // that is not JSON is null there.
 func TestJSONFields(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b, func(c *config.Config) { c.Webhooks.AllowPrivate = true })
+		a := graphtest.StartAdmin(t, b, func(c *config.Config) { c.Webhooks.AllowPrivate = true })
 		sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if strings.Contains(r.URL.Path, "text") {
 				w.Header().Set("Content-Type", "text/plain")
@@ -291,41 +292,41 @@ func TestJSONFields(t *testing.T) {
 		}))
 		t.Cleanup(sink.Close)
 		for _, c := range []struct{ key, path string }{{"json-ack", "/json"}, {"text-ack", "/text"}} {
-			p := a.gql(t, createAppMutation, map[string]any{"in": map[string]any{"appName": c.key, "appKey": c.key, "callbackURL": sink.URL + c.path}}).ok(t, "createPartnerApp")
-			a.gql(t, `mutation($app: ID!, $no: String!) { createOrder(input: {appID: $app, orderNo: $no, amount: "1"}) { id } }`,
-				map[string]any{"app": str(p, "app", "id"), "no": "J-" + c.key}).ok(t, "createOrder")
-			a.gql(t, `mutation($no: String!) { payOrder(orderNo: $no) { id } }`, map[string]any{"no": "J-" + c.key}).ok(t, "payOrder")
+			p := a.GQL(t, createAppMutation, map[string]any{"in": map[string]any{"appName": c.key, "appKey": c.key, "callbackURL": sink.URL + c.path}}).OK(t, "createPartnerApp")
+			a.GQL(t, `mutation($app: ID!, $no: String!) { createOrder(input: {appID: $app, orderNo: $no, amount: "1"}) { id } }`,
+				map[string]any{"app": graphtest.Str(p, "app", "id"), "no": "J-" + c.key}).OK(t, "createOrder")
+			a.GQL(t, `mutation($no: String!) { payOrder(orderNo: $no) { id } }`, map[string]any{"no": "J-" + c.key}).OK(t, "payOrder")
 		}
 		const q = `{ webhookDeliveries(where: {status: SUCCESS}, orderBy: {field: CREATE_TIME, direction: ASC}) { edges { node { bizData bizDataJSON
 			attempts(first: 1) { edges { node { requestHeaders requestHeadersJSON requestBody requestBodyJSON responseBody responseBodyJSON responseHeadersJSON } } } } } } }`
 		var r map[string]any
-		eventually(t, 10*time.Second, "both deliveries succeed", func() bool {
-			r = a.gql(t, q, nil).ok(t, "webhookDeliveries")
-			return len(dig(r, "edges").([]any)) == 2
+		graphtest.Eventually(t, 10*time.Second, "both deliveries succeed", func() bool {
+			r = a.GQL(t, q, nil).OK(t, "webhookDeliveries")
+			return len(graphtest.Dig(r, "edges").([]any)) == 2
 		})
-		js := dig(r, "edges", 0, "node")
-		if dig(js, "bizDataJSON", "order_no") != "J-json-ack" {
-			t.Fatalf("bizDataJSON: %v (bizData %q)", dig(js, "bizDataJSON"), str(js, "bizData"))
+		js := graphtest.Dig(r, "edges", 0, "node")
+		if graphtest.Dig(js, "bizDataJSON", "order_no") != "J-json-ack" {
+			t.Fatalf("bizDataJSON: %v (bizData %q)", graphtest.Dig(js, "bizDataJSON"), graphtest.Str(js, "bizData"))
 		}
-		at := dig(js, "attempts", "edges", 0, "node")
-		if dig(at, "requestBodyJSON", "eventType") != "order.paid" || dig(at, "requestBodyJSON", "maxRetry") != float64(5) {
-			t.Fatalf("requestBodyJSON: %v", dig(at, "requestBodyJSON"))
+		at := graphtest.Dig(js, "attempts", "edges", 0, "node")
+		if graphtest.Dig(at, "requestBodyJSON", "eventType") != "order.paid" || graphtest.Dig(at, "requestBodyJSON", "maxRetry") != float64(5) {
+			t.Fatalf("requestBodyJSON: %v", graphtest.Dig(at, "requestBodyJSON"))
 		}
-		if _, ok := dig(at, "requestHeadersJSON").(map[string]any); !ok || !strings.Contains(mustJSON(dig(at, "requestHeadersJSON")), "webhook-id") &&
-			!strings.Contains(mustJSON(dig(at, "requestHeadersJSON")), "Webhook-Id") {
-			t.Fatalf("requestHeadersJSON: %v", dig(at, "requestHeadersJSON"))
+		if _, ok := graphtest.Dig(at, "requestHeadersJSON").(map[string]any); !ok || !strings.Contains(mustJSON(graphtest.Dig(at, "requestHeadersJSON")), "webhook-id") &&
+			!strings.Contains(mustJSON(graphtest.Dig(at, "requestHeadersJSON")), "Webhook-Id") {
+			t.Fatalf("requestHeadersJSON: %v", graphtest.Dig(at, "requestHeadersJSON"))
 		}
-		if dig(at, "responseBodyJSON", "received") != true || !strings.Contains(mustJSON(dig(at, "responseHeadersJSON")), "application/json") {
-			t.Fatalf("responseBodyJSON: %v %v", dig(at, "responseBodyJSON"), dig(at, "responseHeadersJSON"))
+		if graphtest.Dig(at, "responseBodyJSON", "received") != true || !strings.Contains(mustJSON(graphtest.Dig(at, "responseHeadersJSON")), "application/json") {
+			t.Fatalf("responseBodyJSON: %v %v", graphtest.Dig(at, "responseBodyJSON"), graphtest.Dig(at, "responseHeadersJSON"))
 		}
 		// The raw response carries the big number as sent, not rounded.
-		raw := a.gql(t, q, nil)
+		raw := a.GQL(t, q, nil)
 		if !strings.Contains(raw.Body, `"big":12345678901234567890`) {
 			t.Fatalf("a big number was not passed through: %s", raw.Body)
 		}
-		text := dig(r, "edges", 1, "node", "attempts", "edges", 0, "node")
-		if str(text, "responseBody") != "thanks, not JSON" || dig(text, "responseBodyJSON") != nil {
-			t.Fatalf("text reply: %q → %v", str(text, "responseBody"), dig(text, "responseBodyJSON"))
+		text := graphtest.Dig(r, "edges", 1, "node", "attempts", "edges", 0, "node")
+		if graphtest.Str(text, "responseBody") != "thanks, not JSON" || graphtest.Dig(text, "responseBodyJSON") != nil {
+			t.Fatalf("text reply: %q → %v", graphtest.Str(text, "responseBody"), graphtest.Dig(text, "responseBodyJSON"))
 		}
 	})
 }

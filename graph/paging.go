@@ -4,10 +4,13 @@ import (
 	"fmt"
 
 	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"gatehouse/graph/guard"
 )
 
-// MaxPageSize bounds `first` and `last` on every connection.
-const MaxPageSize = 100
+// MaxPageSize bounds `first` and `last` on every connection (the limit
+// the guards check before anything runs).
+const MaxPageSize = guard.MaxPageSize
 
 // pageBounds checks first/last and, when the caller gave neither, asks for
 // the first MaxPageSize items so that no query returns a whole table.

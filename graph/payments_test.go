@@ -9,24 +9,25 @@ import (
 	"sync"
 	"testing"
 
+	"gatehouse/graph/graphtest"
 	"gatehouse/internal/config"
 	"gatehouse/internal/payment/paymenttest"
 	"gatehouse/internal/testenv"
 )
 
 // shop creates an app whose webhooks go to a sink, and orders in it.
-func shop(t *testing.T, a *admin) (appID string, order func(no string, paid bool)) {
+func shop(t *testing.T, a *graphtest.Admin) (appID string, order func(no string, paid bool)) {
 	t.Helper()
 	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }))
 	t.Cleanup(sink.Close)
-	p := a.gql(t, createAppMutation, map[string]any{"in": map[string]any{"appName": "Shop", "callbackURL": sink.URL + "/hook"}}).ok(t, "createPartnerApp")
-	appID = str(p, "app", "id")
+	p := a.GQL(t, createAppMutation, map[string]any{"in": map[string]any{"appName": "Shop", "callbackURL": sink.URL + "/hook"}}).OK(t, "createPartnerApp")
+	appID = graphtest.Str(p, "app", "id")
 	return appID, func(no string, paid bool) {
 		t.Helper()
-		a.gql(t, `mutation($app: ID!, $no: String!) { createOrder(input: {appID: $app, orderNo: $no, amount: "99.90"}) { id } }`,
-			map[string]any{"app": appID, "no": no}).ok(t, "createOrder")
+		a.GQL(t, `mutation($app: ID!, $no: String!) { createOrder(input: {appID: $app, orderNo: $no, amount: "99.90"}) { id } }`,
+			map[string]any{"app": appID, "no": no}).OK(t, "createOrder")
 		if paid {
-			a.gql(t, `mutation($no: String!) { payOrder(orderNo: $no) { status } }`, map[string]any{"no": no}).ok(t, "payOrder")
+			a.GQL(t, `mutation($no: String!) { payOrder(orderNo: $no) { status } }`, map[string]any{"no": no}).OK(t, "payOrder")
 		}
 	}
 }
@@ -41,13 +42,13 @@ func withProvider(p *paymenttest.Provider) func(*config.Config) {
 const refund = `mutation($no: String!, $reason: String) { refundOrder(orderNo: $no, reason: $reason) { orderNo status payTime } }`
 
 // deliveries returns the event types queued for app appID.
-func deliveries(t *testing.T, a *admin, appID string) []string {
+func deliveries(t *testing.T, a *graphtest.Admin, appID string) []string {
 	t.Helper()
-	d := a.gql(t, `query($app: ID!) { webhookDeliveries(where: {appID: $app}, orderBy: {field: CREATE_TIME, direction: ASC}) { edges { node { eventType } } } }`,
-		map[string]any{"app": appID}).ok(t, "webhookDeliveries")
+	d := a.GQL(t, `query($app: ID!) { webhookDeliveries(where: {appID: $app}, orderBy: {field: CREATE_TIME, direction: ASC}) { edges { node { eventType } } } }`,
+		map[string]any{"app": appID}).OK(t, "webhookDeliveries")
 	var out []string
-	for _, e := range dig(d, "edges").([]any) {
-		out = append(out, str(e, "node", "eventType"))
+	for _, e := range graphtest.Dig(d, "edges").([]any) {
+		out = append(out, graphtest.Str(e, "node", "eventType"))
 	}
 	return out
 }
@@ -57,22 +58,22 @@ func deliveries(t *testing.T, a *admin, appID string) []string {
 // exactly one wins.
 func TestCancelOrder(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b, func(c *config.Config) { c.Webhooks.AllowPrivate = true })
+		a := graphtest.StartAdmin(t, b, func(c *config.Config) { c.Webhooks.AllowPrivate = true })
 		appID, order := shop(t, a)
 		const cancel = `mutation($no: String!) { cancelOrder(orderNo: $no) { orderNo status payTime } }`
 		order("C-1", false)
-		c := a.gql(t, cancel, map[string]any{"no": "C-1"}).ok(t, "cancelOrder")
-		if str(c, "status") != "CANCELLED" || dig(c, "payTime") != nil {
+		c := a.GQL(t, cancel, map[string]any{"no": "C-1"}).OK(t, "cancelOrder")
+		if graphtest.Str(c, "status") != "CANCELLED" || graphtest.Dig(c, "payTime") != nil {
 			t.Fatalf("cancelOrder: %v", c)
 		}
-		e := a.gql(t, cancel, map[string]any{"no": "C-1"}).fails(t, "INVALID_STATE")
+		e := a.GQL(t, cancel, map[string]any{"no": "C-1"}).Fails(t, "INVALID_STATE")
 		if e.Message != "order status does not allow this: order C-1 is CANCELLED, only CREATED orders can be cancelled" {
 			t.Errorf("message %q", e.Message)
 		}
 		order("C-2", true)
-		a.gql(t, cancel, map[string]any{"no": "C-2"}).fails(t, "INVALID_STATE")
-		a.gql(t, cancel, map[string]any{"no": "C-nope"}).fails(t, "NOT_FOUND")
-		a.gql(t, `mutation { payOrder(orderNo: "C-1") { status } }`, nil).fails(t, "INVALID_STATE")
+		a.GQL(t, cancel, map[string]any{"no": "C-2"}).Fails(t, "INVALID_STATE")
+		a.GQL(t, cancel, map[string]any{"no": "C-nope"}).Fails(t, "NOT_FOUND")
+		a.GQL(t, `mutation { payOrder(orderNo: "C-1") { status } }`, nil).Fails(t, "INVALID_STATE")
 		if got := deliveries(t, a, appID); fmt.Sprint(got) != "[order.cancelled order.paid]" {
 			t.Errorf("deliveries %v", got)
 		}
@@ -92,13 +93,13 @@ func TestCancelOrder(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				r := a.gql(t, `mutation($no: String!) { `+op+`(orderNo: $no) { status } }`, map[string]any{"no": "C-3"})
+				r := a.GQL(t, `mutation($no: String!) { `+op+`(orderNo: $no) { status } }`, map[string]any{"no": "C-3"})
 				mu.Lock()
 				defer mu.Unlock()
 				switch {
 				case len(r.Errors) == 0:
 					wins = append(wins, op)
-				case r.Errors[0].code() != "INVALID_STATE":
+				case r.Errors[0].Code() != "INVALID_STATE":
 					t.Errorf("%s: %s", op, r.Body)
 				}
 			}()
@@ -119,19 +120,19 @@ func TestCancelOrder(t *testing.T) {
 func TestRefundOrder(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		p := paymenttest.New(t)
-		a := startAdmin(t, b, withProvider(p))
+		a := graphtest.StartAdmin(t, b, withProvider(p))
 		appID, order := shop(t, a)
-		pp := a.gql(t, `{ paymentProvider { configured breaker } }`, nil).ok(t, "paymentProvider")
-		if dig(pp, "configured") != true || str(pp, "breaker") != "CLOSED" {
+		pp := a.GQL(t, `{ paymentProvider { configured breaker } }`, nil).OK(t, "paymentProvider")
+		if graphtest.Dig(pp, "configured") != true || graphtest.Str(pp, "breaker") != "CLOSED" {
 			t.Fatalf("paymentProvider: %v", pp)
 		}
 
 		order("R-1", true)
-		r := a.gql(t, refund, map[string]any{"no": "R-1", "reason": "returned"}).ok(t, "refundOrder")
-		if str(r, "status") != "REFUNDED" || str(r, "orderNo") != "R-1" {
+		r := a.GQL(t, refund, map[string]any{"no": "R-1", "reason": "returned"}).OK(t, "refundOrder")
+		if graphtest.Str(r, "status") != "REFUNDED" || graphtest.Str(r, "orderNo") != "R-1" {
 			t.Fatalf("refundOrder: %v", r)
 		}
-		a.gql(t, refund, map[string]any{"no": "R-1"}).ok(t, "refundOrder") // a repeat: no call
+		a.GQL(t, refund, map[string]any{"no": "R-1"}).OK(t, "refundOrder") // a repeat: no call
 		if c := p.Calls(); len(c) != 1 || c[0].OrderNo != "R-1" || c[0].Amount != "99.90" || c[0].Reason != "returned" {
 			t.Fatalf("provider calls %+v", c)
 		}
@@ -140,11 +141,11 @@ func TestRefundOrder(t *testing.T) {
 		}
 
 		order("R-2", false)
-		a.gql(t, refund, map[string]any{"no": "R-2"}).fails(t, "INVALID_STATE")
-		a.gql(t, refund, map[string]any{"no": "R-nope"}).fails(t, "NOT_FOUND")
+		a.GQL(t, refund, map[string]any{"no": "R-2"}).Fails(t, "INVALID_STATE")
+		a.GQL(t, refund, map[string]any{"no": "R-nope"}).Fails(t, "NOT_FOUND")
 		order("R-3", true)
-		a.gql(t, refund, map[string]any{"no": "R-3", "reason": "nul\x00inside"}).fails(t, "VALIDATION_FAILED")
-		e := a.gql(t, refund, map[string]any{"no": "R-3", "reason": strings.Repeat("x", 257)}).fails(t, "VALIDATION_FAILED")
+		a.GQL(t, refund, map[string]any{"no": "R-3", "reason": "nul\x00inside"}).Fails(t, "VALIDATION_FAILED")
+		e := a.GQL(t, refund, map[string]any{"no": "R-3", "reason": strings.Repeat("x", 257)}).Fails(t, "VALIDATION_FAILED")
 		if e.Extensions["field"] != "reason" {
 			t.Errorf("field %v", e.Extensions)
 		}
@@ -154,12 +155,12 @@ func TestRefundOrder(t *testing.T) {
 
 		// The provider refuses: PAYMENT_FAILED with its status, order PAID.
 		p.Script(402)
-		e = a.gql(t, refund, map[string]any{"no": "R-3"}).fails(t, "PAYMENT_FAILED")
+		e = a.GQL(t, refund, map[string]any{"no": "R-3"}).Fails(t, "PAYMENT_FAILED")
 		if e.Extensions["providerStatus"] != float64(402) || !strings.Contains(e.Message, "HTTP 402") {
 			t.Errorf("PAYMENT_FAILED: %+v", e)
 		}
-		o := a.gql(t, `{ orders(where: {orderNo: "R-3"}) { edges { node { status } } } }`, nil).ok(t, "orders")
-		if str(o, "edges", 0, "node", "status") != "PAID" {
+		o := a.GQL(t, `{ orders(where: {orderNo: "R-3"}) { edges { node { status } } } }`, nil).OK(t, "orders")
+		if graphtest.Str(o, "edges", 0, "node", "status") != "PAID" {
 			t.Errorf("order after a refused refund: %v", o)
 		}
 
@@ -169,20 +170,20 @@ func TestRefundOrder(t *testing.T) {
 		order("R-4", true)
 		p.Hold()
 		calls := len(p.Calls())
-		first := make(chan gqlResult, 1)
-		go func() { first <- a.gql(t, refund, map[string]any{"no": "R-4"}) }()
+		first := make(chan graphtest.Result, 1)
+		go func() { first <- a.GQL(t, refund, map[string]any{"no": "R-4"}) }()
 		p.Arrived(t)
 		var wg sync.WaitGroup
 		for range 6 {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				a.gql(t, refund, map[string]any{"no": "R-4"}).fails(t, "CONFLICT")
+				a.GQL(t, refund, map[string]any{"no": "R-4"}).Fails(t, "CONFLICT")
 			}()
 		}
 		wg.Wait()
 		p.Release()
-		(<-first).ok(t, "refundOrder")
+		(<-first).OK(t, "refundOrder")
 		if n := len(p.Calls()) - calls; n != 1 {
 			t.Errorf("%d provider calls for parallel refunds, want 1", n)
 		}
@@ -213,11 +214,11 @@ func TestRefundOrderBreakerOpen(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		p := paymenttest.New(t)
 		p.Script(500)
-		a := startAdmin(t, b, withProvider(p))
+		a := graphtest.StartAdmin(t, b, withProvider(p))
 		_, order := shop(t, a)
 		for i, no := range []string{"B-1", "B-2", "B-3", "B-4"} {
 			order(no, true)
-			e := a.gql(t, refund, map[string]any{"no": no}).fails(t, "PAYMENT_FAILED")
+			e := a.GQL(t, refund, map[string]any{"no": no}).Fails(t, "PAYMENT_FAILED")
 			if e.Extensions["providerStatus"] != float64(500) {
 				t.Errorf("refund %d: %+v", i+1, e)
 			}
@@ -226,12 +227,12 @@ func TestRefundOrderBreakerOpen(t *testing.T) {
 			}
 		}
 		order("B-5", true)
-		e := a.gql(t, refund, map[string]any{"no": "B-5"}).fails(t, "UPSTREAM_UNAVAILABLE")
+		e := a.GQL(t, refund, map[string]any{"no": "B-5"}).Fails(t, "UPSTREAM_UNAVAILABLE")
 		if !strings.Contains(e.Message, "circuit breaker is open") || len(p.Calls()) != 10 {
 			t.Errorf("while open: %q, %d calls", e.Message, len(p.Calls()))
 		}
-		pp := a.gql(t, `{ paymentProvider { configured breaker } }`, nil).ok(t, "paymentProvider")
-		if str(pp, "breaker") != "OPEN" {
+		pp := a.GQL(t, `{ paymentProvider { configured breaker } }`, nil).OK(t, "paymentProvider")
+		if graphtest.Str(pp, "breaker") != "OPEN" {
 			t.Errorf("paymentProvider: %v", pp)
 		}
 		m := a.Do(t, "GET", a.AdminURL+"/metrics", "")
@@ -244,12 +245,12 @@ func TestRefundOrderBreakerOpen(t *testing.T) {
 // TestRefundOrderNotConfigured: without GATEHOUSE_PAYMENT_URL.
 func TestRefundOrderNotConfigured(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b, func(c *config.Config) { c.Webhooks.AllowPrivate = true })
+		a := graphtest.StartAdmin(t, b, func(c *config.Config) { c.Webhooks.AllowPrivate = true })
 		_, order := shop(t, a)
 		order("N-1", true)
-		a.gql(t, refund, map[string]any{"no": "N-1"}).fails(t, "PAYMENT_NOT_CONFIGURED")
-		pp := a.gql(t, `{ paymentProvider { configured breaker } }`, nil).ok(t, "paymentProvider")
-		if dig(pp, "configured") != false || str(pp, "breaker") != "CLOSED" {
+		a.GQL(t, refund, map[string]any{"no": "N-1"}).Fails(t, "PAYMENT_NOT_CONFIGURED")
+		pp := a.GQL(t, `{ paymentProvider { configured breaker } }`, nil).OK(t, "paymentProvider")
+		if graphtest.Dig(pp, "configured") != false || graphtest.Str(pp, "breaker") != "CLOSED" {
 			t.Errorf("paymentProvider: %v", pp)
 		}
 	})

@@ -12,6 +12,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/parser"
 
+	"gatehouse/graph/graphtest"
 	"gatehouse/internal/config"
 	"gatehouse/internal/testenv"
 )
@@ -23,7 +24,7 @@ import (
 // nothing changed). A schema change that breaks a tab fails here.
 func TestPlaygroundTabsRun(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b)
+		a := graphtest.StartAdmin(t, b)
 		page := a.Do(t, "GET", a.AdminURL+"/", "")
 		if page.Status != 200 || !strings.HasPrefix(page.Header.Get("Content-Type"), "text/html") {
 			t.Fatalf("page: %d %s", page.Status, page.Header.Get("Content-Type"))
@@ -39,7 +40,7 @@ func TestPlaygroundTabsRun(t *testing.T) {
 		if err := json.Unmarshal(m[1], &tabs); err != nil || len(tabs) < 6 {
 			t.Fatalf("tabs: %d, %v", len(tabs), err)
 		}
-		ro := str(a.gql(t, `mutation { createAPIKey(name: "tabs", role: READ_ONLY) { key } }`, nil).ok(t, "createAPIKey"), "key")
+		ro := graphtest.Str(a.GQL(t, `mutation { createAPIKey(name: "tabs", role: READ_ONLY) { key } }`, nil).OK(t, "createAPIKey"), "key")
 		ran := 0
 		for _, tab := range tabs {
 			doc, err := parser.ParseQuery(&ast.Source{Input: tab.Query})
@@ -60,13 +61,13 @@ func TestPlaygroundTabsRun(t *testing.T) {
 				}
 				r := a.Do(t, "POST", a.AdminURL+"/graphql", string(body), "Content-Type", "application/json", "X-API-Key", key)
 				var out struct {
-					Errors []gqlError `json:"errors"`
+					Errors []graphtest.Error `json:"errors"`
 				}
 				if err := json.Unmarshal(r.Body, &out); err != nil {
 					t.Fatalf("%s: %d %s", op.Name, r.Status, r.Body)
 				}
 				switch {
-				case op.Operation == ast.Mutation && (len(out.Errors) != 1 || out.Errors[0].code() != "FORBIDDEN"):
+				case op.Operation == ast.Mutation && (len(out.Errors) != 1 || out.Errors[0].Code() != "FORBIDDEN"):
 					t.Errorf("mutation %s with a READ_ONLY key: %s", op.Name, r.Body)
 				case op.Operation == ast.Query && len(out.Errors) > 0:
 					t.Errorf("query %s: %s", op.Name, r.Body)
@@ -88,19 +89,19 @@ func TestPlaygroundTabsRun(t *testing.T) {
 // mutation, and it changes nothing that exists.
 func TestPlaygroundTabsAreHarmless(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b, func(c *config.Config) { c.Webhooks.AllowPrivate = true })
+		a := graphtest.StartAdmin(t, b, func(c *config.Config) { c.Webhooks.AllowPrivate = true })
 		sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }))
 		t.Cleanup(sink.Close)
-		p := a.gql(t, createAppMutation, map[string]any{"in": map[string]any{"appName": "Live", "callbackURL": sink.URL + "/h"}}).ok(t, "createPartnerApp")
-		appID := str(p, "app", "id")
-		a.gql(t, `mutation($app: ID!) { createOrder(input: {appID: $app, orderNo: "LIVE-1", amount: "2.00"}) { id } }`, map[string]any{"app": appID}).ok(t, "createOrder")
-		a.gql(t, `mutation { payOrder(orderNo: "LIVE-1") { id } }`, nil).ok(t, "payOrder")
+		p := a.GQL(t, createAppMutation, map[string]any{"in": map[string]any{"appName": "Live", "callbackURL": sink.URL + "/h"}}).OK(t, "createPartnerApp")
+		appID := graphtest.Str(p, "app", "id")
+		a.GQL(t, `mutation($app: ID!) { createOrder(input: {appID: $app, orderNo: "LIVE-1", amount: "2.00"}) { id } }`, map[string]any{"app": appID}).OK(t, "createOrder")
+		a.GQL(t, `mutation { payOrder(orderNo: "LIVE-1") { id } }`, nil).OK(t, "payOrder")
 		const state = `{ webhookDeliveries(first: 100) { edges { node { id status retryCount } } } partnerApps(first: 100) { edges { node { id previousSecretExpiresAt previousWebhookSecretExpiresAt webhookEndpoints { id previousSecretExpiresAt } } } } webhookEventTypes { name } }`
-		eventually(t, 10*time.Second, "the live delivery is delivered", func() bool {
-			r := a.gql(t, `{ webhookDeliveries(where: {status: SUCCESS}) { totalCount } }`, nil).ok(t, "webhookDeliveries")
-			return num(r, "totalCount") == 1
+		graphtest.Eventually(t, 10*time.Second, "the live delivery is delivered", func() bool {
+			r := a.GQL(t, `{ webhookDeliveries(where: {status: SUCCESS}) { totalCount } }`, nil).OK(t, "webhookDeliveries")
+			return graphtest.Num(r, "totalCount") == 1
 		})
-		before := a.gql(t, state, nil).Body
+		before := a.GQL(t, state, nil).Body
 
 		page := a.Do(t, "GET", a.AdminURL+"/", "")
 		m := regexp.MustCompile(`(?m)const tabs = (\[.*\]);$`).FindSubmatch(page.Body)
@@ -131,10 +132,10 @@ func TestPlaygroundTabsAreHarmless(t *testing.T) {
 				body, _ := json.Marshal(map[string]any{"query": tab.Query, "variables": vars, "operationName": op.Name})
 				r := a.Do(t, "POST", a.AdminURL+"/graphql", string(body), "Content-Type", "application/json", "X-API-Key", a.Key)
 				var out struct {
-					Errors []gqlError `json:"errors"`
+					Errors []graphtest.Error `json:"errors"`
 				}
 				_ = json.Unmarshal(r.Body, &out)
-				if len(out.Errors) != 1 || (out.Errors[0].code() != "NOT_FOUND" && out.Errors[0].code() != "VALIDATION_FAILED") {
+				if len(out.Errors) != 1 || (out.Errors[0].Code() != "NOT_FOUND" && out.Errors[0].Code() != "VALIDATION_FAILED") {
 					t.Errorf("mutation %s, one click with an ADMIN key: %s", op.Name, r.Body)
 				}
 			}
@@ -142,7 +143,7 @@ func TestPlaygroundTabsAreHarmless(t *testing.T) {
 		if mutations < 9 {
 			t.Fatalf("%d mutations in the tabs", mutations)
 		}
-		if after := a.gql(t, state, nil).Body; after != before {
+		if after := a.GQL(t, state, nil).Body; after != before {
 			t.Errorf("the tabs changed something:\nbefore %s\nafter  %s", before, after)
 		}
 	})

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"gatehouse/ent/auditevent"
+	"gatehouse/graph/graphtest"
 	"gatehouse/internal/config"
 	"gatehouse/internal/testenv"
 )
@@ -26,32 +27,32 @@ fragment T on __Type { kind name ofType { kind name ofType { kind name ofType { 
 // row (the message log records it); refusals are audited.
 func TestPublisherKeyRefusedEverythingButPublish(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b, func(c *config.Config) { c.Webhooks.AllowPrivate = true })
+		a := graphtest.StartAdmin(t, b, func(c *config.Config) { c.Webhooks.AllowPrivate = true })
 		sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }))
 		t.Cleanup(sink.Close)
-		p := a.gql(t, createAppMutation, map[string]any{"in": map[string]any{"appName": "Pub", "callbackURL": sink.URL + "/h"}}).ok(t, "createPartnerApp")
-		appID := str(p, "app", "id")
+		p := a.GQL(t, createAppMutation, map[string]any{"in": map[string]any{"appName": "Pub", "callbackURL": sink.URL + "/h"}}).OK(t, "createPartnerApp")
+		appID := graphtest.Str(p, "app", "id")
 		for _, name := range []string{"invoice.issued", "shipment.sent"} {
-			a.gql(t, `mutation($n: String!) { createWebhookEventType(name: $n, description: "d", schema: {type: "object"}) { name } }`,
-				map[string]any{"n": name}).ok(t, "createWebhookEventType")
+			a.GQL(t, `mutation($n: String!) { createWebhookEventType(name: $n, description: "d", schema: {type: "object"}) { name } }`,
+				map[string]any{"n": name}).OK(t, "createWebhookEventType")
 		}
 		// Scopes are checked when the key is made.
-		a.gql(t, `mutation { createAPIKey(name: "bad", role: PUBLISHER, scopes: ["order paid"]) { key } }`, nil).fails(t, "VALIDATION_FAILED")
-		a.gql(t, `mutation { createAPIKey(name: "bad", role: ADMIN, scopes: ["order.*"]) { key } }`, nil).fails(t, "VALIDATION_FAILED")
-		k := a.gql(t, `mutation { createAPIKey(name: "billing", role: PUBLISHER, scopes: ["invoice.*"]) { key apiKey { id role scopes } } }`, nil).ok(t, "createAPIKey")
-		if str(k, "apiKey", "role") != "PUBLISHER" || str(k, "apiKey", "scopes", 0) != "invoice.*" {
+		a.GQL(t, `mutation { createAPIKey(name: "bad", role: PUBLISHER, scopes: ["order paid"]) { key } }`, nil).Fails(t, "VALIDATION_FAILED")
+		a.GQL(t, `mutation { createAPIKey(name: "bad", role: ADMIN, scopes: ["order.*"]) { key } }`, nil).Fails(t, "VALIDATION_FAILED")
+		k := a.GQL(t, `mutation { createAPIKey(name: "billing", role: PUBLISHER, scopes: ["invoice.*"]) { key apiKey { id role scopes } } }`, nil).OK(t, "createAPIKey")
+		if graphtest.Str(k, "apiKey", "role") != "PUBLISHER" || graphtest.Str(k, "apiKey", "scopes", 0) != "invoice.*" {
 			t.Fatalf("createAPIKey: %v", k)
 		}
-		pub := str(k, "key")
-		pubID := intID(t, k, "apiKey", "id")
+		pub := graphtest.Str(k, "key")
+		pubID := graphtest.IntID(t, k, "apiKey", "id")
 
 		// It publishes in its scopes.
 		const publish = `mutation($app: ID!, $t: String!) { publishWebhookEvent(appID: $app, eventType: $t, bizData: {n: 1}, idempotencyKey: "k1") { eventID deliveries { id } } }`
-		m := gqlAs(t, a.Env, pub, publish, map[string]any{"app": appID, "t": "invoice.issued"}).ok(t, "publishWebhookEvent")
-		if !strings.HasPrefix(str(m, "eventID"), "msg_") || str(m, "deliveries", 0, "id") == "" {
+		m := graphtest.GQLAs(t, a.Env, pub, publish, map[string]any{"app": appID, "t": "invoice.issued"}).OK(t, "publishWebhookEvent")
+		if !strings.HasPrefix(graphtest.Str(m, "eventID"), "msg_") || graphtest.Str(m, "deliveries", 0, "id") == "" {
 			t.Fatalf("publish: %v", m)
 		}
-		gqlAs(t, a.Env, pub, publish, map[string]any{"app": appID, "t": "shipment.sent"}).fails(t, "FORBIDDEN")
+		graphtest.GQLAs(t, a.Env, pub, publish, map[string]any{"app": appID, "t": "shipment.sent"}).Fails(t, "FORBIDDEN")
 
 		// Everything else is refused.
 		ms := introspectMutations(t, a, a.Key)
@@ -62,7 +63,7 @@ func TestPublisherKeyRefusedEverythingButPublish(t *testing.T) {
 				} `json:"queryType"`
 			} `json:"__schema"`
 		}
-		res := a.gql(t, queriesIntrospection, nil)
+		res := a.GQL(t, queriesIntrospection, nil)
 		decodeInto(t, res.Data, &qs)
 		s := seeded{orderNo: "none", ids: map[string]string{"PartnerApp": appID}}
 		before := snapshot(t, a.App.DB)
@@ -72,7 +73,7 @@ func TestPublisherKeyRefusedEverythingButPublish(t *testing.T) {
 				continue
 			}
 			doc := ms.call(f, s)
-			if r := gqlAs(t, a.Env, pub, doc, nil); len(r.Errors) != 1 || r.Errors[0].code() != "FORBIDDEN" || r.Data[f.Name] != nil {
+			if r := graphtest.GQLAs(t, a.Env, pub, doc, nil); len(r.Errors) != 1 || r.Errors[0].Code() != "FORBIDDEN" || r.Data[f.Name] != nil {
 				t.Errorf("mutation %s with a PUBLISHER key: HTTP %d %s", f.Name, r.Status, r.Body)
 			}
 			refused++
@@ -86,7 +87,7 @@ func TestPublisherKeyRefusedEverythingButPublish(t *testing.T) {
 			case "__type":
 				doc = `{ __type(name: "Query") { name } }`
 			}
-			if r := gqlAs(t, a.Env, pub, doc, nil); len(r.Errors) != 1 || r.Errors[0].code() != "FORBIDDEN" {
+			if r := graphtest.GQLAs(t, a.Env, pub, doc, nil); len(r.Errors) != 1 || r.Errors[0].Code() != "FORBIDDEN" {
 				t.Errorf("query %s with a PUBLISHER key: HTTP %d %s\n%s", f.Name, r.Status, r.Body, doc)
 			}
 		}

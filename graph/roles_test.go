@@ -16,6 +16,7 @@ import (
 	"entgo.io/ent/dialect"
 
 	"gatehouse/ent/auditevent"
+	"gatehouse/graph/graphtest"
 	"gatehouse/internal/config"
 	"gatehouse/internal/store"
 	"gatehouse/internal/testenv"
@@ -62,7 +63,7 @@ type mutationSchema struct {
 	Types     map[string]mtype
 }
 
-func introspectMutations(t *testing.T, a *admin, key string) mutationSchema {
+func introspectMutations(t *testing.T, a *graphtest.Admin, key string) mutationSchema {
 	t.Helper()
 	var out struct {
 		Schema struct {
@@ -72,7 +73,7 @@ func introspectMutations(t *testing.T, a *admin, key string) mutationSchema {
 			Types []mtype `json:"types"`
 		} `json:"__schema"`
 	}
-	res := gqlAs(t, a.Env, key, mutationsIntrospection, nil)
+	res := graphtest.GQLAs(t, a.Env, key, mutationsIntrospection, nil)
 	if res.Status != 200 || len(res.Errors) > 0 {
 		t.Fatalf("introspection: %s", res.Body)
 	}
@@ -194,42 +195,42 @@ func (ms mutationSchema) call(f mfield, s seeded) string {
 // is in the audit log. The same key may query.
 func TestReadOnlyKeyRefusedEveryMutation(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b, func(c *config.Config) { c.Webhooks.AllowPrivate = true })
+		a := graphtest.StartAdmin(t, b, func(c *config.Config) { c.Webhooks.AllowPrivate = true })
 		sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }))
 		t.Cleanup(sink.Close)
 
 		// One row of each kind, through the API with the ADMIN key.
-		p := a.gql(t, createAppMutation, map[string]any{"in": map[string]any{"appName": "Seed", "callbackURL": sink.URL + "/h"}}).ok(t, "createPartnerApp")
-		appID := str(p, "app", "id")
-		a.gql(t, `mutation($id: ID!) { rotatePartnerAppSecret(id: $id) { appSecret } }`, map[string]any{"id": appID}).ok(t, "rotatePartnerAppSecret")
-		a.gql(t, `mutation($app: ID!) { createOrder(input: {appID: $app, orderNo: "RO-PAID", amount: "2.00"}) { id } }`, map[string]any{"app": appID}).ok(t, "createOrder")
-		a.gql(t, `mutation { payOrder(orderNo: "RO-PAID") { id } }`, nil).ok(t, "payOrder")
-		o := a.gql(t, `mutation($app: ID!) { createOrder(input: {appID: $app, orderNo: "RO-1", amount: "3.00"}) { id } }`, map[string]any{"app": appID}).ok(t, "createOrder")
-		sku := a.gql(t, `mutation { createSku(input: {name: "seed", stock: 3}) { id } }`, nil).ok(t, "createSku")
-		u := a.gql(t, `mutation { createUser(input: {username: "seeded", password: "seeded-password"}) { id } }`, nil).ok(t, "createUser")
-		ro := a.gql(t, `mutation { createAPIKey(name: "read only", role: READ_ONLY) { key apiKey { id role } } }`, nil).ok(t, "createAPIKey")
-		if str(ro, "apiKey", "role") != "READ_ONLY" {
+		p := a.GQL(t, createAppMutation, map[string]any{"in": map[string]any{"appName": "Seed", "callbackURL": sink.URL + "/h"}}).OK(t, "createPartnerApp")
+		appID := graphtest.Str(p, "app", "id")
+		a.GQL(t, `mutation($id: ID!) { rotatePartnerAppSecret(id: $id) { appSecret } }`, map[string]any{"id": appID}).OK(t, "rotatePartnerAppSecret")
+		a.GQL(t, `mutation($app: ID!) { createOrder(input: {appID: $app, orderNo: "RO-PAID", amount: "2.00"}) { id } }`, map[string]any{"app": appID}).OK(t, "createOrder")
+		a.GQL(t, `mutation { payOrder(orderNo: "RO-PAID") { id } }`, nil).OK(t, "payOrder")
+		o := a.GQL(t, `mutation($app: ID!) { createOrder(input: {appID: $app, orderNo: "RO-1", amount: "3.00"}) { id } }`, map[string]any{"app": appID}).OK(t, "createOrder")
+		sku := a.GQL(t, `mutation { createSku(input: {name: "seed", stock: 3}) { id } }`, nil).OK(t, "createSku")
+		u := a.GQL(t, `mutation { createUser(input: {username: "seeded", password: "seeded-password"}) { id } }`, nil).OK(t, "createUser")
+		ro := a.GQL(t, `mutation { createAPIKey(name: "read only", role: READ_ONLY) { key apiKey { id role } } }`, nil).OK(t, "createAPIKey")
+		if graphtest.Str(ro, "apiKey", "role") != "READ_ONLY" {
 			t.Fatalf("createAPIKey role: %v", ro)
 		}
-		roKey := str(ro, "key")
-		roID := intID(t, ro, "apiKey", "id")
+		roKey := graphtest.Str(ro, "key")
+		roID := graphtest.IntID(t, ro, "apiKey", "id")
 		adminKey, err := a.App.APIKeys.Authenticate(context.Background(), a.Key)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var deliveryID string
-		eventually(t, 10*time.Second, "the test order's webhook is delivered", func() bool {
-			r := a.gql(t, `{ webhookDeliveries(where: {status: SUCCESS}) { edges { node { id } } } }`, nil).ok(t, "webhookDeliveries")
-			deliveryID = str(r, "edges", 0, "node", "id")
+		graphtest.Eventually(t, 10*time.Second, "the test order's webhook is delivered", func() bool {
+			r := a.GQL(t, `{ webhookDeliveries(where: {status: SUCCESS}) { edges { node { id } } } }`, nil).OK(t, "webhookDeliveries")
+			deliveryID = graphtest.Str(r, "edges", 0, "node", "id")
 			return deliveryID != ""
 		})
 		s := seeded{orderNo: "RO-1", ids: map[string]string{
-			"PartnerApp": appID, "Order": str(o, "id"), "Sku": str(sku, "id"), "User": str(u, "id"),
+			"PartnerApp": appID, "Order": graphtest.Str(o, "id"), "Sku": graphtest.Str(sku, "id"), "User": graphtest.Str(u, "id"),
 			"APIKey": strconv.Itoa(adminKey.ID), "WebhookDelivery": deliveryID,
 		}}
 
 		// The read-only key reads.
-		gqlAs(t, a.Env, roKey, `{ partnerApps { totalCount } auditEvents(first: 1) { totalCount } }`, nil).ok(t, "partnerApps")
+		graphtest.GQLAs(t, a.Env, roKey, `{ partnerApps { totalCount } auditEvents(first: 1) { totalCount } }`, nil).OK(t, "partnerApps")
 
 		ms := introspectMutations(t, a, roKey)
 		names := make([]string, 0, len(ms.Mutations))
@@ -249,15 +250,15 @@ func TestReadOnlyKeyRefusedEveryMutation(t *testing.T) {
 		before := snapshot(t, db)
 		for _, f := range ms.Mutations {
 			doc := ms.call(f, s)
-			res := gqlAs(t, a.Env, roKey, doc, nil)
-			if res.Status != 200 || len(res.Errors) != 1 || res.Errors[0].code() != "FORBIDDEN" ||
+			res := graphtest.GQLAs(t, a.Env, roKey, doc, nil)
+			if res.Status != 200 || len(res.Errors) != 1 || res.Errors[0].Code() != "FORBIDDEN" ||
 				len(res.Errors[0].Path) != 1 || res.Errors[0].Path[0] != f.Name {
 				t.Errorf("%s with a READ_ONLY key: HTTP %d %s\n%s", f.Name, res.Status, res.Body, doc)
 			}
 		}
 		// Several mutations in one document: each is refused on its own.
-		res := gqlAs(t, a.Env, roKey, `mutation { a: createSku(input: {name: "x", stock: 1}) { id } b: createSku(input: {name: "y", stock: 1}) { id } }`, nil)
-		if len(res.Errors) != 2 || res.Errors[0].code() != "FORBIDDEN" || res.Errors[1].code() != "FORBIDDEN" {
+		res := graphtest.GQLAs(t, a.Env, roKey, `mutation { a: createSku(input: {name: "x", stock: 1}) { id } b: createSku(input: {name: "y", stock: 1}) { id } }`, nil)
+		if len(res.Errors) != 2 || res.Errors[0].Code() != "FORBIDDEN" || res.Errors[1].Code() != "FORBIDDEN" {
 			t.Errorf("two aliased mutations: %s", res.Body)
 		}
 		after := snapshot(t, db)

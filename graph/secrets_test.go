@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"gatehouse/graph/graphtest"
 	"gatehouse/internal/config"
 	"gatehouse/internal/secret"
 	"gatehouse/internal/testenv"
@@ -90,7 +91,7 @@ func allowedSensitive(typ, field string) bool {
 func TestNoSecretsReachable(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		const paymentKey, paymentSecret = "payment-api-key-for-the-crawl", "payment-secret-for-the-crawl"
-		a := startAdmin(t, b, func(c *config.Config) {
+		a := graphtest.StartAdmin(t, b, func(c *config.Config) {
 			c.Webhooks.AllowPrivate = true
 			c.Payments.URL, c.Payments.APIKey, c.Payments.Secret = "http://127.0.0.1:9/pay", paymentKey, paymentSecret
 		})
@@ -100,40 +101,40 @@ func TestNoSecretsReachable(t *testing.T) {
 
 		// Seed one of everything, keeping every secret that was shown.
 		forbidden := []string{paymentKey, paymentSecret}
-		p := a.gql(t, createAppMutation, map[string]any{"in": map[string]any{
+		p := a.GQL(t, createAppMutation, map[string]any{"in": map[string]any{
 			"appName": "Secretive", "appKey": "secretive", "callbackURL": sink.URL + "/h",
 			"redirectURIs": []string{"https://p.example.com/cb"}, "scopes": []string{"orders:read"},
-		}}).ok(t, "createPartnerApp")
-		appID := str(p, "app", "id")
-		forbidden = append(forbidden, str(p, "appSecret"), str(p, "webhookSecret"))
-		r := a.gql(t, `mutation($id: ID!) { rotatePartnerAppSecret(id: $id) { appSecret } }`, map[string]any{"id": appID}).ok(t, "rotatePartnerAppSecret")
-		forbidden = append(forbidden, str(r, "appSecret"))
-		r = a.gql(t, `mutation($id: ID!) { rotateWebhookSecret(id: $id) { webhookSecret } }`, map[string]any{"id": appID}).ok(t, "rotateWebhookSecret")
-		forbidden = append(forbidden, str(r, "webhookSecret"))
-		k := a.gql(t, `mutation { createAPIKey(name: "crawler") { key } }`, nil).ok(t, "createAPIKey")
-		forbidden = append(forbidden, a.Key, str(k, "key"), secret.HashToken(a.Key), secret.HashToken(str(k, "key")))
+		}}).OK(t, "createPartnerApp")
+		appID := graphtest.Str(p, "app", "id")
+		forbidden = append(forbidden, graphtest.Str(p, "appSecret"), graphtest.Str(p, "webhookSecret"))
+		r := a.GQL(t, `mutation($id: ID!) { rotatePartnerAppSecret(id: $id) { appSecret } }`, map[string]any{"id": appID}).OK(t, "rotatePartnerAppSecret")
+		forbidden = append(forbidden, graphtest.Str(r, "appSecret"))
+		r = a.GQL(t, `mutation($id: ID!) { rotateWebhookSecret(id: $id) { webhookSecret } }`, map[string]any{"id": appID}).OK(t, "rotateWebhookSecret")
+		forbidden = append(forbidden, graphtest.Str(r, "webhookSecret"))
+		k := a.GQL(t, `mutation { createAPIKey(name: "crawler") { key } }`, nil).OK(t, "createAPIKey")
+		forbidden = append(forbidden, a.Key, graphtest.Str(k, "key"), secret.HashToken(a.Key), secret.HashToken(graphtest.Str(k, "key")))
 		const password = "pa55word-for-the-crawl"
-		u := a.gql(t, `mutation($pw: String!) { createUser(input: {username: "crawled", password: $pw, roles: ["admin"]}) { id } }`, map[string]any{"pw": password}).ok(t, "createUser")
+		u := a.GQL(t, `mutation($pw: String!) { createUser(input: {username: "crawled", password: $pw, roles: ["admin"]}) { id } }`, map[string]any{"pw": password}).OK(t, "createUser")
 		forbidden = append(forbidden, password)
 		// Passwords and keys in mutations that succeed and that are refused
 		// (bad input, a READ_ONLY key): none may reach the audit log.
 		const newPassword, refusedPassword, readOnlyPassword = "new-pa55word-of-crawled", "refused-pa55word", "read-only-pa55word"
-		a.gql(t, `mutation($id: ID!, $pw: String!) { setUserPassword(id: $id, password: $pw) { id } }`, map[string]any{"id": str(u, "id"), "pw": newPassword}).ok(t, "setUserPassword")
-		a.gql(t, `mutation($pw: String!) { createUser(input: {username: "bad name", password: $pw}) { id } }`, map[string]any{"pw": refusedPassword}).fails(t, "VALIDATION_FAILED")
-		ro := a.gql(t, `mutation { createAPIKey(name: "crawler-ro", role: READ_ONLY) { key } }`, nil).ok(t, "createAPIKey")
-		gqlAs(t, a.Env, str(ro, "key"), `mutation($id: ID!, $pw: String!) { setUserPassword(id: $id, password: $pw) { id } }`,
-			map[string]any{"id": str(u, "id"), "pw": readOnlyPassword}).fails(t, "FORBIDDEN")
-		forbidden = append(forbidden, newPassword, refusedPassword, readOnlyPassword, str(ro, "key"), secret.HashToken(str(ro, "key")))
-		a.gql(t, `mutation($app: ID!) { createOrder(input: {appID: $app, orderNo: "SEC-1", amount: "3.30", customerEmail: "c@example.com"}) { id } }`, map[string]any{"app": appID}).ok(t, "createOrder")
-		a.gql(t, `mutation { payOrder(orderNo: "SEC-1") { id } }`, nil).ok(t, "payOrder")
-		sku := a.gql(t, `mutation { createSku(input: {name: "mug", stock: 3}) { id } }`, nil).ok(t, "createSku")
+		a.GQL(t, `mutation($id: ID!, $pw: String!) { setUserPassword(id: $id, password: $pw) { id } }`, map[string]any{"id": graphtest.Str(u, "id"), "pw": newPassword}).OK(t, "setUserPassword")
+		a.GQL(t, `mutation($pw: String!) { createUser(input: {username: "bad name", password: $pw}) { id } }`, map[string]any{"pw": refusedPassword}).Fails(t, "VALIDATION_FAILED")
+		ro := a.GQL(t, `mutation { createAPIKey(name: "crawler-ro", role: READ_ONLY) { key } }`, nil).OK(t, "createAPIKey")
+		graphtest.GQLAs(t, a.Env, graphtest.Str(ro, "key"), `mutation($id: ID!, $pw: String!) { setUserPassword(id: $id, password: $pw) { id } }`,
+			map[string]any{"id": graphtest.Str(u, "id"), "pw": readOnlyPassword}).Fails(t, "FORBIDDEN")
+		forbidden = append(forbidden, newPassword, refusedPassword, readOnlyPassword, graphtest.Str(ro, "key"), secret.HashToken(graphtest.Str(ro, "key")))
+		a.GQL(t, `mutation($app: ID!) { createOrder(input: {appID: $app, orderNo: "SEC-1", amount: "3.30", customerEmail: "c@example.com"}) { id } }`, map[string]any{"app": appID}).OK(t, "createOrder")
+		a.GQL(t, `mutation { payOrder(orderNo: "SEC-1") { id } }`, nil).OK(t, "payOrder")
+		sku := a.GQL(t, `mutation { createSku(input: {name: "mug", stock: 3}) { id } }`, nil).OK(t, "createSku")
 		// Partner calls with the current secret: an API usage row and an
 		// idempotency record.
 		pc := partnerclient.New(a.PublicURL, "secretive", forbidden[4])
 		if _, err := pc.OrderV2(ctx, "SEC-1"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := pc.Deduct(ctx, partnerclient.DeductRequest{BizNo: "SEC-BIZ-1", SkuID: int64(intID(t, sku, "id")), Quantity: 1}); err != nil {
+		if _, err := pc.Deduct(ctx, partnerclient.DeductRequest{BizNo: "SEC-BIZ-1", SkuID: int64(graphtest.IntID(t, sku, "id")), Quantity: 1}); err != nil {
 			t.Fatal(err)
 		}
 		if err := a.App.Usage.Flush(ctx); err != nil {
@@ -142,12 +143,12 @@ func TestNoSecretsReachable(t *testing.T) {
 		if r := a.Do(t, "POST", a.PublicURL+"/api/tickets", `{"title":"crawl me"}`, "Content-Type", "application/json"); r.Status != 201 {
 			t.Fatalf("ticket: %d", r.Status)
 		}
-		eventually(t, 10*time.Second, "the webhook is delivered", func() bool {
-			r := a.gql(t, `{ webhookDeliveries(where: {status: SUCCESS}) { totalCount } }`, nil).ok(t, "webhookDeliveries")
-			return num(r, "totalCount") == 1
+		graphtest.Eventually(t, 10*time.Second, "the webhook is delivered", func() bool {
+			r := a.GQL(t, `{ webhookDeliveries(where: {status: SUCCESS}) { totalCount } }`, nil).OK(t, "webhookDeliveries")
+			return graphtest.Num(r, "totalCount") == 1
 		})
 		// What storage holds: sealed secrets and hashes, in every spelling.
-		appRow, err := a.App.DB.PartnerApp.Get(ctx, intID(t, p, "app", "id"))
+		appRow, err := a.App.DB.PartnerApp.Get(ctx, graphtest.IntID(t, p, "app", "id"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -171,7 +172,7 @@ func TestNoSecretsReachable(t *testing.T) {
 		var schema struct {
 			Schema ischema `json:"__schema"`
 		}
-		res := a.gql(t, introspectionQuery, nil)
+		res := a.GQL(t, introspectionQuery, nil)
 		if res.Status != 200 || len(res.Errors) > 0 {
 			t.Fatalf("introspection: %s", res.Body)
 		}
@@ -207,7 +208,7 @@ func TestNoSecretsReachable(t *testing.T) {
 				args = "(first: 20)"
 			}
 			q := "{ " + f.Name + args + " " + selection(types, named.Name, 0) + " }"
-			res := a.gql(t, q, nil)
+			res := a.GQL(t, q, nil)
 			if res.Status != 200 || len(res.Errors) > 0 {
 				t.Fatalf("crawl %s: %s\n%s", f.Name, res.Body, q)
 			}
@@ -297,7 +298,7 @@ func deref(b *[]byte) []byte {
 
 func decodeInto(t testing.TB, data map[string]any, v any) {
 	t.Helper()
-	if err := remarshal(data, v); err != nil {
+	if err := graphtest.Remarshal(data, v); err != nil {
 		t.Fatal(fmt.Errorf("decode: %w", err))
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"gatehouse/graph/graphtest"
 	"gatehouse/internal/config"
 	"gatehouse/internal/httpx"
 	"gatehouse/internal/payment"
@@ -43,10 +44,10 @@ func TestTracePayOrderToWebhookAndRefund(t *testing.T) {
 		}))
 		t.Cleanup(sink.Close)
 		provider := paymenttest.New(t)
-		a := startAdmin(t, b, withProvider(provider), func(c *config.Config) { c.Tracing = rec.Tracing })
-		p := a.gql(t, createAppMutation, map[string]any{"in": map[string]any{"appName": "Traced", "callbackURL": sink.URL + "/hook?token=own"}}).ok(t, "createPartnerApp")
-		appID := str(p, "app", "id")
-		a.gql(t, `mutation($app: ID!) { createOrder(input: {appID: $app, orderNo: "T-1", amount: "9.90"}) { id } }`, map[string]any{"app": appID}).ok(t, "createOrder")
+		a := graphtest.StartAdmin(t, b, withProvider(provider), func(c *config.Config) { c.Tracing = rec.Tracing })
+		p := a.GQL(t, createAppMutation, map[string]any{"in": map[string]any{"appName": "Traced", "callbackURL": sink.URL + "/hook?token=own"}}).OK(t, "createPartnerApp")
+		appID := graphtest.Str(p, "app", "id")
+		a.GQL(t, `mutation($app: ID!) { createOrder(input: {appID: $app, orderNo: "T-1", amount: "9.90"}) { id } }`, map[string]any{"app": appID}).OK(t, "createOrder")
 		const adminTrace, adminSpan = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
 		r := a.Do(t, "POST", a.AdminURL+"/graphql", `{"query":"mutation { payOrder(orderNo: \"T-1\") { status } }"}`,
 			"Content-Type", "application/json", "X-API-Key", a.Key,
@@ -80,7 +81,7 @@ func TestTracePayOrderToWebhookAndRefund(t *testing.T) {
 			t.Errorf("webhook tracestate %q: the admin's state went out", state)
 		}
 
-		a.gql(t, refund, map[string]any{"no": "T-1"}).ok(t, "refundOrder")
+		a.GQL(t, refund, map[string]any{"no": "T-1"}).OK(t, "refundOrder")
 		ref := rec.Wait(t, "refundOrder", telemetrytest.Named("refundOrder"))
 		call := rec.Wait(t, payment.SpanRefund, telemetrytest.Named(payment.SpanRefund))
 		if !rec.Under(call, ref.SpanContext) {
@@ -98,7 +99,7 @@ func TestTracePayOrderToWebhookAndRefund(t *testing.T) {
 		external(t, "refund", calls[0].Traceparent, call, call.SpanContext.TraceID().String())
 
 		// A failing field: its code on its span and on the server span.
-		a.gql(t, `mutation { payOrder(orderNo: "NOPE") { status } }`, nil).fails(t, "NOT_FOUND")
+		a.GQL(t, `mutation { payOrder(orderNo: "NOPE") { status } }`, nil).Fails(t, "NOT_FOUND")
 		failed := rec.Wait(t, "failed payOrder", func(s tracetest.SpanStub) bool {
 			v, _ := telemetrytest.Attr(s, httpx.AttrCode)
 			return s.Name == "payOrder" && v.AsString() == "NOT_FOUND"

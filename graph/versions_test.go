@@ -6,10 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"gatehouse/graph/graphtest"
 	"gatehouse/graph/scalar"
 	"gatehouse/internal/config"
 	"gatehouse/internal/testenv"
-	"gatehouse/rest"
+	"gatehouse/rest/partnerapi"
 )
 
 // TestAPIVersions: every version of the partner API with its deprecation,
@@ -18,7 +19,7 @@ func TestAPIVersions(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		today := time.Now().UTC().Truncate(24 * time.Hour)
 		deprecated, sunset := today.AddDate(0, 0, -120), today.AddDate(0, 0, -1)
-		a := startAdmin(t, b, func(c *config.Config) {
+		a := graphtest.StartAdmin(t, b, func(c *config.Config) {
 			c.API.Deprecated = "v1=" + deprecated.Format(time.DateOnly)
 			c.API.Sunset = "v1=" + sunset.Format(time.DateOnly)
 			c.API.Released = "v3=2026-12-01"
@@ -39,13 +40,13 @@ func TestAPIVersions(t *testing.T) {
 		} {
 			db.APIUsage.Create().SetAppID(u.app).SetVersion(u.version).SetDay(day(u.ago)).SetCount(u.count).ExecX(ctx)
 		}
-		res := a.gql(t, `{ apiVersions { name released removedFields { name removal } deprecation sunset retired callCountLast30Days } }`, nil)
+		res := a.GQL(t, `{ apiVersions { name released removedFields { name removal } deprecation sunset retired callCountLast30Days } }`, nil)
 		if len(res.Errors) > 0 {
 			t.Fatalf("%s", res.Body)
 		}
 		got, _ := res.Data["apiVersions"].([]any)
-		if len(got) != len(rest.PartnerAPI) {
-			t.Fatalf("%d versions, want %d: %s", len(got), len(rest.PartnerAPI), res.Body)
+		if len(got) != len(partnerapi.PartnerAPI) {
+			t.Fatalf("%d versions, want %d: %s", len(got), len(partnerapi.PartnerAPI), res.Body)
 		}
 		want := map[string]map[string]any{
 			"v1": {"deprecation": deprecated.Format(scalar.TimeFormat), "sunset": sunset.Format(scalar.TimeFormat), "retired": true, "callCountLast30Days": "9", "released": "2026-11-22T00:00:00.000Z"},
@@ -53,7 +54,7 @@ func TestAPIVersions(t *testing.T) {
 			"v3": {"deprecation": nil, "sunset": nil, "retired": false, "callCountLast30Days": "0", "released": "2026-12-01T00:00:00.000Z"},
 		}
 		removed := map[string]string{"v1": "[]", "v2": "[]", "v3": `[{"name":"customer_info","removal":"2027-06-01T00:00:00.000Z"}]`}
-		for i, v := range rest.PartnerAPI {
+		for i, v := range partnerapi.PartnerAPI {
 			row := got[i].(map[string]any)
 			if row["name"] != v.Name {
 				t.Fatalf("version %d is %v, want %s", i, row["name"], v.Name)

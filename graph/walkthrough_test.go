@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"gatehouse/graph/graphtest"
 	"gatehouse/internal/config"
 	"gatehouse/internal/testenv"
 )
@@ -65,37 +66,37 @@ const (
 // the page shows), and the type's example to a receiver.
 func TestDeclareTypeWalkthrough(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b, func(c *config.Config) { c.Webhooks.AllowPrivate = true })
+		a := graphtest.StartAdmin(t, b, func(c *config.Config) { c.Webhooks.AllowPrivate = true })
 		var received atomic.Int32
 		sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			received.Add(1)
 			w.WriteHeader(http.StatusNoContent)
 		}))
 		t.Cleanup(sink.Close)
-		p := a.gql(t, createAppMutation, map[string]any{"in": map[string]any{"appName": "Billing", "callbackURL": sink.URL + "/hook"}}).ok(t, "createPartnerApp")
-		vars := map[string]any{"appID": str(p, "app", "id")}
+		p := a.GQL(t, createAppMutation, map[string]any{"in": map[string]any{"appName": "Billing", "callbackURL": sink.URL + "/hook"}}).OK(t, "createPartnerApp")
+		vars := map[string]any{"appID": graphtest.Str(p, "app", "id")}
 
-		ty := a.gql(t, walkthroughDeclare, nil).ok(t, "createWebhookEventType")
-		if str(ty, "name") != "invoice.issued" || str(ty, "example", "invoice_no") != "INV-1001" {
+		ty := a.GQL(t, walkthroughDeclare, nil).OK(t, "createWebhookEventType")
+		if graphtest.Str(ty, "name") != "invoice.issued" || graphtest.Str(ty, "example", "invoice_no") != "INV-1001" {
 			t.Fatalf("declared: %v", ty)
 		}
-		m := a.gql(t, walkthroughPublish, vars).ok(t, "publishWebhookEvent")
-		if m["replayed"] != false || str(m, "deliveries", 0, "status") != "PENDING" {
+		m := a.GQL(t, walkthroughPublish, vars).OK(t, "publishWebhookEvent")
+		if m["replayed"] != false || graphtest.Str(m, "deliveries", 0, "status") != "PENDING" {
 			t.Fatalf("published: %v", m)
 		}
-		eventually(t, 10*time.Second, "the invoice.issued webhook arrives", func() bool { return received.Load() == 1 })
-		again := a.gql(t, walkthroughPublish, vars).ok(t, "publishWebhookEvent")
-		if again["replayed"] != true || str(again, "eventID") != str(m, "eventID") {
+		graphtest.Eventually(t, 10*time.Second, "the invoice.issued webhook arrives", func() bool { return received.Load() == 1 })
+		again := a.GQL(t, walkthroughPublish, vars).OK(t, "publishWebhookEvent")
+		if again["replayed"] != true || graphtest.Str(again, "eventID") != graphtest.Str(m, "eventID") {
 			t.Fatalf("again: %v", again)
 		}
-		e := a.gql(t, walkthroughBad, vars).fails(t, "VALIDATION_FAILED")
+		e := a.GQL(t, walkthroughBad, vars).Fails(t, "VALIDATION_FAILED")
 		if e.Extensions["path"] != "$.lines[0].qty" || e.Extensions["field"] != "bizData" {
 			t.Fatalf("bad payload: %+v", e)
 		}
-		ex := a.gql(t, walkthroughTest, vars).ok(t, "sendTestWebhook")
-		if str(ex, "bizDataJSON", "invoice_no") != "INV-1001" {
+		ex := a.GQL(t, walkthroughTest, vars).OK(t, "sendTestWebhook")
+		if graphtest.Str(ex, "bizDataJSON", "invoice_no") != "INV-1001" {
 			t.Fatalf("example: %v", ex)
 		}
-		eventually(t, 10*time.Second, "the example arrives", func() bool { return received.Load() == 2 })
+		graphtest.Eventually(t, 10*time.Second, "the example arrives", func() bool { return received.Load() == 2 })
 	})
 }

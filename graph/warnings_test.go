@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"gatehouse/graph/graphtest"
 	"gatehouse/internal/payment/paymenttest"
 	"gatehouse/internal/testenv"
 )
@@ -17,7 +18,7 @@ import (
 // receives gets no warning.
 func TestWebhookWarnings(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b, withProvider(paymenttest.New(t)))
+		a := graphtest.StartAdmin(t, b, withProvider(paymenttest.New(t)))
 		sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }))
 		t.Cleanup(sink.Close)
 		newApp := func(name, callback string) string {
@@ -25,11 +26,11 @@ func TestWebhookWarnings(t *testing.T) {
 			if callback != "" {
 				in["callbackURL"] = callback
 			}
-			return str(a.gql(t, createAppMutation, map[string]any{"in": in}).ok(t, "createPartnerApp"), "app", "id")
+			return graphtest.Str(a.GQL(t, createAppMutation, map[string]any{"in": in}).OK(t, "createPartnerApp"), "app", "id")
 		}
 		create := func(app, no string) {
-			a.gql(t, `mutation($app: ID!, $no: String!) { createOrder(input: {appID: $app, orderNo: $no, amount: "5.00"}) { id } }`,
-				map[string]any{"app": app, "no": no}).ok(t, "createOrder")
+			a.GQL(t, `mutation($app: ID!, $no: String!) { createOrder(input: {appID: $app, orderNo: $no, amount: "5.00"}) { id } }`,
+				map[string]any{"app": app, "no": no}).OK(t, "createOrder")
 		}
 		const (
 			pay    = `mutation($no: String!) { payOrder(orderNo: $no) { status } }`
@@ -44,9 +45,9 @@ func TestWebhookWarnings(t *testing.T) {
 			for _, no := range []string{"pay", "cancel", "refund"} {
 				create(app, warning+no)
 			}
-			a.gql(t, pay, map[string]any{"no": warning + "refund"}).ok(t, "payOrder")
+			a.GQL(t, pay, map[string]any{"no": warning + "refund"}).OK(t, "payOrder")
 		}
-		a.gql(t, `mutation($id: ID!) { updatePartnerApp(id: $id, input: {status: 0}) { id } }`, map[string]any{"id": apps["WEBHOOK_HELD"]}).ok(t, "updatePartnerApp")
+		a.GQL(t, `mutation($id: ID!) { updatePartnerApp(id: $id, input: {status: 0}) { id } }`, map[string]any{"id": apps["WEBHOOK_HELD"]}).OK(t, "updatePartnerApp")
 
 		for warning := range apps {
 			for _, m := range []struct{ field, query, no, status string }{
@@ -59,8 +60,8 @@ func TestWebhookWarnings(t *testing.T) {
 					name = "none"
 				}
 				t.Run(fmt.Sprintf("%s %s", m.field, name), func(t *testing.T) {
-					r := a.gql(t, m.query, map[string]any{"no": warning + m.no})
-					if str(r.ok(t, m.field), "status") != m.status {
+					r := a.GQL(t, m.query, map[string]any{"no": warning + m.no})
+					if graphtest.Str(r.OK(t, m.field), "status") != m.status {
 						t.Fatalf("%s: %s", m.field, r.Body)
 					}
 					if warning == "" {
@@ -70,7 +71,7 @@ func TestWebhookWarnings(t *testing.T) {
 						return
 					}
 					ws, _ := r.Extensions["warnings"].([]any)
-					if len(ws) != 1 || str(ws[0], "code") != warning || str(ws[0], "message") == "" || dig(ws[0], "path", 0) != m.field {
+					if len(ws) != 1 || graphtest.Str(ws[0], "code") != warning || graphtest.Str(ws[0], "message") == "" || graphtest.Dig(ws[0], "path", 0) != m.field {
 						t.Fatalf("%s: warnings %v, want one %s about %s", m.field, r.Extensions["warnings"], warning, m.field)
 					}
 				})

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"gatehouse/graph/graphtest"
 	"gatehouse/internal/testenv"
 )
 
@@ -13,7 +14,7 @@ import (
 // VALIDATION_FAILED naming the argument, never strconv's text.
 func TestIDArgumentOutOfRange(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b)
+		a := graphtest.StartAdmin(t, b)
 		const huge = "99999999999999999999999"
 		for _, c := range []struct {
 			doc   string
@@ -30,14 +31,14 @@ func TestIDArgumentOutOfRange(t *testing.T) {
 			{`mutation { createOrder(input: {appID: "` + huge + `", orderNo: "X1", amount: "1.00"}) { id } }`, nil, "input.appID"},
 			{`{ partnerApps(where: {idIn: ["1", "` + huge + `"]}) { totalCount } }`, nil, "where.idIn[1]"},
 		} {
-			e := a.gql(t, c.doc, c.vars).fails(t, "VALIDATION_FAILED")
+			e := a.GQL(t, c.doc, c.vars).Fails(t, "VALIDATION_FAILED")
 			if e.Extensions["field"] != c.field || !strings.HasPrefix(e.Message, c.field+": must be an ID") ||
 				strings.Contains(e.Message, "strconv") || strings.Contains(e.Message, "parsing") {
 				t.Errorf("%s: %q field %v, want field %s and no strconv text", c.doc, e.Message, e.Extensions["field"], c.field)
 			}
 		}
 		// An id in range that no row has stays NOT_FOUND.
-		a.gql(t, `mutation { deleteWebhookEndpoint(id: "9223372036854775807") { id } }`, nil).fails(t, "NOT_FOUND")
+		a.GQL(t, `mutation { deleteWebhookEndpoint(id: "9223372036854775807") { id } }`, nil).Fails(t, "NOT_FOUND")
 	})
 }
 
@@ -48,9 +49,9 @@ func TestIDArgumentOutOfRange(t *testing.T) {
 // strconv's or time's text.
 func TestUnreadableScalarNamesTheArgument(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b)
+		a := graphtest.StartAdmin(t, b)
 		// An app, so that its nested orders field is resolved.
-		a.gql(t, `mutation { createPartnerApp(input: {appName: "scalars", callbackURL: "https://first.example.com/h"}) { app { id } } }`, nil).ok(t, "createPartnerApp")
+		a.GQL(t, `mutation { createPartnerApp(input: {appName: "scalars", callbackURL: "https://first.example.com/h"}) { app { id } } }`, nil).OK(t, "createPartnerApp")
 		nested := func(where string) string {
 			return `{ partnerApps(first: 1) { edges { node { orders(first: 1, where: ` + where + `) { totalCount } } } } }`
 		}
@@ -82,7 +83,7 @@ func TestUnreadableScalarNamesTheArgument(t *testing.T) {
 			// An ID on a nested field is named among its own arguments too.
 			{nested(`{id: "99999999999999999999999"}`), nil, "where.id", "ID"},
 		} {
-			e := a.gql(t, c.doc, c.vars).fails(t, "VALIDATION_FAILED")
+			e := a.GQL(t, c.doc, c.vars).Fails(t, "VALIDATION_FAILED")
 			want := c.field + ": must be a"
 			if c.scalar != "Time" {
 				want += "n"
@@ -94,8 +95,8 @@ func TestUnreadableScalarNamesTheArgument(t *testing.T) {
 			}
 		}
 		// Readable values still pass.
-		a.gql(t, `mutation($s: Time) { resendFailedWebhookDeliveries(since: $s) }`, map[string]any{"s": "2026-11-22"}).ok(t, "resendFailedWebhookDeliveries")
-		a.gql(t, `query($v: Int64!) { orders(where: {amountMinor: $v}) { totalCount } }`, map[string]any{"v": "9223372036854775807"}).ok(t, "orders")
+		a.GQL(t, `mutation($s: Time) { resendFailedWebhookDeliveries(since: $s) }`, map[string]any{"s": "2026-11-22"}).OK(t, "resendFailedWebhookDeliveries")
+		a.GQL(t, `query($v: Int64!) { orders(where: {amountMinor: $v}) { totalCount } }`, map[string]any{"v": "9223372036854775807"}).OK(t, "orders")
 	})
 }
 
@@ -104,29 +105,29 @@ func TestUnreadableScalarNamesTheArgument(t *testing.T) {
 // without it, createPartnerApp's callbackURL) or emptied by an update.
 func TestEndpointEventTypesNeverNull(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b)
-		app := a.gql(t, `mutation { createPartnerApp(input: {appName: "all", callbackURL: "https://first.example.com/h"}) { app { id } } }`, nil).ok(t, "createPartnerApp")
-		appID := str(app, "app", "id")
-		created := a.gql(t, `mutation($app: ID!) { createWebhookEndpoint(appID: $app, input: {url: "https://second.example.com/h"}) { endpoint { id eventTypes } } }`,
-			map[string]any{"app": appID}).ok(t, "createWebhookEndpoint")
-		if v, ok := dig(created, "endpoint", "eventTypes").([]any); !ok || len(v) != 0 {
-			t.Fatalf("created without a filter: eventTypes %#v, want []", dig(created, "endpoint", "eventTypes"))
+		a := graphtest.StartAdmin(t, b)
+		app := a.GQL(t, `mutation { createPartnerApp(input: {appName: "all", callbackURL: "https://first.example.com/h"}) { app { id } } }`, nil).OK(t, "createPartnerApp")
+		appID := graphtest.Str(app, "app", "id")
+		created := a.GQL(t, `mutation($app: ID!) { createWebhookEndpoint(appID: $app, input: {url: "https://second.example.com/h"}) { endpoint { id eventTypes } } }`,
+			map[string]any{"app": appID}).OK(t, "createWebhookEndpoint")
+		if v, ok := graphtest.Dig(created, "endpoint", "eventTypes").([]any); !ok || len(v) != 0 {
+			t.Fatalf("created without a filter: eventTypes %#v, want []", graphtest.Dig(created, "endpoint", "eventTypes"))
 		}
-		r := a.gql(t, `query($id: ID!) { partnerApps(where: {id: $id}) { edges { node { webhookEndpoints { id eventTypes } } } } }`,
-			map[string]any{"id": appID}).ok(t, "partnerApps")
-		eps := dig(r, "edges", 0, "node", "webhookEndpoints").([]any)
+		r := a.GQL(t, `query($id: ID!) { partnerApps(where: {id: $id}) { edges { node { webhookEndpoints { id eventTypes } } } } }`,
+			map[string]any{"id": appID}).OK(t, "partnerApps")
+		eps := graphtest.Dig(r, "edges", 0, "node", "webhookEndpoints").([]any)
 		if len(eps) != 2 {
 			t.Fatalf("endpoints %v", eps)
 		}
 		for _, ep := range eps {
-			if v, ok := dig(ep, "eventTypes").([]any); !ok || len(v) != 0 {
-				t.Errorf("endpoint %s: eventTypes %#v, want []", str(ep, "id"), dig(ep, "eventTypes"))
+			if v, ok := graphtest.Dig(ep, "eventTypes").([]any); !ok || len(v) != 0 {
+				t.Errorf("endpoint %s: eventTypes %#v, want []", graphtest.Str(ep, "id"), graphtest.Dig(ep, "eventTypes"))
 			}
 		}
-		up := a.gql(t, `mutation($id: ID!) { updateWebhookEndpoint(id: $id, input: {eventTypes: []}) { eventTypes } }`,
-			map[string]any{"id": str(created, "endpoint", "id")}).ok(t, "updateWebhookEndpoint")
-		if v, ok := dig(up, "eventTypes").([]any); !ok || len(v) != 0 {
-			t.Fatalf("after an update to []: %#v", dig(up, "eventTypes"))
+		up := a.GQL(t, `mutation($id: ID!) { updateWebhookEndpoint(id: $id, input: {eventTypes: []}) { eventTypes } }`,
+			map[string]any{"id": graphtest.Str(created, "endpoint", "id")}).OK(t, "updateWebhookEndpoint")
+		if v, ok := graphtest.Dig(up, "eventTypes").([]any); !ok || len(v) != 0 {
+			t.Fatalf("after an update to []: %#v", graphtest.Dig(up, "eventTypes"))
 		}
 	})
 }
@@ -137,9 +138,9 @@ func TestEndpointEventTypesNeverNull(t *testing.T) {
 // comes back escaped).
 func TestUnknownEventTypeEchoBounded(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b)
-		app := a.gql(t, `mutation { createPartnerApp(input: {appName: "echo", callbackURL: "https://first.example.com/h"}) { app { id } } }`, nil).ok(t, "createPartnerApp")
-		vars := map[string]any{"app": str(app, "app", "id")}
+		a := graphtest.StartAdmin(t, b)
+		app := a.GQL(t, `mutation { createPartnerApp(input: {appName: "echo", callbackURL: "https://first.example.com/h"}) { app { id } } }`, nil).OK(t, "createPartnerApp")
+		vars := map[string]any{"app": graphtest.Str(app, "app", "id")}
 		long := "invoice.issued" + strings.Repeat("x", 5000)
 		badName := "Bad\nName" + strings.Repeat("y", 5000)
 		for _, c := range []struct {
@@ -151,7 +152,7 @@ func TestUnknownEventTypeEchoBounded(t *testing.T) {
 			{`mutation($app: ID!, $t: String!) { createWebhookEndpoint(appID: $app, input: {url: "https://x.example.com", eventTypes: [$t]}) { secret } }`, "VALIDATION_FAILED", badName},
 		} {
 			vars["t"] = c.typ
-			e := a.gql(t, c.doc, vars).fails(t, c.code)
+			e := a.GQL(t, c.doc, vars).Fails(t, c.code)
 			if len(e.Message) > 300 || !strings.Contains(e.Message, strconv.Quote(c.typ[:64])+"…") {
 				t.Errorf("%s: message (%d bytes) %.400q, want the first 64 characters quoted and …", c.doc, len(e.Message), e.Message)
 			}
@@ -167,21 +168,21 @@ func TestUnknownEventTypeEchoBounded(t *testing.T) {
 // (it was silently taken as no key); null or absent is no key.
 func TestEmptyIdempotencyKeyRefused(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b)
-		app := a.gql(t, `mutation { createPartnerApp(input: {appName: "keys", callbackURL: "https://first.example.com/h"}) { app { id } } }`, nil).ok(t, "createPartnerApp")
-		appID := str(app, "app", "id")
-		a.gql(t, declareType, map[string]any{"name": "invoice.issued", "schema": invoiceTypeSchema}).ok(t, "createWebhookEventType")
+		a := graphtest.StartAdmin(t, b)
+		app := a.GQL(t, `mutation { createPartnerApp(input: {appName: "keys", callbackURL: "https://first.example.com/h"}) { app { id } } }`, nil).OK(t, "createPartnerApp")
+		appID := graphtest.Str(app, "app", "id")
+		a.GQL(t, declareType, map[string]any{"name": "invoice.issued", "schema": invoiceTypeSchema}).OK(t, "createWebhookEventType")
 		biz := map[string]any{"invoice_no": "INV-9", "lines": []any{}}
-		e := a.gql(t, publishEvent, map[string]any{"app": appID, "biz": biz, "key": ""}).fails(t, "VALIDATION_FAILED")
+		e := a.GQL(t, publishEvent, map[string]any{"app": appID, "biz": biz, "key": ""}).Fails(t, "VALIDATION_FAILED")
 		if e.Extensions["field"] != "idempotencyKey" || e.Message != "idempotencyKey: must not be empty; omit it for none" {
 			t.Fatalf("empty key: %q field %v", e.Message, e.Extensions["field"])
 		}
 		count := `query($app: ID!) { webhookDeliveries(where: {hasAppWith: {id: $app}}) { totalCount } }`
-		if n := num(a.gql(t, count, map[string]any{"app": appID}).ok(t, "webhookDeliveries"), "totalCount"); n != 0 {
+		if n := graphtest.Num(a.GQL(t, count, map[string]any{"app": appID}).OK(t, "webhookDeliveries"), "totalCount"); n != 0 {
 			t.Fatalf("a refused publish queued %d deliveries", n)
 		}
-		m := a.gql(t, publishEvent, map[string]any{"app": appID, "biz": biz, "key": nil}).ok(t, "publishWebhookEvent")
-		if str(m, "idempotencyKey") != "" || dig(m, "replayed") != false {
+		m := a.GQL(t, publishEvent, map[string]any{"app": appID, "biz": biz, "key": nil}).OK(t, "publishWebhookEvent")
+		if graphtest.Str(m, "idempotencyKey") != "" || graphtest.Dig(m, "replayed") != false {
 			t.Fatalf("null key: %v", m)
 		}
 	})
@@ -193,21 +194,21 @@ func TestEmptyIdempotencyKeyRefused(t *testing.T) {
 // read from it before: both were INTERNAL errors).
 func TestDeleteEndpointReturnsWhatWasDeleted(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b)
-		app := a.gql(t, `mutation { createPartnerApp(input: {appName: "del", callbackURL: "https://first.example.com/h"}) { app { id } } }`, nil).ok(t, "createPartnerApp")
-		appID := str(app, "app", "id")
-		created := a.gql(t, `mutation($app: ID!) { createWebhookEndpoint(appID: $app, input: {url: "https://second.example.com/h", eventTypes: ["order.paid"]}) { endpoint { id } } }`,
-			map[string]any{"app": appID}).ok(t, "createWebhookEndpoint")
-		id := str(created, "endpoint", "id")
-		a.gql(t, `mutation($id: ID!) { updateWebhookEndpoint(id: $id, input: {description: "last words", rateLimit: 7}) { id } }`, map[string]any{"id": id}).ok(t, "updateWebhookEndpoint")
-		a.gql(t, `mutation($id: ID!) { disableWebhookEndpoint(id: $id) { id } }`, map[string]any{"id": id}).ok(t, "disableWebhookEndpoint")
-		del := a.gql(t, `mutation($id: ID!) { deleteWebhookEndpoint(id: $id) { id url description eventTypes enabled rateLimit breaker app { id } } }`,
-			map[string]any{"id": id}).ok(t, "deleteWebhookEndpoint")
-		if str(del, "id") != id || str(del, "url") != "https://second.example.com/h" || str(del, "description") != "last words" ||
-			num(del, "rateLimit") != 7 || dig(del, "enabled") != false || str(del, "breaker") != "CLOSED" || str(del, "app", "id") != appID {
+		a := graphtest.StartAdmin(t, b)
+		app := a.GQL(t, `mutation { createPartnerApp(input: {appName: "del", callbackURL: "https://first.example.com/h"}) { app { id } } }`, nil).OK(t, "createPartnerApp")
+		appID := graphtest.Str(app, "app", "id")
+		created := a.GQL(t, `mutation($app: ID!) { createWebhookEndpoint(appID: $app, input: {url: "https://second.example.com/h", eventTypes: ["order.paid"]}) { endpoint { id } } }`,
+			map[string]any{"app": appID}).OK(t, "createWebhookEndpoint")
+		id := graphtest.Str(created, "endpoint", "id")
+		a.GQL(t, `mutation($id: ID!) { updateWebhookEndpoint(id: $id, input: {description: "last words", rateLimit: 7}) { id } }`, map[string]any{"id": id}).OK(t, "updateWebhookEndpoint")
+		a.GQL(t, `mutation($id: ID!) { disableWebhookEndpoint(id: $id) { id } }`, map[string]any{"id": id}).OK(t, "disableWebhookEndpoint")
+		del := a.GQL(t, `mutation($id: ID!) { deleteWebhookEndpoint(id: $id) { id url description eventTypes enabled rateLimit breaker app { id } } }`,
+			map[string]any{"id": id}).OK(t, "deleteWebhookEndpoint")
+		if graphtest.Str(del, "id") != id || graphtest.Str(del, "url") != "https://second.example.com/h" || graphtest.Str(del, "description") != "last words" ||
+			graphtest.Num(del, "rateLimit") != 7 || graphtest.Dig(del, "enabled") != false || graphtest.Str(del, "breaker") != "CLOSED" || graphtest.Str(del, "app", "id") != appID {
 			t.Fatalf("deleted %v", del)
 		}
-		a.gql(t, `mutation($id: ID!) { deleteWebhookEndpoint(id: $id) { id } }`, map[string]any{"id": id}).fails(t, "NOT_FOUND")
+		a.GQL(t, `mutation($id: ID!) { deleteWebhookEndpoint(id: $id) { id } }`, map[string]any{"id": id}).Fails(t, "NOT_FOUND")
 	})
 }
 
@@ -216,9 +217,9 @@ func TestDeleteEndpointReturnsWhatWasDeleted(t *testing.T) {
 // VALIDATION_FAILED naming where it is, as any other validation error.
 func TestNULNamesTheField(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		a := startAdmin(t, b)
-		app := a.gql(t, `mutation { createPartnerApp(input: {appName: "nul", callbackURL: "https://first.example.com/h"}) { app { id } } }`, nil).ok(t, "createPartnerApp")
-		appID := str(app, "app", "id")
+		a := graphtest.StartAdmin(t, b)
+		app := a.GQL(t, `mutation { createPartnerApp(input: {appName: "nul", callbackURL: "https://first.example.com/h"}) { app { id } } }`, nil).OK(t, "createPartnerApp")
+		appID := graphtest.Str(app, "app", "id")
 		for _, c := range []struct {
 			doc   string
 			vars  map[string]any
@@ -236,7 +237,7 @@ func TestNULNamesTheField(t *testing.T) {
 			{`mutation($app: ID!) { sendTestWebhook(appID: $app, eventType: "\u0000") { id } }`, map[string]any{"app": appID}, "eventType"},
 			{`mutation { createWebhookEventType(name: "a.b", description: "x\u0000", schema: {}) { name } }`, nil, "description"},
 		} {
-			e := a.gql(t, c.doc, c.vars).fails(t, "VALIDATION_FAILED")
+			e := a.GQL(t, c.doc, c.vars).Fails(t, "VALIDATION_FAILED")
 			if e.Extensions["field"] != c.field || !strings.HasPrefix(e.Message, c.field+": ") || !strings.Contains(e.Message, "NUL") {
 				t.Errorf("%s: %q field %v, want field %s", c.doc, e.Message, e.Extensions["field"], c.field)
 			}

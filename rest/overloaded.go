@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"gatehouse/internal/httpx"
+	"gatehouse/rest/partnerapi"
 )
 
 // overloadedDetail is the detail of every refusal by load shedding.
@@ -17,7 +18,7 @@ const overloadedDetail = "the server is overloaded: nothing was done, retry late
 func WriteOverloaded(w http.ResponseWriter, r *http.Request, retryAfter string) {
 	w.Header().Set("Retry-After", retryAfter)
 	if isPartnerPath(r.URL.Path) {
-		WriteEnvelopeErrorStatus(w, r, http.StatusServiceUnavailable, CodeSystemError, message(codeInfo[CodeSystemError].meaning, overloadedDetail))
+		partnerapi.WriteEnvelopeErrorStatus(w, r, http.StatusServiceUnavailable, partnerapi.CodeSystemError, partnerapi.Message(partnerapi.CodeSystemError, overloadedDetail))
 		return
 	}
 	httpx.WriteError(w, http.StatusServiceUnavailable, "overloaded", overloadedDetail)
@@ -26,6 +27,6 @@ func WriteOverloaded(w http.ResponseWriter, r *http.Request, retryAfter string) 
 // isPartnerPath reports whether path is under a partner API version's
 // prefix (/api/v1/…), served in the envelope.
 func isPartnerPath(path string) bool {
-	rest, ok := strings.CutPrefix(path, PartnerMountPattern+"/v")
+	rest, ok := strings.CutPrefix(path, partnerapi.PartnerMountPattern+"/v")
 	return ok && rest != "" && rest[0] >= '0' && rest[0] <= '9'
 }

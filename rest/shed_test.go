@@ -54,8 +54,7 @@ func tinyLimits(c *config.Config) {
 func TestShedRefusesBeyondTheLimit(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		e := apptest.Start(t, b, tinyLimits)
-		app, sec := createApp(t, e, partner.CreateInput{})
-		signed := orderURL(e, "v2") + signedQuery(app.AppKey, sec, nowMillis(), freshNonce(), pair{"order_no", "NO-SUCH-ORDER"})
+		signed := signedQueries(t, e, partner.CreateInput{})()
 		if !e.App.Shed.Public.TryAcquire() || !e.App.Shed.Admin.TryAcquire() {
 			t.Fatal("limits not free at start")
 		}
@@ -74,7 +73,7 @@ func TestShedRefusesBeyondTheLimit(t *testing.T) {
 		if r.Status != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" || r.Map(t)["error"] != "overloaded" {
 			t.Fatalf("ticket page beyond the limit: %d Retry-After %q %s", r.Status, r.Header.Get("Retry-After"), r.Body)
 		}
-		call(t, e, http.MethodGet, signed).expect(t, http.StatusServiceUnavailable, 6000, "system busy: the server is overloaded")
+		expectEnvelope(t, e.Do(t, http.MethodGet, signed, ""), http.StatusServiceUnavailable, 6000, "system busy: the server is overloaded")
 		if r := e.Do(t, http.MethodGet, signed, ""); r.Header.Get("Retry-After") == "" {
 			t.Fatal("signed query refused without Retry-After")
 		}
@@ -132,11 +131,9 @@ func TestShedRateLimitIsCheap(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		e := apptest.Start(t, b, func(c *config.Config) { c.Shed.MinConcurrency, c.Shed.MaxConcurrency = 2, 2 })
 		one := 1
-		app, sec := createApp(t, e, partner.CreateInput{RateLimit: &one})
-		query := func() envelope {
-			return call(t, e, http.MethodGet, orderURL(e, "v2")+signedQuery(app.AppKey, sec, nowMillis(), freshNonce(), pair{"order_no", "NO-SUCH-ORDER"}))
-		}
-		query().expect(t, http.StatusNotFound, 5001, "order does not exist") // takes the window's one slot; caches the app
+		next := signedQueries(t, e, partner.CreateInput{RateLimit: &one})
+		query := func() apptest.Response { return e.Do(t, http.MethodGet, next(), "") }
+		expectEnvelope(t, query(), http.StatusNotFound, 5001, "order does not exist") // takes the window's one slot; caches the app
 		if !e.App.Shed.Public.TryAcquire() {
 			t.Fatal("limit not free")
 		}
@@ -145,8 +142,9 @@ func TestShedRateLimitIsCheap(t *testing.T) {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		r := query().expect(t, http.StatusTooManyRequests, 429, "too many requests")
-		if r.header.Get("Retry-After") == "" {
+		r := query()
+		expectEnvelope(t, r, http.StatusTooManyRequests, 429, "too many requests")
+		if r.Header.Get("Retry-After") == "" {
 			t.Fatal("429 without Retry-After")
 		}
 		if d := time.Since(start); d > time.Second {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/go-chi/chi/v5"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
@@ -157,3 +158,5 @@ func serverSpan(t *testing.T, rec *telemetrytest.Recorder, method, path string, 
 		return r.AsString() == path
 	})
 }
+
+func attrKey(k string) attribute.Key { return attribute.Key(k) }

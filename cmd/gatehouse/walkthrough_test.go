@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/rest"
+	"gatehouse/rest/partnerapi"
 )
 
 // fromBlock is a code block of a page marked `<!-- from: FILE -->`: its
@@ -76,7 +76,7 @@ func TestWalkthroughsAreCode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	last := rest.PartnerAPI[len(rest.PartnerAPI)-1]
+	last := partnerapi.PartnerAPI[len(partnerapi.PartnerAPI)-1]
 	if !strings.Contains(string(doc), `{Name: "`+last.Name+`", Released: "`+last.Released+`"`) {
 		t.Errorf("docs/versioning.md does not walk through the newest version, %s (released %s)", last.Name, last.Released)
 	}

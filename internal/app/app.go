@@ -25,7 +25,8 @@ import (
 	"gatehouse/internal/kv"
 	"gatehouse/internal/store"
 	"gatehouse/internal/ticket"
-	"gatehouse/rest"
+	"gatehouse/rest/publish"
+	"gatehouse/rest/tickets"
 )
 
 // App is a fully wired gatehouse process.
@@ -205,7 +206,7 @@ func (a *App) publicHandler() (http.Handler, error) {
 		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	r.Get("/readyz", a.ready)
-	r.Mount("/api/tickets", rest.Tickets{Svc: a.Tickets, Log: a.Log}.Routes())
+	r.Mount("/api/tickets", tickets.Tickets{Svc: a.Tickets, Log: a.Log}.Routes())
 	a.mountPartner(r)
 	a.mountAuth(r)
 	if err := a.mountPortal(r); err != nil {
@@ -230,7 +231,7 @@ func (a *App) adminHandler() (http.Handler, error) {
 	r.Handle("/graphql", gql)
 	// The publish API bounds its bodies itself (larger than 64 KiB: an
 	// event's payload may take 256 KiB).
-	r.With(a.adminGuard).Mount("/api/events", rest.Events{Svc: a.Webhooks, Log: a.Log}.Routes())
+	r.With(a.adminGuard).Mount("/api/events", publish.Events{Svc: a.Webhooks, Log: a.Log}.Routes())
 	if err := a.mountConsole(r, gql); err != nil {
 		return nil, err
 	}

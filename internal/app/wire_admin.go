@@ -8,6 +8,8 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"gatehouse/graph"
+	"gatehouse/graph/guard"
+	"gatehouse/graph/playground"
 	"gatehouse/internal/apikey"
 	"gatehouse/internal/audit"
 	"gatehouse/internal/identity"
@@ -100,7 +102,7 @@ func (a *App) resolver() *graph.Resolver {
 // adminGuard is the single place where authentication of the admin
 // GraphQL endpoint plugs in: an enabled API key in X-API-Key.
 func (a *App) adminGuard(next http.Handler) http.Handler {
-	return graph.APIKeyGuard(a.APIKeys, a.Log)(next)
+	return guard.APIKeyGuard(a.APIKeys, a.Log)(next)
 }
 
 // startAudit runs the audit retention job until Close.
@@ -108,8 +110,8 @@ func (a *App) startAudit() { a.runInBackground(a.Audit.Start) }
 
 // mountPlayground serves the GraphiQL Playground at /, its files and icon.
 func (a *App) mountPlayground(r chi.Router) {
-	r.Method(http.MethodGet, "/", graph.PlaygroundPage("gatehouse admin", "/graphql"))
-	r.Method(http.MethodGet, graph.FaviconPath, graph.Favicon())
-	r.Method(http.MethodGet, "/favicon.ico", graph.Favicon())
-	r.Method(http.MethodGet, graph.PlaygroundAssetsPath+"*", graph.PlaygroundAssets())
+	r.Method(http.MethodGet, "/", playground.PlaygroundPage("gatehouse admin", "/graphql"))
+	r.Method(http.MethodGet, playground.FaviconPath, playground.Favicon())
+	r.Method(http.MethodGet, "/favicon.ico", playground.Favicon())
+	r.Method(http.MethodGet, playground.PlaygroundAssetsPath+"*", playground.PlaygroundAssets())
 }

@@ -16,6 +16,7 @@ import (
 	"gatehouse/internal/oauth"
 	"gatehouse/internal/periodic"
 	"gatehouse/rest"
+	"gatehouse/rest/signin"
 )
 
 // authServices are the services of the user-facing authentication
@@ -111,6 +112,6 @@ func (a *App) startOAuthPurge() {
 
 // mountAuth mounts /oauth/…, /login and /api/auth/….
 func (a *App) mountAuth(r chi.Router) {
-	rest.MountWhole(r, rest.Auth{Users: a.Users, Tokens: a.UserTokens, Throttle: a.LoginThrottle, Log: a.Log}.Routes())
-	rest.MountWhole(r, rest.OAuth{Svc: a.OAuth, Users: a.Users, Throttle: a.LoginThrottle, Sessions: a.Sessions, Log: a.Log, Issuer: strings.TrimRight(a.Cfg.Server.PublicURL, "/")}.Routes())
+	rest.MountWhole(r, signin.Auth{Users: a.Users, Tokens: a.UserTokens, Throttle: a.LoginThrottle, Log: a.Log}.Routes())
+	rest.MountWhole(r, signin.OAuth{Svc: a.OAuth, Users: a.Users, Throttle: a.LoginThrottle, Sessions: a.Sessions, Log: a.Log, Issuer: strings.TrimRight(a.Cfg.Server.PublicURL, "/")}.Routes())
 }

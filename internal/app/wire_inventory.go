@@ -14,7 +14,7 @@ type inventoryServices struct {
 }
 
 // wireInventory builds the inventory service (its deduction endpoint is
-// in the partner API's table, rest.PartnerAPI).
+// in the partner API's table, partnerapi.PartnerAPI).
 func (a *App) wireInventory(context.Context) error {
 	a.Inventory = inventory.NewService(a.DB)
 	return nil

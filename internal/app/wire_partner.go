@@ -10,7 +10,7 @@ import (
 	"gatehouse/internal/order"
 	"gatehouse/internal/partner"
 	"gatehouse/internal/webhook"
-	"gatehouse/rest"
+	"gatehouse/rest/partnerapi"
 )
 
 // partnerServices are the partner API's services, embedded in App.
@@ -50,7 +50,7 @@ func (a *App) wirePartner(ctx context.Context) error {
 
 // mountPartner mounts the signed partner API under /api/v{n}/.
 func (a *App) mountPartner(r chi.Router) {
-	h := rest.Partner{
+	h := partnerapi.Partner{
 		Gate:      a.PartnerGate,
 		Orders:    a.Orders,
 		Inventory: a.Inventory,
@@ -59,11 +59,11 @@ func (a *App) mountPartner(r chi.Router) {
 		Versions:  a.APIVersions,
 		Log:       a.Log,
 	}
-	r.Mount(rest.PartnerMountPattern, h.Routes())
+	r.Mount(partnerapi.PartnerMountPattern, h.Routes())
 }
 
 // apiVersions checks the version lifecycle settings against the versions
-// this build serves (rest.PartnerAPI), naming every problem at once.
+// this build serves (partnerapi.PartnerAPI), naming every problem at once.
 func apiVersions(cfg config.Config) (partner.Versions, error) {
 	dep, err := config.ParseVersionDates(cfg.API.Deprecated)
 	if err != nil {
@@ -77,5 +77,5 @@ func apiVersions(cfg config.Config) (partner.Versions, error) {
 	if err != nil {
 		return nil, fmt.Errorf("GATEHOUSE_API_RELEASED: %w", err)
 	}
-	return partner.NewVersions(rest.PartnerServed(), partner.Lifecycle{Deprecated: dep, Sunset: sun, Released: rel})
+	return partner.NewVersions(partnerapi.PartnerServed(), partner.Lifecycle{Deprecated: dep, Sunset: sun, Released: rel})
 }

@@ -3,7 +3,7 @@ package app
 import (
 	"net/http"
 
-	"gatehouse/graph"
+	"gatehouse/graph/guard"
 	"gatehouse/internal/shed"
 	"gatehouse/rest"
 )
@@ -57,7 +57,7 @@ func (a *App) adminShedding() func(http.Handler) http.Handler {
 		},
 		Refuse: func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/graphql" {
-				graph.WriteOverloaded(w, shed.RetryAfter)
+				guard.WriteOverloaded(w, shed.RetryAfter)
 				return
 			}
 			rest.WriteOverloaded(w, r, shed.RetryAfter)

@@ -23,7 +23,7 @@ import (
 
 	"gatehouse/internal/app/apptest"
 	"gatehouse/internal/testenv"
-	"gatehouse/rest"
+	"gatehouse/rest/partnerapi"
 )
 
 // specPath is docs/openapi.yaml, relative to this package.
@@ -153,7 +153,7 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 
 		t.Run("orders", func(t *testing.T) {
 			c.t = t
-			for _, v := range rest.PartnerVersionNames() {
+			for _, v := range partnerapi.PartnerVersionNames() {
 				path := "/api/" + v + "/orders/query"
 				c.do(nil, c.req("GET", f.signed(t, f.app.AppKey, f.secret, path, url.Values{"order_no": {"SO1001"}})[len(f.PublicURL):], ""), 200)
 				c.do(nil, c.req("GET", f.signed(t, f.app.AppKey, f.secret, path, url.Values{"order_no": {"SO1002"}, "page": {"1"}, "page_size": {"20"}})[len(f.PublicURL):], ""), 200)
@@ -226,7 +226,7 @@ func TestOpenAPIMatchesResponses(t *testing.T) {
 			c.t = t
 			// Every version deducts with the same records: on the later
 			// versions the biz_nos of the first are repeats.
-			for i, v := range rest.PartnerVersionNames() {
+			for i, v := range partnerapi.PartnerVersionNames() {
 				path := "/api/" + v + "/inventory/deduct"
 				deduct := func(key, sec, biz string, sku, qty int, want int) resp {
 					t.Helper()

@@ -6,7 +6,7 @@
 // stock is changed by a conditional UPDATE (stock >= quantity) so it never
 // goes negative, and concurrent requests with one biz_no wait for the first
 // and then answer as repeats of it. The rules are in deduct.go and
-// docs/inventory.md; the REST layer (rest/inventory.go) only decodes,
+// docs/inventory.md; the REST layer (rest/partnerapi/inventory.go) only decodes,
 // calls [Service.Deduct] and maps errors to the envelope.
 package inventory
 

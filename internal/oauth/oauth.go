@@ -8,7 +8,7 @@
 // (RFC 7009) and introspection (RFC 7662). Codes and tokens are random
 // 256-bit strings of which only the SHA-256 is stored.
 //
-// The HTTP side (rest/oauth_pages.go) keeps pending requests in a sealed
+// The HTTP side (rest/signin/oauth_pages.go) keeps pending requests in a sealed
 // cookie until the user signs in, then in the user's session, and maps
 // this package's *Error to status codes.
 package oauth

@@ -4,7 +4,7 @@
 // order), a short-lived cache of app credentials so that a
 // signed request costs no database round trip, and per-day usage counting.
 //
-// The REST layer (rest/partner.go) calls [Gate.Check] and maps its errors
+// The REST layer (rest/partnerapi/partner.go) calls [Gate.Check] and maps its errors
 // to envelope codes; the GraphQL admin calls [Service] to manage apps.
 package partner
 

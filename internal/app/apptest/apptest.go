@@ -19,6 +19,7 @@ import (
 
 	"gatehouse/internal/app"
 	"gatehouse/internal/config"
+	"gatehouse/internal/partner"
 	"gatehouse/internal/secret"
 	"gatehouse/internal/testenv"
 )
@@ -204,4 +205,19 @@ func WebhookSecrets(t testing.TB, e *Env, id int) []string {
 		open(*row.PreviousWebhookSecret)
 	}
 	return out
+}
+
+// CreateApp creates a partner app through the service, the way the admin
+// does (named "test app" unless in names it), and returns it with its
+// app secret.
+func CreateApp(t testing.TB, e *Env, in partner.CreateInput) (partner.App, string) {
+	t.Helper()
+	if in.AppName == "" {
+		in.AppName = "test app"
+	}
+	app, sec, err := e.App.Partners.Create(context.Background(), in)
+	if err != nil {
+		t.Fatalf("create app: %v", err)
+	}
+	return app, sec.AppSecret
 }
