@@ -60,11 +60,9 @@ func (a *App) wireAdmin(ctx context.Context) error {
 	}
 	a.UserTokens = tokens
 	a.Users = identity.NewUsers(a.DB.Client, identity.WithTokens(tokens))
-	retention := a.Cfg.Audit.Retention
-	if retention == 0 {
-		retention = -1 // keep forever
+	if a.Audit, err = audit.NewService(a.DB, a.Log, audit.Options{Retention: a.Cfg.Audit.Retention}); err != nil {
+		return err
 	}
-	a.Audit = audit.NewService(a.DB, a.Log, audit.Options{Retention: retention})
 	if a.Cfg.Auth.BootstrapAPIKey != "" {
 		if len(a.Cfg.Auth.BootstrapAPIKey) < apikey.RecommendedKeyLen {
 			a.Log.Warn("GATEHOUSE_BOOTSTRAP_API_KEY is short and easy to guess; use at least 16 random characters", "length", len(a.Cfg.Auth.BootstrapAPIKey))

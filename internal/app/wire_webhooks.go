@@ -18,17 +18,13 @@ type webhookServices struct {
 
 // wireWebhooks builds the webhook outbox and dispatcher.
 func (a *App) wireWebhooks(ctx context.Context) error {
-	retention := a.Cfg.Webhooks.Retention
-	if retention == 0 {
-		retention = -1 // keep forever
-	}
 	svc, err := webhook.NewService(a.DB, a.Cfg.MasterKey, a.Log, webhook.Options{
 		RetryBase:    a.Cfg.Webhooks.RetryBase,
 		AllowPrivate: a.Cfg.Webhooks.AllowPrivate,
 		Proxy:        a.Cfg.Webhooks.Proxy,
 		LoopbackApps: a.Cfg.WebhookLoopbackApps,
 		PerApp:       a.Cfg.Webhooks.PerApp,
-		Retention:    retention,
+		Retention:    a.Cfg.Webhooks.Retention,
 		Tracing:      a.Cfg.Tracing,
 		// The built-in event types, declared where they are raised.
 		EventTypes: order.EventTypes(),

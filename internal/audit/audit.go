@@ -52,23 +52,26 @@ type Event struct {
 // event other than by the retention job.
 var ErrAppendOnly = errors.New("audit events are append-only")
 
-// Options configure the Service; zero values take the defaults.
+// Options configure the Service.
 type Options struct {
-	// Retention is how long events are kept; negative keeps them forever.
+	// Retention is how long events are kept, 0 forever: the setting
+	// GATEHOUSE_AUDIT_RETENTION as it is, whose declaration in
+	// internal/config holds the only default.
 	Retention time.Duration
-	// RetentionEvery is the pause between two runs of the retention job;
-	// RetentionBatch the events one statement deletes.
+	// RetentionEvery is the pause between two runs of the retention job
+	// and RetentionBatch the events one statement deletes: no settings,
+	// the job's own pace (zero: retentionEvery, retentionBatch); tests
+	// quicken it.
 	RetentionEvery time.Duration
 	RetentionBatch int
-	// Now is the clock (tests).
+	// Now is the clock (tests; nil: time.Now).
 	Now func() time.Time
 }
 
-// Defaults of Options.
 const (
-	DefaultRetention      = 8760 * time.Hour
-	DefaultRetentionEvery = 10 * time.Minute
-	DefaultRetentionBatch = 500
+	// retentionEvery and retentionBatch are the retention job's pace.
+	retentionEvery = 10 * time.Minute
+	retentionBatch = 500
 	// writeTimeout bounds the write of one event, which outlives the
 	// request that caused it (a cut-off request is still recorded).
 	writeTimeout = 5 * time.Second
@@ -93,22 +96,23 @@ type Service struct {
 
 // NewService returns the audit trail over db. It makes the AuditEvent
 // table append-only for every user of db's client: updates and deletes
-// are refused, except the retention job's.
-func NewService(db *store.DB, log *slog.Logger, opt Options) *Service {
-	if opt.Retention == 0 {
-		opt.Retention = DefaultRetention
+// are refused, except the retention job's. A negative Retention is
+// refused (forever is 0).
+func NewService(db *store.DB, log *slog.Logger, opt Options) (*Service, error) {
+	if opt.Retention < 0 {
+		return nil, fmt.Errorf("audit: Retention %s: must be 0 (forever) or positive", opt.Retention)
 	}
 	if opt.RetentionEvery <= 0 {
-		opt.RetentionEvery = DefaultRetentionEvery
+		opt.RetentionEvery = retentionEvery
 	}
 	if opt.RetentionBatch <= 0 {
-		opt.RetentionBatch = DefaultRetentionBatch
+		opt.RetentionBatch = retentionBatch
 	}
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
 	db.AuditEvent.Use(appendOnly)
-	return &Service{db: db, log: log, opt: opt}
+	return &Service{db: db, log: log, opt: opt}, nil
 }
 
 type purgeKey struct{}

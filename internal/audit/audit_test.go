@@ -12,12 +12,27 @@ import (
 
 	"gatehouse/ent/auditevent"
 	"gatehouse/internal/audit"
+	"gatehouse/internal/config"
 	"gatehouse/internal/store"
 	"gatehouse/internal/store/storetest"
 	"gatehouse/internal/testenv"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// retention is GATEHOUSE_AUDIT_RETENTION's default: the one its
+// declaration in internal/config gives, the service having none.
+var retention = config.Defaults().Audit.Retention
+
+// newService is audit.NewService, failing the test on an error.
+func newService(t *testing.T, db *store.DB, log *slog.Logger, opt audit.Options) *audit.Service {
+	t.Helper()
+	svc, err := audit.NewService(db, log, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
+}
 
 // seed appends n events at time at, for key id.
 func seed(t *testing.T, svc *audit.Service, n int, at time.Time) {
@@ -37,7 +52,7 @@ func seed(t *testing.T, svc *audit.Service, n int, at time.Time) {
 func TestAppendOnly(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		db := storetest.Open(t, b)
-		svc := audit.NewService(db, quiet(), audit.Options{})
+		svc := newService(t, db, quiet(), audit.Options{})
 		ctx := context.Background()
 		err := svc.Record(ctx, audit.Event{APIKeyID: 7, APIKeyName: strings.Repeat("é", 300), Mutation: "payOrder",
 			TargetType: "Order", TargetID: "SO-1", Outcome: audit.Refused, ErrorCode: "INVALID_STATE", RequestID: "req-1"})
@@ -78,26 +93,26 @@ func TestAppendOnly(t *testing.T) {
 func TestRetention(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		db := storetest.Open(t, b)
-		svc := audit.NewService(db, quiet(), audit.Options{RetentionBatch: 7})
+		svc := newService(t, db, quiet(), audit.Options{RetentionBatch: 7})
 		ctx := context.Background()
 		now := time.Now()
 		seed(t, svc, 30, now.Add(-400*24*time.Hour)) // older than a year
 		seed(t, svc, 5, now.Add(-time.Hour))
-		n, err := svc.Purge(ctx, now.Add(-8760*time.Hour))
+		n, err := svc.Purge(ctx, now.Add(-retention))
 		if err != nil || n != 30 {
 			t.Fatalf("purged %d, %v; want 30", n, err)
 		}
 		if left := db.AuditEvent.Query().CountX(ctx); left != 5 {
 			t.Fatalf("%d events left, want the 5 recent ones", left)
 		}
-		if n, err := svc.Purge(ctx, now.Add(-8760*time.Hour)); err != nil || n != 0 {
+		if n, err := svc.Purge(ctx, now.Add(-retention)); err != nil || n != 0 {
 			t.Fatalf("second purge: %d, %v", n, err)
 		}
 
 		// The job: retention 30 min, run at start and every 20 ms.
 		clock := now
 		var mu sync.Mutex
-		job := audit.NewService(db, quiet(), audit.Options{Retention: 30 * time.Minute, RetentionEvery: 20 * time.Millisecond,
+		job := newService(t, db, quiet(), audit.Options{Retention: 30 * time.Minute, RetentionEvery: 20 * time.Millisecond,
 			Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }})
 		jctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
@@ -112,6 +127,30 @@ func TestRetention(t *testing.T) {
 	})
 }
 
+// TestKeptForever: Retention 0 is GATEHOUSE_AUDIT_RETENTION's 0, as it
+// is: the job does nothing and old events stay. A negative retention
+// (forever's old spelling) is refused at construction.
+func TestKeptForever(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		db := storetest.Open(t, b)
+		svc := newService(t, db, quiet(), audit.Options{RetentionEvery: time.Millisecond})
+		seed(t, svc, 3, time.Now().Add(-10*retention))
+		done := make(chan struct{})
+		go func() { defer close(done); svc.Start(context.Background()) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the retention job runs with Retention 0")
+		}
+		if n := db.AuditEvent.Query().CountX(context.Background()); n != 3 {
+			t.Fatalf("%d events left, want all 3", n)
+		}
+		if _, err := audit.NewService(db, quiet(), audit.Options{Retention: -1}); err == nil {
+			t.Fatal("a negative retention was accepted")
+		}
+	})
+}
+
 // TestRetentionReplicas: two replicas purging at once delete every old
 // event exactly once between them and no recent one (on Postgres they
 // take disjoint batches).
@@ -122,8 +161,8 @@ func TestRetentionReplicas(t *testing.T) {
 		if !b.Embedded() {
 			db2 = storetest.OpenURL(t, b.DatabaseURL)
 		}
-		s1 := audit.NewService(db1, quiet(), audit.Options{RetentionBatch: 10})
-		s2 := audit.NewService(db2, quiet(), audit.Options{RetentionBatch: 10})
+		s1 := newService(t, db1, quiet(), audit.Options{RetentionBatch: 10})
+		s2 := newService(t, db2, quiet(), audit.Options{RetentionBatch: 10})
 		now := time.Now()
 		seed(t, s1, 200, now.Add(-9000*time.Hour))
 		seed(t, s1, 4, now)
@@ -134,7 +173,7 @@ func TestRetentionReplicas(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				counts[i], errs[i] = s.Purge(context.Background(), now.Add(-8760*time.Hour))
+				counts[i], errs[i] = s.Purge(context.Background(), now.Add(-retention))
 			}()
 		}
 		wg.Wait()
@@ -143,7 +182,7 @@ func TestRetentionReplicas(t *testing.T) {
 		}
 		// A replica stops when its batch comes back short (the other holds
 		// the rest): purging again finishes what is left.
-		more, err := s1.Purge(context.Background(), now.Add(-8760*time.Hour))
+		more, err := s1.Purge(context.Background(), now.Add(-retention))
 		if err != nil || counts[0]+counts[1]+more != 200 {
 			t.Fatalf("deleted %d + %d + %d, want 200 (%v)", counts[0], counts[1], more, err)
 		}

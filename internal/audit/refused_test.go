@@ -27,7 +27,7 @@ func TestRefusedEventsLimitedPerKey(t *testing.T) {
 		clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 		logs := &syncWriter{w: &bytes.Buffer{}}
 		log := slog.New(slog.NewTextHandler(logs, nil))
-		svc := audit.NewService(db, log, audit.Options{Now: clock})
+		svc := newService(t, db, log, audit.Options{Now: clock})
 		ctx := context.Background()
 		refuse := func(key, n int) {
 			var wg sync.WaitGroup

@@ -24,10 +24,10 @@ var purgedTotal = prometheus.NewCounter(prometheus.CounterOpts{
 func init() { prometheus.MustRegister(purgedTotal) }
 
 // Start runs the retention job until ctx ends: at once, then every
-// RetentionEvery, Purge with the cut-off now − Retention. With a negative
-// Retention it does nothing.
+// RetentionEvery, Purge with the cut-off now − Retention. With Retention
+// 0 (events are kept forever) it does nothing.
 func (s *Service) Start(ctx context.Context) {
-	if s.opt.Retention < 0 {
+	if s.opt.Retention == 0 {
 		return
 	}
 	periodic.Run(ctx, s.opt.RetentionEvery, func(ctx context.Context) {

@@ -21,13 +21,13 @@ type APIVersions struct {
 func (a *APIVersions) Validate() error {
 	var errs []error
 	if _, err := ParseVersionDates(a.Released); err != nil {
-		errs = append(errs, fmt.Errorf("GATEHOUSE_API_RELEASED: %w", err))
+		errs = append(errs, invalidf(a, &a.Released, "%w", err))
 	}
 	if _, err := ParseVersionDates(a.Deprecated); err != nil {
-		errs = append(errs, fmt.Errorf("GATEHOUSE_API_DEPRECATED: %w", err))
+		errs = append(errs, invalidf(a, &a.Deprecated, "%w", err))
 	}
 	if _, err := ParseVersionDates(a.Sunset); err != nil {
-		errs = append(errs, fmt.Errorf("GATEHOUSE_API_SUNSET: %w", err))
+		errs = append(errs, invalidf(a, &a.Sunset, "%w", err))
 	}
 	return errors.Join(errs...)
 }

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"errors"
 	"time"
 )
 
@@ -13,7 +12,7 @@ type Audit struct {
 // Validate checks the retention.
 func (a *Audit) Validate() error {
 	if a.Retention < 0 || a.Retention > 0 && a.Retention < time.Hour {
-		return errors.New("GATEHOUSE_AUDIT_RETENTION: must be at least 1h, or 0 to keep audit events forever")
+		return invalidf(a, &a.Retention, "must be at least 1h, or 0 to keep audit events forever")
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package config
 
 import (
 	"errors"
-	"fmt"
 	"time"
 
 	"gatehouse/internal/secret"
@@ -24,17 +23,17 @@ func (a *Auth) Validate() error {
 	var errs []error
 	if a.MasterKeyB64 != "" {
 		if _, err := secret.ParseKey(a.MasterKeyB64); err != nil {
-			errs = append(errs, fmt.Errorf("GATEHOUSE_MASTER_KEY: %w", err))
+			errs = append(errs, invalidf(a, &a.MasterKeyB64, "%w", err))
 		}
 	}
 	if a.JWTSecretRaw != "" && len(a.JWTSecretRaw) < 32 {
-		errs = append(errs, errors.New("GATEHOUSE_JWT_SECRET: must be at least 32 bytes"))
+		errs = append(errs, invalidf(a, &a.JWTSecretRaw, "must be at least 32 bytes"))
 	}
 	if a.JWTTTL < time.Second {
-		errs = append(errs, errors.New("GATEHOUSE_JWT_TTL: must be at least 1s"))
+		errs = append(errs, invalidf(a, &a.JWTTTL, "must be at least 1s"))
 	}
 	if len(a.BootstrapAPIKey) > 256 {
-		errs = append(errs, errors.New("GATEHOUSE_BOOTSTRAP_API_KEY: must be at most 256 characters"))
+		errs = append(errs, invalidf(a, &a.BootstrapAPIKey, "must be at most 256 characters"))
 	}
 	return errors.Join(errs...)
 }

@@ -91,10 +91,10 @@ func (c *Config) Validate() error {
 	}
 	if c.Database.Postgres() {
 		if c.Auth.MasterKeyB64 == "" {
-			errs = append(errs, errors.New("auth: GATEHOUSE_MASTER_KEY is required with a Postgres database: every replica must share it (generate one with: head -c 32 /dev/urandom | base64)"))
+			errs = append(errs, fmt.Errorf("auth: %s is required with a Postgres database: every replica must share it (generate one with: head -c 32 /dev/urandom | base64)", envOf(&c.Auth, &c.Auth.MasterKeyB64)))
 		}
 		if c.Auth.JWTSecretRaw == "" {
-			errs = append(errs, errors.New("auth: GATEHOUSE_JWT_SECRET is required with a Postgres database: every replica must share it (at least 32 bytes)"))
+			errs = append(errs, fmt.Errorf("auth: %s is required with a Postgres database: every replica must share it (at least 32 bytes)", envOf(&c.Auth, &c.Auth.JWTSecretRaw)))
 		}
 	}
 	return errors.Join(errs...)

@@ -39,30 +39,30 @@ func (d *Database) Postgres() bool {
 func (d *Database) Validate() error {
 	var errs []error
 	if d.DataDir == "" {
-		errs = append(errs, errors.New("GATEHOUSE_DATA_DIR: must not be empty"))
+		errs = append(errs, invalidf(d, &d.DataDir, "must not be empty"))
 	}
 	switch {
 	case d.URL == "sqlite:":
-		errs = append(errs, errors.New("GATEHOUSE_DATABASE_URL: sqlite: needs a path"))
+		errs = append(errs, invalidf(d, &d.URL, "sqlite: needs a path"))
 	case d.Embedded(), d.Postgres():
 	default:
-		errs = append(errs, errors.New("GATEHOUSE_DATABASE_URL: must start with sqlite:, postgres:// or postgresql://"))
+		errs = append(errs, invalidf(d, &d.URL, "must start with sqlite:, postgres:// or postgresql://"))
 	}
 	if !slices.Contains(store.SQLiteSyncModes, strings.ToLower(d.SQLiteSync)) {
-		errs = append(errs, errors.New("GATEHOUSE_SQLITE_SYNC: must be one of "+strings.Join(store.SQLiteSyncModes, ", ")))
+		errs = append(errs, invalidf(d, &d.SQLiteSync, "must be one of %s", strings.Join(store.SQLiteSyncModes, ", ")))
 	}
 	switch {
 	case d.DirectURL == "":
 	case !d.Postgres():
-		errs = append(errs, errors.New("GATEHOUSE_DATABASE_DIRECT_URL: set without a Postgres GATEHOUSE_DATABASE_URL"))
+		errs = append(errs, invalidf(d, &d.DirectURL, "set without a Postgres %s", envOf(d, &d.URL)))
 	case !strings.HasPrefix(d.DirectURL, "postgres://") && !strings.HasPrefix(d.DirectURL, "postgresql://"):
-		errs = append(errs, errors.New("GATEHOUSE_DATABASE_DIRECT_URL: must start with postgres:// or postgresql://"))
+		errs = append(errs, invalidf(d, &d.DirectURL, "must start with postgres:// or postgresql://"))
 	}
 	if d.MaxConns < 1 || d.MaxConns > 10000 {
-		errs = append(errs, errors.New("GATEHOUSE_DATABASE_MAX_CONNS: must be between 1 and 10000"))
+		errs = append(errs, invalidf(d, &d.MaxConns, "must be between 1 and 10000"))
 	}
 	if d.ReadConns < 0 || d.ReadConns > 10000 {
-		errs = append(errs, errors.New("GATEHOUSE_DATABASE_READ_CONNS: must be between 0 (by CPU) and 10000"))
+		errs = append(errs, invalidf(d, &d.ReadConns, "must be between 0 (by CPU) and 10000"))
 	}
 	return errors.Join(errs...)
 }

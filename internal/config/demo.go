@@ -1,10 +1,6 @@
 package config
 
-import (
-	"errors"
-	"fmt"
-	"net"
-)
+import "net"
 
 // Demo is `gatehouse serve --demo`: demo data, printed credentials and
 // example commands, and the payment sandbox.
@@ -21,10 +17,10 @@ type Demo struct {
 // demo.
 func (d *Demo) Validate() error {
 	if _, _, err := net.SplitHostPort(d.Receiver); err != nil {
-		return fmt.Errorf("GATEHOUSE_DEMO_RECEIVER: %q is not host:port", d.Receiver)
+		return invalidf(d, &d.Receiver, "%q is not host:port", d.Receiver)
 	}
 	if d.Reset && !d.Enabled {
-		return errors.New("GATEHOUSE_RESET: --reset starts the demo afresh and needs --demo (GATEHOUSE_DEMO=true)")
+		return invalidf(d, &d.Reset, "--%s starts the demo afresh and needs --%s (%s=true)", flagOf(d, &d.Reset), flagOf(d, &d.Enabled), envOf(d, &d.Enabled))
 	}
 	return nil
 }

@@ -17,15 +17,15 @@ type Log struct {
 func (l *Log) Validate() error {
 	var errs []error
 	if _, err := ParseLevel(l.Level); err != nil {
-		errs = append(errs, err)
+		errs = append(errs, invalidf(l, &l.Level, "%w", err))
 	}
 	if l.Format != "text" && l.Format != "json" {
-		errs = append(errs, fmt.Errorf("GATEHOUSE_LOG_FORMAT: %q is not text or json", l.Format))
+		errs = append(errs, invalidf(l, &l.Format, "%q is not text or json", l.Format))
 	}
 	return errors.Join(errs...)
 }
 
-// ParseLevel maps the GATEHOUSE_LOG_LEVEL names to slog levels.
+// ParseLevel maps the names of Log.Level to slog levels.
 func ParseLevel(s string) (slog.Level, error) {
 	switch strings.ToLower(s) {
 	case "debug":
@@ -37,5 +37,5 @@ func ParseLevel(s string) (slog.Level, error) {
 	case "error":
 		return slog.LevelError, nil
 	}
-	return 0, fmt.Errorf("GATEHOUSE_LOG_LEVEL: %q is not debug, info, warn or error", s)
+	return 0, fmt.Errorf("%q is not debug, info, warn or error", s)
 }

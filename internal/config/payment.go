@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 )
@@ -24,7 +25,7 @@ type Payments struct {
 func (c *Payments) Validate() error {
 	if c.URL == "" {
 		if c.APIKey != "" || c.Secret != "" {
-			return errors.New("GATEHOUSE_PAYMENT_API_KEY and GATEHOUSE_PAYMENT_SECRET need GATEHOUSE_PAYMENT_URL")
+			return fmt.Errorf("%s and %s need %s", envOf(c, &c.APIKey), envOf(c, &c.Secret), envOf(c, &c.URL))
 		}
 		return nil
 	}
@@ -32,23 +33,23 @@ func (c *Payments) Validate() error {
 	u, err := url.Parse(c.URL)
 	switch {
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "":
-		errs = append(errs, errors.New("GATEHOUSE_PAYMENT_URL: must be an http:// or https:// URL with a host, e.g. https://pay.example.com/v1"))
+		errs = append(errs, invalidf(c, &c.URL, "must be an http:// or https:// URL with a host, e.g. https://pay.example.com/v1"))
 	case u.User != nil:
-		errs = append(errs, errors.New("GATEHOUSE_PAYMENT_URL: must not carry credentials (use GATEHOUSE_PAYMENT_API_KEY and GATEHOUSE_PAYMENT_SECRET)"))
+		errs = append(errs, invalidf(c, &c.URL, "must not carry credentials (use %s and %s)", envOf(c, &c.APIKey), envOf(c, &c.Secret)))
 	case u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(c.URL, "?"):
-		errs = append(errs, errors.New("GATEHOUSE_PAYMENT_URL: must be a base URL without query or fragment (refunds go to <url>/refunds)"))
+		errs = append(errs, invalidf(c, &c.URL, "must be a base URL without query or fragment (refunds go to <url>/refunds)"))
 	}
 	switch {
 	case c.APIKey == "":
-		errs = append(errs, errors.New("GATEHOUSE_PAYMENT_API_KEY is required with GATEHOUSE_PAYMENT_URL"))
+		errs = append(errs, fmt.Errorf("%s is required with %s", envOf(c, &c.APIKey), envOf(c, &c.URL)))
 	case len(c.APIKey) > 256 || !headerSafe(c.APIKey):
-		errs = append(errs, errors.New("GATEHOUSE_PAYMENT_API_KEY: must be at most 256 printable ASCII characters (it is sent as the X-API-Key header)"))
+		errs = append(errs, invalidf(c, &c.APIKey, "must be at most 256 printable ASCII characters (it is sent as the X-API-Key header)"))
 	}
 	switch {
 	case c.Secret == "":
-		errs = append(errs, errors.New("GATEHOUSE_PAYMENT_SECRET is required with GATEHOUSE_PAYMENT_URL"))
+		errs = append(errs, fmt.Errorf("%s is required with %s", envOf(c, &c.Secret), envOf(c, &c.URL)))
 	case len(c.Secret) > 1024:
-		errs = append(errs, errors.New("GATEHOUSE_PAYMENT_SECRET: must be at most 1024 bytes"))
+		errs = append(errs, invalidf(c, &c.Secret, "must be at most 1024 bytes"))
 	}
 	return errors.Join(errs...)
 }

@@ -25,13 +25,13 @@ func ValidColor(s string) bool { return hexColor.MatchString(s) }
 func (p *Portal) Validate() error {
 	var errs []error
 	if n := utf8.RuneCountInString(p.Name); n < 1 || n > 80 {
-		errs = append(errs, errors.New("GATEHOUSE_PORTAL_NAME: must be 1 to 80 characters"))
+		errs = append(errs, invalidf(p, &p.Name, "must be 1 to 80 characters"))
 	}
 	if p.SessionTTL < time.Second || p.SessionTTL > 24*time.Hour {
-		errs = append(errs, errors.New("GATEHOUSE_PORTAL_SESSION_TTL: must be from 1s to 24h"))
+		errs = append(errs, invalidf(p, &p.SessionTTL, "must be from 1s to 24h"))
 	}
 	if p.Color != "" && !ValidColor(p.Color) {
-		errs = append(errs, errors.New("GATEHOUSE_PORTAL_COLOR: must be a colour written #rrggbb, e.g. #0b4fa3"))
+		errs = append(errs, invalidf(p, &p.Color, "must be a colour written #rrggbb, e.g. #0b4fa3"))
 	}
 	return errors.Join(errs...)
 }

@@ -27,13 +27,13 @@ type Redis struct {
 func (r *Redis) Validate() error {
 	var errs []error
 	if r.URL != "" && !kv.IsRedisURL(r.URL) {
-		errs = append(errs, errors.New("GATEHOUSE_REDIS_URL: must start with one of "+strings.Join(kv.RedisSchemes, "://, ")+"://"))
+		errs = append(errs, invalidf(r, &r.URL, "must start with one of %s://", strings.Join(kv.RedisSchemes, "://, ")))
 	}
 	if r.CA != "" && r.URL == "" {
-		errs = append(errs, errors.New("GATEHOUSE_REDIS_CA: set without GATEHOUSE_REDIS_URL"))
+		errs = append(errs, invalidf(r, &r.CA, "set without %s", envOf(r, &r.URL)))
 	}
 	if r.NonceMemoryMax < 1 {
-		errs = append(errs, errors.New("GATEHOUSE_NONCE_MEMORY_MAX: must be at least 1"))
+		errs = append(errs, invalidf(r, &r.NonceMemoryMax, "must be at least 1"))
 	}
 	return errors.Join(errs...)
 }

@@ -40,7 +40,7 @@ func (s *Server) shutdownDrain(postgres bool) (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(s.ShutdownDrainRaw)
 	if err != nil || d < 0 || d > time.Minute {
-		return 0, errors.New("GATEHOUSE_SHUTDOWN_DRAIN: must be a duration between 0s and 1m")
+		return 0, invalidf(s, &s.ShutdownDrainRaw, "must be a duration between 0s and 1m")
 	}
 	return d, nil
 }
@@ -48,22 +48,22 @@ func (s *Server) shutdownDrain(postgres bool) (time.Duration, error) {
 // Validate checks the addresses, proxies and durations.
 func (s *Server) Validate() error {
 	var errs []error
-	for _, a := range []struct{ env, addr string }{{"GATEHOUSE_ADDR", s.Addr}, {"GATEHOUSE_ADMIN_ADDR", s.AdminAddr}} {
-		if _, _, err := net.SplitHostPort(a.addr); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %q is not host:port", a.env, a.addr))
+	for _, addr := range []*string{&s.Addr, &s.AdminAddr} {
+		if _, _, err := net.SplitHostPort(*addr); err != nil {
+			errs = append(errs, invalidf(s, addr, "%q is not host:port", *addr))
 		}
 	}
 	if _, err := ParseTrustedProxies(s.TrustedProxiesRaw); err != nil {
-		errs = append(errs, fmt.Errorf("GATEHOUSE_TRUSTED_PROXIES: %w", err))
+		errs = append(errs, invalidf(s, &s.TrustedProxiesRaw, "%w", err))
 	}
 	if s.PublicURL != "" {
 		u, err := url.Parse(s.PublicURL)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || strings.Trim(u.Path, "/") != "" {
-			errs = append(errs, fmt.Errorf("GATEHOUSE_PUBLIC_URL: %q must be an http(s) URL with a host and nothing after it, e.g. https://gatehouse.example.com", s.PublicURL))
+			errs = append(errs, invalidf(s, &s.PublicURL, "%q must be an http(s) URL with a host and nothing after it, e.g. https://gatehouse.example.com", s.PublicURL))
 		}
 	}
 	if s.RequestTimeout <= 0 || s.RequestTimeout > 10*time.Minute {
-		errs = append(errs, errors.New("GATEHOUSE_REQUEST_TIMEOUT: must be positive and at most 10m"))
+		errs = append(errs, invalidf(s, &s.RequestTimeout, "must be positive and at most 10m"))
 	}
 	if _, err := s.shutdownDrain(false); err != nil {
 		errs = append(errs, err)
@@ -108,7 +108,7 @@ func (s *Server) ReadyRequired() (map[string]bool, error) {
 		case "database", "kv":
 			out[f] = true
 		default:
-			return nil, fmt.Errorf("GATEHOUSE_READY_REQUIRES: %q is not a dependency: name database, kv or both", f)
+			return nil, invalidf(s, &s.ReadyRequires, "%q is not a dependency: name database, kv or both", f)
 		}
 	}
 	return out, nil

@@ -111,7 +111,7 @@ func settingsOf(t reflect.Type) ([]Setting, error) {
 				return nil, fmt.Errorf("config: setting %s is declared twice", s.Flag)
 			}
 			seen[s.Flag] = true
-			s.Env = "GATEHOUSE_" + strings.ToUpper(strings.ReplaceAll(s.Flag, "-", "_"))
+			s.Env = envName(s.Flag)
 			if s.Doc == "" {
 				s.Doc = s.Usage
 			}
@@ -166,4 +166,39 @@ func parseValue(t reflect.Type, text string) (reflect.Value, error) {
 		v.Set(reflect.ValueOf(list))
 	}
 	return v, nil
+}
+
+// envName is the environment variable of the setting with that flag.
+func envName(flag string) string {
+	return "GATEHOUSE_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// envOf is the environment variable of the setting declared by the field
+// of the section *sec that field points to: Validate names a setting
+// through its declaration (envOf(w, &w.PerApp)), never by a copy of its
+// name. A pointer to anything but a setting of *sec panics, so every test
+// that reaches the message finds the slip.
+func envOf[S any](sec *S, field any) string { return envName(flagOf(sec, field)) }
+
+// flagOf is the flag of that setting (see envOf).
+func flagOf[S any](sec *S, field any) string {
+	v := reflect.ValueOf(sec).Elem()
+	p := reflect.ValueOf(field)
+	if p.Kind() == reflect.Pointer {
+		for i := range v.NumField() {
+			f := v.Field(i)
+			flag, ok := v.Type().Field(i).Tag.Lookup("flag")
+			if ok && f.Type() == p.Type().Elem() && f.Addr().UnsafePointer() == p.UnsafePointer() {
+				return flag
+			}
+		}
+	}
+	panic(fmt.Sprintf("config: %T is not a setting of %T", field, sec))
+}
+
+// invalidf is the error of the setting envOf(sec, field): its
+// environment variable, a colon, then the message (%w wraps, as in
+// fmt.Errorf).
+func invalidf[S any](sec *S, field any, format string, args ...any) error {
+	return fmt.Errorf("%s: "+format, append([]any{envOf(sec, field)}, args...)...)
 }

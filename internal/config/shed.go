@@ -22,16 +22,16 @@ type Shed struct {
 func (s *Shed) Validate() error {
 	var errs []error
 	if s.MinConcurrency < 1 || s.MinConcurrency > s.MaxConcurrency {
-		errs = append(errs, errors.New("GATEHOUSE_SHED_MIN_CONCURRENCY: must be at least 1 and at most GATEHOUSE_SHED_MAX_CONCURRENCY"))
+		errs = append(errs, invalidf(s, &s.MinConcurrency, "must be at least 1 and at most %s", envOf(s, &s.MaxConcurrency)))
 	}
 	if s.MaxConcurrency > 1_000_000 {
-		errs = append(errs, errors.New("GATEHOUSE_SHED_MAX_CONCURRENCY: must be at most 1000000"))
+		errs = append(errs, invalidf(s, &s.MaxConcurrency, "must be at most 1000000"))
 	}
 	if s.QueueBudget < time.Millisecond || s.QueueBudget > 10*time.Second {
-		errs = append(errs, errors.New("GATEHOUSE_SHED_QUEUE_BUDGET: must be between 1ms and 10s"))
+		errs = append(errs, invalidf(s, &s.QueueBudget, "must be between 1ms and 10s"))
 	}
 	if s.Reserve < 0 || s.Reserve > 10_000 {
-		errs = append(errs, errors.New("GATEHOUSE_SHED_RESERVE: must be between 0 and 10000"))
+		errs = append(errs, invalidf(s, &s.Reserve, "must be between 0 and 10000"))
 	}
 	return errors.Join(errs...)
 }

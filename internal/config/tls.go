@@ -20,17 +20,17 @@ func (t *TLS) Validate() error {
 	var errs []error
 	if t.MTLSAddr != "" {
 		if _, _, err := net.SplitHostPort(t.MTLSAddr); err != nil {
-			errs = append(errs, fmt.Errorf("GATEHOUSE_MTLS_ADDR: %q is not host:port", t.MTLSAddr))
+			errs = append(errs, invalidf(t, &t.MTLSAddr, "%q is not host:port", t.MTLSAddr))
 		}
 		if t.ClientCA == "" {
-			errs = append(errs, errors.New("GATEHOUSE_MTLS_ADDR needs GATEHOUSE_CLIENT_CA"))
+			errs = append(errs, fmt.Errorf("%s needs %s", envOf(t, &t.MTLSAddr), envOf(t, &t.ClientCA)))
 		}
 		if t.Cert == "" || t.Key == "" {
-			errs = append(errs, errors.New("GATEHOUSE_MTLS_ADDR needs GATEHOUSE_TLS_CERT and GATEHOUSE_TLS_KEY"))
+			errs = append(errs, fmt.Errorf("%s needs %s and %s", envOf(t, &t.MTLSAddr), envOf(t, &t.Cert), envOf(t, &t.Key)))
 		}
 	}
 	if (t.Cert == "") != (t.Key == "") {
-		errs = append(errs, errors.New("GATEHOUSE_TLS_CERT and GATEHOUSE_TLS_KEY must be set together"))
+		errs = append(errs, fmt.Errorf("%s and %s must be set together", envOf(t, &t.Cert), envOf(t, &t.Key)))
 	}
 	return errors.Join(errs...)
 }

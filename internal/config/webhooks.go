@@ -2,7 +2,6 @@ package config
 
 import (
 	"errors"
-	"fmt"
 	"time"
 
 	"gatehouse/internal/outbound"
@@ -23,17 +22,17 @@ type Webhooks struct {
 func (w *Webhooks) Validate() error {
 	var errs []error
 	if w.RetryBase <= 0 {
-		errs = append(errs, errors.New("GATEHOUSE_WEBHOOK_RETRY_BASE: must be positive"))
+		errs = append(errs, invalidf(w, &w.RetryBase, "must be positive"))
 	}
 	if w.PerApp < 1 || w.PerApp > 1000 {
-		errs = append(errs, errors.New("GATEHOUSE_WEBHOOK_PER_APP: must be between 1 and 1000"))
+		errs = append(errs, invalidf(w, &w.PerApp, "must be between 1 and 1000"))
 	}
 	if w.Retention < 0 || w.Retention > 0 && w.Retention < time.Hour {
-		errs = append(errs, errors.New("GATEHOUSE_WEBHOOK_RETENTION: must be at least 1h, or 0 to keep deliveries forever"))
+		errs = append(errs, invalidf(w, &w.Retention, "must be at least 1h, or 0 to keep deliveries forever"))
 	}
 	if w.Proxy != "" {
 		if _, err := outbound.ParseProxyURL(w.Proxy); err != nil {
-			errs = append(errs, fmt.Errorf("GATEHOUSE_WEBHOOK_PROXY: %w", err))
+			errs = append(errs, invalidf(w, &w.Proxy, "%w", err))
 		}
 	}
 	return errors.Join(errs...)

@@ -3,7 +3,6 @@ package config
 import (
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestWebhookProxySetting: GATEHOUSE_WEBHOOK_PROXY must be an http(s) URL
@@ -22,7 +21,8 @@ func TestWebhookProxySetting(t *testing.T) {
 		{"http://user:hunter2@:4750", false},
 		{"http://user:hunter2@proxy.internal:99999", false},
 	} {
-		w := Webhooks{RetryBase: time.Second, PerApp: 4, Retention: time.Hour, Proxy: c.proxy}
+		w := Defaults().Webhooks
+		w.Proxy = c.proxy
 		err := w.Validate()
 		switch {
 		case c.ok && err != nil:

@@ -11,6 +11,7 @@ package portal
 import (
 	"embed"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -36,10 +37,6 @@ const Base = "/portal/"
 // the OAuth session's (browsers share cookies across the ports of a host).
 const CookieName = "gatehouse_portal"
 
-// DefaultSessionTTL is how long a portal session lasts after its link is
-// opened: a working day, whatever the link's own lifetime was.
-const DefaultSessionTTL = 8 * time.Hour
-
 // Session keys of the portal.
 const (
 	keyApp      = "portal.app"
@@ -57,9 +54,12 @@ type Config struct {
 	Versions partner.Versions
 	// Sessions is the portal's session manager (its own cookie and store).
 	Sessions *scs.SessionManager
-	// SessionTTL bounds a session (DefaultSessionTTL when 0).
+	// SessionTTL bounds a session from the opening of its link
+	// (GATEHOUSE_PORTAL_SESSION_TTL); required.
 	SessionTTL time.Duration
-	// Name and Color theme the pages (the company's name; #rrggbb).
+	// Name and Color theme the pages (GATEHOUSE_PORTAL_NAME, required;
+	// GATEHOUSE_PORTAL_COLOR, #rrggbb or empty). Their defaults are the
+	// settings', declared in internal/config: the portal has none.
 	Name, Color string
 	Log         *slog.Logger
 }
@@ -72,8 +72,12 @@ type Portal struct {
 	log      *slog.Logger
 }
 
-// New builds the portal; Routes serves it.
+// New builds the portal; Routes serves it. A SessionTTL or Name left
+// zero is refused.
 func New(cfg Config) (*Portal, error) {
+	if cfg.SessionTTL <= 0 || cfg.Name == "" {
+		return nil, fmt.Errorf("portal: the session lifetime (%s) and the name (%q) are required", cfg.SessionTTL, cfg.Name)
+	}
 	sub, err := fs.Sub(pagesFS, "pages")
 	if err != nil {
 		return nil, err
@@ -81,12 +85,6 @@ func New(cfg Config) (*Portal, error) {
 	pages, err := ui.New(sub, cfg.Log)
 	if err != nil {
 		return nil, err
-	}
-	if cfg.SessionTTL == 0 {
-		cfg.SessionTTL = DefaultSessionTTL
-	}
-	if cfg.Name == "" {
-		cfg.Name = "Partner portal"
 	}
 	return &Portal{cfg: cfg, sessions: ui.NewSessions(cfg.Sessions), pages: pages, log: cfg.Log}, nil
 }

@@ -11,6 +11,7 @@ import (
 	"gatehouse/ent/auditevent"
 	"gatehouse/ent/webhookdelivery"
 	"gatehouse/internal/audit"
+	"gatehouse/internal/config"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
 )
@@ -25,7 +26,11 @@ func TestAutoDisable(t *testing.T) {
 		clock := newFakeClock()
 		var healthy atomic.Bool
 		e := newEnv(t, b, webhook.Options{AllowPrivate: true, RetryBase: time.Millisecond, RetentionEvery: time.Hour, Now: clock.Now})
-		e.svc.SetAudit(audit.NewService(e.db, nil, audit.Options{Now: clock.Now}))
+		trail, err := audit.NewService(e.db, nil, audit.Options{Retention: config.Defaults().Audit.Retention, Now: clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.svc.SetAudit(trail)
 		ctx := context.Background()
 		down := newReceiver(t, func(int) int {
 			if healthy.Load() {

@@ -122,12 +122,12 @@ func TestHandoffKeepsCaps(t *testing.T) {
 			if requests, ids := s.got(); requests != events || ids != events {
 				t.Errorf("%s endpoint: %d requests of %d events, want each once", name, requests, ids)
 			}
-			if peak, _ := s.own.read(); peak > webhook.DefaultPerApp/2 {
-				t.Errorf("%s endpoint: %d attempts in flight at once, want at most its share %d", name, peak, webhook.DefaultPerApp/2)
+			if peak, _ := s.own.read(); peak > setting.PerApp/2 {
+				t.Errorf("%s endpoint: %d attempts in flight at once, want at most its share %d", name, peak, setting.PerApp/2)
 			}
 		}
-		if peak, _ := app.read(); peak > webhook.DefaultPerApp {
-			t.Errorf("%d attempts of the app in flight at once, want at most %d", peak, webhook.DefaultPerApp)
+		if peak, _ := app.read(); peak > setting.PerApp {
+			t.Errorf("%d attempts of the app in flight at once, want at most %d", peak, setting.PerApp)
 		}
 		switch n := webhook.Handoffs(e.svc) + webhook.Handoffs(replica); {
 		case b.Embedded() && n == 0:
@@ -168,7 +168,7 @@ func TestHandoffStopsWhenHeld(t *testing.T) {
 		// Once the endpoint is disabled, only deliveries leased before may
 		// still begin: at most its share. A worker handing off would
 		// begin up to maxHandoffs more per chain.
-		share := webhook.DefaultPerApp / 2
+		share := setting.PerApp / 2
 		if _, err := e.svc.SetEndpointEnabled(ctx, first.ID, false); err != nil {
 			t.Fatal(err)
 		}
@@ -235,8 +235,8 @@ func TestHandoffKeepsToAShrunkShare(t *testing.T) {
 		e.queue(t, appID, 40) // all to the first endpoint: the second is disabled
 		e.svc.Notify()
 		inFlight := func() int { now, _ := held.concurrency(); return now }
-		waitFor(t, 10*time.Second, func() bool { return inFlight() == webhook.DefaultPerApp }, func() string {
-			return fmt.Sprintf("%d in flight at the endpoint alone, want the whole cap %d", inFlight(), webhook.DefaultPerApp)
+		waitFor(t, 10*time.Second, func() bool { return inFlight() == setting.PerApp }, func() string {
+			return fmt.Sprintf("%d in flight at the endpoint alone, want the whole cap %d", inFlight(), setting.PerApp)
 		})
 
 		if _, err := e.svc.SetEndpointEnabled(ctx, secondID, true); err != nil {
@@ -247,7 +247,7 @@ func TestHandoffKeepsToAShrunkShare(t *testing.T) {
 		const toSecond = 10
 		e.queue(t, appID, toSecond)
 		e.svc.Notify()
-		for range 2 * webhook.DefaultPerApp {
+		for range 2 * setting.PerApp {
 			held.answer(t)
 		}
 		// Were the first endpoint's workers to go on handing off its
@@ -256,7 +256,7 @@ func TestHandoffKeepsToAShrunkShare(t *testing.T) {
 		waitFor(t, 10*time.Second, func() bool { return second.count() == toSecond }, func() string {
 			return fmt.Sprintf("%d of %d delivered to the second endpoint (the first has %d in flight)", second.count(), toSecond, inFlight())
 		})
-		share := webhook.DefaultPerApp / 2
+		share := setting.PerApp / 2
 		if _, peak := held.concurrency(); peak > share {
 			began := held.count() - before
 			t.Errorf("after its share shrank, %d attempts began at the first endpoint, up to %d in flight at once: want at most its share %d",

@@ -2,6 +2,7 @@ package webhook_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"gatehouse/ent"
 	"gatehouse/ent/deliveryattempt"
 	"gatehouse/ent/webhookdelivery"
+	"gatehouse/internal/config"
 	"gatehouse/internal/order"
 	"gatehouse/internal/partner"
 	"gatehouse/internal/secret"
@@ -48,9 +50,27 @@ func dbURL(t testing.TB, b testenv.Backend) string {
 	return b.DatabaseURL
 }
 
-// newEnv opens and migrates a fresh database and starts a Service on it.
+// setting holds the defaults of the webhook settings (GATEHOUSE_WEBHOOK_*),
+// declared in internal/config: the only defaults of the options that are
+// settings, which the service has none of.
+var setting = config.Defaults().Webhooks
+
+// withSettings is opt with the options that are settings (RetryBase,
+// PerApp, Retention) that a test left zero set to the settings' defaults,
+// as `gatehouse serve` wires them when nothing is configured. (A test
+// cannot ask for Retention 0, forever, this way; none needs to.)
+func withSettings(opt webhook.Options) webhook.Options {
+	opt.RetryBase = cmp.Or(opt.RetryBase, setting.RetryBase)
+	opt.PerApp = cmp.Or(opt.PerApp, setting.PerApp)
+	opt.Retention = cmp.Or(opt.Retention, setting.Retention)
+	return opt
+}
+
+// newEnv opens and migrates a fresh database and starts a Service on it
+// with opt, withSettings.
 func newEnv(t testing.TB, b testenv.Backend, opt webhook.Options) *env {
 	t.Helper()
+	opt = withSettings(opt)
 	if opt.EventTypes == nil {
 		opt.EventTypes = order.EventTypes() // as the service is wired
 	}

@@ -57,7 +57,7 @@ func TestManyPartnersSomeHostile(t *testing.T) {
 			id, _ := e.newApp(t, r.URL)
 			healthy, healthyIDs = append(healthy, r), append(healthyIDs, id)
 		}
-		waitFor(t, 10*time.Second, func() bool { n, _ := stuck.concurrency(); return n == webhook.DefaultPerApp },
+		waitFor(t, 10*time.Second, func() bool { n, _ := stuck.concurrency(); return n == setting.PerApp },
 			func() string { return "the hanging app's attempts did not start" })
 
 		bad := map[string]int{"500": e.pay(t, failingID).ID, "redirect": e.pay(t, redirectID).ID}
@@ -72,7 +72,7 @@ func TestManyPartnersSomeHostile(t *testing.T) {
 				return fmt.Sprintf("healthy app %d got %d of 5", i, r.count())
 			})
 		}
-		if n, peak := stuck.concurrency(); n != webhook.DefaultPerApp || peak != webhook.DefaultPerApp {
+		if n, peak := stuck.concurrency(); n != setting.PerApp || peak != setting.PerApp {
 			t.Fatalf("the hanging app has %d in flight (peak %d)", n, peak)
 		}
 

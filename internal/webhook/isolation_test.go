@@ -60,9 +60,9 @@ func TestHangingAppsDoNotDelayOthers(t *testing.T) {
 			stuck = append(stuck, r)
 		}
 		for i, r := range stuck {
-			waitFor(t, 10*time.Second, func() bool { n, _ := r.concurrency(); return n == webhook.DefaultPerApp }, func() string {
+			waitFor(t, 10*time.Second, func() bool { n, _ := r.concurrency(); return n == setting.PerApp }, func() string {
 				n, peak := r.concurrency()
-				return fmt.Sprintf("hanging app %d: %d in flight (peak %d), want %d", i, n, peak, webhook.DefaultPerApp)
+				return fmt.Sprintf("hanging app %d: %d in flight (peak %d), want %d", i, n, peak, setting.PerApp)
 			})
 		}
 		healthy := newReceiver(t, always(200))
@@ -77,8 +77,8 @@ func TestHangingAppsDoNotDelayOthers(t *testing.T) {
 			})
 			delays = append(delays, healthy.requests()[i].at.Sub(d.CreateTime))
 			for j, r := range stuck {
-				if n, peak := r.concurrency(); n != webhook.DefaultPerApp || peak != webhook.DefaultPerApp || r.count() != webhook.DefaultPerApp {
-					t.Fatalf("hanging app %d: %d in flight, peak %d, %d requests: want exactly %d, all still hanging", j, n, peak, r.count(), webhook.DefaultPerApp)
+				if n, peak := r.concurrency(); n != setting.PerApp || peak != setting.PerApp || r.count() != setting.PerApp {
+					t.Fatalf("hanging app %d: %d in flight, peak %d, %d requests: want exactly %d, all still hanging", j, n, peak, r.count(), setting.PerApp)
 				}
 			}
 		}
@@ -101,7 +101,7 @@ func TestPerAppCapAcrossReplicas(t *testing.T) {
 		id, _ := e.newApp(t, r.URL)
 		e.queue(t, id, 50)
 		replica.Notify()
-		waitFor(t, 10*time.Second, func() bool { n, _ := r.concurrency(); return n == webhook.DefaultPerApp }, func() string {
+		waitFor(t, 10*time.Second, func() bool { n, _ := r.concurrency(); return n == setting.PerApp }, func() string {
 			n, peak := r.concurrency()
 			return fmt.Sprintf("%d in flight (peak %d)", n, peak)
 		})
@@ -113,8 +113,8 @@ func TestPerAppCapAcrossReplicas(t *testing.T) {
 		waitFor(t, 10*time.Second, func() bool { return healthy.count() == 10 }, func() string { return fmt.Sprint(healthy.count(), " of 10 delivered") })
 		// Each event woke the replicas (NOTIFY on Postgres), and each claim
 		// round saw the hanging app's due rows: none took a fifth.
-		if n, peak := r.concurrency(); n != webhook.DefaultPerApp || peak != webhook.DefaultPerApp {
-			t.Fatalf("%d in flight, peak %d: want at most %d over both replicas", n, peak, webhook.DefaultPerApp)
+		if n, peak := r.concurrency(); n != setting.PerApp || peak != setting.PerApp {
+			t.Fatalf("%d in flight, peak %d: want at most %d over both replicas", n, peak, setting.PerApp)
 		}
 	})
 }

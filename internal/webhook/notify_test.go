@@ -41,7 +41,7 @@ func TestWakeUpWithoutPolling(t *testing.T) {
 		// webhook service exists (the hooks that announce work) but its
 		// dispatcher is not started.
 		dbA := storetest.OpenURL(t, e.url)
-		svcA, err := webhook.NewService(dbA, e.masterKey, slog.New(slog.DiscardHandler), opt)
+		svcA, err := webhook.NewService(dbA, e.masterKey, slog.New(slog.DiscardHandler), e.opt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -152,7 +152,7 @@ func TestNextDueCountsFromTheClaim(t *testing.T) {
 		}
 		later := claimedAt.Add(100 * time.Millisecond)
 		log := slog.New(slog.DiscardHandler)
-		s, err := webhook.NewService(e.db, e.masterKey, log, webhook.Options{AllowPrivate: true, PollInterval: time.Hour, Now: func() time.Time { return later }})
+		s, err := webhook.NewService(e.db, e.masterKey, log, withSettings(webhook.Options{AllowPrivate: true, PollInterval: time.Hour, Now: func() time.Time { return later }}))
 		if err != nil {
 			t.Fatal(err)
 		}

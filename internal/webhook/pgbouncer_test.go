@@ -39,7 +39,7 @@ func TestWakeUpThroughPgBouncer(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			direct := testenv.PostgresURL(t)
 			pooled := bouncer.URL(t, direct)
-			opt := webhook.Options{AllowPrivate: true, PollInterval: c.poll}
+			opt := withSettings(webhook.Options{AllowPrivate: true, PollInterval: c.poll})
 			e := &env{url: pooled, masterKey: secret.RandomBytes(32), logs: &syncBuffer{}, opt: opt}
 
 			var opts []store.Option

@@ -37,7 +37,7 @@ func (s *Service) retain(ctx context.Context) {
 		if _, err := s.AutoDisable(ctx); err != nil && ctx.Err() == nil {
 			s.log.Error("webhook: the auto-disable check failed; it runs again later", "err", err)
 		}
-		if s.opt.Retention < 0 {
+		if s.opt.Retention == 0 { // kept forever
 			return
 		}
 		p, err := s.Purge(ctx, s.opt.Now().Add(-s.opt.Retention))

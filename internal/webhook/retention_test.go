@@ -74,7 +74,9 @@ func (e *env) counts(t testing.TB) (deliveries, attempts int) {
 // Two replicas purging at once delete each row once, without errors.
 func TestRetentionPurge(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
-		e := newEnv(t, b, webhook.Options{Retention: -1, RetentionBatch: 3})
+		// The job (at start) must leave the seeded deliveries to Purge:
+		// a retention longer than their age.
+		e := newEnv(t, b, webhook.Options{Retention: 100 * setting.Retention, RetentionBatch: 3})
 		appID, _ := e.newApp(t, "")
 		now := time.Now().UTC()
 		old, recent := now.Add(-31*24*time.Hour), now.Add(-24*time.Hour)
@@ -87,7 +89,7 @@ func TestRetentionPurge(t *testing.T) {
 			keep = append(keep, e.seedAged(t, appID, 2, st, old.Add(-time.Hour))...)
 		}
 		beforeD, beforeA := purgedCounter(t, "webhook_deliveries"), purgedCounter(t, "delivery_attempts")
-		p, err := e.svc.Purge(context.Background(), now.Add(-webhook.DefaultRetention))
+		p, err := e.svc.Purge(context.Background(), now.Add(-setting.Retention))
 		if err != nil || p.Deliveries != 9 || p.Attempts != 18 {
 			t.Fatalf("purged %+v (%v), want 9 deliveries and 18 attempts", p, err)
 		}
@@ -108,7 +110,7 @@ func TestRetentionPurge(t *testing.T) {
 		results := make([]webhook.Purged, 2)
 		errs := make([]error, 2)
 		for i, svc := range []*webhook.Service{e.svc, other} {
-			wg.Go(func() { results[i], errs[i] = svc.Purge(context.Background(), now.Add(-webhook.DefaultRetention)) })
+			wg.Go(func() { results[i], errs[i] = svc.Purge(context.Background(), now.Add(-setting.Retention)) })
 		}
 		wg.Wait()
 		if errs[0] != nil || errs[1] != nil || results[0].Deliveries+results[1].Deliveries != 40 || results[0].Attempts+results[1].Attempts != 80 {

@@ -44,13 +44,12 @@ func invalidState(format string, args ...any) error {
 	return &errs.Error{Kind: errs.InvalidState, Msg: fmt.Sprintf(format, args...), Err: ErrInvalidState}
 }
 
-// Defaults of Options.
+// Defaults of the Options that are not settings (the settings among them,
+// RetryBase, PerApp and Retention, have the configuration's defaults
+// only: see Options).
 const (
 	// DefaultWorkers is the number of attempts one process runs at once.
 	DefaultWorkers = 16
-	// DefaultPerApp is how many attempts of one app may be in flight at
-	// once, over all replicas (GATEHOUSE_WEBHOOK_PER_APP).
-	DefaultPerApp = 4
 	// DefaultLease is how long a claimed delivery belongs to its worker. It
 	// must exceed AttemptTimeout plus the time to store the outcome; after a
 	// crash the delivery is picked up again once it has run out.
@@ -77,9 +76,6 @@ const (
 	// DefaultDrainTimeout bounds how long Close lets in-flight attempts
 	// finish before it aborts them and releases their leases.
 	DefaultDrainTimeout = 10 * time.Second
-	// DefaultRetention is how long final deliveries and their attempts are
-	// kept (GATEHOUSE_WEBHOOK_RETENTION).
-	DefaultRetention = 720 * time.Hour
 
 	// MaxRetry is the message's maxRetry on the default schedule: retries
 	// after the first attempt (an endpoint's retry schedule has its own,
@@ -89,10 +85,14 @@ const (
 	MaxStoredResponseBody = 64 << 10
 )
 
-// Options configures a Service. Zero fields take the defaults above.
+// Options configures a Service. RetryBase, PerApp and Retention are
+// settings (GATEHOUSE_WEBHOOK_*, declared in internal/config with their
+// defaults): they are given, never defaulted here, and NewService refuses
+// a RetryBase or PerApp left zero. Other zero fields take the defaults
+// above.
 type Options struct {
 	// RetryBase is the first retry delay; retry n waits RetryBase×2^(n-1)
-	// (1, 2, 4, 8, 16 s with the default of 1 s).
+	// (1, 2, 4, 8, 16 s with the setting's default of 1 s).
 	RetryBase time.Duration
 	// AllowPrivate lets callbacks reach loopback, private and link-local
 	// addresses (GATEHOUSE_WEBHOOK_ALLOW_PRIVATE).
@@ -112,7 +112,7 @@ type Options struct {
 	PollInterval   time.Duration
 	DrainTimeout   time.Duration
 	// Retention is how long deliveries in a final state (and their
-	// attempts) are kept; negative keeps them forever.
+	// attempts) are kept; 0 keeps them forever (as the setting's 0 does).
 	Retention time.Duration
 	// RetentionEvery is the pause between two runs of the retention job;
 	// RetentionBatch the deliveries one statement deletes.
@@ -136,15 +136,23 @@ type Options struct {
 	Now func() time.Time
 }
 
-func (o *Options) defaults() {
-	if o.RetryBase <= 0 {
-		o.RetryBase = time.Second
+// check refuses the settings a caller left out or made up: they have no
+// default here.
+func (o *Options) check() error {
+	switch {
+	case o.RetryBase <= 0:
+		return fmt.Errorf("webhook: RetryBase %s: must be positive", o.RetryBase)
+	case o.PerApp <= 0:
+		return fmt.Errorf("webhook: PerApp %d: must be at least 1", o.PerApp)
+	case o.Retention < 0:
+		return fmt.Errorf("webhook: Retention %s: must be 0 (forever) or positive", o.Retention)
 	}
+	return nil
+}
+
+func (o *Options) defaults() {
 	if o.Workers <= 0 {
 		o.Workers = DefaultWorkers
-	}
-	if o.PerApp <= 0 {
-		o.PerApp = DefaultPerApp
 	}
 	if o.Lease <= 0 {
 		o.Lease = DefaultLease
@@ -157,9 +165,6 @@ func (o *Options) defaults() {
 	}
 	if o.DrainTimeout <= 0 {
 		o.DrainTimeout = DefaultDrainTimeout
-	}
-	if o.Retention == 0 {
-		o.Retention = DefaultRetention
 	}
 	if o.RetentionEvery <= 0 {
 		o.RetentionEvery = time.Minute
@@ -225,6 +230,9 @@ type Service struct {
 func NewService(db *store.DB, masterKey []byte, log *slog.Logger, opt Options) (*Service, error) {
 	if opt.PollInterval <= 0 && db.Dialect == dialect.Postgres && !db.CanListen() {
 		opt.PollInterval = PollWithoutListen
+	}
+	if err := opt.check(); err != nil {
+		return nil, err
 	}
 	opt.defaults()
 	if opt.Lease <= opt.AttemptTimeout {
