@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"gatehouse/internal/kv"
+	"gatehouse/internal/partner/admitstore"
 )
 
 // figure is one measured figure and its baseline from the same run.
@@ -135,10 +135,10 @@ func (r *report) check(what, result string) {
 // figure GATEHOUSE_NONCE_MEMORY_MAX's default is computed from.
 func (r *report) addNonceFootprint() {
 	const n = 1_000_000
-	per := kv.NonceFootprint(n)
+	per := admitstore.NonceFootprint(n)
 	f := figure{Name: "in-process replay memory, heap per remembered nonce", Value: per, Unit: "bytes",
-		Baseline: "bytes the default GATEHOUSE_NONCE_MEMORY_MAX assumes", BaselineValue: kv.NonceBytes, Ratio: per / kv.NonceBytes}
+		Baseline: "bytes the default GATEHOUSE_NONCE_MEMORY_MAX assumes", BaselineValue: admitstore.NonceBytes, Ratio: per / admitstore.NonceBytes}
 	r.Figures = append(r.Figures, f)
 	fmt.Printf("%-58s %9.1f bytes                              ratio %.2f of %d (default bound %d nonces = %d MiB at that size)\n",
-		f.Name, per, f.Ratio, kv.NonceBytes, kv.DefaultNonceMemoryMax, kv.DefaultNonceMemoryMax*kv.NonceBytes>>20)
+		f.Name, per, f.Ratio, admitstore.NonceBytes, admitstore.DefaultNonceMemoryMax, admitstore.DefaultNonceMemoryMax*admitstore.NonceBytes>>20)
 }

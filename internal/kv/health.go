@@ -26,6 +26,13 @@ type Health struct {
 	Err error
 }
 
+// HealthCheck is a further check of [CheckHealth], from a store that
+// shares the key-value store's Redis connection.
+type HealthCheck struct {
+	Name string // the detail reported when it fails
+	Run  func(ctx context.Context) error
+}
+
 // CheckHealth probes s with a write on every master (probe.go), each
 // master on its own, and reports:
 //   - ok: every master took the write (and, on a cluster, every slot is
@@ -39,9 +46,11 @@ type Health struct {
 //     from a demoted master, CLUSTERDOWN, OOM…);
 //   - unavailable: none answered.
 //
-// It also registers masters seen for the first time in the replay
-// memory's registry (epoch.go), as Ping does.
-func CheckHealth(ctx context.Context, s Store, allowEviction bool) Health {
+// Once the masters took the write, it runs checks, the further checks of
+// the stores that share the connection (the admission store registers
+// masters seen for the first time in its replay memory's registry): one
+// that fails makes an ok store degraded, with the check's name as detail.
+func CheckHealth(ctx context.Context, s Store, allowEviction bool, checks ...HealthCheck) Health {
 	r, ok := s.(*redisStore)
 	if !ok {
 		if err := s.Ping(ctx); err != nil {
@@ -49,16 +58,18 @@ func CheckHealth(ctx context.Context, s Store, allowEviction bool) Health {
 		}
 		return Health{State: depstate.OK}
 	}
-	ctx, cancel := context.WithTimeout(ctx, 2*callBudget)
+	ctx, cancel := context.WithTimeout(ctx, 2*CallBudget)
 	defer cancel()
 	h := r.probeMasters(ctx)
 	if h.State == depstate.Unavailable || h.State == depstate.ReadOnly {
 		return h
 	}
-	// A master lost with it may fail the registry: the others are still
-	// registered by the admissions themselves.
-	if err := r.refreshReplayStart(ctx); err != nil && h.State == depstate.OK {
-		return Health{State: depstate.Degraded, Detail: "replay registry", Err: err}
+	// A master lost with it may fail a check (the replay registry: the
+	// others are still registered by the admissions themselves).
+	for _, c := range checks {
+		if err := c.Run(ctx); err != nil && h.State == depstate.OK {
+			return Health{State: depstate.Degraded, Detail: c.Name, Err: err}
+		}
 	}
 	policy, _, err := MaxmemoryPolicy(ctx, s)
 	switch {
@@ -117,20 +128,20 @@ func (s *redisStore) probeMasters(ctx context.Context) Health {
 	})
 	switch {
 	case masters == 0:
-		return Health{State: depstate.Unavailable, Err: wrap("probe", layoutErr)}
+		return Health{State: depstate.Unavailable, Err: WrapRedis("probe", layoutErr)}
 	case len(failed) == masters && refused == masters:
-		return Health{State: depstate.ReadOnly, Err: wrap("probe", errors.Join(failed...))}
+		return Health{State: depstate.ReadOnly, Err: WrapRedis("probe", errors.Join(failed...))}
 	case len(failed) == masters:
-		return Health{State: depstate.Unavailable, Err: wrap("probe", errors.Join(failed...))}
+		return Health{State: depstate.Unavailable, Err: WrapRedis("probe", errors.Join(failed...))}
 	case len(failed) > 0:
 		return Health{State: depstate.Degraded, Detail: fmt.Sprintf("%d of %d masters fail", len(failed), masters),
-			Err: wrap("probe", errors.Join(failed...))}
+			Err: WrapRedis("probe", errors.Join(failed...))}
 	}
 	// Every master known took the write; a master the cluster has given
 	// up on may no longer be among them, while its slots stay unserved.
 	info, err := live.ClusterInfo(ctx).Result()
 	if err != nil {
-		return Health{State: depstate.Degraded, Detail: "cluster info", Err: wrap("probe", err)}
+		return Health{State: depstate.Degraded, Detail: "cluster info", Err: WrapRedis("probe", err)}
 	}
 	if ok, found := clusterField(info, "cluster_slots_ok"); found && ok < clusterSlots {
 		return Health{State: depstate.Degraded, Detail: fmt.Sprintf("%d of %d slots not served", clusterSlots-ok, clusterSlots)}

@@ -24,7 +24,7 @@ func (s *redisStore) probe(ctx context.Context) error {
 	stamp := strconv.FormatInt(time.Now().UnixMilli(), 10)
 	switch c := s.c.(type) {
 	case *redis.ClusterClient:
-		return wrap("probe", c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		return WrapRedis("probe", c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
 			key, err := s.localKey(ctx, m, "readyz")
 			if err != nil {
 				return fmt.Errorf("master %s: %w", m.Options().Addr, err)
@@ -40,22 +40,22 @@ func (s *redisStore) probe(ctx context.Context) error {
 		// probe key that happens to live on it pass.
 		info, err := s.c.Info(ctx, "cluster").Result()
 		if err != nil {
-			return wrap("probe", err)
+			return WrapRedis("probe", err)
 		}
 		if strings.Contains(info, "cluster_enabled:1") {
 			return fmt.Errorf("%w: kv probe: %w", errs.Unavailable, errClusterNode)
 		}
-		return wrap("probe", s.c.Set(ctx, s.prefix+"readyz", stamp, probeTTL).Err())
+		return WrapRedis("probe", s.c.Set(ctx, s.prefix+"readyz", stamp, probeTTL).Err())
 	}
 }
 
-// masters runs fn on every master: the one server of a single-node or
-// Sentinel store, every master of a cluster (concurrently).
-func (s *redisStore) masters(ctx context.Context, fn func(ctx context.Context, m redis.Cmdable) error) error {
-	if c, ok := s.c.(*redis.ClusterClient); ok {
-		return c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return fn(ctx, m) })
+// Masters runs fn on every master behind c: the one server of a
+// single-node or Sentinel client, every master of a cluster (concurrently).
+func Masters(ctx context.Context, c redis.UniversalClient, fn func(ctx context.Context, m redis.Cmdable) error) error {
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return fn(ctx, m) })
 	}
-	return fn(ctx, s.c)
+	return fn(ctx, c)
 }
 
 // localKey is prefix+name tagged so that the key lives in a slot that

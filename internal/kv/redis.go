@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"gatehouse/internal/combine"
 	"gatehouse/internal/errs"
 
 	"github.com/redis/go-redis/extra/redisotel/v9"
@@ -17,15 +16,17 @@ import (
 // Bounded timeouts: the signed-request gate must fail fast (503) rather than
 // hold requests while Redis is away.
 const (
+	// CallBudget caps one call end to end (pool wait, dial, write, read),
+	// whatever the caller's context says; the stores built on this
+	// connection (internal/partner/admitstore) bound theirs by it too.
+	CallBudget = time.Second
+
 	dialTimeout = time.Second
 	ioTimeout   = 500 * time.Millisecond
 	poolTimeout = time.Second
 	// poolSize is the connection pool's size (per node on a cluster)
 	// unless the URL sets pool_size.
 	poolSize = 40
-	// callBudget caps one call end to end (pool wait, dial, write, read),
-	// whatever the caller's context says.
-	callBudget = time.Second
 )
 
 // incrScript sets the TTL only when INCR created the key, in one round trip.
@@ -51,10 +52,6 @@ type redisStore struct {
 	c        redis.UniversalClient
 	topology Topology
 	prefix   string
-	admits   *combine.Combiner[*admitCall] // pipelines concurrent Admits
-	replay   replayState                   // the replay memory's start (epoch.go)
-
-	onAdmitBatch func(size int) // tests: called before each batch of Admits is sent
 }
 
 // RedisClient returns the client under a Redis store, so that tests and
@@ -65,6 +62,15 @@ func RedisClient(s Store) (redis.UniversalClient, bool) {
 		return nil, false
 	}
 	return r.c, true
+}
+
+// KeyPrefix is the prefix of every key of s ([WithPrefix]), for the stores
+// that share its Redis connection; "" for the memory store.
+func KeyPrefix(s Store) string {
+	if r, ok := s.(*redisStore); ok {
+		return r.prefix
+	}
+	return ""
 }
 
 // TopologyOf reports the Redis topology under s, or "" for the memory store.
@@ -90,22 +96,12 @@ func openRedis(ctx context.Context, rawURL string, o options) (*redisStore, erro
 			return nil, fmt.Errorf("kv: Redis tracing: %w", err)
 		}
 	}
-	s := &redisStore{c: c, topology: topology, prefix: o.prefix}
-	s.admits = s.newAdmitCombiner()
-	s.replay.init(o.now())
-	// Record this moment as the start of any master's replay memory not
-	// yet known, so that requests signed from now on are not refused as
-	// older than a start found at their first admission. Redis may be down:
-	// the admissions then find out for themselves.
-	rctx, cancel := context.WithTimeout(ctx, 2*callBudget)
-	defer cancel()
-	_ = s.refreshReplayStart(rctx)
-	return s, nil
+	return &redisStore{c: c, topology: topology, prefix: o.prefix}, nil
 }
 
-// call bounds one operation by callBudget (or the caller's earlier deadline).
+// call bounds one operation by CallBudget (or the caller's earlier deadline).
 func call(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, callBudget)
+	return context.WithTimeout(ctx, CallBudget)
 }
 
 // unavailableReplies are the server replies meaning the store cannot serve
@@ -119,10 +115,11 @@ var unavailableReplies = []string{
 	"MOVED", "ASK",
 }
 
-// wrap translates a go-redis error once, at the storage boundary: anything
-// short of a normal server reply is errs.Unavailable (the cause, such as
-// context.Canceled, stays reachable with errors.Is).
-func wrap(op string, err error) error {
+// WrapRedis translates a go-redis error once, at the storage boundary:
+// anything short of a normal server reply is errs.Unavailable (the cause,
+// such as context.Canceled, stays reachable with errors.Is). The stores
+// that share the connection translate theirs with it too.
+func WrapRedis(op string, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -142,15 +139,10 @@ func wrap(op string, err error) error {
 // Ping writes a short-lived probe key on every master (probe.go): a
 // master that answers but refuses writes (a demoted one answering
 // READONLY, a cluster node answering MOVED or CLUSTERDOWN) cannot serve.
-// It also registers masters seen for the first time in the replay
-// memory's registry (epoch.go), so /readyz shows their start.
 func (s *redisStore) Ping(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*callBudget)
+	ctx, cancel := context.WithTimeout(ctx, 2*CallBudget)
 	defer cancel()
-	if err := s.probe(ctx); err != nil {
-		return err
-	}
-	return s.refreshReplayStart(ctx)
+	return s.probe(ctx)
 }
 
 func (s *redisStore) Close() error {
@@ -173,7 +165,7 @@ func (s *redisStore) SetNX(ctx context.Context, key string, value []byte, ttl ti
 		return false, nil
 	}
 	if err != nil {
-		return false, wrap("setnx", err)
+		return false, WrapRedis("setnx", err)
 	}
 	return res == "OK", nil
 }
@@ -181,7 +173,7 @@ func (s *redisStore) SetNX(ctx context.Context, key string, value []byte, ttl ti
 func (s *redisStore) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
 	ctx, cancel := call(ctx)
 	defer cancel()
-	return wrap("set", s.c.Set(ctx, s.prefix+key, value, ttlArg(ttl)).Err())
+	return WrapRedis("set", s.c.Set(ctx, s.prefix+key, value, ttlArg(ttl)).Err())
 }
 
 func (s *redisStore) Get(ctx context.Context, key string) ([]byte, bool, error) {
@@ -192,7 +184,7 @@ func (s *redisStore) Get(ctx context.Context, key string) ([]byte, bool, error) 
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, wrap("get", err)
+		return nil, false, WrapRedis("get", err)
 	}
 	return v, true, nil
 }
@@ -204,7 +196,7 @@ func (s *redisStore) Del(ctx context.Context, keys ...string) error {
 	ctx, cancel := call(ctx)
 	defer cancel()
 	if len(keys) == 1 {
-		return wrap("del", s.c.Del(ctx, s.prefix+keys[0]).Err())
+		return WrapRedis("del", s.c.Del(ctx, s.prefix+keys[0]).Err())
 	}
 	// One DEL per key: on a cluster the keys may live in different slots
 	// (one DEL naming several would fail with CROSSSLOT); the pipeline
@@ -216,11 +208,11 @@ func (s *redisStore) Del(ctx context.Context, keys ...string) error {
 		return nil
 	})
 	if err != nil {
-		return wrap("del", err)
+		return WrapRedis("del", err)
 	}
 	for _, c := range cmds {
 		if err := c.Err(); err != nil {
-			return wrap("del", err)
+			return WrapRedis("del", err)
 		}
 	}
 	return nil
@@ -239,7 +231,7 @@ func (s *redisStore) Incr(ctx context.Context, key string, ttl time.Duration) (i
 		if errors.As(err, &reply) && (strings.Contains(reply.Error(), "not an integer") || strings.Contains(reply.Error(), "overflow")) {
 			return 0, ErrNotInteger
 		}
-		return 0, wrap("incr", err)
+		return 0, WrapRedis("incr", err)
 	}
 	return n, nil
 }
@@ -252,7 +244,7 @@ func (s *redisStore) Decr(ctx context.Context, key string) error {
 		if errors.As(err, &reply) && (strings.Contains(reply.Error(), "not an integer") || strings.Contains(reply.Error(), "overflow")) {
 			return ErrNotInteger
 		}
-		return wrap("decr", err)
+		return WrapRedis("decr", err)
 	}
 	return nil
 }
