@@ -49,7 +49,7 @@ func MaxmemoryPolicy(ctx context.Context, s Store) (policy string, ok bool, err 
 	case errors.Is(err, errNoPolicy):
 		return "", true, err
 	case err != nil:
-		return "", true, WrapRedis("info memory", err)
+		return "", true, wrap("info memory", err)
 	}
 	return policy, true, nil
 }

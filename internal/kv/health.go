@@ -58,7 +58,7 @@ func CheckHealth(ctx context.Context, s Store, allowEviction bool, checks ...Hea
 		}
 		return Health{State: depstate.OK}
 	}
-	ctx, cancel := context.WithTimeout(ctx, 2*CallBudget)
+	ctx, cancel := context.WithTimeout(ctx, 2*callBudget)
 	defer cancel()
 	h := r.probeMasters(ctx)
 	if h.State == depstate.Unavailable || h.State == depstate.ReadOnly {
@@ -128,20 +128,20 @@ func (s *redisStore) probeMasters(ctx context.Context) Health {
 	})
 	switch {
 	case masters == 0:
-		return Health{State: depstate.Unavailable, Err: WrapRedis("probe", layoutErr)}
+		return Health{State: depstate.Unavailable, Err: wrap("probe", layoutErr)}
 	case len(failed) == masters && refused == masters:
-		return Health{State: depstate.ReadOnly, Err: WrapRedis("probe", errors.Join(failed...))}
+		return Health{State: depstate.ReadOnly, Err: wrap("probe", errors.Join(failed...))}
 	case len(failed) == masters:
-		return Health{State: depstate.Unavailable, Err: WrapRedis("probe", errors.Join(failed...))}
+		return Health{State: depstate.Unavailable, Err: wrap("probe", errors.Join(failed...))}
 	case len(failed) > 0:
 		return Health{State: depstate.Degraded, Detail: fmt.Sprintf("%d of %d masters fail", len(failed), masters),
-			Err: WrapRedis("probe", errors.Join(failed...))}
+			Err: wrap("probe", errors.Join(failed...))}
 	}
 	// Every master known took the write; a master the cluster has given
 	// up on may no longer be among them, while its slots stay unserved.
 	info, err := live.ClusterInfo(ctx).Result()
 	if err != nil {
-		return Health{State: depstate.Degraded, Detail: "cluster info", Err: WrapRedis("probe", err)}
+		return Health{State: depstate.Degraded, Detail: "cluster info", Err: wrap("probe", err)}
 	}
 	if ok, found := clusterField(info, "cluster_slots_ok"); found && ok < clusterSlots {
 		return Health{State: depstate.Degraded, Detail: fmt.Sprintf("%d of %d slots not served", clusterSlots-ok, clusterSlots)}

@@ -24,7 +24,7 @@ func (s *redisStore) probe(ctx context.Context) error {
 	stamp := strconv.FormatInt(time.Now().UnixMilli(), 10)
 	switch c := s.c.(type) {
 	case *redis.ClusterClient:
-		return WrapRedis("probe", c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		return wrap("probe", c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
 			key, err := s.localKey(ctx, m, "readyz")
 			if err != nil {
 				return fmt.Errorf("master %s: %w", m.Options().Addr, err)
@@ -40,12 +40,12 @@ func (s *redisStore) probe(ctx context.Context) error {
 		// probe key that happens to live on it pass.
 		info, err := s.c.Info(ctx, "cluster").Result()
 		if err != nil {
-			return WrapRedis("probe", err)
+			return wrap("probe", err)
 		}
 		if strings.Contains(info, "cluster_enabled:1") {
 			return fmt.Errorf("%w: kv probe: %w", errs.Unavailable, errClusterNode)
 		}
-		return WrapRedis("probe", s.c.Set(ctx, s.prefix+"readyz", stamp, probeTTL).Err())
+		return wrap("probe", s.c.Set(ctx, s.prefix+"readyz", stamp, probeTTL).Err())
 	}
 }
 

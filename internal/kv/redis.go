@@ -16,18 +16,20 @@ import (
 // Bounded timeouts: the signed-request gate must fail fast (503) rather than
 // hold requests while Redis is away.
 const (
-	// CallBudget caps one call end to end (pool wait, dial, write, read),
-	// whatever the caller's context says; the stores built on this
-	// connection (internal/partner/admitstore) bound theirs by it too.
-	CallBudget = time.Second
-
 	dialTimeout = time.Second
 	ioTimeout   = 500 * time.Millisecond
 	poolTimeout = time.Second
 	// poolSize is the connection pool's size (per node on a cluster)
 	// unless the URL sets pool_size.
 	poolSize = 40
+	// callBudget caps one call end to end (pool wait, dial, write, read),
+	// whatever the caller's context says.
+	callBudget = time.Second
 )
+
+// CallBudget is callBudget, for the stores built on this connection
+// (internal/partner/admitstore), which bound their calls by it too.
+const CallBudget = callBudget
 
 // incrScript sets the TTL only when INCR created the key, in one round trip.
 var incrScript = redis.NewScript(`
@@ -99,9 +101,9 @@ func openRedis(ctx context.Context, rawURL string, o options) (*redisStore, erro
 	return &redisStore{c: c, topology: topology, prefix: o.prefix}, nil
 }
 
-// call bounds one operation by CallBudget (or the caller's earlier deadline).
+// call bounds one operation by callBudget (or the caller's earlier deadline).
 func call(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, CallBudget)
+	return context.WithTimeout(ctx, callBudget)
 }
 
 // unavailableReplies are the server replies meaning the store cannot serve
@@ -115,11 +117,14 @@ var unavailableReplies = []string{
 	"MOVED", "ASK",
 }
 
-// WrapRedis translates a go-redis error once, at the storage boundary:
-// anything short of a normal server reply is errs.Unavailable (the cause,
-// such as context.Canceled, stays reachable with errors.Is). The stores
-// that share the connection translate theirs with it too.
-func WrapRedis(op string, err error) error {
+// WrapRedis is wrap, for the stores that share the connection: they
+// translate their errors as the key-value store does.
+func WrapRedis(op string, err error) error { return wrap(op, err) }
+
+// wrap translates a go-redis error once, at the storage boundary: anything
+// short of a normal server reply is errs.Unavailable (the cause, such as
+// context.Canceled, stays reachable with errors.Is).
+func wrap(op string, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -140,7 +145,7 @@ func WrapRedis(op string, err error) error {
 // master that answers but refuses writes (a demoted one answering
 // READONLY, a cluster node answering MOVED or CLUSTERDOWN) cannot serve.
 func (s *redisStore) Ping(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*CallBudget)
+	ctx, cancel := context.WithTimeout(ctx, 2*callBudget)
 	defer cancel()
 	return s.probe(ctx)
 }
@@ -165,7 +170,7 @@ func (s *redisStore) SetNX(ctx context.Context, key string, value []byte, ttl ti
 		return false, nil
 	}
 	if err != nil {
-		return false, WrapRedis("setnx", err)
+		return false, wrap("setnx", err)
 	}
 	return res == "OK", nil
 }
@@ -173,7 +178,7 @@ func (s *redisStore) SetNX(ctx context.Context, key string, value []byte, ttl ti
 func (s *redisStore) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
 	ctx, cancel := call(ctx)
 	defer cancel()
-	return WrapRedis("set", s.c.Set(ctx, s.prefix+key, value, ttlArg(ttl)).Err())
+	return wrap("set", s.c.Set(ctx, s.prefix+key, value, ttlArg(ttl)).Err())
 }
 
 func (s *redisStore) Get(ctx context.Context, key string) ([]byte, bool, error) {
@@ -184,7 +189,7 @@ func (s *redisStore) Get(ctx context.Context, key string) ([]byte, bool, error) 
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, WrapRedis("get", err)
+		return nil, false, wrap("get", err)
 	}
 	return v, true, nil
 }
@@ -196,7 +201,7 @@ func (s *redisStore) Del(ctx context.Context, keys ...string) error {
 	ctx, cancel := call(ctx)
 	defer cancel()
 	if len(keys) == 1 {
-		return WrapRedis("del", s.c.Del(ctx, s.prefix+keys[0]).Err())
+		return wrap("del", s.c.Del(ctx, s.prefix+keys[0]).Err())
 	}
 	// One DEL per key: on a cluster the keys may live in different slots
 	// (one DEL naming several would fail with CROSSSLOT); the pipeline
@@ -208,11 +213,11 @@ func (s *redisStore) Del(ctx context.Context, keys ...string) error {
 		return nil
 	})
 	if err != nil {
-		return WrapRedis("del", err)
+		return wrap("del", err)
 	}
 	for _, c := range cmds {
 		if err := c.Err(); err != nil {
-			return WrapRedis("del", err)
+			return wrap("del", err)
 		}
 	}
 	return nil
@@ -231,7 +236,7 @@ func (s *redisStore) Incr(ctx context.Context, key string, ttl time.Duration) (i
 		if errors.As(err, &reply) && (strings.Contains(reply.Error(), "not an integer") || strings.Contains(reply.Error(), "overflow")) {
 			return 0, ErrNotInteger
 		}
-		return 0, WrapRedis("incr", err)
+		return 0, wrap("incr", err)
 	}
 	return n, nil
 }
@@ -244,7 +249,7 @@ func (s *redisStore) Decr(ctx context.Context, key string) error {
 		if errors.As(err, &reply) && (strings.Contains(reply.Error(), "not an integer") || strings.Contains(reply.Error(), "overflow")) {
 			return ErrNotInteger
 		}
-		return WrapRedis("decr", err)
+		return wrap("decr", err)
 	}
 	return nil
 }
