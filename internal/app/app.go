@@ -23,6 +23,7 @@ import (
 	"gatehouse/internal/depstate"
 	"gatehouse/internal/httpx"
 	"gatehouse/internal/kv"
+	"gatehouse/internal/partner/admitstore"
 	"gatehouse/internal/store"
 	"gatehouse/internal/ticket"
 	"gatehouse/rest/publish"
@@ -35,6 +36,9 @@ type App struct {
 	Log *slog.Logger
 	DB  *store.DB
 	KV  kv.Store
+	// Admission is the signed-request gate's store (nonces, rate windows,
+	// the replay memory) over KV's connection.
+	Admission admitstore.Store
 
 	Tickets *ticket.Service
 
@@ -119,7 +123,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 			"effect", "single writes and deductions are checked against their request's deadline on the database's clock: "+
 				"a database clock ahead by more than the request timeout makes them fail with 503")
 	}
-	kvOpts, err := kvOptions(cfg, log)
+	kvOpts, err := kvOptions(cfg)
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -129,7 +133,13 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		db.Close()
 		return nil, fmt.Errorf("open key-value store: %w", err)
 	}
-	a := &App{Cfg: cfg, Log: log, DB: db, KV: store, deps: depstate.New(log)}
+	admission, err := admitstore.Open(ctx, store, admitOptions(cfg, log)...)
+	if err != nil {
+		store.Close()
+		db.Close()
+		return nil, fmt.Errorf("open admission store: %w", err)
+	}
+	a := &App{Cfg: cfg, Log: log, DB: db, KV: store, Admission: admission, deps: depstate.New(log)}
 	a.deps.OnSuspect(a.suspectDependency)
 	a.APIVersions = versions
 	if err := a.checkEviction(ctx); err != nil {
@@ -172,17 +182,23 @@ func StoreOptions(cfg config.Config) []store.Option {
 // graceful stop and loads it from at the next start.
 const ReplayFile = "replay-memory.bin"
 
+// admitOptions are the admission store's options from cfg.
+func admitOptions(cfg config.Config, log *slog.Logger) []admitstore.Option {
+	opts := []admitstore.Option{admitstore.WithLogger(log), admitstore.WithNonceMemoryMax(cfg.Redis.NonceMemoryMax)}
+	if cfg.Redis.URL == "" {
+		opts = append(opts, admitstore.WithReplayFile(filepath.Join(cfg.Database.DataDir, ReplayFile)))
+	}
+	return opts
+}
+
 // kvOptions are the key-value store's options from cfg.
-func kvOptions(cfg config.Config, log *slog.Logger) ([]kv.Option, error) {
-	opts := []kv.Option{kv.WithLogger(log), kv.WithNonceMemoryMax(cfg.Redis.NonceMemoryMax)}
+func kvOptions(cfg config.Config) ([]kv.Option, error) {
+	var opts []kv.Option
 	if cfg.Redis.KeyPrefix != "" {
 		opts = append(opts, kv.WithPrefix(cfg.Redis.KeyPrefix))
 	}
 	if tp := cfg.Tracing.ChildOnly(); tp != nil {
 		opts = append(opts, kv.WithTracing(tp))
-	}
-	if cfg.Redis.URL == "" {
-		opts = append(opts, kv.WithReplayFile(filepath.Join(cfg.Database.DataDir, ReplayFile)))
 	}
 	if cfg.Redis.CA != "" {
 		pem, err := os.ReadFile(cfg.Redis.CA)
@@ -287,7 +303,7 @@ func (a *App) Close(ctx context.Context) error {
 		for i := len(a.stops) - 1; i >= 0; i-- {
 			errs = append(errs, a.stops[i](ctx))
 		}
-		errs = append(errs, a.KV.Close(), a.DB.Close())
+		errs = append(errs, a.Admission.Close(), a.KV.Close(), a.DB.Close())
 		// Last: the spans of the shutdown itself are exported too.
 		errs = append(errs, a.Cfg.Tracing.Shutdown(ctx))
 		a.closeErr = errors.Join(errs...)

@@ -67,7 +67,7 @@ func (a *App) ready(w http.ResponseWriter, r *http.Request) {
 	wg.Go(func() {
 		ctx, cancel := context.WithTimeout(r.Context(), readyBudget)
 		defer cancel()
-		kvh = kv.CheckHealth(ctx, a.KV, a.Cfg.Redis.AllowEviction)
+		kvh = kv.CheckHealth(ctx, a.KV, a.Cfg.Redis.AllowEviction, a.Admission.HealthChecks()...)
 	})
 	wg.Wait()
 	body := map[string]string{"database": string(db.State), "kv": string(kvh.State)}
@@ -80,7 +80,7 @@ func (a *App) ready(w http.ResponseWriter, r *http.Request) {
 	if kvh.Policy != "" {
 		body["kv_maxmemory_policy"] = kvh.Policy
 	}
-	if start := kv.ReplayStart(a.KV); !start.IsZero() {
+	if start := a.Admission.ReplayStart(); !start.IsZero() {
 		body["replay_memory_start"] = start.UTC().Format(time.RFC3339Nano)
 	}
 	required, _ := a.Cfg.Server.ReadyRequired() // validated at start

@@ -40,7 +40,7 @@ func (a *App) wirePartner(ctx context.Context) error {
 		return err
 	}
 	a.Partners = svc
-	a.PartnerGate = partner.NewGate(svc, a.KV)
+	a.PartnerGate = partner.NewGate(svc, a.Admission)
 	a.Orders = order.NewService(a.DB)
 	a.Usage = partner.NewUsage(a.DB.Client, a.Log, partner.DefaultUsageFlushInterval)
 	a.Usage.Start()

@@ -3,21 +3,17 @@ package config
 import (
 	"testing"
 
-	"gatehouse/internal/kv"
 	"gatehouse/internal/store"
 )
 
 // TestDefaultsOfLowerPackages: two settings keep a default in the package
 // below them as well, because those packages (which this one imports, and
 // whose own tests cannot import it) open stores in tools and tests without
-// a configuration: the replay memory's bound and the Postgres write pool.
-// The declared default must be theirs, or a process and a tool would
-// differ.
+// a configuration: the Postgres write pool and SQLite's sync. The declared
+// default must be theirs, or a process and a tool would differ. (The
+// replay memory's bound is checked the same way in admitstore's tests.)
 func TestDefaultsOfLowerPackages(t *testing.T) {
 	d := Defaults()
-	if d.Redis.NonceMemoryMax != kv.DefaultNonceMemoryMax {
-		t.Errorf("GATEHOUSE_NONCE_MEMORY_MAX defaults to %d, kv to %d", d.Redis.NonceMemoryMax, kv.DefaultNonceMemoryMax)
-	}
 	if d.Database.MaxConns != store.DefaultMaxConns {
 		t.Errorf("GATEHOUSE_DATABASE_MAX_CONNS defaults to %d, store to %d", d.Database.MaxConns, store.DefaultMaxConns)
 	}

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"gatehouse/internal/demo"
-	"gatehouse/internal/kv"
 	"gatehouse/internal/testenv"
 )
 
@@ -64,7 +63,7 @@ func TestDemoPartner(t *testing.T) {
 		// prefix the replay memory starts when the server opened it, and a
 		// request stamped before that is refused (4003) as it may have been
 		// used before a loss; a person pasting the snippet is a second later.
-		if wait := time.Until(kv.ReplayStart(a.KV).Truncate(time.Second).Add(time.Second)); wait > 0 {
+		if wait := time.Until(a.Admission.ReplayStart().Truncate(time.Second).Add(time.Second)); wait > 0 {
 			time.Sleep(wait)
 		}
 		line := regexp.MustCompile(`(?m)^TS=.*$`).FindString(text)

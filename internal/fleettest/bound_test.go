@@ -17,7 +17,7 @@ import (
 // the third new signed request is refused 503/6000 with Retry-After (fail
 // closed), a replay of a remembered one is still 4004, the store WARNs
 // once, and the refusals are counted. (Acceptance after expiry, with an
-// injected clock: kv's TestNonceMemoryBound.)
+// injected clock: admitstore's TestNonceMemoryBound.)
 func TestNonceMemoryFullOverHTTP(t *testing.T) {
 	t.Parallel()
 	e := apptest.Start(t, testenv.Backend{Name: "sqlite"}, func(c *config.Config) { c.Redis.NonceMemoryMax = 2 })

@@ -28,7 +28,7 @@ func MaxmemoryPolicy(ctx context.Context, s Store) (policy string, ok bool, err 
 	defer cancel()
 	var mu sync.Mutex
 	policy = NoEviction
-	err = r.masters(ctx, func(ctx context.Context, m redis.Cmdable) error {
+	err = Masters(ctx, r.c, func(ctx context.Context, m redis.Cmdable) error {
 		info, err := m.Info(ctx, "memory").Result()
 		if err != nil {
 			return err

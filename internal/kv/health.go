@@ -26,6 +26,13 @@ type Health struct {
 	Err error
 }
 
+// HealthCheck is a further check of [CheckHealth], from a store that
+// shares the key-value store's Redis connection.
+type HealthCheck struct {
+	Name string // the detail reported when it fails
+	Run  func(ctx context.Context) error
+}
+
 // CheckHealth probes s with a write on every master (probe.go), each
 // master on its own, and reports:
 //   - ok: every master took the write (and, on a cluster, every slot is
@@ -39,9 +46,11 @@ type Health struct {
 //     from a demoted master, CLUSTERDOWN, OOM…);
 //   - unavailable: none answered.
 //
-// It also registers masters seen for the first time in the replay
-// memory's registry (epoch.go), as Ping does.
-func CheckHealth(ctx context.Context, s Store, allowEviction bool) Health {
+// Once the masters took the write, it runs checks, the further checks of
+// the stores that share the connection (the admission store registers
+// masters seen for the first time in its replay memory's registry): one
+// that fails makes an ok store degraded, with the check's name as detail.
+func CheckHealth(ctx context.Context, s Store, allowEviction bool, checks ...HealthCheck) Health {
 	r, ok := s.(*redisStore)
 	if !ok {
 		if err := s.Ping(ctx); err != nil {
@@ -55,10 +64,12 @@ func CheckHealth(ctx context.Context, s Store, allowEviction bool) Health {
 	if h.State == depstate.Unavailable || h.State == depstate.ReadOnly {
 		return h
 	}
-	// A master lost with it may fail the registry: the others are still
-	// registered by the admissions themselves.
-	if err := r.refreshReplayStart(ctx); err != nil && h.State == depstate.OK {
-		return Health{State: depstate.Degraded, Detail: "replay registry", Err: err}
+	// A master lost with it may fail a check (the replay registry: the
+	// others are still registered by the admissions themselves).
+	for _, c := range checks {
+		if err := c.Run(ctx); err != nil && h.State == depstate.OK {
+			return Health{State: depstate.Degraded, Detail: c.Name, Err: err}
+		}
 	}
 	policy, _, err := MaxmemoryPolicy(ctx, s)
 	switch {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"hash/maphash"
-	"log/slog"
 	"math"
 	"strconv"
 	"sync"
@@ -14,8 +13,8 @@ import (
 	"gatehouse/internal/errs"
 )
 
-// shardCount spreads keys and apps over independent locks so that
-// unrelated apps do not contend and a sweep only pauses 1/shardCount of the
+// shardCount spreads keys over independent locks so that
+// unrelated keys do not contend and a sweep only pauses 1/shardCount of the
 // store at a time.
 const shardCount = 32
 
@@ -28,27 +27,14 @@ const sweepEvery = 30 * time.Second
 const never = math.MaxInt64
 
 // memoryStore is the in-process Store. Times are kept as int64 nanosecond
-// ticks since the store was opened: 8 bytes per window entry, and, with the
-// real clock, monotonic, so a wall-clock step cannot stretch a rate window.
+// ticks since the store was opened: with the real clock, monotonic, so a
+// wall-clock step cannot stretch a TTL.
 type memoryStore struct {
-	now   func() time.Time
-	epoch time.Time
-	seed  maphash.Seed
-	// nonceSeed keys the nonce hashes (admit_memory.go).
-	nonceSeed uint64
-	shards    [shardCount]memShard
-	closed    atomic.Bool
-
-	// The replay memory (nonces.go): its start (Unix ms), its bound, the
-	// nonces it holds, and the file it is saved to at Close.
-	startMs    atomic.Int64
-	nonceMax   int64
-	nonceCount atomic.Int64
-	replayFile string
-	log        *slog.Logger
-	reclaimMu  sync.Mutex
-	lastSweep  atomic.Int64 // tick of the last sweep
-	lastWarn   atomic.Int64 // tick of the last "full" warning
+	now    func() time.Time
+	epoch  time.Time
+	seed   maphash.Seed
+	shards [shardCount]memShard
+	closed atomic.Bool
 
 	closeOnce sync.Once
 	stop      chan struct{}
@@ -58,7 +44,6 @@ type memoryStore struct {
 type memShard struct {
 	mu    sync.Mutex
 	items map[string]memItem
-	apps  map[string]*appState // Admit's state (admit_memory.go)
 }
 
 type memItem struct {
@@ -68,30 +53,14 @@ type memItem struct {
 
 func newMemory(o options) *memoryStore {
 	s := &memoryStore{
-		now:        o.now,
-		seed:       maphash.MakeSeed(),
-		nonceSeed:  randomSeed(),
-		nonceMax:   int64(o.nonceMax),
-		replayFile: o.replayFile,
-		log:        o.log,
-		stop:       make(chan struct{}),
-		done:       make(chan struct{}),
-	}
-	if s.nonceMax <= 0 {
-		s.nonceMax = DefaultNonceMemoryMax
-	}
-	if s.log == nil {
-		s.log = slog.Default()
+		now:  o.now,
+		seed: maphash.MakeSeed(),
+		stop: make(chan struct{}),
+		done: make(chan struct{}),
 	}
 	s.epoch = s.now()
 	for i := range s.shards {
 		s.shards[i].items = make(map[string]memItem)
-		s.shards[i].apps = make(map[string]*appState)
-	}
-	// Without a saved replay memory, it starts now.
-	s.setStart(s.epoch)
-	if s.replayFile != "" {
-		s.loadReplayFile()
 	}
 	go s.janitor()
 	return s
@@ -117,19 +86,14 @@ func (s *memoryStore) check(ctx context.Context) error {
 
 func (s *memoryStore) Ping(ctx context.Context) error { return s.check(ctx) }
 
-// Close stops the store and, with a replay file, saves the live nonces
-// to it (after every Admit has returned: none runs once closed is set).
+// Close stops the store's cleanup goroutine.
 func (s *memoryStore) Close() error {
-	var err error
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		close(s.stop)
 		<-s.done
-		if s.replayFile != "" {
-			err = s.saveReplayFile()
-		}
 	})
-	return err
+	return nil
 }
 
 func (s *memoryStore) SetNX(ctx context.Context, key string, value []byte, ttl time.Duration) (bool, error) {
@@ -252,11 +216,8 @@ func (s *memoryStore) janitor() {
 	}
 }
 
-// sweep drops every expired item, nonce and window entry, and apps with
-// nothing left, one shard at a time.
+// sweep drops every expired item, one shard at a time.
 func (s *memoryStore) sweep() {
-	s.lastSweep.Store(s.tick())
-	defer func() { nonceEntriesGauge.Set(float64(s.nonceCount.Load())) }()
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
@@ -264,20 +225,6 @@ func (s *memoryStore) sweep() {
 		for k, it := range sh.items {
 			if now >= it.expires {
 				delete(sh.items, k)
-			}
-		}
-		for app, st := range sh.apps {
-			var dropped int64
-			for n, exp := range st.nonces {
-				if now >= exp {
-					delete(st.nonces, n)
-					dropped++
-				}
-			}
-			s.nonceCount.Add(-dropped)
-			st.times.dropUpTo(now - st.window)
-			if len(st.nonces) == 0 && st.times.len() == 0 {
-				delete(sh.apps, app)
 			}
 		}
 		sh.mu.Unlock()

@@ -47,7 +47,7 @@ func mustSet(t *testing.T, s Store, key, value string, ttl time.Duration) {
 func TestGetSetDel(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, b *backend) {
-		s := b.open(t, "")
+		s := open(t, b, "")
 		ctx := context.Background()
 		if v, ok := mustGet(t, s, "missing"); ok || v != nil {
 			t.Fatalf("Get(missing) = %q, %v; want nothing", v, ok)
@@ -88,7 +88,7 @@ func TestGetSetDel(t *testing.T) {
 func TestSetNX(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, b *backend) {
-		s := b.open(t, "")
+		s := open(t, b, "")
 		if !mustSetNX(t, s, "lock", "owner1", time.Minute) {
 			t.Fatal("SetNX on a new key: false, want true")
 		}
@@ -101,7 +101,7 @@ func TestSetNX(t *testing.T) {
 
 		const ttl = 300 * time.Millisecond
 		mustSetNX(t, s, "short", "a", ttl)
-		b.await(t, ttl, "SetNX key expires", func() bool { _, ok := mustGet(t, s, "short"); return !ok })
+		b.Await(t, ttl, "SetNX key expires", func() bool { _, ok := mustGet(t, s, "short"); return !ok })
 		if !mustSetNX(t, s, "short", "b", ttl) {
 			t.Fatal("SetNX after expiry: false, want true")
 		}
@@ -111,7 +111,7 @@ func TestSetNX(t *testing.T) {
 func TestTTL(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, b *backend) {
-		s := b.open(t, "")
+		s := open(t, b, "")
 		const ttl = 300 * time.Millisecond
 		mustSet(t, s, "k", "v", ttl)
 		mustSet(t, s, "forever", "v", 0)
@@ -122,14 +122,14 @@ func TestTTL(t *testing.T) {
 		if _, ok := mustGet(t, s, "k"); !ok {
 			t.Fatal("Get before expiry: missing")
 		}
-		if b.clock != nil {
-			b.clock.Advance(ttl - time.Nanosecond)
+		if b.Clock != nil {
+			b.Clock.Advance(ttl - time.Nanosecond)
 			if _, ok := mustGet(t, s, "k"); !ok {
 				t.Fatal("Get 1ns before expiry: missing")
 			}
-			b.clock.Advance(time.Nanosecond)
+			b.Clock.Advance(time.Nanosecond)
 		}
-		b.await(t, ttl, "key expires", func() bool { _, ok := mustGet(t, s, "k"); return !ok })
+		b.Await(t, ttl, "key expires", func() bool { _, ok := mustGet(t, s, "k"); return !ok })
 		for _, k := range []string{"forever", "negative", "cleared"} {
 			if _, ok := mustGet(t, s, k); !ok {
 				t.Fatalf("Get(%q): expired, want no expiry", k)
@@ -141,7 +141,7 @@ func TestTTL(t *testing.T) {
 func TestIncr(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, b *backend) {
-		s := b.open(t, "")
+		s := open(t, b, "")
 		for want := int64(1); want <= 3; want++ {
 			if n := mustIncr(t, s, "count", 0); n != want {
 				t.Fatalf("Incr = %d, want %d", n, want)
@@ -165,21 +165,21 @@ func TestIncr(t *testing.T) {
 func TestIncrTTLIsSetOnCreate(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, b *backend) {
-		s := b.open(t, "")
+		s := open(t, b, "")
 		const ttl = 300 * time.Millisecond
 		// A later Incr's TTL does not move the expiry of an existing key...
 		mustIncr(t, s, "long", time.Hour)
 		if n := mustIncr(t, s, "long", time.Millisecond); n != 2 {
 			t.Fatalf("second Incr = %d, want 2", n)
 		}
-		b.stays(t, 50*time.Millisecond, "key created with a 1h TTL exists", func() bool {
+		b.Stays(t, 50*time.Millisecond, "key created with a 1h TTL exists", func() bool {
 			_, ok := mustGet(t, s, "long")
 			return ok
 		})
 		// ...and the TTL given at creation does apply.
 		mustIncr(t, s, "short", ttl)
 		mustIncr(t, s, "short", time.Hour)
-		b.await(t, ttl, "counter expires", func() bool { _, ok := mustGet(t, s, "short"); return !ok })
+		b.Await(t, ttl, "counter expires", func() bool { _, ok := mustGet(t, s, "short"); return !ok })
 		if n := mustIncr(t, s, "short", ttl); n != 1 {
 			t.Fatalf("Incr after expiry = %d, want 1 (a new counter)", n)
 		}
@@ -190,7 +190,7 @@ func TestPrefixIsolation(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, b *backend) {
 		ctx := context.Background()
-		s1, s2 := b.open(t, "one:"), b.open(t, "two:")
+		s1, s2 := open(t, b, "one:"), open(t, b, "two:")
 		key := "iso-" + testenv.RandomSuffix()
 		mustSet(t, s1, key, "v", time.Minute)
 		if _, ok := mustGet(t, s2, key); ok {
@@ -200,11 +200,6 @@ func TestPrefixIsolation(t *testing.T) {
 		if n := mustIncr(t, s2, "n", time.Minute); n != 1 {
 			t.Fatalf("counter under the second prefix = %d, want 1", n)
 		}
-		req := AdmitRequest{App: "app", Nonce: "n1", NonceTTL: time.Minute, Verified: true, Limit: 1, Window: time.Minute}
-		mustAdmit(t, s1, req)
-		if a := mustAdmit(t, s2, req); a.DuplicateNonce || a.Limited {
-			t.Fatalf("Admit under the second prefix: got %+v; nonces and windows must not be shared", a)
-		}
 		if err := s2.Del(ctx, key); err != nil {
 			t.Fatal(err)
 		}
@@ -212,27 +207,24 @@ func TestPrefixIsolation(t *testing.T) {
 			t.Fatal("Del under one prefix removed the key under another")
 		}
 
-		// In Redis, every key, Admit's included, lives under the prefix.
+		// In Redis, every key lives under the prefix, which the stores
+		// sharing the connection read (KeyPrefix).
 		c, ok := RedisClient(s1)
 		if !ok {
+			if p := KeyPrefix(s1); p != "" {
+				t.Fatalf("KeyPrefix of the memory store = %q, want none", p)
+			}
 			return
 		}
 		if n := c.Exists(ctx, key).Val(); n != 0 {
 			t.Fatalf("unprefixed key %q exists", key)
 		}
-		p1 := b.prefix + "one:"
+		p1 := b.Prefix + "one:"
 		if n := c.Exists(ctx, p1+key).Val(); n != 1 {
 			t.Fatalf("prefixed key %q missing", p1+key)
 		}
-		keys, err := c.Keys(ctx, p1+"admit:*").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(keys) != 3 { // the nonce, the window and the epoch
-			t.Fatalf("Admit keys under %q: %q, want 3", p1, keys)
-		}
-		if n := c.Exists(ctx, p1+"replay:starts").Val(); n != 1 {
-			t.Fatalf("the replay registry is not under the prefix %q", p1)
+		if p := KeyPrefix(s1); p != p1 {
+			t.Fatalf("KeyPrefix = %q, want %q", p, p1)
 		}
 	})
 }
@@ -240,10 +232,10 @@ func TestPrefixIsolation(t *testing.T) {
 func TestRedisClient(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, b *backend) {
-		s := b.open(t, "")
+		s := open(t, b, "")
 		c, ok := RedisClient(s)
-		if ok != (b.clock == nil) || ok != (c != nil) {
-			t.Fatalf("RedisClient(%s) = %v, %v", b.name, c, ok)
+		if ok != (b.Clock == nil) || ok != (c != nil) {
+			t.Fatalf("RedisClient(%s) = %v, %v", b.Name, c, ok)
 		}
 		if ok {
 			if err := c.Ping(context.Background()).Err(); err != nil {

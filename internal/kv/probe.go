@@ -49,13 +49,13 @@ func (s *redisStore) probe(ctx context.Context) error {
 	}
 }
 
-// masters runs fn on every master: the one server of a single-node or
-// Sentinel store, every master of a cluster (concurrently).
-func (s *redisStore) masters(ctx context.Context, fn func(ctx context.Context, m redis.Cmdable) error) error {
-	if c, ok := s.c.(*redis.ClusterClient); ok {
-		return c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return fn(ctx, m) })
+// Masters runs fn on every master behind c: the one server of a
+// single-node or Sentinel client, every master of a cluster (concurrently).
+func Masters(ctx context.Context, c redis.UniversalClient, fn func(ctx context.Context, m redis.Cmdable) error) error {
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return fn(ctx, m) })
 	}
-	return fn(ctx, s.c)
+	return fn(ctx, c)
 }
 
 // localKey is prefix+name tagged so that the key lives in a slot that

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"gatehouse/internal/combine"
 	"gatehouse/internal/errs"
 
 	"github.com/redis/go-redis/extra/redisotel/v9"
@@ -27,6 +26,10 @@ const (
 	// whatever the caller's context says.
 	callBudget = time.Second
 )
+
+// CallBudget is callBudget, for the stores built on this connection
+// (internal/partner/admitstore), which bound their calls by it too.
+const CallBudget = callBudget
 
 // incrScript sets the TTL only when INCR created the key, in one round trip.
 var incrScript = redis.NewScript(`
@@ -51,10 +54,6 @@ type redisStore struct {
 	c        redis.UniversalClient
 	topology Topology
 	prefix   string
-	admits   *combine.Combiner[*admitCall] // pipelines concurrent Admits
-	replay   replayState                   // the replay memory's start (epoch.go)
-
-	onAdmitBatch func(size int) // tests: called before each batch of Admits is sent
 }
 
 // RedisClient returns the client under a Redis store, so that tests and
@@ -65,6 +64,15 @@ func RedisClient(s Store) (redis.UniversalClient, bool) {
 		return nil, false
 	}
 	return r.c, true
+}
+
+// KeyPrefix is the prefix of every key of s ([WithPrefix]), for the stores
+// that share its Redis connection; "" for the memory store.
+func KeyPrefix(s Store) string {
+	if r, ok := s.(*redisStore); ok {
+		return r.prefix
+	}
+	return ""
 }
 
 // TopologyOf reports the Redis topology under s, or "" for the memory store.
@@ -90,17 +98,7 @@ func openRedis(ctx context.Context, rawURL string, o options) (*redisStore, erro
 			return nil, fmt.Errorf("kv: Redis tracing: %w", err)
 		}
 	}
-	s := &redisStore{c: c, topology: topology, prefix: o.prefix}
-	s.admits = s.newAdmitCombiner()
-	s.replay.init(o.now())
-	// Record this moment as the start of any master's replay memory not
-	// yet known, so that requests signed from now on are not refused as
-	// older than a start found at their first admission. Redis may be down:
-	// the admissions then find out for themselves.
-	rctx, cancel := context.WithTimeout(ctx, 2*callBudget)
-	defer cancel()
-	_ = s.refreshReplayStart(rctx)
-	return s, nil
+	return &redisStore{c: c, topology: topology, prefix: o.prefix}, nil
 }
 
 // call bounds one operation by callBudget (or the caller's earlier deadline).
@@ -118,6 +116,10 @@ var unavailableReplies = []string{
 	// being resharded, or a cluster node behind a single-node URL).
 	"MOVED", "ASK",
 }
+
+// WrapRedis is wrap, for the stores that share the connection: they
+// translate their errors as the key-value store does.
+func WrapRedis(op string, err error) error { return wrap(op, err) }
 
 // wrap translates a go-redis error once, at the storage boundary: anything
 // short of a normal server reply is errs.Unavailable (the cause, such as
@@ -142,15 +144,10 @@ func wrap(op string, err error) error {
 // Ping writes a short-lived probe key on every master (probe.go): a
 // master that answers but refuses writes (a demoted one answering
 // READONLY, a cluster node answering MOVED or CLUSTERDOWN) cannot serve.
-// It also registers masters seen for the first time in the replay
-// memory's registry (epoch.go), so /readyz shows their start.
 func (s *redisStore) Ping(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*callBudget)
 	defer cancel()
-	if err := s.probe(ctx); err != nil {
-		return err
-	}
-	return s.refreshReplayStart(ctx)
+	return s.probe(ctx)
 }
 
 func (s *redisStore) Close() error {

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
-
-	"gatehouse/internal/kv"
 )
 
 // The signed-request limits (docs/reference.md).
@@ -74,17 +72,18 @@ type Admitted struct {
 // Gate runs the signed-request checks, in their documented order:
 // app_key → timestamp → nonce → signature → rate limit. Everything but the
 // nonce and the rate limit is decided in memory; those two take one
-// key-value round trip ([kv.Store.Admit]), after the signature has been
+// key-value round trip ([Admitter.Admit]), after the signature has been
 // computed locally, so that the order holds with a single round trip.
 type Gate struct {
 	apps *Service
-	kv   kv.Store
+	adm  Admitter
 	now  func() time.Time
 }
 
-// NewGate returns a Gate over the apps of svc and the nonce/rate state of store.
-func NewGate(svc *Service, store kv.Store) *Gate {
-	return &Gate{apps: svc, kv: store, now: time.Now}
+// NewGate returns a Gate over the apps of svc and the nonce/rate state of
+// store (internal/partner/admitstore).
+func NewGate(svc *Service, store Admitter) *Gate {
+	return &Gate{apps: svc, adm: store, now: time.Now}
 }
 
 // SetClock replaces the clock used for timestamps, expire dates and
@@ -147,7 +146,7 @@ func (g *Gate) Check(ctx context.Context, rawQuery string) (Admitted, error) {
 	// 3+4+5 in one round trip: a seen nonce wins over a bad signature (the nonce
 	// is checked first); a good signature records the nonce and
 	// takes a slot of the sliding window, atomically.
-	adm, err := g.kv.Admit(ctx, kv.AdmitRequest{
+	adm, err := g.adm.Admit(ctx, AdmitRequest{
 		App:      q.AppKey,
 		Nonce:    q.Nonce,
 		NonceTTL: nonceTTL(ts, now),

@@ -1,14 +1,14 @@
-package partner
+package partner_test
 
 import (
 	"context"
-	"gatehouse/internal/store/storetest"
 	"net/url"
 	"strconv"
 	"testing"
 	"time"
 
-	"gatehouse/internal/kv"
+	"gatehouse/internal/partner"
+	"gatehouse/internal/store/storetest"
 	"gatehouse/internal/testenv"
 	"gatehouse/rest/partnerclient"
 )
@@ -18,18 +18,14 @@ import (
 // without HTTP or the business read.
 func BenchmarkGateCheck(b *testing.B) {
 	db := storetest.Open(b, testenv.Backend{Name: "sqlite"})
-	store, err := kv.Open(context.Background(), "")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer store.Close()
+	store := openAdmitStore(b, "", "")
 	svc := newService(b, db)
-	lim := MaxRateLimit
-	app, sec, err := svc.Create(context.Background(), CreateInput{AppName: "bench", RateLimit: &lim})
+	lim := partner.MaxRateLimit
+	app, sec, err := svc.Create(context.Background(), partner.CreateInput{AppName: "bench", RateLimit: &lim})
 	if err != nil {
 		b.Fatal(err)
 	}
-	g := NewGate(svc, store)
+	g := partner.NewGate(svc, store)
 	queries := make([]string, b.N)
 	now := time.Now()
 	for i := range queries {

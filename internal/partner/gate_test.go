@@ -1,4 +1,4 @@
-package partner
+package partner_test
 
 import (
 	"context"
@@ -12,6 +12,10 @@ import (
 
 	"gatehouse/internal/errs"
 	"gatehouse/internal/kv"
+	"gatehouse/internal/partner"
+	"gatehouse/internal/partner/admitstore"
+	"gatehouse/internal/secret"
+	"gatehouse/internal/store"
 	"gatehouse/internal/store/storetest"
 	"gatehouse/internal/testenv"
 	"gatehouse/rest/partnerclient"
@@ -19,51 +23,77 @@ import (
 
 // countingKV counts Admit calls and can fail them.
 type countingKV struct {
-	kv.Store
+	admitstore.Store
 	calls atomic.Int64
 	fail  error
-	last  atomic.Pointer[kv.AdmitRequest]
+	last  atomic.Pointer[partner.AdmitRequest]
 }
 
-func (c *countingKV) Admit(ctx context.Context, r kv.AdmitRequest) (kv.Admission, error) {
+func (c *countingKV) Admit(ctx context.Context, r partner.AdmitRequest) (partner.Admission, error) {
 	c.calls.Add(1)
 	c.last.Store(&r)
 	if c.fail != nil {
-		return kv.Admission{}, c.fail
+		return partner.Admission{}, c.fail
 	}
 	return c.Store.Admit(ctx, r)
 }
 
 type gateFixture struct {
-	svc   *Service
-	gate  *Gate
+	svc   *partner.Service
+	gate  *partner.Gate
 	kv    *countingKV
 	clock *testenv.Clock
 	seq   int
 }
 
-func newGateFixture(t *testing.T, b testenv.Backend, start time.Time, kvOpts ...kv.Option) *gateFixture {
+func newGateFixture(t *testing.T, b testenv.Backend, start time.Time, admitOpts ...admitstore.Option) *gateFixture {
 	t.Helper()
 	db := storetest.Open(t, b)
 	// The memory store's replay memory starts on the fixture's clock, at
 	// the oldest timestamp its time accepts, so that no request the tests
 	// sign is older than the store.
-	clk := newClock(start.Add(-MaxClockSkew))
-	if len(kvOpts) == 0 {
-		kvOpts = []kv.Option{kv.WithClock(clk.Now)}
+	clk := newClock(start.Add(-partner.MaxClockSkew))
+	if len(admitOpts) == 0 {
+		admitOpts = []admitstore.Option{admitstore.WithClock(clk.Now)}
 	}
-	store, err := kv.Open(context.Background(), b.RedisURL, append([]kv.Option{kv.WithPrefix(b.KeyPrefix)}, kvOpts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := openAdmitStore(t, b.RedisURL, b.KeyPrefix, admitOpts...)
 	clk.Set(start)
-	t.Cleanup(func() { store.Close() })
 	ckv := &countingKV{Store: store}
-	svc := newService(t, db, WithClock(clk.Now))
-	g := NewGate(svc, ckv)
+	svc := newService(t, db, partner.WithClock(clk.Now))
+	g := partner.NewGate(svc, ckv)
 	g.SetClock(clk.Now)
 	return &gateFixture{svc: svc, gate: g, kv: ckv, clock: clk}
 }
+
+// openAdmitStore opens the gate's admission store over a key-value store
+// of url (memory when empty), both closed when the test ends.
+func openAdmitStore(t testing.TB, url, prefix string, opts ...admitstore.Option) admitstore.Store {
+	t.Helper()
+	kvs, err := kv.Open(context.Background(), url, kv.WithPrefix(prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { kvs.Close() })
+	store, err := admitstore.Open(context.Background(), kvs, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return store
+}
+
+func newService(t testing.TB, db *store.DB, opts ...partner.Option) *partner.Service {
+	t.Helper()
+	s, err := partner.NewService(db.Client, testKey, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+var testKey = secret.RandomBytes(32)
+
+func newClock(t time.Time) *testenv.Clock { return testenv.NewClock(t) }
 
 // query signs params for appKey with the timestamp ts.
 func (f *gateFixture) query(t *testing.T, appKey, sec string, ts time.Time, params url.Values) string {
@@ -79,7 +109,7 @@ func (f *gateFixture) query(t *testing.T, appKey, sec string, ts time.Time, para
 }
 
 func reason(err error) string {
-	var rej *RejectError
+	var rej *partner.RejectError
 	if errors.As(err, &rej) {
 		return rej.Reason.Error()
 	}
@@ -97,7 +127,7 @@ func TestGateBoundaries(t *testing.T) {
 		f := newGateFixture(t, b, start)
 		ctx := context.Background()
 		expire := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
-		app, sec, err := f.svc.Create(ctx, CreateInput{AppName: "a", ExpireDate: &expire})
+		app, sec, err := f.svc.Create(ctx, partner.CreateInput{AppName: "a", ExpireDate: &expire})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,10 +141,10 @@ func TestGateBoundaries(t *testing.T) {
 			want   string
 		}{
 			{0, "admitted"},
-			{-MaxClockSkew, "admitted"},
-			{MaxClockSkew, "admitted"},
-			{-MaxClockSkew - time.Millisecond, ErrRequestExpired.Error()},
-			{MaxClockSkew + time.Millisecond, ErrRequestExpired.Error()},
+			{-partner.MaxClockSkew, "admitted"},
+			{partner.MaxClockSkew, "admitted"},
+			{-partner.MaxClockSkew - time.Millisecond, partner.ErrRequestExpired.Error()},
+			{partner.MaxClockSkew + time.Millisecond, partner.ErrRequestExpired.Error()},
 		} {
 			if got := check(now.Add(c.offset)); got != c.want {
 				t.Errorf("timestamp %+v from now: %s, want %s", c.offset, got, c.want)
@@ -126,7 +156,7 @@ func TestGateBoundaries(t *testing.T) {
 			t.Fatalf("last millisecond of the expire date: %s", got)
 		}
 		f.clock.Set(time.Date(2027, 1, 2, 0, 0, 0, 0, time.UTC))
-		if got := check(f.clock.Now()); got != ErrInvalidAppKey.Error() {
+		if got := check(f.clock.Now()); got != partner.ErrInvalidAppKey.Error() {
 			t.Fatalf("day after the expire date: %s", got)
 		}
 	})
@@ -136,7 +166,7 @@ func TestGateRotationOverlap(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		f := newGateFixture(t, b, time.Date(2027, 3, 1, 8, 0, 0, 0, time.UTC))
 		ctx := context.Background()
-		app, s0, err := f.svc.Create(ctx, CreateInput{AppName: "a"})
+		app, s0, err := f.svc.Create(ctx, partner.CreateInput{AppName: "a"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,12 +179,12 @@ func TestGateRotationOverlap(t *testing.T) {
 			_, err := f.gate.Check(ctx, f.query(t, app.AppKey, sec, f.clock.Now(), nil))
 			return reason(err)
 		}
-		f.clock.Set(rotatedAt.Add(RotationOverlap - time.Millisecond))
+		f.clock.Set(rotatedAt.Add(partner.RotationOverlap - time.Millisecond))
 		if a, b := check(s0.AppSecret), check(s1); a != "admitted" || b != "admitted" {
 			t.Fatalf("just inside the overlap: old %s, new %s", a, b)
 		}
-		f.clock.Set(rotatedAt.Add(RotationOverlap))
-		if a, b := check(s0.AppSecret), check(s1); a != ErrBadSignature.Error() || b != "admitted" {
+		f.clock.Set(rotatedAt.Add(partner.RotationOverlap))
+		if a, b := check(s0.AppSecret), check(s1); a != partner.ErrBadSignature.Error() || b != "admitted" {
 			t.Fatalf("at 24 h: old %s, new %s", a, b)
 		}
 		// A second rotation keeps one previous secret: s1, not s0.
@@ -162,7 +192,7 @@ func TestGateRotationOverlap(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a, b, c := check(s0.AppSecret), check(s1), check(s2); a != ErrBadSignature.Error() || b != "admitted" || c != "admitted" {
+		if a, b, c := check(s0.AppSecret), check(s1), check(s2); a != partner.ErrBadSignature.Error() || b != "admitted" || c != "admitted" {
 			t.Fatalf("after a second rotation: s0 %s, s1 %s, s2 %s", a, b, c)
 		}
 	})
@@ -173,7 +203,7 @@ func TestGateRotationOverlap(t *testing.T) {
 func TestGateStoreUse(t *testing.T) {
 	f := newGateFixture(t, testenv.Backend{Name: "sqlite"}, time.Now())
 	ctx := context.Background()
-	app, sec, err := f.svc.Create(ctx, CreateInput{AppName: "a"})
+	app, sec, err := f.svc.Create(ctx, partner.CreateInput{AppName: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +226,7 @@ func TestGateStoreUse(t *testing.T) {
 	if n := f.kv.calls.Load(); n != 1 {
 		t.Fatalf("%d store calls for one admitted request", n)
 	}
-	if adm.App.ID != app.ID || adm.Limit != DefaultRateLimit || adm.Remaining != DefaultRateLimit-1 {
+	if adm.App.ID != app.ID || adm.Limit != partner.DefaultRateLimit || adm.Remaining != partner.DefaultRateLimit-1 {
 		t.Fatalf("admitted %+v", adm)
 	}
 	if v, _ := adm.Query.Get("order_no"); v != "1" {
@@ -205,7 +235,7 @@ func TestGateStoreUse(t *testing.T) {
 
 	f.kv.fail = fmt.Errorf("%w: redis: connection refused", errs.Unavailable)
 	_, err = f.gate.Check(ctx, f.query(t, app.AppKey, sec.AppSecret, f.clock.Now(), nil))
-	var rej *RejectError
+	var rej *partner.RejectError
 	if !errors.Is(err, errs.Unavailable) || errors.As(err, &rej) {
 		t.Fatalf("unreachable store: %v", err)
 	}
@@ -220,7 +250,7 @@ func TestGateRateLimitFromApp(t *testing.T) {
 	f := newGateFixture(t, testenv.Backend{Name: "sqlite"}, time.Now())
 	ctx := context.Background()
 	two := 2
-	app, sec, err := f.svc.Create(ctx, CreateInput{AppName: "a", RateLimit: &two})
+	app, sec, err := f.svc.Create(ctx, partner.CreateInput{AppName: "a", RateLimit: &two})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,12 +259,12 @@ func TestGateRateLimitFromApp(t *testing.T) {
 		_, err := f.gate.Check(ctx, f.query(t, app.AppKey, sec.AppSecret, f.clock.Now(), nil))
 		got = append(got, reason(err))
 	}
-	if got[0] != "admitted" || got[1] != "admitted" || got[2] != ErrRateLimited.Error() {
+	if got[0] != "admitted" || got[1] != "admitted" || got[2] != partner.ErrRateLimited.Error() {
 		t.Fatalf("%v", got)
 	}
 	_, err = f.gate.Check(ctx, f.query(t, app.AppKey, sec.AppSecret, f.clock.Now(), nil))
-	var rej *RejectError
-	if !errors.As(err, &rej) || rej.Limit != 2 || rej.RetryAfter <= 0 || rej.RetryAfter > RateWindow {
+	var rej *partner.RejectError
+	if !errors.As(err, &rej) || rej.Limit != 2 || rej.RetryAfter <= 0 || rej.RetryAfter > partner.RateWindow {
 		t.Fatalf("rate limited: %+v", rej)
 	}
 }

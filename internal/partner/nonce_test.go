@@ -1,4 +1,4 @@
-package partner
+package partner_test
 
 import (
 	"context"
@@ -9,7 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"gatehouse/internal/kv"
+	"gatehouse/internal/partner"
+	"gatehouse/internal/partner/admitstore"
 	"gatehouse/internal/testenv"
 )
 
@@ -22,11 +23,11 @@ func TestNonceRememberedWhileTimestampAccepted(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		start := time.Date(2027, 5, 1, 9, 0, 0, 0, time.UTC) // ahead of Redis's replay memory start
 		clk := newClock(start)
-		f := newGateFixture(t, b, start, kv.WithClock(clk.Now))
+		f := newGateFixture(t, b, start, admitstore.WithClock(clk.Now))
 		f.clock = clk
 		f.gate.SetClock(clk.Now)
 		ctx := context.Background()
-		app, sec, err := f.svc.Create(ctx, CreateInput{AppName: "a"})
+		app, sec, err := f.svc.Create(ctx, partner.CreateInput{AppName: "a"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -35,7 +36,7 @@ func TestNonceRememberedWhileTimestampAccepted(t *testing.T) {
 		if _, err := f.gate.Check(ctx, q); err != nil {
 			t.Fatalf("future-stamped request: %v", err)
 		}
-		wantTTL := 280*time.Second + NonceTTL
+		wantTTL := 280*time.Second + partner.NonceTTL
 		if got := f.kv.last.Load().NonceTTL; got != wantTTL {
 			t.Fatalf("nonce remembered for %v, want %v (until timestamp + 5 min)", got, wantTTL)
 		}
@@ -61,13 +62,13 @@ func TestNonceRememberedWhileTimestampAccepted(t *testing.T) {
 		}
 		clk.Set(start.Add(302 * time.Second))
 		_, err = f.gate.Check(ctx, q)
-		if got := reason(err); got != ErrDuplicateNonce.Error() {
-			t.Fatalf("replay at +302 s: %s, want %s", got, ErrDuplicateNonce)
+		if got := reason(err); got != partner.ErrDuplicateNonce.Error() {
+			t.Fatalf("replay at +302 s: %s, want %s", got, partner.ErrDuplicateNonce)
 		}
 		// Once the timestamp is past the skew, the request is expired anyway
 		// (4003) and the nonce may go.
-		clk.Set(stamped.Add(MaxClockSkew + time.Millisecond))
-		if got := reason(func() error { _, err := f.gate.Check(ctx, q); return err }()); !strings.Contains(got, ErrRequestExpired.Error()) {
+		clk.Set(stamped.Add(partner.MaxClockSkew + time.Millisecond))
+		if got := reason(func() error { _, err := f.gate.Check(ctx, q); return err }()); !strings.Contains(got, partner.ErrRequestExpired.Error()) {
 			t.Fatalf("replay after the skew: %s", got)
 		}
 	})

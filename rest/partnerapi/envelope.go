@@ -10,7 +10,6 @@ import (
 
 	"gatehouse/internal/errs"
 	"gatehouse/internal/httpx"
-	"gatehouse/internal/kv"
 	"gatehouse/internal/partner"
 )
 
@@ -155,7 +154,7 @@ func WritePartnerError(w http.ResponseWriter, r *http.Request, log *slog.Logger,
 	case errs.Unavailable:
 		// A full replay memory is logged by the store, rate-limited: it
 		// refuses every new signed request while it lasts.
-		if !errors.Is(err, kv.ErrNonceMemoryFull) {
+		if !errors.Is(err, partner.ErrNonceMemoryFull) {
 			httpx.DependencyRefused(r.Context(), log, "partner API", err)
 		}
 		w.Header().Set("Retry-After", "1")

@@ -367,7 +367,8 @@ func TestPartnerKVUnavailable(t *testing.T) {
 		}
 		app, sec := createApp(t, e, partner.CreateInput{})
 		if b.Embedded() {
-			// The memory store answers like an unreachable Redis once closed.
+			// The memory stores answer like an unreachable Redis once closed.
+			_ = e.App.Admission.Close()
 			_ = e.App.KV.Close()
 		}
 		for range 3 {

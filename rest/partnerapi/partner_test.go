@@ -10,7 +10,6 @@ import (
 	"unicode/utf8"
 
 	"gatehouse/internal/app/apptest"
-	"gatehouse/internal/kv"
 	"gatehouse/internal/order"
 	"gatehouse/internal/partner"
 	"gatehouse/internal/testenv"
@@ -92,7 +91,7 @@ func TestPartnerChecks(t *testing.T) {
 			// Redis prefix started it when this test's server started.
 			{"timestamp 4 minutes old", func() q {
 				ts := time.Now().Add(-4 * time.Minute)
-				if start := kv.ReplayStart(e.App.KV).Add(time.Millisecond); ts.Before(start) {
+				if start := e.App.Admission.ReplayStart().Add(time.Millisecond); ts.Before(start) {
 					ts = start
 				}
 				return signedWith(app.AppKey, sec, strconv.FormatInt(ts.UnixMilli(), 10), freshNonce(), biz)

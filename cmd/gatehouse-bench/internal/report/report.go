@@ -15,7 +15,7 @@ import (
 	"gatehouse/cmd/gatehouse-bench/internal/costs"
 	"gatehouse/cmd/gatehouse-bench/internal/load"
 	"gatehouse/cmd/gatehouse-bench/internal/overload"
-	"gatehouse/internal/kv"
+	"gatehouse/internal/partner/admitstore"
 )
 
 // Figure is one measured figure and its baseline from the same run.
@@ -143,12 +143,12 @@ func (r *Report) Check(what, result string) {
 // figure GATEHOUSE_NONCE_MEMORY_MAX's default is computed from.
 func (r *Report) AddNonceFootprint() {
 	const n = 1_000_000
-	per := kv.NonceFootprint(n)
+	per := admitstore.NonceFootprint(n)
 	f := Figure{Name: "in-process replay memory, heap per remembered nonce", Value: per, Unit: "bytes",
-		Baseline: "bytes the default GATEHOUSE_NONCE_MEMORY_MAX assumes", BaselineValue: kv.NonceBytes, Ratio: per / kv.NonceBytes}
+		Baseline: "bytes the default GATEHOUSE_NONCE_MEMORY_MAX assumes", BaselineValue: admitstore.NonceBytes, Ratio: per / admitstore.NonceBytes}
 	r.Figures = append(r.Figures, f)
 	fmt.Printf("%-58s %9.1f bytes                              ratio %.2f of %d (default bound %d nonces = %d MiB at that size)\n",
-		f.Name, per, f.Ratio, kv.NonceBytes, kv.DefaultNonceMemoryMax, kv.DefaultNonceMemoryMax*kv.NonceBytes>>20)
+		f.Name, per, f.Ratio, admitstore.NonceBytes, admitstore.DefaultNonceMemoryMax, admitstore.DefaultNonceMemoryMax*admitstore.NonceBytes>>20)
 }
 
 // AddCost records a cost figure (costs.Recorder).

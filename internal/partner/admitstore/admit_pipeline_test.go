@@ -1,4 +1,4 @@
-package kv
+package admitstore
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // times → 1 admitted, 9 duplicates; app c, 10 unverified → nothing recorded.
 // during runs just before the batch of 40 is sent.
 func pipelineCase(t *testing.T, during func(s *redisStore)) {
-	s := (&backend{url: testenv.RedisURL(t), prefix: testenv.KeyPrefix(t)}).open(t, "").(*redisStore)
+	s := open(t, &backend{URL: testenv.RedisURL(t), Prefix: testenv.KeyPrefix(t)}, "").(*redisStore)
 	for _, app := range []string{"a", "b", "c", "z"} {
 		primeEpoch(t, s, app)
 	}
@@ -153,8 +153,8 @@ func TestAdmitManyMatchesOneByOne(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for round := range 30 {
 		prefix := testenv.KeyPrefix(t) + fmt.Sprint(round, ":")
-		many := (&backend{url: url, prefix: prefix + "many:"}).open(t, "").(*redisStore)
-		one := (&backend{url: url, prefix: prefix + "one:"}).open(t, "").(*redisStore)
+		many := open(t, &backend{URL: url, Prefix: prefix + "many:"}, "").(*redisStore)
+		one := open(t, &backend{URL: url, Prefix: prefix + "one:"}, "").(*redisStore)
 		primeEpoch(t, many, "app")
 		primeEpoch(t, one, "app")
 		limit := 1 + rng.IntN(6)
@@ -224,7 +224,7 @@ func TestAdmitManyMatchesOneByOne(t *testing.T) {
 // an empty window, the ones after the limit wait the whole window (the
 // entries that fill it were made now).
 func TestAdmitManyRetryAfterInsideTheBatch(t *testing.T) {
-	s := (&backend{url: testenv.RedisURL(t), prefix: testenv.KeyPrefix(t)}).open(t, "").(*redisStore)
+	s := open(t, &backend{URL: testenv.RedisURL(t), Prefix: testenv.KeyPrefix(t)}, "").(*redisStore)
 	primeEpoch(t, s, "app")
 	var batch []*admitCall
 	for i := range 5 {

@@ -1,4 +1,4 @@
-package kv
+package admitstore
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"gatehouse/internal/errs"
+	"gatehouse/internal/partner"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -18,15 +19,15 @@ type appState struct {
 	times  ring               // tick of every counted admission still in the window, oldest first
 }
 
-func (s *memoryStore) Admit(ctx context.Context, r AdmitRequest) (Admission, error) {
-	if err := r.validate(); err != nil {
-		return Admission{}, err
+func (s *memoryStore) Admit(ctx context.Context, r partner.AdmitRequest) (partner.Admission, error) {
+	if err := r.Validate(); err != nil {
+		return partner.Admission{}, err
 	}
 	if err := s.check(ctx); err != nil {
-		return Admission{}, err
+		return partner.Admission{}, err
 	}
 	if start := s.replayStart(); !r.SignedAt.IsZero() && r.SignedAt.Before(start) {
-		return Admission{BeforeStart: true, Start: start}, nil
+		return partner.Admission{BeforeStart: true, Start: start}, nil
 	}
 	a, full, err := s.admit(r)
 	if full {
@@ -35,7 +36,7 @@ func (s *memoryStore) Admit(ctx context.Context, r AdmitRequest) (Admission, err
 		s.reclaim()
 		if a, full, err = s.admit(r); full {
 			s.refuseFull()
-			return Admission{}, ErrNonceMemoryFull
+			return partner.Admission{}, partner.ErrNonceMemoryFull
 		}
 	}
 	return a, err
@@ -43,15 +44,15 @@ func (s *memoryStore) Admit(ctx context.Context, r AdmitRequest) (Admission, err
 
 // admit is Admit under the app's shard lock; full reports a new nonce that
 // the bounded replay memory has no room for (nothing was recorded).
-func (s *memoryStore) admit(r AdmitRequest) (a Admission, full bool, err error) {
-	a = Admission{Limit: r.Limit}
+func (s *memoryStore) admit(r partner.AdmitRequest) (a partner.Admission, full bool, err error) {
+	a = partner.Admission{Limit: r.Limit}
 	sh := s.shard(r.App)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	// Checked again under the lock: Close saves each shard under its lock
 	// after setting closed, so nothing is recorded after its shard was saved.
 	if s.closed.Load() {
-		return Admission{}, false, fmt.Errorf("%w: kv memory store is closed", errs.Unavailable)
+		return partner.Admission{}, false, fmt.Errorf("%w: admission memory store is closed", errs.Unavailable)
 	}
 	// The tick is read under the lock so each app's ring stays in time order.
 	now := s.tick()
@@ -72,7 +73,7 @@ func (s *memoryStore) admit(r AdmitRequest) (a Admission, full bool, err error) 
 	// A new entry takes a place in the bounded memory; an expired one of
 	// the same nonce is reused.
 	if !stale && !s.takePlace() {
-		return Admission{}, true, nil
+		return partner.Admission{}, true, nil
 	}
 	if st == nil {
 		st = &appState{nonces: make(map[nonceKey]int64)}
@@ -97,7 +98,7 @@ func (s *memoryStore) admit(r AdmitRequest) (a Admission, full bool, err error) 
 // nonceKey stands for a nonce in an app's set: 64 bits of a hash keyed
 // with this process's random seed (xxHash64 seeded with a secret; the seed
 // is saved with the nonces at a graceful stop, so that the next process
-// finds them: replayfile.go). Every nonce is remembered for at least
+// finds them: nonces.go). Every nonce is remembered for at least
 // five minutes, so the set holds every request of the last five minutes:
 // as strings, each cost a separate allocation (about 67 heap bytes per
 // nonce all told) that the garbage collector scanned on every cycle; as

@@ -1,4 +1,4 @@
-package kv
+package admitstore
 
 import (
 	"bufio"
@@ -16,7 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"gatehouse/internal/errs"
+	"gatehouse/internal/partner"
 )
 
 // The memory store's replay memory: bounded, and saved across a graceful
@@ -32,12 +32,6 @@ const NonceBytes = 40
 // nonces: 128 MiB of them (3 355 443; a sustained 11 000 signed requests a
 // second for five minutes).
 const DefaultNonceMemoryMax = 128 << 20 / NonceBytes
-
-// ErrNonceMemoryFull refuses a signed request when the memory store's
-// replay memory holds GATEHOUSE_NONCE_MEMORY_MAX nonces: refusing is the
-// only safe answer (forgetting a nonce early would let its request be
-// replayed), until entries expire. It is a dependency failure (503).
-var ErrNonceMemoryFull = fmt.Errorf("%w: kv: the replay memory is full (GATEHOUSE_NONCE_MEMORY_MAX)", errs.Unavailable)
 
 var (
 	nonceFullTotal = prometheus.NewCounter(prometheus.CounterOpts{
@@ -99,6 +93,10 @@ func (s *memoryStore) setStart(t time.Time) {
 
 func (s *memoryStore) replayStart() time.Time { return time.UnixMilli(s.startMs.Load()) }
 
+// ReplayStart is [Store.ReplayStart]: the process's start, or the start
+// carried over by a saved replay memory; none on a first start.
+func (s *memoryStore) ReplayStart() time.Time { return shownStart(s.replayStart()) }
+
 func randomSeed() uint64 {
 	var b [8]byte
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
@@ -119,7 +117,7 @@ func NonceFootprint(n int) float64 {
 	runtime.ReadMemStats(&before)
 	for _, nonce := range nonces {
 		// Limit 1: the window holds one entry, every nonce is recorded.
-		if _, _, err := s.admit(AdmitRequest{App: "app", Nonce: nonce, NonceTTL: 5 * time.Minute, Verified: true, Limit: 1, Window: time.Second}); err != nil {
+		if _, _, err := s.admit(partner.AdmitRequest{App: "app", Nonce: nonce, NonceTTL: 5 * time.Minute, Verified: true, Limit: 1, Window: time.Second}); err != nil {
 			panic(err)
 		}
 	}
@@ -142,12 +140,12 @@ const replayMagic = "GHREPLAY1\n"
 
 func (s *memoryStore) saveReplayFile() error {
 	if err := os.MkdirAll(filepath.Dir(s.replayFile), 0o700); err != nil {
-		return fmt.Errorf("kv: save replay memory: %w", err)
+		return fmt.Errorf("admitstore: save replay memory: %w", err)
 	}
 	tmp := s.replayFile + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
-		return fmt.Errorf("kv: save replay memory: %w", err)
+		return fmt.Errorf("admitstore: save replay memory: %w", err)
 	}
 	defer os.Remove(tmp) // after a successful rename, nothing is there
 	crc := crc32.NewIEEE()
@@ -189,18 +187,18 @@ func (s *memoryStore) saveReplayFile() error {
 	uvar(0)
 	if err := w.Flush(); err != nil {
 		f.Close()
-		return fmt.Errorf("kv: save replay memory: %w", err)
+		return fmt.Errorf("admitstore: save replay memory: %w", err)
 	}
 	binary.LittleEndian.PutUint32(buf[:4], crc.Sum32())
 	if _, err := f.Write(buf[:4]); err != nil {
 		f.Close()
-		return fmt.Errorf("kv: save replay memory: %w", err)
+		return fmt.Errorf("admitstore: save replay memory: %w", err)
 	}
 	if err := errors.Join(f.Sync(), f.Close()); err != nil {
-		return fmt.Errorf("kv: save replay memory: %w", err)
+		return fmt.Errorf("admitstore: save replay memory: %w", err)
 	}
 	if err := os.Rename(tmp, s.replayFile); err != nil {
-		return fmt.Errorf("kv: save replay memory: %w", err)
+		return fmt.Errorf("admitstore: save replay memory: %w", err)
 	}
 	// Saved: the next start is not an unclean one.
 	_ = os.Remove(s.runningMark())

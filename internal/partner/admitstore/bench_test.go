@@ -1,4 +1,4 @@
-package kv
+package admitstore
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"gatehouse/internal/kv"
+	"gatehouse/internal/kv/kvtest"
 	"gatehouse/internal/testenv"
 )
 
@@ -23,14 +25,15 @@ func BenchmarkAdmit(b *testing.B) {
 	for _, be := range backends {
 		open := func(b *testing.B) Store {
 			prefix := testenv.KeyPrefix(b)
-			s, err := Open(context.Background(), be.url(b), WithPrefix(prefix))
+			kvs := openKV(b, be.url(b), prefix)
+			if c, ok := kv.RedisClient(kvs); ok {
+				b.Cleanup(func() { kvtest.DeleteKeys(b, c, prefix) })
+			}
+			s, err := Open(context.Background(), kvs)
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { _ = s.Close() })
-			if _, ok := RedisClient(s); ok {
-				b.Cleanup(func() { deleteKeys(b, s, prefix) })
-			}
 			return s
 		}
 		req := func(n int64) AdmitRequest {

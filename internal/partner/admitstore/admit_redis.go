@@ -1,4 +1,4 @@
-package kv
+package admitstore
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 
 	"gatehouse/internal/combine"
 	"gatehouse/internal/errs"
+	"gatehouse/internal/kv"
+	"gatehouse/internal/partner"
 )
 
 // admitScript is Admit in one round trip. Running as one script makes the
@@ -173,7 +175,7 @@ func (s *redisStore) newAdmitCombiner() *combine.Combiner[*admitCall] {
 }
 
 // runAdmits runs a batch of Admits: one alone as a plain call, more in a
-// pipeline bounded by the earliest deadline among them and callBudget,
+// pipeline bounded by the earliest deadline among them and kv.CallBudget,
 // with one script per app (admitManyScript for an app with several calls).
 // A cluster client sends each script to the node of its app's slot.
 func (s *redisStore) runAdmits(batch []*admitCall) {
@@ -182,7 +184,7 @@ func (s *redisStore) runAdmits(batch []*admitCall) {
 	}
 	if len(batch) == 1 {
 		c := batch[0]
-		ctx, cancel := call(c.ctx)
+		ctx, cancel := context.WithTimeout(c.ctx, kv.CallBudget)
 		defer cancel()
 		reply, err := admitScript.Run(ctx, s.c, c.keys, c.args...).Slice()
 		setReplies([]*admitCall{c}, reply, err)
@@ -190,7 +192,7 @@ func (s *redisStore) runAdmits(batch []*admitCall) {
 	}
 	bctx, bcancel := combine.BatchContext(batch, func(c *admitCall) context.Context { return c.ctx })
 	defer bcancel()
-	ctx, cancel := call(bctx)
+	ctx, cancel := context.WithTimeout(bctx, kv.CallBudget)
 	defer cancel()
 	// The calls of one app (one window key, limit and window, and the same
 	// start to record) go in one script, in arrival order; an app with one
@@ -290,7 +292,7 @@ func manyArgs(calls []*admitCall) ([]string, []any) {
 // newAdmitCall is r as a call of the pipeline, bounded by ctx. init and
 // initRid are the start to record for a missing epoch key and the run_id
 // it is for ("" on a first attempt).
-func (s *redisStore) newAdmitCall(ctx context.Context, r AdmitRequest, init, initRid string) *admitCall {
+func (s *redisStore) newAdmitCall(ctx context.Context, r partner.AdmitRequest, init, initRid string) *admitCall {
 	nonceKey, windowKey, epochKey := s.admitKeys(r.App, r.Nonce)
 	verified := "0"
 	if r.Verified {
@@ -313,9 +315,9 @@ func (s *redisStore) newAdmitCall(ctx context.Context, r AdmitRequest, init, ini
 // a second "missing" only follows a failover between the two rounds.
 const maxEpochAttempts = 3
 
-func (s *redisStore) Admit(ctx context.Context, r AdmitRequest) (Admission, error) {
-	if err := r.validate(); err != nil {
-		return Admission{}, err
+func (s *redisStore) Admit(ctx context.Context, r partner.AdmitRequest) (partner.Admission, error) {
+	if err := r.Validate(); err != nil {
+		return partner.Admission{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, admitBudget)
 	defer cancel()
@@ -324,7 +326,7 @@ func (s *redisStore) Admit(ctx context.Context, r AdmitRequest) (Admission, erro
 		c := s.newAdmitCall(ctx, r, init, initRid)
 		s.admits.Do(c)
 		if c.err != nil {
-			return Admission{}, wrap("admit", c.err)
+			return partner.Admission{}, kv.WrapRedis("admit", c.err)
 		}
 		switch c.state {
 		case epochMissing:
@@ -332,7 +334,7 @@ func (s *redisStore) Admit(ctx context.Context, r AdmitRequest) (Admission, erro
 			// loss): its start is that of the server holding it.
 			start, err := s.registeredStart(ctx, c.rid)
 			if err != nil {
-				return Admission{}, err
+				return partner.Admission{}, err
 			}
 			init, initRid = strconv.FormatInt(start, 10), c.rid
 			continue
@@ -340,7 +342,7 @@ func (s *redisStore) Admit(ctx context.Context, r AdmitRequest) (Admission, erro
 			s.replay.observe(c.start)
 		}
 		res := c.res
-		a := Admission{
+		a := partner.Admission{
 			DuplicateNonce: res[0] == 1,
 			Limited:        res[1] == 1,
 			Limit:          r.Limit,
@@ -348,9 +350,9 @@ func (s *redisStore) Admit(ctx context.Context, r AdmitRequest) (Admission, erro
 			RetryAfter:     time.Duration(res[3]) * time.Microsecond,
 		}
 		if res[0] == 2 {
-			a = Admission{BeforeStart: true, Start: time.UnixMilli(c.start)}
+			a = partner.Admission{BeforeStart: true, Start: time.UnixMilli(c.start)}
 		}
 		return a, nil
 	}
-	return Admission{}, fmt.Errorf("%w: kv admit: the replay memory's start kept changing (failovers)", errs.Unavailable)
+	return partner.Admission{}, fmt.Errorf("%w: admit: the replay memory's start kept changing (failovers)", errs.Unavailable)
 }

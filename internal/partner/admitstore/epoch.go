@@ -1,4 +1,4 @@
-package kv
+package admitstore
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+
+	"gatehouse/internal/kv"
 )
 
 // The replay memory's start.
@@ -135,26 +137,23 @@ func (r *replayState) observe(ms int64) {
 
 func (r *replayState) start() time.Time { return time.UnixMilli(r.startMs.Load()) }
 
-// ReplayStart is the moment since which the store's replay memory is
-// complete, as far as this process knows: signed requests stamped earlier
-// are refused. For the memory store it is the process's start, or the
-// start carried over by a saved replay memory; on Redis, the latest start
-// recorded for any server or app this process has dealt with.
-//
-// It is the zero time when the memory has never lost anything (the first
-// start of the memory store in its data dir): there is no start to show.
-func ReplayStart(s Store) time.Time {
-	var t time.Time
-	switch st := s.(type) {
-	case *redisStore:
-		t = st.replay.start()
-	case *memoryStore:
-		t = st.replayStart()
-	}
+// ReplayStart is [Store.ReplayStart]: the latest start recorded for any
+// server or app this process has dealt with.
+func (s *redisStore) ReplayStart() time.Time { return shownStart(s.replay.start()) }
+
+// shownStart is t, or the zero time when there is no start to show (a
+// memory that never lost anything).
+func shownStart(t time.Time) time.Time {
 	if t.UnixMilli() <= 0 {
 		return time.Time{}
 	}
 	return t
+}
+
+// HealthChecks is [Store.HealthChecks]: the replay registry, refreshed at
+// every readiness check.
+func (s *redisStore) HealthChecks() []kv.HealthCheck {
+	return []kv.HealthCheck{{Name: "replay registry", Run: s.refreshReplayStart}}
 }
 
 func (s *redisStore) registryKey() string { return s.prefix + "replay:starts" }
@@ -163,11 +162,11 @@ func (s *redisStore) registryKey() string { return s.prefix + "replay:starts" }
 func (s *redisStore) registeredStart(ctx context.Context, rid string) (int64, error) {
 	v, err := registryScript.Run(ctx, s.c, []string{s.registryKey()}, rid, registryTTL.Milliseconds()).Text()
 	if err != nil {
-		return 0, wrap("replay registry", err)
+		return 0, kv.WrapRedis("replay registry", err)
 	}
 	ms, err := strconv.ParseInt(v, 10, 64)
 	if err != nil {
-		return 0, wrap("replay registry", err)
+		return 0, kv.WrapRedis("replay registry", err)
 	}
 	s.replay.observe(ms)
 	return ms, nil
@@ -175,14 +174,14 @@ func (s *redisStore) registeredStart(ctx context.Context, rid string) (int64, er
 
 // refreshReplayStart registers every master (a server seen for the first
 // time gets now as its start) and takes their starts into the store's view.
-// It runs at open and with each readiness probe; the admissions do not need
+// It runs at open and with each readiness check (HealthChecks); the admissions do not need
 // it (they detect on their own), but a server registered before the first
 // request of an app arrives does not refuse that request as signed before
 // the start.
 func (s *redisStore) refreshReplayStart(ctx context.Context) error {
 	var mu sync.Mutex
 	var rids []string
-	err := s.masters(ctx, func(ctx context.Context, m redis.Cmdable) error {
+	err := kv.Masters(ctx, s.c, func(ctx context.Context, m redis.Cmdable) error {
 		rid, err := runID(ctx, m)
 		if err != nil {
 			return err
@@ -193,7 +192,7 @@ func (s *redisStore) refreshReplayStart(ctx context.Context) error {
 		return nil
 	})
 	if err != nil {
-		return wrap("replay registry", err)
+		return kv.WrapRedis("replay registry", err)
 	}
 	for _, rid := range rids {
 		if _, err := s.registeredStart(ctx, rid); err != nil {
@@ -217,4 +216,4 @@ func runID(ctx context.Context, m redis.Cmdable) (string, error) {
 	return "", errNoRunID
 }
 
-var errNoRunID = errors.New("kv: INFO server has no run_id")
+var errNoRunID = errors.New("admitstore: INFO server has no run_id")

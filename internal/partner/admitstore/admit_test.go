@@ -1,4 +1,4 @@
-package kv
+package admitstore
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 func TestAdmitDuplicateNonce(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, b *backend) {
-		s := b.open(t, "")
+		s := open(t, b, "")
 		req := AdmitRequest{App: "app1", Nonce: "n1", NonceTTL: 5 * time.Minute, Verified: true, Limit: 10, Window: time.Second}
 
 		a := mustAdmit(t, s, req)
@@ -47,7 +47,7 @@ func TestAdmitDuplicateNonce(t *testing.T) {
 func TestAdmitUnverifiedRecordsNothing(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, b *backend) {
-		s := b.open(t, "")
+		s := open(t, b, "")
 		req := AdmitRequest{App: "app", Nonce: "n1", NonceTTL: 5 * time.Minute, Limit: 1, Window: time.Minute}
 		for i := range 3 {
 			if a := mustAdmit(t, s, req); a.DuplicateNonce || a.Limited {
@@ -68,7 +68,7 @@ func TestAdmitUnverifiedRecordsNothing(t *testing.T) {
 func TestAdmitNonceExpiry(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, b *backend) {
-		s := b.open(t, "")
+		s := open(t, b, "")
 		const ttl = 500 * time.Millisecond
 		req := AdmitRequest{App: "app", Nonce: "n1", NonceTTL: ttl, Verified: true, Limit: 100, Window: time.Second}
 		mustAdmit(t, s, req)
@@ -78,14 +78,14 @@ func TestAdmitNonceExpiry(t *testing.T) {
 			t.Fatalf("right after use: got %+v, want duplicate", a)
 		}
 		wait := ttl
-		if b.clock != nil {
-			b.clock.Advance(ttl - time.Nanosecond)
+		if b.Clock != nil {
+			b.Clock.Advance(ttl - time.Nanosecond)
 			if a := mustAdmit(t, s, probe); !a.DuplicateNonce {
 				t.Fatalf("1ns before expiry: got %+v, want duplicate", a)
 			}
 			wait = time.Nanosecond
 		}
-		b.await(t, wait, "nonce expires", func() bool { return !mustAdmit(t, s, probe).DuplicateNonce })
+		b.Await(t, wait, "nonce expires", func() bool { return !mustAdmit(t, s, probe).DuplicateNonce })
 		if a := mustAdmit(t, s, req); a.DuplicateNonce || a.Limited {
 			t.Fatalf("reuse after expiry: got %+v, want admitted", a)
 		}
@@ -95,7 +95,7 @@ func TestAdmitNonceExpiry(t *testing.T) {
 func TestAdmitExactLimit(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, b *backend) {
-		s := b.open(t, "")
+		s := open(t, b, "")
 		const limit, window = 5, time.Second
 		seq := 0
 		admit := func() Admission {
@@ -124,7 +124,7 @@ func TestAdmitExactLimit(t *testing.T) {
 			t.Fatalf("nonce of a refused request: got %+v, want duplicate", a)
 		}
 		// So once the window has passed, exactly Limit are admitted again.
-		b.await(t, window, "window empties", func() bool { return liveCount(t, s, "app", window) == 0 })
+		b.Await(t, window, "window empties", func() bool { return liveCount(t, s, "app", window) == 0 })
 		burst("second window")
 	})
 }
@@ -132,26 +132,26 @@ func TestAdmitExactLimit(t *testing.T) {
 func TestAdmitRemainingAndRetryAfter(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, b *backend) {
-		s := b.open(t, "")
+		s := open(t, b, "")
 		const limit, window, gap = 3, time.Second, 100 * time.Millisecond
 		seq := 0
 		admit := func() (Admission, time.Time, time.Time) {
 			seq++
-			before := b.now()
+			before := b.Now()
 			a := mustAdmit(t, s, AdmitRequest{App: "app", Nonce: "n" + strconv.Itoa(seq), NonceTTL: time.Minute, Verified: true, Limit: limit, Window: window})
-			return a, before, b.now()
+			return a, before, b.Now()
 		}
 		first, firstBefore, firstAfter := admit()
 		if first.Remaining != 2 {
 			t.Fatalf("first: got %+v, want 2 remaining", first)
 		}
 		for want := 1; want >= 0; want-- {
-			b.step(gap)
+			b.Step(gap)
 			if a, _, _ := admit(); a.Limited || a.Remaining != want {
 				t.Fatalf("got %+v, want admitted with %d remaining", a, want)
 			}
 		}
-		b.step(gap)
+		b.Step(gap)
 		a, before, after := admit()
 		if !a.Limited || a.Remaining != 0 {
 			t.Fatalf("over the limit: got %+v, want limited", a)
@@ -166,11 +166,11 @@ func TestAdmitRemainingAndRetryAfter(t *testing.T) {
 		if a.RetryAfter < lo || a.RetryAfter > hi {
 			t.Fatalf("RetryAfter = %v, want within [%v, %v]", a.RetryAfter, lo, hi)
 		}
-		if b.clock != nil && a.RetryAfter != window-3*gap {
+		if b.Clock != nil && a.RetryAfter != window-3*gap {
 			t.Fatalf("RetryAfter = %v, want exactly %v", a.RetryAfter, window-3*gap)
 		}
 		// It is honest: once it has passed, one slot is free again.
-		b.await(t, a.RetryAfter, "oldest request leaves the window", func() bool {
+		b.Await(t, a.RetryAfter, "oldest request leaves the window", func() bool {
 			return liveCount(t, s, "app", window) < limit
 		})
 		if a, _, _ := admit(); a.Limited {
@@ -184,13 +184,13 @@ func TestAdmitRemainingAndRetryAfter(t *testing.T) {
 func TestAdmitLoweredLimit(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, b *backend) {
-		s := b.open(t, "")
+		s := open(t, b, "")
 		const window = time.Minute
 		req := func(i, limit int) AdmitRequest {
 			return AdmitRequest{App: "app", Nonce: "n" + strconv.Itoa(i), NonceTTL: time.Minute, Verified: true, Limit: limit, Window: window}
 		}
 		for i := range 4 {
-			b.step(time.Second)
+			b.Step(time.Second)
 			mustAdmit(t, s, req(i, 4))
 		}
 		// 4 counted, limit now 2: the 3rd oldest must leave before a slot frees.
@@ -198,7 +198,7 @@ func TestAdmitLoweredLimit(t *testing.T) {
 		if !a.Limited || a.Remaining != 0 || a.Limit != 2 {
 			t.Fatalf("got %+v, want limited at limit 2", a)
 		}
-		if b.clock != nil && a.RetryAfter != window-time.Second {
+		if b.Clock != nil && a.RetryAfter != window-time.Second {
 			t.Fatalf("RetryAfter = %v, want %v (the 3rd oldest leaves after the 1st and 2nd)", a.RetryAfter, window-time.Second)
 		}
 		if a.RetryAfter <= 0 || a.RetryAfter > window {
@@ -210,7 +210,7 @@ func TestAdmitLoweredLimit(t *testing.T) {
 func TestAdmitConcurrentLimit(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, b *backend) {
-		s := b.open(t, "")
+		s := open(t, b, "")
 		const goroutines, limit = 200, 50
 		var admitted, limited atomic.Int64
 		var wg sync.WaitGroup
@@ -251,7 +251,7 @@ func TestAdmitConcurrentLimit(t *testing.T) {
 func TestAdmitConcurrentSameNonce(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, b *backend) {
-		s := b.open(t, "")
+		s := open(t, b, "")
 		const goroutines = 100
 		var winners, duplicates atomic.Int64
 		var wg sync.WaitGroup
@@ -303,7 +303,7 @@ func TestAdmitRejectsInvalidRequests(t *testing.T) {
 		{"window 0", func(r *AdmitRequest) { r.Window = 0 }},
 	}
 	forEachBackend(t, func(t *testing.T, b *backend) {
-		s := b.open(t, "")
+		s := open(t, b, "")
 		for _, tt := range tests {
 			r := valid
 			tt.change(&r)
@@ -357,11 +357,12 @@ func (h *countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 func TestAdmitOneRoundTrip(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, b *backend) {
-		s := b.open(t, "")
-		c, ok := RedisClient(s)
+		s := open(t, b, "")
+		r, ok := s.(*redisStore)
 		if !ok {
 			return // the memory store has no round trips
 		}
+		c := r.c
 		req := AdmitRequest{App: "app", Nonce: "warm-up", NonceTTL: time.Minute, Verified: true, Limit: 2, Window: time.Minute}
 		mustAdmit(t, s, req) // may load the script (EVALSHA, then EVAL)
 		h := &countingHook{}
