@@ -182,6 +182,26 @@ func baselineOnly(t *testing.T, db *store.DB) {
 	}
 }
 
+// migrateAdoptingAtFirst checks that db, made by auto-migrate, is to be
+// adopted at the first of files, and migrates it: adopted there with
+// nothing to add, every later file applied.
+func migrateAdoptingAtFirst(t *testing.T, db *store.DB, files []string) store.Report {
+	t.Helper()
+	ctx := context.Background()
+	st, err := db.MigrationStatus(ctx)
+	if err != nil || !st.Unadopted || st.Baseline != files[0] || len(st.Pending) != len(files)-1 {
+		t.Fatalf("status before: %+v %v", st, err)
+	}
+	rep, err := db.MigrateReport(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Adopted != files[0] || len(rep.Repaired) != 0 || strings.Join(rep.Applied, ",") != strings.Join(files[1:], ",") {
+		t.Fatalf("report %+v", rep)
+	}
+	return rep
+}
+
 // TestMigrateAdoptsAutoMigratedDatabase: a database made before versioned
 // migrations is recognised, adopted at the baseline with its data intact,
 // and migrated on from there; an older one gets what it lacks; one that
@@ -196,17 +216,7 @@ func TestMigrateAdoptsAutoMigratedDatabase(t *testing.T) {
 		if _, err := db.SQL.Exec(`INSERT INTO tickets (title, status, created_at) VALUES ('kept', 'OPEN', now())`); err != nil {
 			t.Fatal(err)
 		}
-		st, err := db.MigrationStatus(ctx)
-		if err != nil || !st.Unadopted || st.Baseline != files[0] || len(st.Pending) != len(files)-1 {
-			t.Fatalf("status before: %+v %v", st, err)
-		}
-		rep, err := db.MigrateReport(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rep.Adopted != files[0] || len(rep.Repaired) != 0 || strings.Join(rep.Applied, ",") != strings.Join(files[1:], ",") {
-			t.Fatalf("report %+v", rep)
-		}
+		rep := migrateAdoptingAtFirst(t, db, files)
 		if !strings.Contains(rep.String(), "adopted the existing database") {
 			t.Fatalf("report text %q", rep)
 		}
@@ -216,7 +226,7 @@ func TestMigrateAdoptsAutoMigratedDatabase(t *testing.T) {
 		if pending, err := store.PendingSchemaChanges(ctx, db); err != nil || pending != "" {
 			t.Fatalf("after adoption Ent would still run %q (%v)", pending, err)
 		}
-		st, err = db.MigrationStatus(ctx)
+		st, err := db.MigrationStatus(ctx)
 		if err != nil || st.Unadopted || len(st.Pending) != 0 || !st.Applied[0].Baseline {
 			t.Fatalf("status after: %+v %v", st, err)
 		}
