@@ -52,7 +52,7 @@ func versionedFor(dialectName string) (versioned, error) {
 		return versioned{
 			name: dialect.SQLite, dirPath: SQLiteMigrationsDir,
 			open:        func(q atlas.ExecQuerier) (migrate.Driver, error) { return sqlite.Open(q) },
-			hasTable:    `SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = $1`,
+			hasTable:    sqliteHasTable,
 			countTables: `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\' AND name <> $1`,
 			adoptAt:     sqliteAdoptAt,
 			replay:      replaySQLite,
@@ -65,8 +65,13 @@ func versionedFor(dialectName string) (versioned, error) {
 
 // tableExists reports whether the database has the table name.
 func (v versioned) tableExists(ctx context.Context, q querier, name string) (bool, error) {
+	return tableExists(ctx, q, v.hasTable, name)
+}
+
+// tableExists runs hasTable, a versioned.hasTable query, for name.
+func tableExists(ctx context.Context, q querier, hasTable, name string) (bool, error) {
 	var ok bool
-	if err := q.QueryRowContext(ctx, v.hasTable, name).Scan(&ok); err != nil {
+	if err := q.QueryRowContext(ctx, hasTable, name).Scan(&ok); err != nil {
 		return false, fmt.Errorf("inspect database: %w", err)
 	}
 	return ok, nil

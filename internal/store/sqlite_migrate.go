@@ -28,6 +28,9 @@ const (
 	sqliteLastAutoMigrated = "20261129021408"
 )
 
+// sqliteHasTable is SQLite's versioned.hasTable.
+const sqliteHasTable = `SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = $1`
+
 // migrateSQLite applies the pending SQLite migration files on a
 // connection of its own with foreign keys off, as SQLite requires of a
 // change that rebuilds a table (a table dropped with foreign keys on
@@ -61,8 +64,7 @@ func (d *DB) migrateSQLite(ctx context.Context) (Report, error) {
 // sqliteAdoptAt picks the file a database made by auto-migrate is adopted
 // at (see sqliteLastAutoMigrated).
 func sqliteAdoptAt(ctx context.Context, q querier, files []migrate.File) (migrate.File, error) {
-	v, _ := versionedFor(dialect.SQLite)
-	endpoints, err := v.tableExists(ctx, q, sqliteEndpointsTable)
+	endpoints, err := tableExists(ctx, q, sqliteHasTable, sqliteEndpointsTable)
 	if err != nil {
 		return nil, err
 	}
