@@ -19,8 +19,9 @@ generate:
 	$(GO) generate ./internal/config/
 	$(GO) generate ./rest/publishclient/
 
-## migration: after changing ent/schema, regenerate the code and write the next Postgres migration
-## from the difference (make migration name=add_refund_reason); needs the local Postgres (see docs/migrations.md)
+## migration: after changing ent/schema, regenerate the code and write the next migration of each
+## database (Postgres and SQLite, one version) from the difference (make migration name=add_refund_reason);
+## needs the local Postgres (see docs/migrations.md); on an up-to-date tree it writes nothing
 migration: generate
 	@test -n "$(name)" || { echo "usage: make migration name=<what_changed, snake_case>"; exit 2; }
 	$(GO) run ./cmd/gatehouse-migration -name "$(name)"

@@ -1,14 +1,18 @@
-// Command gatehouse-migration writes the next Postgres migration file from
-// the difference between the Ent schema (ent/schema) and the migration
-// directory: `make migration name=add_refund_reason`. With -rehash it only
-// recomputes atlas.sum, after a hand edit of a file not yet merged.
+// Command gatehouse-migration writes the next migration files, one for
+// Postgres and one for the embedded SQLite database, from the difference
+// between the Ent schema (ent/schema) and each migration directory:
+// `make migration name=add_refund_reason`. With -rehash it only
+// recomputes both atlas.sum files, after a hand edit of a file not yet
+// merged.
 //
-// It creates a throw-away database on a local Postgres server, replays the
-// directory there, asks Ent (through Atlas) for the statements that take
-// that schema to the Ent schema, writes them as
-// internal/store/migrations/postgres/<version>_<name>.sql, updates
-// atlas.sum, and drops the database. The server defaults to the one the
-// tests use (GATEHOUSE_TEST_POSTGRES_URL, else postgres://postgres@127.0.0.1:5432/test).
+// For Postgres it creates a throw-away database on a local Postgres
+// server, for SQLite a throw-away database file; it replays the directory
+// there, asks Ent (through Atlas) for the statements that take that
+// schema to the Ent schema, writes them as
+// internal/store/migrations/<dialect>/<version>_<name>.sql (the same
+// version in both), updates atlas.sum, and removes the database. The
+// Postgres server defaults to the one the tests use
+// (GATEHOUSE_TEST_POSTGRES_URL, else postgres://postgres@127.0.0.1:5432/test).
 package main
 
 import (
@@ -22,6 +26,8 @@ import (
 	"regexp"
 	"time"
 
+	"ariga.io/atlas/sql/migrate"
+	"entgo.io/ent/dialect"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
 
 	"gatehouse/internal/store"
@@ -40,14 +46,17 @@ func main() {
 func run() error {
 	name := flag.String("name", "", "what the change is, in snake_case (add_refund_reason)")
 	server := flag.String("postgres", testenv.PostgresAdminURL(), "a Postgres server to create the throw-away database on")
-	dir := flag.String("dir", store.MigrationsDir, "the migration directory")
-	rehash := flag.Bool("rehash", false, "only recompute atlas.sum (after editing a file that is not merged yet)")
+	pgDir := flag.String("postgres-dir", store.MigrationsDir, "the Postgres migration directory")
+	sqliteDir := flag.String("sqlite-dir", store.SQLiteMigrationsDir, "the SQLite migration directory")
+	rehash := flag.Bool("rehash", false, "only recompute both atlas.sum files (after editing a file that is not merged yet)")
 	flag.Parse()
 	if *rehash {
-		if err := store.RehashMigrations(*dir); err != nil {
-			return err
+		for _, dir := range []string{*pgDir, *sqliteDir} {
+			if err := store.RehashMigrations(dir); err != nil {
+				return err
+			}
+			fmt.Printf("recomputed %s/atlas.sum\n", dir)
 		}
-		fmt.Printf("recomputed %s/atlas.sum\n", *dir)
 		return nil
 	}
 	if !validName.MatchString(*name) {
@@ -56,19 +65,30 @@ func run() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
-	dev, drop, err := throwAwayDatabase(ctx, *server)
+	version := migrate.NewVersion()
+	pg, dropPG, err := throwAwayDatabase(ctx, *server)
 	if err != nil {
 		return err
 	}
-	defer drop()
-	file, err := store.WriteMigration(ctx, dev, *dir, *name)
-	switch {
-	case err != nil:
+	defer dropPG()
+	lite, dropLite, err := store.SQLiteDevDB()
+	if err != nil {
 		return err
-	case file == "":
-		fmt.Println("the migration directory already matches ent/schema: nothing written")
-	default:
-		fmt.Printf("wrote %s/%s and updated atlas.sum: review it, then commit both\n", *dir, file)
+	}
+	defer dropLite()
+	for _, t := range []struct {
+		dialect, dir string
+		dev          *sql.DB
+	}{{dialect.Postgres, *pgDir, pg}, {dialect.SQLite, *sqliteDir, lite}} {
+		file, err := store.WriteMigration(ctx, t.dialect, t.dev, t.dir, *name, version)
+		switch {
+		case err != nil:
+			return fmt.Errorf("%s: %w", t.dialect, err)
+		case file == "":
+			fmt.Printf("%s already matches ent/schema: nothing written\n", t.dir)
+		default:
+			fmt.Printf("wrote %s/%s and updated atlas.sum: review it, then commit both\n", t.dir, file)
+		}
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -117,9 +116,9 @@ func migrateCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "migrate",
 		Usage: "bring the database schema up to date, say what was applied, and exit",
-		Description: "On Postgres the versioned migration files built into the binary are applied, each in its\n" +
-			"  own transaction, under the same lock as at start-up; --status lists applied and pending ones\n" +
-			"  and changes nothing. The embedded SQLite database is kept by Ent's auto-migrate.",
+		Description: "The versioned migration files built into the binary for the database (Postgres or the\n" +
+			"  embedded SQLite) are applied, each in its own transaction (on Postgres under the same lock as\n" +
+			"  at start-up); --status lists applied and pending ones and changes nothing.",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "status", Usage: "list the applied and pending migrations; change nothing", Sources: cli.EnvVars("GATEHOUSE_MIGRATE_STATUS")},
 		},
@@ -150,10 +149,6 @@ func migrateCommand() *cli.Command {
 // printMigrationStatus lists applied and pending migrations.
 func printMigrationStatus(ctx context.Context, db *store.DB, w io.Writer) error {
 	st, err := db.MigrationStatus(ctx)
-	if errors.Is(err, store.ErrNotVersioned) {
-		_, err = fmt.Fprintln(w, err)
-		return err
-	}
 	if err != nil {
 		return err
 	}

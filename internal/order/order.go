@@ -92,11 +92,20 @@ type Service struct {
 	get, getSummary *store.Stmt
 }
 
-// getSQL reads an order by number: every column Order holds.
-const getSQL = `SELECT id, app_id, amount, status, customer_name, customer_phone, customer_email, create_time, pay_time FROM orders WHERE order_no = ?`
+// The order reads name the table and its columns by Ent's constants, so
+// that a renamed field breaks the build rather than the query.
+const (
+	// summaryColumns are what a Summary holds.
+	summaryColumns = entorder.FieldID + ", " + entorder.FieldAppID + ", " + entorder.FieldAmount + ", " + entorder.FieldStatus
+	// byOrderNo ends a read of one order by its number.
+	byOrderNo = " FROM " + entorder.Table + " WHERE " + entorder.FieldOrderNo + " = ?"
 
-// getSummarySQL reads what a Summary holds.
-const getSummarySQL = `SELECT id, app_id, amount, status FROM orders WHERE order_no = ?`
+	// getSQL reads an order by number: every column Order holds.
+	getSQL = "SELECT " + summaryColumns + ", " + entorder.FieldCustomerName + ", " + entorder.FieldCustomerPhone + ", " +
+		entorder.FieldCustomerEmail + ", " + entorder.FieldCreateTime + ", " + entorder.FieldPayTime + byOrderNo
+	// getSummarySQL reads what a Summary holds.
+	getSummarySQL = "SELECT " + summaryColumns + byOrderNo
+)
 
 // NewService returns a Service over db.
 func NewService(db *store.DB) *Service {

@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"text/template"
 
 	"ariga.io/atlas/sql/migrate"
-	"entgo.io/ent/dialect"
 	entsql "entgo.io/ent/dialect/sql"
 	"entgo.io/ent/dialect/sql/schema"
 
@@ -16,27 +16,41 @@ import (
 )
 
 // diffOptions are those of every comparison between the Ent schema and
-// the migration directory, so that writing a migration and checking the
-// directory agree: drops included (a removed field or index becomes a
-// DROP in the new file, for its author to review), Atlas's file format.
-func diffOptions(dir migrate.Dir, mode schema.Mode) []schema.MigrateOption {
+// a migration directory of dialectName, so that writing a migration and
+// checking the directory agree: drops included (a removed field or index
+// becomes a DROP in the new file, for its author to review), Atlas's file
+// format, the file named by version (empty: the current time).
+func diffOptions(dir migrate.Dir, mode schema.Mode, dialectName, version string) []schema.MigrateOption {
 	return []schema.MigrateOption{
 		schema.WithDir(dir),
 		schema.WithMigrationMode(mode),
-		schema.WithDialect(dialect.Postgres),
-		schema.WithFormatter(migrate.DefaultFormatter),
+		schema.WithDialect(dialectName),
+		schema.WithFormatter(formatter(version)),
 		schema.WithDropColumn(true),
 		schema.WithDropIndex(true),
 		schema.WithErrNoPlan(true),
 	}
 }
 
-// WriteMigration writes to the directory at dirPath the migration file
-// that takes the schema its files build to the Ent schema, named
-// <version>_<name>.sql, and updates atlas.sum. devDB must be an empty
-// Postgres database: the directory is replayed on it (and cleaned up).
-// It returns the new file's name, or "" when the schemas already agree.
-func WriteMigration(ctx context.Context, devDB *sql.DB, dirPath, name string) (string, error) {
+// formatter is Atlas's file format with the file named
+// <version>_<name>.sql, so that one schema change gives the Postgres and
+// the SQLite file the same version.
+func formatter(version string) migrate.Formatter {
+	if version == "" {
+		return migrate.DefaultFormatter
+	}
+	name := template.Must(template.New("").Parse(version + "{{ with .Name }}_{{ . }}{{ end }}.sql"))
+	return migrate.TemplateFormatter{{N: name, C: migrate.DefaultFormatter[0].C}}
+}
+
+// WriteMigration writes to the directory at dirPath the migration file of
+// dialectName (dialect.Postgres or dialect.SQLite) that takes the schema
+// its files build to the Ent schema, named <version>_<name>.sql (version
+// empty: the current time), and updates atlas.sum. devDB must be an empty
+// database of that dialect (SQLite with foreign keys on): the directory is
+// replayed on it (and cleaned up). It returns the new file's name, or ""
+// when the schemas already agree.
+func WriteMigration(ctx context.Context, dialectName string, devDB *sql.DB, dirPath, name, version string) (string, error) {
 	dir, err := migrate.NewLocalDir(dirPath)
 	if err != nil {
 		return "", err
@@ -45,8 +59,8 @@ func WriteMigration(ctx context.Context, devDB *sql.DB, dirPath, name string) (s
 	if err != nil {
 		return "", err
 	}
-	client := ent.NewClient(ent.Driver(entsql.OpenDB(dialect.Postgres, devDB)))
-	err = client.Schema.NamedDiff(ctx, name, diffOptions(dir, schema.ModeReplay)...)
+	client := ent.NewClient(ent.Driver(entsql.OpenDB(dialectName, devDB)))
+	err = client.Schema.NamedDiff(ctx, name, diffOptions(dir, schema.ModeReplay, dialectName, version)...)
 	if errors.Is(err, migrate.ErrNoPlan) {
 		return "", nil
 	}
@@ -70,7 +84,7 @@ func WriteMigration(ctx context.Context, devDB *sql.DB, dirPath, name string) (s
 // database (migrated from the directory) and the Ent schema agree.
 func PendingSchemaChanges(ctx context.Context, db *DB) (string, error) {
 	dir := &migrate.MemDir{}
-	err := db.schema().NamedDiff(ctx, "pending", diffOptions(dir, schema.ModeInspect)...)
+	err := db.schema().NamedDiff(ctx, "pending", diffOptions(dir, schema.ModeInspect, db.Dialect, "")...)
 	if errors.Is(err, migrate.ErrNoPlan) {
 		return "", nil
 	}

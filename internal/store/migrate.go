@@ -7,10 +7,7 @@ import (
 	"time"
 
 	"entgo.io/ent/dialect"
-	"entgo.io/ent/dialect/sql/schema"
 	"github.com/jackc/pgx/v5"
-
-	atlas "ariga.io/atlas/sql/schema"
 
 	entmigrate "gatehouse/ent/migrate"
 )
@@ -18,23 +15,21 @@ import (
 // Report says what Migrate did, for the log and `gatehouse migrate`.
 type Report struct {
 	Dialect string
-	// Applied are the migration files applied now (Postgres), oldest first.
+	// Applied are the migration files applied now, oldest first.
 	Applied []string
-	// Adopted is the baseline file at which a database made by auto-migrate
+	// Adopted is the file at which a database made by auto-migrate
 	// (before versioned migrations) was taken over; empty otherwise.
 	Adopted string
 	// Repaired lists what was added to an adopted database to match the
 	// baseline (it came from an older release).
 	Repaired []string
-	// Version is the version of the newest migration file (Postgres).
+	// Version is the version of the newest migration file.
 	Version string
-	// AutoChanges lists what auto-migrate created or changed (SQLite).
-	AutoChanges []string
 }
 
 // Changed reports whether Migrate changed the schema.
 func (r Report) Changed() bool {
-	return len(r.Applied) > 0 || r.Adopted != "" || len(r.AutoChanges) > 0
+	return len(r.Applied) > 0 || r.Adopted != ""
 }
 
 // String is one line for people: what was applied, or that nothing was.
@@ -49,9 +44,6 @@ func (r Report) String() string {
 	}
 	if len(r.Applied) > 0 {
 		parts = append(parts, fmt.Sprintf("applied %d migration(s): %s", len(r.Applied), strings.Join(r.Applied, ", ")))
-	}
-	if len(r.AutoChanges) > 0 {
-		parts = append(parts, "auto-migrate: "+strings.Join(r.AutoChanges, ", "))
 	}
 	if len(parts) == 0 {
 		parts = append(parts, "schema is up to date, nothing applied")
@@ -72,20 +64,21 @@ func (d *DB) Migrate(ctx context.Context) error {
 	return err
 }
 
-// MigrateReport brings the schema up to date and says what it did. On
-// Postgres it applies the pending versioned migration files while holding
-// an advisory lock, so that replicas starting at once migrate one after
-// another; the embedded SQLite database keeps Ent's auto-migrate.
+// MigrateReport brings the schema up to date and says what it did: it
+// applies the pending versioned migration files of the database's dialect
+// (see docs/migrations.md). On Postgres it holds an advisory lock, so
+// that replicas starting at once migrate one after another.
 func (d *DB) MigrateReport(ctx context.Context) (Report, error) {
 	if d.Dialect != dialect.Postgres {
-		changes, err := d.autoMigrate(ctx)
+		rep, err := d.migrateSQLite(ctx)
 		if err != nil {
-			return Report{Dialect: d.Dialect}, fmt.Errorf("migrate: %w", err)
+			return rep, fmt.Errorf("migrate: %w", err)
 		}
-		if err := d.upgradeToEndpoints(ctx, changes); err != nil {
-			return Report{Dialect: d.Dialect}, fmt.Errorf("migrate: %w", err)
-		}
-		return Report{Dialect: d.Dialect, AutoChanges: changes}, nil
+		return rep, nil
+	}
+	v, err := versionedFor(dialect.Postgres)
+	if err != nil {
+		return Report{}, err
 	}
 	unlock, err := d.migrationLock(ctx)
 	if err != nil {
@@ -97,7 +90,7 @@ func (d *DB) MigrateReport(ctx context.Context) (Report, error) {
 		return Report{}, fmt.Errorf("migrate: %w", err)
 	}
 	defer conn.Close()
-	rep, err := migratePostgres(ctx, conn)
+	rep, err := migrateVersioned(ctx, conn, v)
 	if err != nil {
 		return rep, fmt.Errorf("migrate: %w", err)
 	}
@@ -176,42 +169,6 @@ func (d *DB) migrationLock(ctx context.Context) (unlock func(), err error) {
 // lockRetry is the pause between two tries of the migration lock through
 // a pooler.
 const lockRetry = 200 * time.Millisecond
-
-// autoMigrate runs Ent's auto-migrate and lists what it changed.
-func (d *DB) autoMigrate(ctx context.Context) ([]string, error) {
-	var changes []string
-	hook := func(next schema.Differ) schema.Differ {
-		return schema.DiffFunc(func(current, desired *atlas.Schema) ([]atlas.Change, error) {
-			cs, err := next.Diff(current, desired)
-			for _, c := range cs {
-				changes = append(changes, describeChange(c)...)
-			}
-			return cs, err
-		})
-	}
-	if err := d.schema().Create(ctx, schema.WithDiffHook(hook)); err != nil {
-		return nil, err
-	}
-	return changes, nil
-}
-
-// describeChange names a schema change for people.
-func describeChange(c atlas.Change) []string {
-	switch c := c.(type) {
-	case *atlas.AddTable:
-		return []string{"create table " + c.T.Name}
-	case *atlas.ModifyTable:
-		var out []string
-		for _, tc := range c.Changes {
-			d, _ := describeTableChange(tc)
-			out = append(out, c.T.Name+": "+d)
-		}
-		return out
-	default:
-		d, _ := additive(c)
-		return d
-	}
-}
 
 // schema is Ent's migrator over the driver without error classification
 // (Atlas reads its results as *sql.Rows), or the client's when there is

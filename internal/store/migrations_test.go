@@ -9,14 +9,17 @@ import (
 	"sync"
 	"testing"
 
+	"entgo.io/ent/dialect"
+
 	"gatehouse/internal/store"
 	"gatehouse/internal/testenv"
 )
 
-// migrationFiles are the names of the embedded migration files, oldest first.
-func migrationFiles(t *testing.T) []string {
+// migrationFiles are the names of the embedded migration files of
+// dialectName, oldest first.
+func migrationFiles(t *testing.T, dialectName string) []string {
 	t.Helper()
-	dir, err := store.PostgresMigrations() // also checks atlas.sum against the files
+	dir, err := store.Migrations(dialectName) // also checks atlas.sum against the files
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,52 +44,107 @@ func openPostgres(t *testing.T) *store.DB {
 	return db
 }
 
-// TestMigrationsMatchSchema is the check that the committed migration
-// directory and ent/schema agree: the files applied to a fresh database
-// leave nothing for Ent to change, and atlas.sum matches the files. It
-// fails after a schema change without `make migration name=…`.
-func TestMigrationsMatchSchema(t *testing.T) {
-	ctx := context.Background()
-	files := migrationFiles(t)
-	db := openPostgres(t)
-	rep, err := db.MigrateReport(ctx)
+// openSQLite opens (without migrating) the SQLite file at path, or a new
+// one when path is empty.
+func openSQLite(t *testing.T, path string) *store.DB {
+	t.Helper()
+	if path == "" {
+		path = filepath.Join(t.TempDir(), "g.db")
+	}
+	db, err := store.Open(context.Background(), "sqlite:"+path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(rep.Applied, ",") != strings.Join(files, ",") || rep.Adopted != "" {
-		t.Fatalf("fresh database: %+v, want every file applied: %v", rep, files)
-	}
-	pending, err := store.PendingSchemaChanges(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if pending != "" {
-		t.Fatalf("ent/schema and %s disagree; run `make migration name=<what changed>`. Ent would still run:\n%s", store.MigrationsDir, pending)
-	}
-	// The directory on disk is the one embedded, and its sum is valid.
-	onDisk, err := os.ReadDir(filepath.Join("..", "..", store.MigrationsDir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(onDisk) != len(files)+1 { // + atlas.sum
-		t.Fatalf("%d entries on disk, %d migrations embedded", len(onDisk), len(files))
-	}
-	// Again: nothing to do, and the status says so.
-	if rep, err := db.MigrateReport(ctx); err != nil || rep.Changed() || !strings.Contains(rep.String(), "up to date") {
-		t.Fatalf("second run: %v %v", rep, err)
-	}
-	st, err := db.MigrationStatus(ctx)
-	if err != nil || len(st.Applied) != len(files) || len(st.Pending) != 0 || st.Unadopted {
-		t.Fatalf("status %+v %v", st, err)
-	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }
 
-// TestWriteMigrationNothingToDo: `make migration` on an up-to-date
-// directory writes nothing (it replays the directory on a throw-away
+// openFresh opens an empty database of the backend, with the name of its
+// dialect and of its migration directory.
+func openFresh(t *testing.T, b testenv.Backend) (db *store.DB, dialectName, dir string) {
+	if b.Embedded() {
+		return openSQLite(t, ""), dialect.SQLite, store.SQLiteMigrationsDir
+	}
+	return openPostgres(t), dialect.Postgres, store.MigrationsDir
+}
+
+// TestMigrationsMatchSchema is the check that each committed migration
+// directory (Postgres, SQLite) and ent/schema agree: the files applied to
+// a fresh database leave nothing for Ent to change, and atlas.sum matches
+// the files. It fails after a schema change without `make migration
+// name=…`.
+func TestMigrationsMatchSchema(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		ctx := context.Background()
+		db, dialectName, dirPath := openFresh(t, b)
+		files := migrationFiles(t, dialectName)
+		rep, err := db.MigrateReport(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(rep.Applied, ",") != strings.Join(files, ",") || rep.Adopted != "" {
+			t.Fatalf("fresh database: %+v, want every file applied: %v", rep, files)
+		}
+		pending, err := store.PendingSchemaChanges(ctx, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pending != "" {
+			t.Fatalf("ent/schema and %s disagree; run `make migration name=<what changed>`. Ent would still run:\n%s", dirPath, pending)
+		}
+		// The directory on disk is the one embedded, and its sum is valid.
+		onDisk, err := os.ReadDir(filepath.Join("..", "..", dirPath))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(onDisk) != len(files)+1 { // + atlas.sum
+			t.Fatalf("%d entries on disk, %d migrations embedded", len(onDisk), len(files))
+		}
+		// Again: nothing to do, and the status says so.
+		if rep, err := db.MigrateReport(ctx); err != nil || rep.Changed() || !strings.Contains(rep.String(), "up to date") {
+			t.Fatalf("second run: %v %v", rep, err)
+		}
+		st, err := db.MigrationStatus(ctx)
+		if err != nil || len(st.Applied) != len(files) || len(st.Pending) != 0 || st.Unadopted {
+			t.Fatalf("status %+v %v", st, err)
+		}
+	})
+}
+
+// TestWriteMigrationNothingToDo: `make migration` on up-to-date
+// directories writes nothing (it replays each directory on a throw-away
 // database and diffs it with ent/schema).
 func TestWriteMigrationNothingToDo(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		var (
+			dialectName, src = dialect.SQLite, store.SQLiteMigrationsDir
+			dev              *sql.DB
+			drop             func()
+			err              error
+		)
+		if b.Embedded() {
+			dev, drop, err = store.SQLiteDevDB()
+		} else {
+			dialectName, src = dialect.Postgres, store.MigrationsDir
+			dev, err = sql.Open("pgx", testenv.PostgresURL(t))
+			drop = func() { dev.Close() }
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer drop()
+		dir := copyDir(t, filepath.Join("..", "..", src))
+		file, err := store.WriteMigration(context.Background(), dialectName, dev, dir, "nothing", "")
+		if err != nil || file != "" {
+			t.Fatalf("WriteMigration = %q, %v; want nothing written", file, err)
+		}
+	})
+}
+
+// copyDir copies the files of src into a new temporary directory.
+func copyDir(t *testing.T, src string) string {
+	t.Helper()
 	dir := t.TempDir()
-	src := filepath.Join("..", "..", store.MigrationsDir)
 	entries, err := os.ReadDir(src)
 	if err != nil {
 		t.Fatal(err)
@@ -100,15 +158,7 @@ func TestWriteMigrationNothingToDo(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	dev, err := sql.Open("pgx", testenv.PostgresURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
-	file, err := store.WriteMigration(context.Background(), dev, dir, "nothing")
-	if err != nil || file != "" {
-		t.Fatalf("WriteMigration = %q, %v; want nothing written", file, err)
-	}
+	return dir
 }
 
 // baselineOnly makes db look like a database of the last release before
@@ -132,13 +182,33 @@ func baselineOnly(t *testing.T, db *store.DB) {
 	}
 }
 
+// migrateAdoptingAtFirst checks that db, made by auto-migrate, is to be
+// adopted at the first of files, and migrates it: adopted there with
+// nothing to add, every later file applied.
+func migrateAdoptingAtFirst(t *testing.T, db *store.DB, files []string) store.Report {
+	t.Helper()
+	ctx := context.Background()
+	st, err := db.MigrationStatus(ctx)
+	if err != nil || !st.Unadopted || st.Baseline != files[0] || len(st.Pending) != len(files)-1 {
+		t.Fatalf("status before: %+v %v", st, err)
+	}
+	rep, err := db.MigrateReport(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Adopted != files[0] || len(rep.Repaired) != 0 || strings.Join(rep.Applied, ",") != strings.Join(files[1:], ",") {
+		t.Fatalf("report %+v", rep)
+	}
+	return rep
+}
+
 // TestMigrateAdoptsAutoMigratedDatabase: a database made before versioned
 // migrations is recognised, adopted at the baseline with its data intact,
 // and migrated on from there; an older one gets what it lacks; one that
 // differs otherwise is refused with the differences named.
 func TestMigrateAdoptsAutoMigratedDatabase(t *testing.T) {
 	ctx := context.Background()
-	files := migrationFiles(t)
+	files := migrationFiles(t, dialect.Postgres)
 
 	t.Run("as the last release left it", func(t *testing.T) {
 		db := openPostgres(t)
@@ -146,17 +216,7 @@ func TestMigrateAdoptsAutoMigratedDatabase(t *testing.T) {
 		if _, err := db.SQL.Exec(`INSERT INTO tickets (title, status, created_at) VALUES ('kept', 'OPEN', now())`); err != nil {
 			t.Fatal(err)
 		}
-		st, err := db.MigrationStatus(ctx)
-		if err != nil || !st.Unadopted || st.Baseline != files[0] || len(st.Pending) != len(files)-1 {
-			t.Fatalf("status before: %+v %v", st, err)
-		}
-		rep, err := db.MigrateReport(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rep.Adopted != files[0] || len(rep.Repaired) != 0 || strings.Join(rep.Applied, ",") != strings.Join(files[1:], ",") {
-			t.Fatalf("report %+v", rep)
-		}
+		rep := migrateAdoptingAtFirst(t, db, files)
 		if !strings.Contains(rep.String(), "adopted the existing database") {
 			t.Fatalf("report text %q", rep)
 		}
@@ -166,7 +226,7 @@ func TestMigrateAdoptsAutoMigratedDatabase(t *testing.T) {
 		if pending, err := store.PendingSchemaChanges(ctx, db); err != nil || pending != "" {
 			t.Fatalf("after adoption Ent would still run %q (%v)", pending, err)
 		}
-		st, err = db.MigrationStatus(ctx)
+		st, err := db.MigrationStatus(ctx)
 		if err != nil || st.Unadopted || len(st.Pending) != 0 || !st.Applied[0].Baseline {
 			t.Fatalf("status after: %+v %v", st, err)
 		}
@@ -211,7 +271,7 @@ func TestMigrateAdoptsAutoMigratedDatabase(t *testing.T) {
 // database apply each file exactly once between them.
 func TestMigrateReplicasTogether(t *testing.T) {
 	url := testenv.PostgresURL(t)
-	files := migrationFiles(t)
+	files := migrationFiles(t, dialect.Postgres)
 	var (
 		wg      sync.WaitGroup
 		mu      sync.Mutex
@@ -240,26 +300,5 @@ func TestMigrateReplicasTogether(t *testing.T) {
 	wg.Wait()
 	if len(applied) != len(files) {
 		t.Fatalf("applied %v, want each of %v once", applied, files)
-	}
-}
-
-// TestSQLiteAutoMigrateReport: the embedded database says what
-// auto-migrate created the first time, and nothing the second.
-func TestSQLiteAutoMigrateReport(t *testing.T) {
-	ctx := context.Background()
-	db, err := store.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "g.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	rep, err := db.MigrateReport(ctx)
-	if err != nil || !strings.Contains(rep.String(), "create table tickets") {
-		t.Fatalf("first: %v %v", rep, err)
-	}
-	if rep, err := db.MigrateReport(ctx); err != nil || rep.Changed() || rep.String() != "schema is up to date, nothing applied" {
-		t.Fatalf("second: %v %v", rep, err)
-	}
-	if _, err := db.MigrationStatus(ctx); err != store.ErrNotVersioned {
-		t.Fatalf("status on SQLite: %v", err)
 	}
 }

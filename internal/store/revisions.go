@@ -9,10 +9,11 @@ import (
 	"time"
 
 	"ariga.io/atlas/sql/migrate"
+	"entgo.io/ent/dialect"
 )
 
-// revisionsTable records the migration files applied to a Postgres
-// database, one row per file, in the columns Atlas's own tools use.
+// revisionsTable records the migration files applied to a database, one
+// row per file, in the columns Atlas's own tools use.
 const revisionsTable = "atlas_schema_revisions"
 
 // querier is what a *sql.Conn and a *sql.Tx have in common.
@@ -23,29 +24,41 @@ type querier interface {
 }
 
 // revisions is Atlas's migrate.RevisionReadWriter over revisionsTable in
-// the connection's current schema.
-type revisions struct{ q querier }
+// the connection's current schema; dialect is the database's (dialect.Postgres
+// or dialect.SQLite).
+type revisions struct {
+	q       querier
+	dialect string
+}
 
 var _ migrate.RevisionReadWriter = revisions{}
 
-const createRevisions = `CREATE TABLE IF NOT EXISTS ` + revisionsTable + ` (
+// createRevisions makes the table; SQLite's column types are those its
+// driver reads back as times and JSON.
+func createRevisions(dialectName string) string {
+	timestamp, json := "timestamptz", "jsonb"
+	if dialectName == dialect.SQLite {
+		timestamp, json = "datetime", "json"
+	}
+	return `CREATE TABLE IF NOT EXISTS ` + revisionsTable + ` (
 	version          text PRIMARY KEY,
 	description      text NOT NULL,
 	type             bigint NOT NULL DEFAULT 2,
 	applied          bigint NOT NULL DEFAULT 0,
 	total            bigint NOT NULL DEFAULT 0,
-	executed_at      timestamptz NOT NULL,
+	executed_at      ` + timestamp + ` NOT NULL,
 	execution_time   bigint NOT NULL,
 	error            text,
 	error_stmt       text,
 	hash             text NOT NULL,
-	partial_hashes   jsonb,
+	partial_hashes   ` + json + `,
 	operator_version text NOT NULL
 )`
+}
 
 // ensure creates the table when it is missing.
 func (r revisions) ensure(ctx context.Context) error {
-	if _, err := r.q.ExecContext(ctx, createRevisions); err != nil {
+	if _, err := r.q.ExecContext(ctx, createRevisions(r.dialect)); err != nil {
 		return fmt.Errorf("create %s: %w", revisionsTable, err)
 	}
 	return nil

@@ -2,23 +2,21 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"ariga.io/atlas/sql/migrate"
-	"entgo.io/ent/dialect"
 )
 
-// MigrationStatus is where a Postgres database stands against the
-// migration directory.
+// MigrationStatus is where a database stands against its migration
+// directory.
 type MigrationStatus struct {
 	// Applied are the migrations recorded in the database, oldest first.
 	Applied []AppliedMigration
 	// Pending are the files the next migration will apply, oldest first.
 	Pending []string
 	// Unadopted: the database was made by auto-migrate before versioned
-	// migrations; the next migration adopts it at Baseline first.
+	// migrations; the next migration adopts it at the file Baseline first.
 	Unadopted bool
 	Baseline  string
 }
@@ -34,18 +32,15 @@ type AppliedMigration struct {
 	Partial bool
 }
 
-// ErrNotVersioned is MigrationStatus on the embedded SQLite database,
-// whose schema Ent's auto-migrate keeps.
-var ErrNotVersioned = errors.New("the embedded SQLite database has no versioned migrations: Ent's auto-migrate keeps its schema at start-up")
-
 // MigrationStatus reads, without changing anything, which migration files
 // the database has applied and which are pending.
 func (d *DB) MigrationStatus(ctx context.Context) (MigrationStatus, error) {
 	var st MigrationStatus
-	if d.Dialect != dialect.Postgres {
-		return st, ErrNotVersioned
+	v, err := versionedFor(d.Dialect)
+	if err != nil {
+		return st, err
 	}
-	dir, err := PostgresMigrations()
+	dir, err := Migrations(d.Dialect)
 	if err != nil {
 		return st, err
 	}
@@ -53,13 +48,13 @@ func (d *DB) MigrationStatus(ctx context.Context) (MigrationStatus, error) {
 	if err != nil {
 		return st, err
 	}
-	var exists bool
-	if err := d.SQL.QueryRowContext(ctx, `SELECT to_regclass($1) IS NOT NULL`, revisionsTable).Scan(&exists); err != nil {
+	exists, err := v.tableExists(ctx, d.SQL, revisionsTable)
+	if err != nil {
 		return st, fmt.Errorf("migration status: %w", err)
 	}
 	var revs []*migrate.Revision
 	if exists {
-		if revs, err = (revisions{d.SQL}).ReadRevisions(ctx); err != nil {
+		if revs, err = (revisions{d.SQL, d.Dialect}).ReadRevisions(ctx); err != nil {
 			return st, fmt.Errorf("migration status: %w", err)
 		}
 	}
@@ -77,12 +72,16 @@ func (d *DB) MigrationStatus(ctx context.Context) (MigrationStatus, error) {
 		}
 	}
 	if len(revs) == 0 && len(files) > 0 {
-		made, err := madeByAutoMigrate(ctx, d.SQL)
+		made, err := v.madeByAutoMigrate(ctx, d.SQL)
 		if err != nil {
 			return st, err
 		}
 		if made {
-			st.Unadopted, st.Baseline, baseline = true, files[0].Name(), files[0].Version()
+			at, err := v.adoptAt(ctx, d.SQL, files)
+			if err != nil {
+				return st, err
+			}
+			st.Unadopted, st.Baseline, baseline = true, at.Name(), at.Version()
 		}
 	}
 	for _, f := range files {

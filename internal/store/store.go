@@ -1,7 +1,7 @@
 // Package store opens the Ent client on the embedded SQLite file or on
-// Postgres (through pgx), migrates the schema (Postgres: versioned
-// migration files, see docs/migrations.md; SQLite: Ent's auto-migrate),
-// and runs transactions.
+// Postgres (through pgx), migrates the schema (versioned migration files,
+// one directory per database, see docs/migrations.md), and runs
+// transactions.
 package store
 
 import (
