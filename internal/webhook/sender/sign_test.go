@@ -1,4 +1,4 @@
-package webhook
+package sender
 
 import (
 	"net/http"

@@ -1,4 +1,4 @@
-package webhook
+package dispatch
 
 // The raw SQL of the webhook package, in one place: the scheduler's claim
 // and its wake-up times, the storing of attempts' outcomes, the breaker's
