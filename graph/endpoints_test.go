@@ -1,6 +1,10 @@
 package graph_test
 
 import (
+	"gatehouse/internal/webhook/dispatch"
+
+	"gatehouse/internal/webhook/sender"
+
 	"context"
 	"fmt"
 	"strings"
@@ -38,7 +42,7 @@ func TestWebhookEndpointMutations(t *testing.T) {
 			eventTypes: ["order.refunded", "order.refunded", "invoice.issued"], rateLimit: 50}) { secret endpoint { id url description eventTypes rateLimit enabled } } }`,
 			map[string]any{"app": appID}).ok(t, "createWebhookEndpoint")
 		secondID := str(created, "endpoint", "id")
-		if s := str(created, "secret"); !strings.HasPrefix(s, webhook.SecretPrefix) {
+		if s := str(created, "secret"); !strings.HasPrefix(s, sender.SecretPrefix) {
 			t.Fatalf("secret %q", s)
 		}
 		if fmt.Sprint(dig(created, "endpoint", "eventTypes")) != "[order.refunded invoice.issued]" || num(created, "endpoint", "rateLimit") != 50 {
@@ -101,7 +105,7 @@ func TestWebhookEndpointMutations(t *testing.T) {
 			t.Fatalf("%d deliveries of the payment (%v), want 2", len(ds), err)
 		}
 		for _, d := range ds {
-			if d.CallbackURL == "https://first.example.com/h" && (d.Status != webhook.StatusCancelled || d.EndpointID != nil) {
+			if d.CallbackURL == "https://first.example.com/h" && (d.Status != dispatch.StatusCancelled || d.EndpointID != nil) {
 				t.Fatalf("the deleted endpoint's delivery is %s (endpoint %v), want CANCELLED", d.Status, d.EndpointID)
 			}
 		}

@@ -1,6 +1,8 @@
 package graph
 
 import (
+	"gatehouse/internal/webhook/sender"
+
 	"context"
 	"encoding/json"
 	"time"
@@ -80,18 +82,18 @@ func egressInput(in *webhook.EndpointInput, schedule graphql.Omittable[[]int], p
 			if preset != nil {
 				return errs.Invalid("retrySchedule", "give retrySchedule or retryPreset, not both")
 			}
-			p := webhook.PresetDefault
+			p := sender.PresetDefault
 			in.RetryPreset = &p
 		} else {
 			in.RetrySchedule = &waits
 		}
 	}
 	if preset != nil {
-		p := webhook.RetryPreset(*preset)
+		p := sender.RetryPreset(*preset)
 		in.RetryPreset = &p
 	}
 	if headers != nil {
-		m, err := webhook.ParseHeaders(headers)
+		m, err := sender.ParseHeaders(headers)
 		if err != nil {
 			return err
 		}

@@ -1,6 +1,8 @@
 package graph
 
 import (
+	"gatehouse/internal/webhook/catalogue"
+
 	"fmt"
 	"strings"
 	"testing"
@@ -51,7 +53,7 @@ func TestPrice(t *testing.T) {
 		{"a type", `{ __type(name: "Order") { fields { name } } }`, TypeCost},
 		{"__typename is free", `{ __typename tickets(first: 1) { __typename } }`, 1},
 		{"aliased schemas", aliases(3, "__schema { queryType { name } }"), 3 * SchemaCost},
-		{"the webhook catalogue: as many rows as it may hold", `{ webhookEventTypes { name schema } }`, webhook.MaxCustomTypes},
+		{"the webhook catalogue: as many rows as it may hold", `{ webhookEventTypes { name schema } }`, catalogue.MaxCustomTypes},
 		{"an app's webhook endpoints: as many as it may have", `{ partnerApps(first: 10) { edges { node { webhookEndpoints { url breaker } } } } }`, 10 + 10*webhook.MaxEndpoints},
 		{"a mutation", `mutation { createSku(input: {name: "x", stock: 1}) { id } }`, MutationCost},
 		{"aliased mutations", `mutation { a: payOrder(orderNo: "1") { id app { id } } b: payOrder(orderNo: "2") { id } }`, 2*MutationCost + 1},

@@ -1,6 +1,8 @@
 package graph_test
 
 import (
+	"gatehouse/internal/webhook/dispatch"
+
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,7 +19,6 @@ import (
 	"gatehouse/internal/telemetry"
 	"gatehouse/internal/telemetry/telemetrytest"
 	"gatehouse/internal/testenv"
-	"gatehouse/internal/webhook"
 )
 
 // TestTracePayOrderToWebhookAndRefund: the admin request's server span
@@ -68,7 +69,7 @@ func TestTracePayOrderToWebhookAndRefund(t *testing.T) {
 		rec.Wait(t, "of the database under payOrder", func(s tracetest.SpanStub) bool {
 			return isDBScope(s.InstrumentationScope.Name) && rec.Under(s, pay.SpanContext)
 		})
-		attempt := rec.Wait(t, "webhook attempt", telemetrytest.Named(webhook.SpanAttempt))
+		attempt := rec.Wait(t, "webhook attempt", telemetrytest.Named(dispatch.SpanAttempt))
 		if attempt.Parent.SpanID() != pay.SpanContext.SpanID() || attempt.SpanContext.TraceID() != pay.SpanContext.TraceID() {
 			t.Errorf("attempt's parent %s, want payOrder %s", attempt.Parent.SpanID(), pay.SpanContext.SpanID())
 		}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"gatehouse/internal/webhook/receiver"
+
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +13,6 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"gatehouse/internal/demo"
-	"gatehouse/internal/webhook"
 )
 
 func webhookCommand() *cli.Command {
@@ -35,7 +36,7 @@ func webhookCommand() *cli.Command {
 			},
 			Action: func(ctx context.Context, cmd *cli.Command) error {
 				out := cmd.Root().Writer
-				rcv, err := webhook.NewReceiver(cmd.String("secret"), out)
+				rcv, err := receiver.NewReceiver(cmd.String("secret"), out)
 				if err != nil {
 					return fmt.Errorf("webhook listen: --secret: %w", err)
 				}

@@ -1,6 +1,8 @@
 package demo
 
 import (
+	"gatehouse/internal/webhook/sender"
+
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -14,7 +16,6 @@ import (
 	entorder "gatehouse/ent/order"
 	"gatehouse/internal/order"
 	"gatehouse/internal/partner"
-	"gatehouse/internal/webhook"
 )
 
 func init() { register(50, seedWebhooks) }
@@ -28,7 +29,7 @@ func DemoCallbackURL(e Env) string { return "http://" + e.App.Cfg.Demo.Receiver 
 // the master key, so that the banner can print it after any restart
 // without a published constant.
 func DemoWebhookSecret(e Env) string {
-	return webhook.SecretPrefix + base64.StdEncoding.EncodeToString(derived(e, "gatehouse demo webhook secret"))
+	return sender.SecretPrefix + base64.StdEncoding.EncodeToString(derived(e, "gatehouse demo webhook secret"))
 }
 
 // seedWebhooks makes sure the demo app calls back the local receiver and

@@ -9,11 +9,11 @@ import (
 // repeats.
 const maxEcho = 64
 
-// echo quotes a caller's value for an error message: Go-quoted (control
+// Echo quotes a caller's value for an error message: Go-quoted (control
 // characters escaped, so it cannot break a line or a terminal) and cut to
 // its first maxEcho characters followed by "…", so that a megabyte of
 // input does not come back in the reply, the audit log and the logs.
-func echo(s string) string {
+func Echo(s string) string {
 	if utf8.RuneCountInString(s) <= maxEcho {
 		return strconv.Quote(s)
 	}

@@ -1,6 +1,8 @@
 package webhook_test
 
 import (
+	"gatehouse/internal/webhook/dispatch"
+
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -69,7 +71,7 @@ func TestCrashAndRestartDeliversEverything(t *testing.T) {
 	defer close(release)
 
 	db, env := queueDeliveries(t, pgURL, rcv.URL+"/hook", total)
-	succeeded := func() int { return countStatus(t, db, webhook.StatusSuccess) }
+	succeeded := func() int { return countStatus(t, db, dispatch.StatusSuccess) }
 
 	// First run: killed with SIGKILL mid-way.
 	first := startServer(t, bin, env)
@@ -87,7 +89,7 @@ func TestCrashAndRestartDeliversEverything(t *testing.T) {
 		t.Fatalf("all %d deliveries succeeded before the kill: nothing was tested", done)
 	}
 	leased, err := db.WebhookDelivery.Query().Where(webhookdelivery.LeaseUntilNotNil(),
-		webhookdelivery.StatusIn(webhook.StatusPending, webhook.StatusRetrying)).Count(ctx)
+		webhookdelivery.StatusIn(dispatch.StatusPending, dispatch.StatusRetrying)).Count(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,11 @@
 package webhook
 
 import (
+	"gatehouse/internal/redact"
+	"gatehouse/internal/webhook/sender"
+
+	"gatehouse/internal/webhook/dispatch"
+
 	"context"
 	"errors"
 	"fmt"
@@ -46,15 +51,15 @@ type EndpointInput struct {
 	ClearRateLimit bool
 	Enabled        *bool
 	// RetrySchedule is the waits in seconds before each retry (see
-	// CheckSchedule); RetryPreset names one instead (PresetDefault goes
+	// sender.CheckSchedule); RetryPreset names one instead (PresetDefault goes
 	// back to the default schedule). At most one of the two.
 	RetrySchedule *[]int
-	RetryPreset   *RetryPreset
-	// Headers are the custom request headers (see CheckHeaders); an empty
+	RetryPreset   *sender.RetryPreset
+	// Headers are the custom request headers (see sender.CheckHeaders); an empty
 	// map removes them.
 	Headers *map[string]string
 	// ClientCertificate and ClientKey (PEM, both or neither) are presented
-	// to the receiver for mutual TLS (see CheckClientCertificate);
+	// to the receiver for mutual TLS (see sender.CheckClientCertificate);
 	// ClearClientCertificate removes them.
 	ClientCertificate, ClientKey *string
 	ClearClientCertificate       bool
@@ -68,7 +73,7 @@ func (s *Service) CreateEndpoint(ctx context.Context, appID int, in EndpointInpu
 	if in.URL == nil || *in.URL == "" {
 		return nil, "", errs.Invalid("url", "is required")
 	}
-	plain := NewSecret()
+	plain := sender.NewSecret()
 	sealed, err := s.sealer.Seal([]byte(plain))
 	if err != nil {
 		return nil, "", fmt.Errorf("seal endpoint secret: %w", err)
@@ -140,7 +145,7 @@ func (s *Service) SetEndpointEnabled(ctx context.Context, id int, enabled bool) 
 // SecretOverlap (a secret replaced before that stops at once: one
 // previous secret is kept).
 func (s *Service) RotateEndpointSecret(ctx context.Context, id int) (*ent.WebhookEndpoint, string, error) {
-	plain := NewSecret()
+	plain := sender.NewSecret()
 	sealed, err := s.sealer.Seal([]byte(plain))
 	if err != nil {
 		return nil, "", fmt.Errorf("seal endpoint secret: %w", err)
@@ -304,7 +309,7 @@ func normalizeEventTypes(in []string) ([]string, error) {
 	out := make([]string, 0, len(in))
 	for _, t := range in {
 		if !eventTypeName.MatchString(t) {
-			return nil, errs.Invalid("eventTypes", "%s is not an event type name (1-64 of a-z, 0-9, '.', '_', '-', starting with a letter)", echo(t))
+			return nil, errs.Invalid("eventTypes", "%s is not an event type name (1-64 of a-z, 0-9, '.', '_', '-', starting with a letter)", redact.Echo(t))
 		}
 		if !slices.Contains(out, t) {
 			out = append(out, t)
@@ -324,4 +329,17 @@ func endpointErr(op string, err error) error {
 		return err
 	}
 	return fmt.Errorf("%s: %w", op, err)
+}
+
+// autoDisable is the dispatcher's DisableEndpoint: endpoint id disabled
+// automatically at now, unless it is disabled already.
+func (s *Service) autoDisable(ctx context.Context, id int, now time.Time) error {
+	_, err := s.changeEndpoint(ctx, id, func(tx *ent.Tx, cur *ent.WebhookEndpoint, _ string, u *ent.WebhookEndpointUpdateOne) error {
+		if !cur.Enabled {
+			return dispatch.ErrNoLongerDue
+		}
+		u.SetEnabled(false).SetAutoDisabledAt(dbTime(now))
+		return nil
+	})
+	return err
 }

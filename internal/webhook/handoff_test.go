@@ -1,6 +1,8 @@
 package webhook_test
 
 import (
+	"gatehouse/internal/webhook/sender"
+
 	"context"
 	"fmt"
 	"net/http"
@@ -70,7 +72,7 @@ func newSlowSink(t testing.TB, group *flight, pause time.Duration) *slowSink {
 		defer s.group.leave()
 		defer s.own.leave()
 		s.mu.Lock()
-		s.ids[r.Header.Get(webhook.HeaderID)]++
+		s.ids[r.Header.Get(sender.HeaderID)]++
 		s.mu.Unlock()
 		time.Sleep(pause)
 		w.WriteHeader(http.StatusOK)

@@ -1,6 +1,8 @@
 package webhook_test
 
 import (
+	"gatehouse/internal/webhook/dispatch"
+
 	"context"
 	"testing"
 	"time"
@@ -34,8 +36,8 @@ func TestHeldWhileDisabledOrExpired(t *testing.T) {
 		heldNow := func(id, received int) {
 			t.Helper()
 			p := e.pay(t, probeID)
-			e.waitStatus(t, p.ID, webhook.StatusSuccess, 10*time.Second)
-			if d := e.delivery(t, id); d.Status != webhook.StatusPending || d.AttemptCount != 0 || held.count() != received {
+			e.waitStatus(t, p.ID, dispatch.StatusSuccess, 10*time.Second)
+			if d := e.delivery(t, id); d.Status != dispatch.StatusPending || d.AttemptCount != 0 || held.count() != received {
 				t.Fatalf("held delivery: %s, %d attempts, receiver got %d", d.Status, d.AttemptCount, held.count())
 			}
 		}
@@ -46,7 +48,7 @@ func TestHeldWhileDisabledOrExpired(t *testing.T) {
 		heldNow(d.ID, 0)
 		enabled := partner.Enabled
 		update(partner.UpdateInput{Status: &enabled})
-		e.waitStatus(t, d.ID, webhook.StatusSuccess, 10*time.Second)
+		e.waitStatus(t, d.ID, dispatch.StatusSuccess, 10*time.Second)
 
 		today := time.Now().UTC().Truncate(24 * time.Hour)
 		yesterday := today.AddDate(0, 0, -1)
@@ -54,7 +56,7 @@ func TestHeldWhileDisabledOrExpired(t *testing.T) {
 		d = e.pay(t, appID)
 		heldNow(d.ID, 1)
 		update(partner.UpdateInput{ExpireDate: &today})
-		e.waitStatus(t, d.ID, webhook.StatusSuccess, 10*time.Second)
+		e.waitStatus(t, d.ID, dispatch.StatusSuccess, 10*time.Second)
 		if n := held.count(); n != 2 {
 			t.Fatalf("receiver got %d requests, want 2", n)
 		}

@@ -1,6 +1,8 @@
 package webhook_test
 
 import (
+	"gatehouse/internal/webhook/sender"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -58,8 +60,8 @@ func newEnv(t testing.TB, b testenv.Backend, opt webhook.Options) *env {
 	e.db = storetest.OpenURL(t, e.url)
 	var err error
 	e.partners, err = partner.NewService(e.db.Client, e.masterKey,
-		partner.WithWebhookSecretGen(webhook.NewSecret),
-		partner.WithCallbackURLCheck(func(_, u string) error { return webhook.ValidateCallbackURL(u, opt.AllowPrivate) }))
+		partner.WithWebhookSecretGen(sender.NewSecret),
+		partner.WithCallbackURLCheck(func(_, u string) error { return sender.ValidateCallbackURL(u, opt.AllowPrivate) }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,6 +78,7 @@ func (e *env) startService(t testing.TB, db *store.DB) *webhook.Service {
 	if err != nil {
 		t.Fatal(err)
 	}
+	svc.WakeOnCommit(db.Client) // as the app is wired
 	svc.Start()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
@@ -306,9 +309,9 @@ func (s *syncBuffer) String() string {
 }
 
 // message decodes a webhook body, keeping the field order for checks.
-func message(t testing.TB, body []byte) webhook.Message {
+func message(t testing.TB, body []byte) sender.Message {
 	t.Helper()
-	var m webhook.Message
+	var m sender.Message
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {

@@ -1,6 +1,8 @@
 package webhook_test
 
 import (
+	"gatehouse/internal/webhook/dispatch"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -33,7 +35,7 @@ func TestWakeUpWithoutPolling(t *testing.T) {
 		appID, _ := e.newApp(t, rcv.URL)
 		if b.Embedded() {
 			d := e.pay(t, appID)
-			e.waitStatus(t, d.ID, webhook.StatusSuccess, 10*time.Second)
+			e.waitStatus(t, d.ID, dispatch.StatusSuccess, 10*time.Second)
 			t.Logf("in-process wake-up: first attempt %s after the event", rcv.requests()[0].at.Sub(d.CreateTime))
 			return
 		}
@@ -45,6 +47,7 @@ func TestWakeUpWithoutPolling(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		svcA.WakeOnCommit(dbA.Client)
 		ordersA := order.NewService(dbA)
 		partnersA, err := partner.NewService(dbA.Client, e.masterKey)
 		if err != nil {
@@ -123,7 +126,7 @@ func TestRetryTimerWithoutPolling(t *testing.T) {
 		})
 		appID, _ := e.newApp(t, rcv.URL)
 		d := e.pay(t, appID)
-		e.waitStatus(t, d.ID, webhook.StatusSuccess, 10*time.Second)
+		e.waitStatus(t, d.ID, dispatch.StatusSuccess, 10*time.Second)
 		if n := rcv.count(); n != 3 {
 			t.Fatalf("%d attempts, want 3", n)
 		}

@@ -1,6 +1,12 @@
 package webhook
 
 import (
+	"gatehouse/internal/webhook/sender"
+
+	"gatehouse/internal/webhook/catalogue"
+
+	"gatehouse/internal/webhook/dispatch"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,10 +19,12 @@ import (
 )
 
 // EventTest is the webhook package's own event type: the operator's test
-// webhook (sendTestWebhook). Every other type is data: declared by the
-// domain that raises it (Options.EventTypes) or by an operator
-// (CreateEventType), see catalogue.go.
-const EventTest = "webhook.test"
+// webhook (sendTestWebhook), see catalogue.EventTest.
+const EventTest = catalogue.EventTest
+
+// EventType is an event type of the catalogue (the GraphQL schema binds
+// it here).
+type EventType = catalogue.EventType
 
 // NewEventID returns a fresh event id: "msg_" and 22 URL-safe characters
 // (128 random bits). It is the webhook-id header, identical on every
@@ -199,9 +207,9 @@ func fanoutCreates(c *ent.Client, app *ent.PartnerApp, eps []*ent.WebhookEndpoin
 			SetEventType(ev.Type).
 			SetBizData(string(ev.BizData)).
 			SetCallbackURL(ep.URL).
-			SetStatus(StatusPending).
+			SetStatus(dispatch.StatusPending).
 			SetRetryCount(0).
-			SetMaxRetry(maxRetryOf(ep.RetrySchedule)).
+			SetMaxRetry(sender.MaxRetryOf(ep.RetrySchedule)).
 			SetNextAttemptAt(now).
 			SetCreateTime(now).
 			SetUpdateTime(now).
@@ -230,7 +238,5 @@ func heldBecause(app *ent.PartnerApp, now time.Time) string {
 	return ""
 }
 
-// dbTime is how times the dispatcher compares are written: UTC with
-// microseconds, the precision both databases keep, so that a value read
-// back equals the value written (the lease doubles as a fencing token).
-func dbTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+// dbTime is how times are stored (see dispatch.DBTime).
+func dbTime(t time.Time) time.Time { return dispatch.DBTime(t) }

@@ -1,6 +1,8 @@
 package webhook
 
 import (
+	"gatehouse/internal/webhook/dispatch"
+
 	"context"
 	"errors"
 	"fmt"
@@ -18,7 +20,7 @@ import (
 // lease (which fences out a worker still busy with it), no last error
 // (the attempts keep the history).
 func requeue(m *ent.WebhookDeliveryMutation, now time.Time) {
-	m.SetStatus(StatusPending)
+	m.SetStatus(dispatch.StatusPending)
 	m.SetRetryCount(0)
 	m.SetNextAttemptAt(now)
 	m.ClearLeaseUntil()
@@ -61,7 +63,7 @@ func (s *Service) Resend(ctx context.Context, id int) (*ent.WebhookDelivery, err
 	if err != nil {
 		return nil, fmt.Errorf("resend webhook delivery %d: %w", id, err)
 	}
-	s.kick(ctx)
+	s.Kick(ctx)
 	return out.Unwrap(), nil
 }
 
@@ -100,7 +102,7 @@ func (s *Service) ResendFailed(ctx context.Context, f ResendFilter) (int, error)
 				return err
 			}
 		}
-		failed := []predicate.WebhookDelivery{webhookdelivery.StatusEQ(StatusFailed)}
+		failed := []predicate.WebhookDelivery{webhookdelivery.StatusEQ(dispatch.StatusFailed)}
 		if f.Since != nil {
 			failed = append(failed, webhookdelivery.CreateTimeGTE(dbTime(*f.Since)))
 		}
@@ -137,7 +139,7 @@ func (s *Service) ResendFailed(ctx context.Context, f ResendFilter) (int, error)
 		return 0, fmt.Errorf("resend failed webhook deliveries: %w", err)
 	}
 	if total > 0 {
-		s.kick(ctx)
+		s.Kick(ctx)
 	}
 	return total, nil
 }

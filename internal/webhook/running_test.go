@@ -1,6 +1,8 @@
 package webhook_test
 
 import (
+	"gatehouse/internal/webhook/dispatch"
+
 	"context"
 	"database/sql"
 	"net/http"
@@ -89,7 +91,7 @@ func TestOutcomeWritesDoNotHoldRequests(t *testing.T) {
 		}
 		if !b.Embedded() { // (on SQLite the lock holds the store's writer: no read here)
 			for _, id := range ids {
-				if d := e.delivery(t, id); d.Status != webhook.StatusPending {
+				if d := e.delivery(t, id); d.Status != dispatch.StatusPending {
 					t.Errorf("delivery %d is %s while its write is locked out, want it still PENDING", id, d.Status)
 				}
 			}
@@ -97,7 +99,7 @@ func TestOutcomeWritesDoNotHoldRequests(t *testing.T) {
 		_ = held.Rollback()
 		mu.Unlock()
 		for _, id := range ids {
-			e.waitStatus(t, id, webhook.StatusSuccess, 10*time.Second)
+			e.waitStatus(t, id, dispatch.StatusSuccess, 10*time.Second)
 			if n := len(e.attempts(t, id)); n != 1 {
 				t.Errorf("delivery %d has %d attempts, want 1", id, n)
 			}

@@ -1,6 +1,8 @@
 package webhook_test
 
 import (
+	"gatehouse/internal/webhook/dispatch"
+
 	"context"
 	"net/http"
 	"net/url"
@@ -33,7 +35,7 @@ func TestAttemptSpanSemanticAttributes(t *testing.T) {
 		ctx, pay := tp.Tracer("test").Start(context.Background(), "payOrder")
 		id := payIn(ctx, t, e, appID)
 		pay.End()
-		e.waitStatus(t, id, webhook.StatusSuccess, 5*time.Second)
+		e.waitStatus(t, id, dispatch.StatusSuccess, 5*time.Second)
 
 		u, err := url.Parse(rcv.URL)
 		if err != nil {
@@ -43,7 +45,7 @@ func TestAttemptSpanSemanticAttributes(t *testing.T) {
 		var attempt tracetest.SpanStub
 		waitFor(t, 5*time.Second, func() bool {
 			for _, s := range spans.GetSpans() {
-				if s.Name == webhook.SpanAttempt {
+				if s.Name == dispatch.SpanAttempt {
 					attempt = s
 					return true
 				}

@@ -1,6 +1,11 @@
+// Package catalogue is the catalogue of webhook event types: the built-in
+// ones (declared by the domains that raise them) and the custom ones an
+// operator declares, each with the JSON Schema its bizData must satisfy.
 package catalogue
 
 import (
+	"gatehouse/internal/redact"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -64,12 +69,12 @@ var typeName = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$`)
 // ErrTypeNotFound: no event type of the catalogue has the given name.
 var ErrTypeNotFound = errs.New(errs.NotFound, "event type not found")
 
-// schemaType is an event type with its compiled schema: idle compiled
+// Type is an event type with its compiled schema: idle compiled
 // copies, each metered by its own budget and so used by one validation
 // at a time (see meter); a validation takes one, or compiles another when
 // all are busy, and gives it back to be kept while fewer than
 // idleSchemas are.
-type schemaType struct {
+type Type struct {
 	EventType
 	idle chan *compiled
 }
@@ -83,15 +88,15 @@ const idleSchemas = 4
 // dropped (read and compiled again when next used).
 const maxCachedTypes = 128
 
-func newSchemaType(t EventType, c *compiled) *schemaType {
-	st := &schemaType{EventType: t, idle: make(chan *compiled, idleSchemas)}
+func newSchemaType(t EventType, c *compiled) *Type {
+	st := &Type{EventType: t, idle: make(chan *compiled, idleSchemas)}
 	st.idle <- c
 	return st
 }
 
-// check validates bizData against the type's schema under ctx and the
+// Validate validates bizData against the type's schema under ctx and the
 // validation budget (see validate).
-func (t *schemaType) check(ctx context.Context, bizData []byte) error {
+func (t *Type) Validate(ctx context.Context, bizData []byte) error {
 	var c *compiled
 	select {
 	case c = <-t.idle:
@@ -109,19 +114,29 @@ func (t *schemaType) check(ctx context.Context, bizData []byte) error {
 	return err
 }
 
-// catalogue holds the built-in event types and caches the custom ones,
+// Catalogue holds the built-in event types and caches the custom ones,
 // which never change once declared, with their compiled schemas.
-type catalogue struct {
-	client   *ent.Client
-	builtIn  []*schemaType // in declaration order
-	byName   map[string]*schemaType
+type Catalogue struct {
+	client  *ent.Client
+	dialect string
+	now     func() time.Time
+	// known is told of every type the catalogue learns (the alert's
+	// counter of failed deliveries exists at 0 for each).
+	known    func(name string)
+	builtIn  []*Type // in declaration order
+	byName   map[string]*Type
 	reserved map[string]bool // first segments of built-in names
 
 	mu     sync.RWMutex
-	custom map[string]*schemaType
+	custom map[string]*Type
 }
 
-// testType is the webhook package's own event type: sendTestWebhook.
+// EventTest is the webhook package's own event type: the operator's test
+// webhook (sendTestWebhook). Every other type is data: declared by the
+// domain that raises it or by an operator (CreateEventType).
+const EventTest = "webhook.test"
+
+// testType is EventTest's declaration.
 var testType = EventType{
 	Name:        EventTest,
 	Description: "The operator's test webhook (sendTestWebhook without eventType): checks that a receiver gets and verifies deliveries.",
@@ -132,11 +147,11 @@ var testType = EventType{
 	Example: json.RawMessage(`{"app_key":"demo-app","message":"Test webhook from gatehouse: if you can read this, your endpoint receives and can verify our deliveries.","sent_at":"2026-11-27T09:30:00.000Z"}`),
 }
 
-// newCatalogue compiles the built-in types (webhook.test and the given
+// New compiles the built-in types (webhook.test and the given
 // ones) and checks each example against its schema: a type declared wrong
 // is a programming error, reported at start.
-func newCatalogue(client *ent.Client, types []EventType) (*catalogue, error) {
-	c := &catalogue{client: client, byName: map[string]*schemaType{}, reserved: map[string]bool{}, custom: map[string]*schemaType{}}
+func New(db *store.DB, now func() time.Time, known func(name string), types []EventType) (*Catalogue, error) {
+	c := &Catalogue{client: db.Client, dialect: db.Dialect, now: now, known: known, byName: map[string]*Type{}, reserved: map[string]bool{}, custom: map[string]*Type{}}
 	for _, t := range append([]EventType{testType}, types...) {
 		if !typeName.MatchString(t.Name) || len(t.Name) > MaxTypeNameLen {
 			return nil, fmt.Errorf("webhook: event type %q: not a valid name", t.Name)
@@ -159,14 +174,14 @@ func newCatalogue(client *ent.Client, types []EventType) (*catalogue, error) {
 		c.builtIn = append(c.builtIn, st)
 		c.byName[t.Name] = st
 		c.reserved[strings.SplitN(t.Name, ".", 2)[0]] = true
-		failedTotal.WithLabelValues(t.Name) // the alert's counter exists at 0
+		known(t.Name)
 	}
 	return c, nil
 }
 
-// lookup returns the type called name: a built-in one, or a custom one
+// Lookup returns the type called name: a built-in one, or a custom one
 // (read once from the database, then cached). Unknown: ErrTypeNotFound.
-func (c *catalogue) lookup(ctx context.Context, name string) (*schemaType, error) {
+func (c *Catalogue) Lookup(ctx context.Context, name string) (*Type, error) {
 	if t := c.byName[name]; t != nil {
 		return t, nil
 	}
@@ -177,7 +192,7 @@ func (c *catalogue) lookup(ctx context.Context, name string) (*schemaType, error
 		return t, nil
 	}
 	notFound := &errs.Error{Kind: errs.NotFound, Err: ErrTypeNotFound, Msg: fmt.Sprintf(
-		"no event type %s in the catalogue (webhookEventTypes lists them; createWebhookEventType declares one)", echo(name))}
+		"no event type %s in the catalogue (webhookEventTypes lists them; createWebhookEventType declares one)", redact.Echo(name))}
 	if len(name) > MaxTypeNameLen || !typeName.MatchString(name) {
 		return nil, notFound // no type can have that name
 	}
@@ -186,7 +201,7 @@ func (c *catalogue) lookup(ctx context.Context, name string) (*schemaType, error
 		return nil, notFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: event type %s: %w", errs.Unavailable, echo(name), err)
+		return nil, fmt.Errorf("%w: event type %s: %w", errs.Unavailable, redact.Echo(name), err)
 	}
 	return c.remember(row)
 }
@@ -195,10 +210,10 @@ func (c *catalogue) lookup(ctx context.Context, name string) (*schemaType, error
 // maxCachedTypes). A type stored before the schema bounds existed (see
 // MaxSchemaDepth) and beyond one is refused here, naming the bound: it
 // cannot be published to, and is never compiled.
-func (c *catalogue) remember(row *ent.WebhookEventType) (*schemaType, error) {
+func (c *Catalogue) remember(row *ent.WebhookEventType) (*Type, error) {
 	sch, err := compileSchema(row.Name, []byte(row.Schema))
 	if err != nil {
-		return nil, errs.Invalid("eventType", "the schema of event type %s %s: declare a new type whose schema keeps within the limits", echo(row.Name), err)
+		return nil, errs.Invalid("eventType", "the schema of event type %s %s: declare a new type whose schema keeps within the limits", redact.Echo(row.Name), err)
 	}
 	t := newSchemaType(customType(row), sch)
 	c.mu.Lock()
@@ -213,7 +228,7 @@ func (c *catalogue) remember(row *ent.WebhookEventType) (*schemaType, error) {
 		}
 	}
 	c.custom[row.Name] = t
-	failedTotal.WithLabelValues(row.Name)
+	c.known(row.Name)
 	return t, nil
 }
 
@@ -227,12 +242,12 @@ func customType(row *ent.WebhookEventType) EventType {
 
 // EventTypes lists the catalogue: the built-in types in the order they
 // were declared, then the custom ones by name.
-func (s *Service) EventTypes(ctx context.Context) ([]EventType, error) {
-	out := make([]EventType, 0, len(s.types.builtIn))
-	for _, t := range s.types.builtIn {
+func (c *Catalogue) EventTypes(ctx context.Context) ([]EventType, error) {
+	out := make([]EventType, 0, len(c.builtIn))
+	for _, t := range c.builtIn {
 		out = append(out, t.EventType)
 	}
-	rows, err := s.client.WebhookEventType.Query().Order(ent.Asc(webhookeventtype.FieldName)).All(ctx)
+	rows, err := c.client.WebhookEventType.Query().Order(ent.Asc(webhookeventtype.FieldName)).All(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%w: list event types: %w", errs.Unavailable, err)
 	}
@@ -244,8 +259,8 @@ func (s *Service) EventTypes(ctx context.Context) ([]EventType, error) {
 
 // EventType returns the type called name (ErrTypeNotFound when the
 // catalogue has none).
-func (s *Service) EventType(ctx context.Context, name string) (EventType, error) {
-	t, err := s.types.lookup(ctx, name)
+func (c *Catalogue) EventType(ctx context.Context, name string) (EventType, error) {
+	t, err := c.Lookup(ctx, name)
 	if err != nil {
 		return EventType{}, err
 	}
@@ -258,11 +273,11 @@ func (s *Service) EventType(ctx context.Context, name string) (EventType, error)
 // namespaces of the built-in types (their first segment: "order.",
 // "webhook."), so that a type gatehouse adds later cannot collide with one
 // of yours.
-func (s *Service) CheckTypeName(name string) error {
+func (c *Catalogue) CheckTypeName(name string) error {
 	switch {
 	case len(name) > MaxTypeNameLen || !typeName.MatchString(name):
 		return errs.Invalid("name", "must be at most %d characters: two or more dot-separated segments of a-z, 0-9 and _, each starting with a letter (e.g. invoice.issued)", MaxTypeNameLen)
-	case s.types.reserved[strings.SplitN(name, ".", 2)[0]]:
+	case c.reserved[strings.SplitN(name, ".", 2)[0]]:
 		return errs.Invalid("name", "%s. is the namespace of built-in event types; choose another first segment (e.g. your service's name)", strings.SplitN(name, ".", 2)[0])
 	}
 	return nil
@@ -274,11 +289,11 @@ func (s *Service) CheckTypeName(name string) error {
 // inside it) and optionally an example, which must satisfy the schema
 // (without one, the schema's first "examples" entry is taken when it
 // does). A name already declared is a Conflict.
-func (s *Service) CreateEventType(ctx context.Context, name, description string, schema, example json.RawMessage) (EventType, error) {
-	if err := s.CheckTypeName(name); err != nil {
+func (c *Catalogue) CreateEventType(ctx context.Context, name, description string, schema, example json.RawMessage) (EventType, error) {
+	if err := c.CheckTypeName(name); err != nil {
 		return EventType{}, err
 	}
-	if s.types.byName[name] != nil {
+	if c.byName[name] != nil {
 		return EventType{}, &errs.Error{Kind: errs.Conflict, Msg: fmt.Sprintf("%s is a built-in event type", name)}
 	}
 	if n := len([]rune(description)); n == 0 || n > MaxTypeDescriptionLen {
@@ -315,8 +330,8 @@ func (s *Service) CreateEventType(ctx context.Context, name, description string,
 	// lockCatalogue), so that several at once cannot pass MaxCustomTypes
 	// together.
 	var row *ent.WebhookEventType
-	err = store.WithTx(ctx, s.client, func(tx *ent.Tx) error {
-		if _, err := tx.ExecContext(ctx, lockCatalogue(s.db.Dialect)); err != nil {
+	err = store.WithTx(ctx, c.client, func(tx *ent.Tx) error {
+		if _, err := tx.ExecContext(ctx, lockCatalogue(c.dialect)); err != nil {
 			return fmt.Errorf("%w: lock the catalogue: %w", errs.Unavailable, err)
 		}
 		n, err := tx.WebhookEventType.Query().Count(ctx)
@@ -326,15 +341,15 @@ func (s *Service) CreateEventType(ctx context.Context, name, description string,
 		if n >= MaxCustomTypes {
 			return &errs.Error{Kind: errs.InvalidState, Msg: fmt.Sprintf("the catalogue already holds %d custom event types, the most it may", n)}
 		}
-		c := tx.WebhookEventType.Create().
+		create := tx.WebhookEventType.Create().
 			SetName(name).
 			SetDescription(description).
 			SetSchema(string(schema)).
-			SetCreateTime(s.now())
+			SetCreateTime(c.now().UTC().Truncate(time.Microsecond))
 		if example != nil {
-			c.SetExample(string(example))
+			create.SetExample(string(example))
 		}
-		row, err = c.Save(ctx)
+		row, err = create.Save(ctx)
 		return err
 	})
 	var ce *errs.Error
@@ -346,7 +361,7 @@ func (s *Service) CreateEventType(ctx context.Context, name, description string,
 	case err != nil:
 		return EventType{}, fmt.Errorf("create event type %s: %w", name, err)
 	}
-	if _, err := s.types.remember(row); err != nil {
+	if _, err := c.remember(row); err != nil {
 		return EventType{}, err
 	}
 	return customType(row), nil

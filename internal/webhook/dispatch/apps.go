@@ -1,6 +1,8 @@
 package dispatch
 
 import (
+	"gatehouse/internal/webhook/sender"
+
 	"context"
 	"strconv"
 	"sync"
@@ -42,18 +44,18 @@ type appInfo struct {
 	// egressErr says why they could not be read (another master key):
 	// attempts fail with it rather than go out without them.
 	retry     []int
-	headers   []header
+	headers   []sender.Header
 	cert      *outbound.ClientCert
 	egressErr error
 }
 
-// checkURL is ValidateCallbackURL(u, true), from the endpoint's load when
+// checkURL is sender.ValidateCallbackURL(u, true), from the endpoint's load when
 // u is the endpoint's URL then.
 func (a *appInfo) checkURL(u string) error {
 	if u == a.url {
 		return a.urlErr
 	}
-	return ValidateCallbackURL(u, true)
+	return sender.ValidateCallbackURL(u, true)
 }
 
 // signingSecrets returns the secrets that sign at now: the current one,
@@ -141,14 +143,14 @@ func (c *appCache) forgetAll() {
 // loadEndpoint reads an endpoint with its app's key and unseals its
 // secrets. A secret that cannot be unsealed (another master key) or
 // parsed is left out. A deleted endpoint is ent's not-found error.
-func (s *Service) loadEndpoint(ctx context.Context, id int) (*appInfo, error) {
+func (s *Dispatcher) loadEndpoint(ctx context.Context, id int) (*appInfo, error) {
 	ep, err := s.client.WebhookEndpoint.Query().Where(webhookendpoint.ID(id)).
 		WithApp(func(q *ent.PartnerAppQuery) { q.Select(partnerapp.FieldAppKey) }).
 		Only(ctx)
 	if err != nil {
 		return nil, err
 	}
-	info := &appInfo{key: ep.Edges.App.AppKey, url: ep.URL, urlErr: ValidateCallbackURL(ep.URL, true)}
+	info := &appInfo{key: ep.Edges.App.AppKey, url: ep.URL, urlErr: sender.ValidateCallbackURL(ep.URL, true)}
 	info.secret = s.unseal(&ep.Secret)
 	if ep.PreviousSecretExpiresAt != nil {
 		info.previous = s.unseal(ep.PreviousSecret)
@@ -159,15 +161,15 @@ func (s *Service) loadEndpoint(ctx context.Context, id int) (*appInfo, error) {
 	}
 	info.retry = ep.RetrySchedule
 	if ep.Headers != nil {
-		info.headers, info.egressErr = s.openHeaders(*ep.Headers)
+		info.headers, info.egressErr = sender.OpenHeaders(s.sealer, *ep.Headers)
 	}
 	if ep.ClientCertificate != nil && ep.ClientKey != nil && info.egressErr == nil {
-		info.cert, info.egressErr = s.openClientCert(*ep.ClientCertificate, *ep.ClientKey)
+		info.cert, info.egressErr = sender.OpenClientCert(s.sealer, *ep.ClientCertificate, *ep.ClientKey)
 	}
 	return info, nil
 }
 
-func (s *Service) unseal(sealed *[]byte) string {
+func (s *Dispatcher) unseal(sealed *[]byte) string {
 	if sealed == nil {
 		return ""
 	}
@@ -175,7 +177,7 @@ func (s *Service) unseal(sealed *[]byte) string {
 	if err != nil {
 		return ""
 	}
-	if _, err := ParseSecret(string(p)); err != nil {
+	if _, err := sender.ParseSecret(string(p)); err != nil {
 		return ""
 	}
 	return string(p)

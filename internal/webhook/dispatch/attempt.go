@@ -1,68 +1,26 @@
 package dispatch
 
 import (
-	"bytes"
+	"gatehouse/internal/webhook/sender"
+
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 
 	"gatehouse/ent"
-	"gatehouse/internal/outbound"
 	"gatehouse/internal/redact"
 )
-
-// Message is the body of every webhook request, the webhook message of
-// docs/reference.md, in this field order.
-type Message struct {
-	EventType string `json:"eventType"`
-	// BizData is the event's JSON payload, as a string.
-	BizData     string `json:"bizData"`
-	CallbackURL string `json:"callbackUrl"`
-	// RetryCount is the number of failed attempts before this one.
-	RetryCount int `json:"retryCount"`
-	MaxRetry   int `json:"maxRetry"`
-	// CreateTime is when the event happened, in ms since the epoch.
-	CreateTime int64 `json:"createTime"`
-}
-
-func message(m Message) []byte {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(m)
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
-}
-
-// userAgent identifies gatehouse to receivers.
-const userAgent = "gatehouse-webhooks/1"
 
 // errNoSecret: the app has no webhook secret that can sign (none stored,
 // or it cannot be unsealed with this master key).
 var errNoSecret = errors.New("app has no usable webhook signing secret (rotate its webhook secret)")
-
-// outcome is what one attempt produced.
-type outcome struct {
-	started     time.Time // on the service's clock (stored)
-	duration    time.Duration
-	reqHeaders  http.Header
-	reqBody     []byte
-	status      int // 0: no reply
-	respHeaders http.Header
-	respBody    []byte
-	err         error
-}
-
-func (o *outcome) success() bool { return o.status >= 200 && o.status < 300 }
 
 // attempt makes one delivery attempt of j, which this process has leased,
 // and stores its outcome. While the breaker of j's endpoint is open no
@@ -71,13 +29,13 @@ func (o *outcome) success() bool { return o.status >= 200 && o.status < 300 }
 // return the next due delivery of its endpoint, leased to the caller
 // with j's outcome (see the dispatcher's work). sent is called once the
 // HTTP exchange is over, before the outcome is stored.
-func (s *Service) attempt(abort context.Context, j job, handoff bool, sent func()) (next *job) {
+func (s *Dispatcher) attempt(abort context.Context, j job, handoff bool, sent func()) (next *job) {
 	ctx, cancel := context.WithTimeout(abort, s.opt.AttemptTimeout)
 	defer cancel()
 	ctx, span := s.traceAttempt(ctx, j)
 	defer span.End()
-	o := outcome{started: s.now()}
-	defer endAttempt(span, &o, j.CallbackURL)
+	o := sender.Outcome{Started: s.opt.Now()}
+	defer sender.EndSpan(span, &o, j.CallbackURL)
 	app, err := s.apps.get(ctx, j.EndpointID)
 	if ent.IsNotFound(err) {
 		// The endpoint was deleted after the claim (which cancelled the
@@ -93,96 +51,59 @@ func (s *Service) attempt(abort context.Context, j job, handoff bool, sent func(
 		return nil
 	}
 	ep := s.endpoint(app.key, j.AppID, j.EndpointID, j.CallbackURL)
-	if ok, wait := s.limits.take(j.EndpointID, app.rateLimit, time.Now()); !ok {
+	if ok, wait := s.limits.take(j.EndpointID, app.rateLimit, s.opt.Now()); !ok {
 		// Over the endpoint's rate limit: the delivery waits its turn,
 		// with no attempt used.
 		span.SetAttributes(attribute.Bool("gatehouse.webhook.rate_limited", true))
 		s.postponeFor(j, wait)
 		return nil
 	}
-	secrets := app.signingSecrets(s.opt.Now())
-	if len(secrets) == 0 {
-		o.err = errNoSecret
+	if o.Err = s.unsendable(j, app); o.Err != nil {
 		s.finish(j, &o, ep, app, false)
 		return nil
 	}
-	if err := app.checkURL(j.CallbackURL); err != nil {
-		// Addresses are checked when connecting (GuardedDialer); here only
-		// the form, which cannot get better by retrying but is recorded
-		// like any failure so the operator sees it.
-		o.err = err
-		s.finish(j, &o, ep, app, false)
-		return nil
-	}
-	if app.egressErr != nil {
-		o.err = app.egressErr
-		s.finish(j, &o, ep, app, false)
-		return nil
-	}
-
-	body := message(Message{
-		EventType: j.EventType, BizData: j.BizData, CallbackURL: j.CallbackURL,
-		RetryCount: j.RetryCount, MaxRetry: maxRetryOf(app.retry), CreateTime: j.CreateTime.UnixMilli(),
-	})
-	ts := time.Now()
-	sig := Sign(j.EventID, ts, body, secrets...)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, j.CallbackURL, bytes.NewReader(body))
-	if err != nil {
-		o.err = err
-		s.finish(j, &o, ep, app, false)
-		return nil
-	}
-	app.setHeaders(req)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", userAgent)
-	req.Header.Set(HeaderID, j.EventID)
-	req.Header.Set(HeaderTimestamp, strconv.FormatInt(ts.Unix(), 10))
-	req.Header.Set(HeaderSignature, sig)
-	req.Header.Set(HeaderLegacySignature, sig)
-	injectTrace(ctx, req.Header)
-	o.reqHeaders = req.Header.Clone()
-	o.reqHeaders.Set("Content-Length", strconv.Itoa(len(body)))
-	app.redactHeaders(o.reqHeaders)
-	o.reqBody = body
-
-	o.started = s.now()
-	t0 := time.Now()
-	resp, err := ep.client.Do(ctx, req, outbound.CallOptions{BreakerKey: ep.key, ClientCert: app.cert})
-	if errors.Is(err, outbound.ErrCircuitOpen) {
+	o = s.send.Send(ctx, abort, sender.Attempt{
+		DeliveryID: j.ID, EventID: j.EventID, Secrets: app.signingSecrets(s.opt.Now()),
+		Message: sender.Message{
+			EventType: j.EventType, BizData: j.BizData, CallbackURL: j.CallbackURL,
+			RetryCount: j.RetryCount, MaxRetry: sender.MaxRetryOf(app.retry), CreateTime: j.CreateTime.UnixMilli(),
+		},
+		Headers: app.headers, Cert: app.cert, AppKey: app.key, BreakerKey: ep.key,
+	}, s.log)
+	if o.CircuitOpen {
 		span.SetAttributes(attribute.Bool("gatehouse.webhook.breaker_open", true))
 		s.postpone(j, ep)
 		return nil
 	}
-	if err == nil {
-		o.status = resp.StatusCode
-		o.respHeaders = resp.Header
-		// Only the first 64 KiB are read: a receiver answering a huge (or
-		// endless) body costs no more than that. A body still arriving
-		// when the reply timeout (or the attempt's) runs out is cut there:
-		// the status has arrived and decides, the body kept is what came.
-		o.respBody, err = io.ReadAll(io.LimitReader(resp.Body, MaxStoredResponseBody))
-		_ = resp.Body.Close()
-		if errors.Is(err, outbound.ErrReplyCut) || (err != nil && abort.Err() == nil && errors.Is(ctx.Err(), context.DeadlineExceeded)) {
-			s.log.Debug("webhook: response body cut at the reply timeout", "delivery_id", j.ID, "status", o.status, "kept_bytes", len(o.respBody))
-			err = nil
-		}
-		if err != nil {
-			err = fmt.Errorf("reading the response body: %w", err)
-		}
+	if o.Status == 0 && o.ReqHeaders == nil {
+		// The request could not be built: nothing was sent.
+		s.finish(j, &o, ep, app, false)
+		return nil
 	}
-	o.duration = time.Since(t0)
-	o.err = err
 	sent()
-	switch {
-	case err != nil && abort.Err() != nil:
+	if o.Err != nil && abort.Err() != nil {
 		// Shutting down cut the attempt short. It is not counted; the
 		// next owner sends it again (at-least-once). An attempt that got
 		// its whole reply before the abort is recorded as usual.
 		s.release(j)
 		return nil
-	default:
-		return s.finish(j, &o, ep, app, handoff && o.success() && abort.Err() == nil)
 	}
+	return s.finish(j, &o, ep, app, handoff && o.Success() && abort.Err() == nil)
+}
+
+// unsendable says why j cannot be sent to app's endpoint (nil: it can):
+// no secret signs, the stored URL's form is wrong, or the egress settings
+// cannot be opened. Addresses are checked when connecting (the sender's
+// guard); here only the form, which cannot get better by retrying but is
+// recorded like any failure so the operator sees it.
+func (s *Dispatcher) unsendable(j job, app *appInfo) error {
+	if len(app.signingSecrets(s.opt.Now())) == 0 {
+		return errNoSecret
+	}
+	if err := app.checkURL(j.CallbackURL); err != nil {
+		return err
+	}
+	return app.egressErr
 }
 
 // storeCtx bounds the database writes after an attempt. They do not
@@ -195,34 +116,34 @@ func storeCtx() (context.Context, context.CancelFunc) {
 // finish stores the attempt and moves the delivery on as decide says:
 // SUCCESS on a 2xx, else RETRYING with the next delay of the endpoint's
 // retry schedule (app.retry; longer when a 429 or 503 asked for it with
-// Retry-After, see withRetryAfter), or FAILED once its retries are
+// Retry-After, see sender.WithRetryAfter), or FAILED once its retries are
 // spent. A retry due while the endpoint's breaker is open
 // waits until it lets trial calls through. The delivery changes only while
 // this worker still holds the lease; the attempt is stored either way,
 // since it happened. With handoff it returns the delivery handed off
 // with the outcome, if any (see record).
-func (s *Service) finish(j job, o *outcome, ep endpoint, app *appInfo, handoff bool) *job {
+func (s *Dispatcher) finish(j job, o *sender.Outcome, ep endpoint, app *appInfo, handoff bool) *job {
 	ctx, cancel := storeCtx()
 	defer cancel()
-	errText := failureText(o, j.CallbackURL)
+	errText := sender.FailureText(o, j.CallbackURL)
 	now := s.opt.Now()
-	delay := withRetryAfter(s.retryDelayOf(app.retry), o.status, o.respHeaders, time.Now())
-	v := decide(o.success(), errText, j.RetryCount, maxRetryOf(app.retry), now, delay)
+	delay := sender.WithRetryAfter(sender.RetryDelayOf(app.retry, s.RetryDelay), o.Status, o.RespHeaders, now)
+	v := sender.Decide(o.Success(), errText, j.RetryCount, sender.MaxRetryOf(app.retry), now, delay)
 	if v.Status == StatusRetrying {
-		v.NextAttemptAt = dbTime(latest(v.NextAttemptAt, now.Add(ep.remaining())))
+		v.NextAttemptAt = DBTime(latest(v.NextAttemptAt, now.Add(ep.remaining())))
 	}
 	row := attemptRow{
-		reqHeaders: headerJSON(o.reqHeaders, true),
-		reqBody:    storableText(o.reqBody),
-		durationMs: o.duration.Milliseconds(),
-		startedAt:  dbTime(o.started),
+		reqHeaders: headerJSON(o.ReqHeaders, true),
+		reqBody:    storableText(o.ReqBody),
+		durationMs: o.Duration.Milliseconds(),
+		startedAt:  DBTime(o.Started),
 	}
-	if o.status != 0 {
-		row.status = sql.NullInt64{Int64: int64(o.status), Valid: true}
-		row.respHeaders = sql.NullString{String: headerJSON(o.respHeaders, false), Valid: true}
-		row.respBody = sql.NullString{String: storableText(o.respBody), Valid: true}
+	if o.Status != 0 {
+		row.status = sql.NullInt64{Int64: int64(o.Status), Valid: true}
+		row.respHeaders = sql.NullString{String: headerJSON(o.RespHeaders, false), Valid: true}
+		row.respBody = sql.NullString{String: storableText(o.RespBody), Valid: true}
 	}
-	if o.err != nil {
+	if o.Err != nil {
 		row.err = sql.NullString{String: errText, Valid: true}
 	}
 	owned, attemptNo, next, err := s.record(ctx, j, row, v, handoff)
@@ -233,7 +154,7 @@ func (s *Service) finish(j job, o *outcome, ep endpoint, app *appInfo, handoff b
 	s.observe(j, o, attemptNo)
 	if !owned {
 		// Resent, cancelled, or the lease ran out and another worker has it now.
-		s.logOutcome(slog.LevelWarn, "webhook: attempt finished after the delivery changed hands; its outcome is recorded but not applied", j, attemptNo, o.status)
+		s.logOutcome(slog.LevelWarn, "webhook: attempt finished after the delivery changed hands; its outcome is recorded but not applied", j, attemptNo, o.Status)
 		return next
 	}
 	if v.Alert {
@@ -241,12 +162,12 @@ func (s *Service) finish(j job, o *outcome, ep endpoint, app *appInfo, handoff b
 	}
 	switch v.Status {
 	case StatusSuccess:
-		s.logOutcome(slog.LevelDebug, "webhook delivered", j, attemptNo, o.status, "duration_ms", o.duration.Milliseconds())
+		s.logOutcome(slog.LevelDebug, "webhook delivered", j, attemptNo, o.Status, "duration_ms", o.Duration.Milliseconds())
 	case StatusRetrying:
-		s.logOutcome(slog.LevelInfo, "webhook attempt failed, will retry", j, attemptNo, o.status,
+		s.logOutcome(slog.LevelInfo, "webhook attempt failed, will retry", j, attemptNo, o.Status,
 			"err", errText, "retry_at", v.NextAttemptAt.Format(time.RFC3339Nano))
 	case StatusFailed:
-		s.logOutcome(slog.LevelError, "ALERT webhook delivery FAILED: retries exhausted, resend it once the receiver is fixed", j, attemptNo, o.status,
+		s.logOutcome(slog.LevelError, "ALERT webhook delivery FAILED: retries exhausted, resend it once the receiver is fixed", j, attemptNo, o.Status,
 			"retries", j.RetryCount, "last_error", errText)
 	}
 	return next
@@ -256,7 +177,7 @@ func (s *Service) finish(j job, o *outcome, ep endpoint, app *appInfo, handoff b
 // reply's, 0 for none), with extra attributes, when the level is enabled:
 // a delivered attempt logs at Debug, and its attributes are not gathered
 // for nothing.
-func (s *Service) logOutcome(level slog.Level, msg string, j job, no, status int, extra ...any) {
+func (s *Dispatcher) logOutcome(level slog.Level, msg string, j job, no, status int, extra ...any) {
 	ctx := context.Background()
 	if !s.log.Enabled(ctx, level) {
 		return
@@ -277,12 +198,12 @@ func latest(a, b time.Time) time.Time {
 }
 
 // RetryDelay is the wait before retry n (n ≥ 1): RetryBase×2^(n-1).
-func (s *Service) RetryDelay(n int) time.Duration {
+func (s *Dispatcher) RetryDelay(n int) time.Duration {
 	return s.opt.RetryBase << min(max(n-1, 0), 20)
 }
 
 // release gives the lease back without counting an attempt.
-func (s *Service) release(j job) {
+func (s *Dispatcher) release(j job) {
 	ctx, cancel := storeCtx()
 	defer cancel()
 	if _, err := s.sql.exec(ctx, nil, releaseSQL, releaseParams{DeliveryID: j.ID, Lease: j.Lease}.args()...); err != nil {
@@ -301,8 +222,8 @@ func headerJSON(h http.Header, redactSignatures bool) string {
 	size := 2
 	for k, vs := range h {
 		v := strings.Join(vs, ", ")
-		if redactSignatures && (strings.EqualFold(k, HeaderSignature) || strings.EqualFold(k, HeaderLegacySignature)) {
-			v = redactSignature(v)
+		if redactSignatures && (strings.EqualFold(k, sender.HeaderSignature) || strings.EqualFold(k, sender.HeaderLegacySignature)) {
+			v = sender.RedactSignature(v)
 		}
 		if size += len(k) + len(v) + 6; size > maxStoredHeaders {
 			continue
@@ -311,20 +232,6 @@ func headerJSON(h http.Header, redactSignatures bool) string {
 	}
 	b, _ := json.Marshal(m)
 	return string(b)
-}
-
-// redactSignature keeps the shape of a signature header ("v1,… v1,…", one
-// entry per secret) without the MACs.
-func redactSignature(v string) string {
-	parts := strings.Fields(v)
-	for i, p := range parts {
-		if ver, _, ok := strings.Cut(p, ","); ok {
-			parts[i] = ver + ",[redacted]"
-		} else {
-			parts[i] = "[redacted]"
-		}
-	}
-	return strings.Join(parts, " ")
 }
 
 // storableText makes bytes storable in a text column: valid UTF-8 without

@@ -37,10 +37,11 @@ func init() { prometheus.MustRegister(endpointsDisabledTotal) }
 
 // SetAudit makes AutoDisable record each endpoint it disables in a's
 // audit log (wired at start; nil: no audit events).
-func (s *Service) SetAudit(a *audit.Service) { s.audit.Store(a) }
+func (s *Dispatcher) SetAudit(a *audit.Service) { s.audit.Store(a) }
 
-// errNoLongerDue: the endpoint was disabled, or succeeded, meanwhile.
-var errNoLongerDue = errors.New("endpoint no longer due for auto-disable")
+// ErrNoLongerDue (from Config.DisableEndpoint): the endpoint was
+// disabled, or succeeded, meanwhile.
+var ErrNoLongerDue = errors.New("endpoint no longer due for auto-disable")
 
 // AutoDisable disables every enabled endpoint whose deliveries have all
 // FAILED for AutoDisableAfter: one of its deliveries became FAILED at least
@@ -49,7 +50,7 @@ var errNoLongerDue = errors.New("endpoint no longer due for auto-disable")
 // operator enables it (enableWebhookEndpoint), and then go out. It returns
 // how many it disabled. The retention job runs it every
 // Options.RetentionEvery; replicas racing disable each endpoint once.
-func (s *Service) AutoDisable(ctx context.Context) (int, error) {
+func (s *Dispatcher) AutoDisable(ctx context.Context) (int, error) {
 	now := s.now()
 	cutoff := now.Add(-AutoDisableAfter)
 	eps, err := s.client.WebhookEndpoint.Query().Where(
@@ -68,14 +69,8 @@ func (s *Service) AutoDisable(ctx context.Context) (int, error) {
 		if !due {
 			continue
 		}
-		_, err = s.changeEndpoint(ctx, ep.ID, func(tx *ent.Tx, cur *ent.WebhookEndpoint, _ string, u *ent.WebhookEndpointUpdateOne) error {
-			if !cur.Enabled {
-				return errNoLongerDue
-			}
-			u.SetEnabled(false).SetAutoDisabledAt(dbTime(now))
-			return nil
-		})
-		if errors.Is(err, errNoLongerDue) || ent.IsNotFound(err) {
+		err = s.opt.DisableEndpoint(ctx, ep.ID, now)
+		if errors.Is(err, ErrNoLongerDue) || ent.IsNotFound(err) {
 			continue
 		}
 		if err != nil {
@@ -101,7 +96,7 @@ func (s *Service) AutoDisable(ctx context.Context) (int, error) {
 // the endpoint was last changed count: an operator who enables it again
 // (or changes its URL) gives it a fresh AutoDisableAfter, rather than
 // having it disabled again at the next check for the failures before.
-func (s *Service) failingSince(ctx context.Context, ep *ent.WebhookEndpoint, cutoff time.Time) (since time.Time, due bool, err error) {
+func (s *Dispatcher) failingSince(ctx context.Context, ep *ent.WebhookEndpoint, cutoff time.Time) (since time.Time, due bool, err error) {
 	id := ep.ID
 	f, err := s.client.WebhookDelivery.Query().Where(
 		webhookdelivery.EndpointID(id), webhookdelivery.StatusEQ(StatusFailed), webhookdelivery.UpdateTimeLTE(cutoff),

@@ -18,27 +18,27 @@ var backlogDesc = prometheus.NewDesc("gatehouse_webhook_due_deliveries",
 
 // backlog reports the due deliveries of the running Services (one is
 // enough: they share the table).
-var backlog = &backlogCollector{services: map[*Service]bool{}}
+var backlog = &backlogCollector{services: map[*Dispatcher]bool{}}
 
 type backlogCollector struct {
 	mu       sync.Mutex
-	services map[*Service]bool
+	services map[*Dispatcher]bool
 }
 
-func (c *backlogCollector) add(s *Service) {
+func (c *backlogCollector) add(s *Dispatcher) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.services[s] = true
 }
 
-func (c *backlogCollector) remove(s *Service) {
+func (c *backlogCollector) remove(s *Dispatcher) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.services, s)
 }
 
 // any is one of the running Services, nil when none runs.
-func (c *backlogCollector) any() *Service {
+func (c *backlogCollector) any() *Dispatcher {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for s := range c.services {

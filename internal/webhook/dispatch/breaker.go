@@ -52,37 +52,22 @@ func parseEndpointKey(key string) (appID, epID int, u string, ok bool) {
 	return a, e, f[3], err1 == nil && err2 == nil
 }
 
-func (s *Service) endpoint(appKey string, appID, epID int, u string) endpoint {
-	c := s.http
-	if s.loopHTTP != nil && s.loopback[appKey] {
-		c = s.loopHTTP
-	}
-	return endpoint{client: c, key: endpointKey(appID, epID, u)}
+func (s *Dispatcher) endpoint(appKey string, appID, epID int, u string) endpoint {
+	return endpoint{client: s.send.Client(appKey), key: endpointKey(appID, epID, u)}
 }
 
 // EndpointBreakerState returns the state of the circuit breaker of
 // webhook endpoint ep (of the app with key appKey) on this replica:
 // outbound.StateClosed, StateOpen or StateHalfOpen.
-func (s *Service) EndpointBreakerState(appKey string, ep *ent.WebhookEndpoint) string {
+func (s *Dispatcher) EndpointBreakerState(appKey string, ep *ent.WebhookEndpoint) string {
 	e := s.endpoint(appKey, ep.AppID, ep.ID, ep.URL)
 	return e.client.BreakerState(e.key)
-}
-
-// BreakerState returns the state of the circuit breaker of app appID's
-// first webhook endpoint (the deprecated PartnerApp.webhookBreaker) on
-// this replica; an app without endpoints is closed.
-func (s *Service) BreakerState(ctx context.Context, appID int, appKey string) (string, error) {
-	ep, err := FirstEndpoint(ctx, s.client, appID)
-	if err != nil || ep == nil {
-		return outbound.StateClosed, err
-	}
-	return s.EndpointBreakerState(appKey, ep), nil
 }
 
 // postpone gives back the lease of j, whose endpoint's breaker refused the
 // attempt, with no attempt used: the delivery is due again when the
 // breaker lets trial calls through.
-func (s *Service) postpone(j job, ep endpoint) {
+func (s *Dispatcher) postpone(j job, ep endpoint) {
 	wait := ep.remaining()
 	if wait <= 0 {
 		wait = halfOpenRecheck // half open, every trial call in flight
@@ -92,21 +77,21 @@ func (s *Service) postpone(j job, ep endpoint) {
 
 // postponeFor gives back the lease of j with its next attempt wait from
 // now, with no attempt used.
-func (s *Service) postponeFor(j job, wait time.Duration) {
+func (s *Dispatcher) postponeFor(j job, wait time.Duration) {
 	ctx, cancel := storeCtx()
 	defer cancel()
 	now := s.now()
-	if _, err := s.sql.exec(ctx, nil, postponeSQL, postponeParams{DeliveryID: j.ID, Lease: j.Lease, NextAttemptAt: dbTime(now.Add(wait)), UpdateTime: now}.args()...); err != nil {
+	if _, err := s.sql.exec(ctx, nil, postponeSQL, postponeParams{DeliveryID: j.ID, Lease: j.Lease, NextAttemptAt: DBTime(now.Add(wait)), UpdateTime: now}.args()...); err != nil {
 		s.log.Error("webhook: postponing a delivery failed; its lease runs out by itself", "delivery_id", j.ID, "err", err)
 	}
 }
 
-// breakerChanged is the outbound client's listener (it runs with the
+// BreakerChanged is the sender's OnBreaker, the outbound client's listener (it runs with the
 // breaker locked, so the database work goes to a goroutine). When a
 // breaker opens, the endpoint's waiting deliveries move to its half-open
 // time, so the operator sees when they will be tried and no replica
 // claims them meanwhile.
-func (s *Service) breakerChanged(client *outbound.Client, key, from, to string) {
+func (s *Dispatcher) BreakerChanged(client *outbound.Client, key, from, to string) {
 	appID, epID, u, ok := parseEndpointKey(key)
 	if !ok {
 		return
@@ -125,7 +110,7 @@ func (s *Service) breakerChanged(client *outbound.Client, key, from, to string) 
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		now := s.now()
-		if _, err := s.sql.exec(ctx, nil, deferSQL, deferParams{EndpointID: epID, CallbackURL: u, Until: dbTime(now.Add(wait)), Now: now}.args()...); err != nil {
+		if _, err := s.sql.exec(ctx, nil, deferSQL, deferParams{EndpointID: epID, CallbackURL: u, Until: DBTime(now.Add(wait)), Now: now}.args()...); err != nil {
 			s.log.Error("webhook: moving deliveries to the breaker's half-open time failed; they are postponed one by one", "app_id", appID, "err", err)
 		}
 	}()
@@ -140,22 +125,22 @@ var breakerStateDesc = prometheus.NewDesc("gatehouse_webhook_breaker_state",
 	[]string{"app"}, nil)
 
 // breakers collects the breaker states of every running Service.
-var breakers = &breakerCollector{services: map[*Service]bool{}}
+var breakers = &breakerCollector{services: map[*Dispatcher]bool{}}
 
 func init() { prometheus.MustRegister(breakers) }
 
 type breakerCollector struct {
 	mu       sync.Mutex
-	services map[*Service]bool
+	services map[*Dispatcher]bool
 }
 
-func registerBreakers(s *Service) {
+func registerBreakers(s *Dispatcher) {
 	breakers.mu.Lock()
 	defer breakers.mu.Unlock()
 	breakers.services[s] = true
 }
 
-func unregisterBreakers(s *Service) {
+func unregisterBreakers(s *Dispatcher) {
 	breakers.mu.Lock()
 	defer breakers.mu.Unlock()
 	delete(breakers.services, s)
@@ -167,10 +152,7 @@ func (c *breakerCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	var clients []*outbound.Client
 	for s := range c.services {
-		clients = append(clients, s.http)
-		if s.loopHTTP != nil {
-			clients = append(clients, s.loopHTTP)
-		}
+		clients = append(clients, s.send.Clients()...)
 	}
 	c.mu.Unlock()
 	worst := map[int]float64{}

@@ -45,7 +45,7 @@ type job struct {
 // opens it IMMEDIATE), so nothing changes under it.
 func (d *dispatcher) claim(ctx context.Context, now time.Time, n int) ([]job, error) {
 	s := d.s
-	lease := dbTime(now.Add(s.opt.Lease))
+	lease := DBTime(now.Add(s.opt.Lease))
 	dayAgo := now.Add(-24 * time.Hour) // an expire date is valid through its whole UTC day
 	var (
 		jobs []job
@@ -68,7 +68,7 @@ func (d *dispatcher) claim(ctx context.Context, now time.Time, n int) ([]job, er
 // claimPostgres sends lockAppsPostgres and claimPostgres as one pgx batch:
 // one round trip, one implicit transaction. The first statement names the
 // apps it locked in a transaction-local setting the second reads.
-func (s *Service) claimPostgres(ctx context.Context, now, dayAgo, lease time.Time, n int) ([]job, error) {
+func (s *Dispatcher) claimPostgres(ctx context.Context, now, dayAgo, lease time.Time, n int) ([]job, error) {
 	conn, err := s.db.SQL.Conn(ctx)
 	if err != nil {
 		return nil, err
@@ -130,7 +130,7 @@ func (s *Service) claimPostgres(ctx context.Context, now, dayAgo, lease time.Tim
 
 // claimSQLite makes claimPostgres's rounds in Go: each app's due rows
 // within its quota, interleaved oldest first, then one UPDATE … RETURNING.
-func (s *Service) claimSQLite(ctx context.Context, now, dayAgo, lease time.Time, n int) ([]job, error) {
+func (s *Dispatcher) claimSQLite(ctx context.Context, now, dayAgo, lease time.Time, n int) ([]job, error) {
 	var out []job
 	err := s.sql.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
@@ -140,7 +140,7 @@ func (s *Service) claimSQLite(ctx context.Context, now, dayAgo, lease time.Time,
 	return out, err
 }
 
-func (s *Service) claimSQLiteTx(ctx context.Context, tx *sql.Tx, now, dayAgo, lease time.Time, n int) ([]job, error) {
+func (s *Dispatcher) claimSQLiteTx(ctx context.Context, tx *sql.Tx, now, dayAgo, lease time.Time, n int) ([]job, error) {
 	type app struct{ id, busy int }
 	var apps []app
 	rows, err := s.sql.query(ctx, tx, appsSQLite, appsParams{Now: now, DayAgo: dayAgo, PerApp: s.opt.PerApp, Limit: n}.args()...)
@@ -196,7 +196,7 @@ func (s *Service) claimSQLiteTx(ctx context.Context, tx *sql.Tx, now, dayAgo, le
 // appDueSQLite lists up to room due deliveries of app appID: every
 // enabled endpoint's within its room, in rounds (each endpoint's oldest,
 // then each one's second oldest, …).
-func (s *Service) appDueSQLite(ctx context.Context, tx *sql.Tx, now time.Time, appID, room int) ([]int64, error) {
+func (s *Dispatcher) appDueSQLite(ctx context.Context, tx *sql.Tx, now time.Time, appID, room int) ([]int64, error) {
 	type ep struct{ id, room int }
 	var eps []ep
 	rows, err := s.sql.query(ctx, tx, endpointsSQLite, endpointsParams{Now: now, AppID: appID, PerApp: s.opt.PerApp}.args()...)

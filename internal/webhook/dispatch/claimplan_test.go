@@ -103,7 +103,7 @@ func (o *planOutbox) args(claim bool) string {
 	if claim {
 		second = o.now.Add(time.Minute)
 	}
-	return fmt.Sprintf("'%s', '%s', 4, 16", dbTime(o.now).Format(time.RFC3339Nano), dbTime(second).Format(time.RFC3339Nano))
+	return fmt.Sprintf("'%s', '%s', 4, 16", DBTime(o.now).Format(time.RFC3339Nano), DBTime(second).Format(time.RFC3339Nano))
 }
 
 // checkClaim runs one claim under EXPLAIN ANALYZE and fails if a step of

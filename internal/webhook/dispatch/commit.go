@@ -19,7 +19,7 @@ const maxOutcomeBatch = 32
 // its outcome's write, so nothing changes for it but the cost: under load
 // a delivery costs a fraction of a statement, with no added wait when idle.
 type outcomeWriter struct {
-	s    *Service
+	s    *Dispatcher
 	in   chan *outcomeReq
 	done sync.WaitGroup
 }
@@ -41,7 +41,7 @@ type outcomeRes struct {
 // saved in waiting: with the running token released before the write
 // (see the dispatcher's work), the fan-out drained at 0.84–0.89 of its
 // floor with one writer against 0.80–0.83 with two (docs/performance.md).
-func newOutcomeWriter(s *Service) *outcomeWriter {
+func newOutcomeWriter(s *Dispatcher) *outcomeWriter {
 	w := &outcomeWriter{s: s, in: make(chan *outcomeReq, maxOutcomeBatch)}
 	w.done.Go(w.run)
 	return w
@@ -104,7 +104,7 @@ func (w *outcomeWriter) write(batch []*outcomeReq) {
 // recordBatch stores several outcomes at once and returns the deliveries
 // that moved and, by the id of the delivery whose outcome asked for one,
 // the deliveries handed off (SQLite only: see handoffSQLite).
-func (s *Service) recordBatch(ctx context.Context, batch []*outcomeReq) (map[int]bool, map[int]job, error) {
+func (s *Dispatcher) recordBatch(ctx context.Context, batch []*outcomeReq) (map[int]bool, map[int]job, error) {
 	owned := make(map[int]bool, len(batch))
 	if s.db.Dialect == dialect.Postgres {
 		ps := make([]outcomeParams, len(batch))
@@ -129,7 +129,7 @@ func (s *Service) recordBatch(ctx context.Context, batch []*outcomeReq) (map[int
 	handed := map[int]job{}
 	now := s.now()
 	dayAgo := now.Add(-24 * time.Hour)
-	lease := dbTime(now.Add(s.opt.Lease))
+	lease := DBTime(now.Add(s.opt.Lease))
 	err := s.sql.inTx(ctx, func(tx *sql.Tx) error {
 		for _, r := range batch {
 			if _, err := s.sql.exec(ctx, tx, insertAttempt, r.p.attemptArgs()...); err != nil {

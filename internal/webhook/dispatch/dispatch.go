@@ -35,7 +35,7 @@ const claimErrorBackoff = time.Second
 // The loop sleeps until the next due time, a wake-up (new work in this or,
 // on Postgres, another replica; a finished worker), or the poll interval.
 type dispatcher struct {
-	s *Service
+	s *Dispatcher
 
 	stop    chan struct{} // closed by shutdown: claim nothing more
 	done    chan struct{} // closed when the loop has returned
@@ -58,7 +58,7 @@ type dispatcher struct {
 	handoff bool
 }
 
-func newDispatcher(s *Service) *dispatcher {
+func newDispatcher(s *Dispatcher) *dispatcher {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &dispatcher{
 		s:        s,

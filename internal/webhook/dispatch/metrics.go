@@ -1,6 +1,8 @@
 package dispatch
 
 import (
+	"gatehouse/internal/webhook/sender"
+
 	"context"
 	"time"
 
@@ -71,14 +73,14 @@ func (failedCounters) Collect(ch chan<- prometheus.Metric) {
 
 func alertFailed(eventType string) { failedTotal.WithLabelValues(eventType).Inc() }
 
-func (s *Service) observe(j job, o *outcome, attemptNo int) {
+func (s *Dispatcher) observe(j job, o *sender.Outcome, attemptNo int) {
 	result := "failure"
-	if o.success() {
+	if o.Success() {
 		result = "success"
 	}
 	attemptsTotal.WithLabelValues(result).Inc()
-	attemptSeconds.Observe(o.duration.Seconds())
+	attemptSeconds.Observe(o.Duration.Seconds())
 	if attemptNo == 1 {
-		firstAttemptLatency.Observe(max(o.started.Sub(j.CreateTime), time.Duration(0)).Seconds())
+		firstAttemptLatency.Observe(max(o.Started.Sub(j.CreateTime), time.Duration(0)).Seconds())
 	}
 }

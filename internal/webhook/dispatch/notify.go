@@ -13,8 +13,8 @@ import (
 // webhook work (a delivery queued or re-queued, an app enabled again).
 const NotifyChannel = "gatehouse_webhook_work"
 
-// watch registers the hooks that wake dispatchers when work appears
-// through this process's Ent client: a delivery created, an app changed
+// WakeOnCommit registers on c (the process's Ent client) the hooks that
+// wake dispatchers when work appears through it: a delivery created, an app changed
 // (enabled again, its expire date moved), or an endpoint changed (enabled
 // again, a secret rotated: its cached secrets are dropped too).
 //
@@ -30,7 +30,7 @@ const NotifyChannel = "gatehouse_webhook_work"
 // forgot one (the commit removed the *Tx it was called on, not the ones
 // added), keeping every transaction that queued a delivery, and its
 // request, in memory for good.
-func (s *Service) watch() {
+func (s *Dispatcher) WakeOnCommit(c *ent.Client) {
 	pending := &s.announcing
 	after := func(ctx context.Context, m interface {
 		Tx() (*ent.Tx, error)
@@ -74,7 +74,7 @@ func (s *Service) watch() {
 			})
 		})
 	}
-	s.client.WebhookDelivery.Use(func(next ent.Mutator) ent.Mutator {
+	c.WebhookDelivery.Use(func(next ent.Mutator) ent.Mutator {
 		return hook.WebhookDeliveryFunc(func(ctx context.Context, m *ent.WebhookDeliveryMutation) (ent.Value, error) {
 			v, err := next.Mutate(ctx, m)
 			if err == nil && m.Op().Is(ent.OpCreate) {
@@ -83,7 +83,7 @@ func (s *Service) watch() {
 			return v, err
 		})
 	})
-	s.client.PartnerApp.Use(func(next ent.Mutator) ent.Mutator {
+	c.PartnerApp.Use(func(next ent.Mutator) ent.Mutator {
 		return hook.PartnerAppFunc(func(ctx context.Context, m *ent.PartnerAppMutation) (ent.Value, error) {
 			v, err := next.Mutate(ctx, m)
 			if err == nil && m.Op().Is(ent.OpUpdateOne|ent.OpUpdate) {
@@ -92,7 +92,7 @@ func (s *Service) watch() {
 			return v, err
 		})
 	})
-	s.client.WebhookEndpoint.Use(func(next ent.Mutator) ent.Mutator {
+	c.WebhookEndpoint.Use(func(next ent.Mutator) ent.Mutator {
 		return hook.WebhookEndpointFunc(func(ctx context.Context, m *ent.WebhookEndpointMutation) (ent.Value, error) {
 			v, err := next.Mutate(ctx, m)
 			if err != nil || m.Op().Is(ent.OpCreate) {
@@ -109,9 +109,9 @@ func (s *Service) watch() {
 	})
 }
 
-// kick announces re-queued work (resend): to this process at once, and on
+// Kick announces re-queued work (resend): to this process at once, and on
 // Postgres to every replica. Call it after the change committed.
-func (s *Service) kick(ctx context.Context) {
+func (s *Dispatcher) Kick(ctx context.Context) {
 	if err := store.Notify(ctx, s.client, s.db.Dialect, NotifyChannel); err != nil {
 		s.log.Warn("webhook: NOTIFY failed; other replicas find the work by polling", "err", err)
 	}

@@ -1,6 +1,8 @@
 package dispatch
 
 import (
+	"gatehouse/internal/webhook/sender"
+
 	"context"
 	"database/sql"
 	"fmt"
@@ -32,7 +34,7 @@ type outcomeParams struct {
 	DeliveryID int
 	AttemptNo  int
 	Attempt    attemptRow
-	// The delivery's new state (see verdict); NextAttemptAt is nil unless
+	// The delivery's new state (see sender.Verdict); NextAttemptAt is nil unless
 	// RETRYING (the due time is kept).
 	Status        string
 	RetryCount    int
@@ -129,7 +131,7 @@ func nullable(s sql.NullString) *string {
 // and the attempt's number. With handoff, the next due delivery of j's
 // endpoint may come back too, leased to the caller in the same write
 // (see the dispatcher's work).
-func (s *Service) record(ctx context.Context, j job, a attemptRow, v verdict, handoff bool) (owned bool, no int, next *job, err error) {
+func (s *Dispatcher) record(ctx context.Context, j job, a attemptRow, v sender.Verdict, handoff bool) (owned bool, no int, next *job, err error) {
 	var nextAt *time.Time
 	if v.Status == StatusRetrying {
 		nextAt = &v.NextAttemptAt
@@ -167,7 +169,7 @@ func (s *Service) record(ctx context.Context, j job, a attemptRow, v verdict, ha
 }
 
 // recordAs runs the statements with p (numbered already).
-func (s *Service) recordAs(ctx context.Context, p outcomeParams) (bool, error) {
+func (s *Dispatcher) recordAs(ctx context.Context, p outcomeParams) (bool, error) {
 	if s.db.Dialect == dialect.Postgres {
 		res, err := s.sql.exec(ctx, nil, recordPostgres, p.args()...)
 		if err != nil {
@@ -192,7 +194,7 @@ func (s *Service) recordAs(ctx context.Context, p outcomeParams) (bool, error) {
 	return owned, err
 }
 
-func (s *Service) recordNumbered(ctx context.Context, id int, params func(no int) outcomeParams) (no int, owned bool, err error) {
+func (s *Dispatcher) recordNumbered(ctx context.Context, id int, params func(no int) outcomeParams) (no int, owned bool, err error) {
 	err = s.sql.inTx(ctx, func(tx *sql.Tx) error {
 		var x int
 		del := deliveryParams{DeliveryID: id}

@@ -29,10 +29,12 @@ type Purged struct {
 // RetentionEvery, Purge with the cut-off now − Retention (unless deliveries
 // are kept forever), the idempotency keys of Publish past their window,
 // and AutoDisable.
-func (s *Service) retain(ctx context.Context) {
+func (s *Dispatcher) retain(ctx context.Context) {
 	periodic.Run(ctx, s.opt.RetentionEvery, func(ctx context.Context) {
-		if _, err := s.purgePublications(ctx); err != nil && ctx.Err() == nil {
-			s.log.Error("webhook: purging old idempotency keys failed; it runs again later", "err", err)
+		if purge := s.opt.PurgePublications; purge != nil {
+			if _, err := purge(ctx); err != nil && ctx.Err() == nil {
+				s.log.Error("webhook: purging old idempotency keys failed; it runs again later", "err", err)
+			}
 		}
 		if _, err := s.AutoDisable(ctx); err != nil && ctx.Err() == nil {
 			s.log.Error("webhook: the auto-disable check failed; it runs again later", "err", err)
@@ -55,9 +57,9 @@ func (s *Service) retain(ctx context.Context) {
 // cutoff, with its attempts, in batches of RetentionBatch deliveries (one
 // short transaction each, so other writers never wait long), until none
 // is left or ctx ends.
-func (s *Service) Purge(ctx context.Context, cutoff time.Time) (Purged, error) {
+func (s *Dispatcher) Purge(ctx context.Context, cutoff time.Time) (Purged, error) {
 	var total Purged
-	cutoff = dbTime(cutoff)
+	cutoff = DBTime(cutoff)
 	for ctx.Err() == nil {
 		p, err := s.purgeBatch(ctx, cutoff)
 		total.Deliveries += p.Deliveries
@@ -74,7 +76,7 @@ func (s *Service) Purge(ctx context.Context, cutoff time.Time) (Purged, error) {
 	return total, ctx.Err()
 }
 
-func (s *Service) purgeBatch(ctx context.Context, cutoff time.Time) (Purged, error) {
+func (s *Dispatcher) purgeBatch(ctx context.Context, cutoff time.Time) (Purged, error) {
 	var p Purged
 	if s.db.Dialect == dialect.Postgres {
 		err := s.db.SQL.QueryRowContext(ctx, purgePostgres, retentionParams{Cutoff: cutoff, Batch: s.opt.RetentionBatch}.args()...).Scan(&p.Deliveries, &p.Attempts)

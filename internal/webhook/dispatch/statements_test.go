@@ -29,7 +29,7 @@ func TestEveryStatementRuns(t *testing.T) {
 		}
 		db := storetest.OpenURL(t, url)
 		ctx := context.Background()
-		now := dbTime(time.Now())
+		now := DBTime(time.Now())
 		app, ep := appWithEndpoint(t, db, "statements", now)
 		lease := now.Add(time.Minute)
 		d := db.WebhookDelivery.Create().SetAppID(app.ID).SetEndpointID(ep.ID).SetEventID("msg_statements").SetEventType("order.paid").
@@ -80,8 +80,6 @@ func TestEveryStatementRuns(t *testing.T) {
 			{"doomedSQLite", lite, doomedSQLite, retention.args()},
 			{"purgeAttemptsSQLite", lite, purgeAttemptsSQLite(len(doomed.DeliveryIDs)), doomed.args()},
 			{"purgeDeliveriesSQLite", lite, purgeDeliveriesSQLite(len(doomed.DeliveryIDs)), doomed.args()},
-			{"lockCataloguePostgres", pg, lockCataloguePostgres, nil},
-			{"lockCatalogueSQLite", lite, lockCatalogueSQLite, nil},
 		} {
 			if !c.on {
 				continue
@@ -132,40 +130,6 @@ func dialectOf(b testenv.Backend) string {
 	return dialect.Postgres
 }
 
-// TestCatalogueLockTakesSQLiteWriter: lockCatalogueSQLite takes SQLite's
-// write lock by itself, in a transaction begun DEFERRED (the store's begin
-// IMMEDIATE and hold it already), so a declaration's count cannot be read
-// while another writer may still insert.
-func TestCatalogueLockTakesSQLiteWriter(t *testing.T) {
-	dsn := "file:" + filepath.Join(t.TempDir(), "lock.db") + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(0)"
-	db, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	ctx := context.Background()
-	if _, err := db.ExecContext(ctx, `CREATE TABLE webhook_event_types (id INTEGER PRIMARY KEY)`); err != nil {
-		t.Fatal(err)
-	}
-	holder, err := db.BeginTx(ctx, nil) // DEFERRED: no lock yet
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = holder.Rollback() }()
-	if _, err := holder.ExecContext(ctx, lockCatalogue(dialect.SQLite)); err != nil {
-		t.Fatal(err)
-	}
-	other, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	if _, err := other.ExecContext(ctx, `BEGIN IMMEDIATE`); err == nil {
-		_, _ = other.ExecContext(ctx, `ROLLBACK`)
-		t.Fatal("another writer began while the catalogue's lock was held")
-	}
-}
-
 // TestRecordManyStoresEachOutcome: recordManyPostgres stores each outcome
 // of a group with its own values, nulls included (an attempt with no
 // reply, a delivery whose due time is kept), and moves only the
@@ -173,7 +137,7 @@ func TestCatalogueLockTakesSQLiteWriter(t *testing.T) {
 func TestRecordManyStoresEachOutcome(t *testing.T) {
 	db := storetest.OpenURL(t, testenv.PostgresURL(t))
 	ctx := context.Background()
-	now := dbTime(time.Now())
+	now := DBTime(time.Now())
 	app, ep := appWithEndpoint(t, db, "many", now)
 	lease := now.Add(time.Minute)
 	due := now.Add(-time.Second)

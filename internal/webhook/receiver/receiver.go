@@ -1,6 +1,10 @@
+// Package receiver is the receiver tool of `gatehouse webhook listen`: a
+// small endpoint that verifies and prints deliveries, to try gatehouse out.
 package receiver
 
 import (
+	"gatehouse/internal/webhook/sender"
+
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -15,6 +19,7 @@ import (
 // maxListenBody bounds the body the receiver reads.
 const maxListenBody = 1 << 20
 
+// Package receiver is the receiver tool of `gatehouse webhook listen`.
 // Receiver is a small webhook endpoint for trying gatehouse out (`gatehouse
 // webhook listen`): it verifies each request's Standard Webhooks signature
 // with the app's secret (the reference library, as a partner would),
@@ -33,7 +38,7 @@ type Receiver struct {
 func NewReceiver(secret string, out io.Writer) (*Receiver, error) {
 	r := &Receiver{out: out}
 	if secret != "" {
-		if _, err := ParseSecret(secret); err != nil {
+		if _, err := sender.ParseSecret(secret); err != nil {
 			return nil, err
 		}
 		wh, err := standardwebhooks.NewWebhook(secret)
@@ -65,11 +70,11 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	r.n++
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "\n── delivery %d at %s: %s %s\n", r.n, time.Now().Format("15:04:05.000"), req.Method, req.URL.RequestURI())
-	fmt.Fprintf(&b, "webhook-id:        %s\n", req.Header.Get(HeaderID))
-	fmt.Fprintf(&b, "webhook-timestamp: %s\n", req.Header.Get(HeaderTimestamp))
-	fmt.Fprintf(&b, "webhook-signature: %s\n", redactSignature(req.Header.Get(HeaderSignature)))
+	fmt.Fprintf(&b, "webhook-id:        %s\n", req.Header.Get(sender.HeaderID))
+	fmt.Fprintf(&b, "webhook-timestamp: %s\n", req.Header.Get(sender.HeaderTimestamp))
+	fmt.Fprintf(&b, "webhook-signature: %s\n", sender.RedactSignature(req.Header.Get(sender.HeaderSignature)))
 	fmt.Fprintf(&b, "signature:         %s\n", verdict)
-	var m Message
+	var m sender.Message
 	if json.Unmarshal(body, &m) == nil && m.EventType != "" {
 		fmt.Fprintf(&b, "eventType: %s   retryCount: %d/%d   createTime: %s\n", m.EventType, m.RetryCount, m.MaxRetry,
 			time.UnixMilli(m.CreateTime).UTC().Format("2006-01-02T15:04:05.000Z"))

@@ -1,7 +1,9 @@
 package sender
 
 import (
-	"context"
+	"gatehouse/internal/redact"
+	"gatehouse/internal/secret"
+
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -13,8 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"gatehouse/ent"
-	"gatehouse/ent/webhookendpoint"
 	"gatehouse/internal/errs"
 	"gatehouse/internal/outbound"
 )
@@ -32,7 +32,7 @@ const (
 )
 
 // header is one custom request header of an endpoint.
-type header struct{ name, value string }
+type Header struct{ Name, Value string }
 
 // reservedHeaders are the headers an endpoint may not set, with why:
 // gatehouse's own (the signature, the trace context, the body's type and
@@ -87,29 +87,29 @@ func ParseHeaders(raw []byte) (map[string]string, error) {
 // nor given twice (in any case), each value printable ASCII of at most
 // MaxHeaderValueLen characters. Values are never echoed in errors: they
 // are often credentials.
-func CheckHeaders(m map[string]string) ([]header, error) {
+func CheckHeaders(m map[string]string) ([]Header, error) {
 	if len(m) > MaxCustomHeaders {
 		return nil, errs.Invalid("headers", "has %d headers: at most %d", len(m), MaxCustomHeaders)
 	}
-	out := make([]header, 0, len(m))
+	out := make([]Header, 0, len(m))
 	seen := map[string]bool{}
 	for name, value := range m {
 		switch {
 		case name == "" || len(name) > MaxHeaderNameLen || !isToken(name):
-			return nil, errs.Invalid("headers", "%s is not a header name (1-%d of letters, digits and !#$%%&'*+-.^_`|~)", echo(name), MaxHeaderNameLen)
+			return nil, errs.Invalid("headers", "%s is not a header name (1-%d of letters, digits and !#$%%&'*+-.^_`|~)", redact.Echo(name), MaxHeaderNameLen)
 		case reservedHeader(name) != "":
-			return nil, errs.Invalid("headers", "%s cannot be set: %s", echo(name), reservedHeader(name))
+			return nil, errs.Invalid("headers", "%s cannot be set: %s", redact.Echo(name), reservedHeader(name))
 		case seen[strings.ToLower(name)]:
-			return nil, errs.Invalid("headers", "%s is given twice (header names are case-insensitive)", echo(name))
+			return nil, errs.Invalid("headers", "%s is given twice (header names are case-insensitive)", redact.Echo(name))
 		case len(value) > MaxHeaderValueLen:
-			return nil, errs.Invalid("headers", "the value of %s is longer than %d characters", echo(name), MaxHeaderValueLen)
+			return nil, errs.Invalid("headers", "the value of %s is longer than %d characters", redact.Echo(name), MaxHeaderValueLen)
 		case !isHeaderText(value):
-			return nil, errs.Invalid("headers", "the value of %s must be printable ASCII (no control characters, no line breaks)", echo(name))
+			return nil, errs.Invalid("headers", "the value of %s must be printable ASCII (no control characters, no line breaks)", redact.Echo(name))
 		}
 		seen[strings.ToLower(name)] = true
-		out = append(out, header{name: http.CanonicalHeaderKey(name), value: value})
+		out = append(out, Header{Name: http.CanonicalHeaderKey(name), Value: value})
 	}
-	slices.SortFunc(out, func(a, b header) int { return strings.Compare(a.name, b.name) })
+	slices.SortFunc(out, func(a, b Header) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
@@ -135,29 +135,29 @@ func isHeaderText(s string) bool {
 	return true
 }
 
-// sealHeaders seals custom headers (as a JSON object) for storage; nil
+// SealHeaders seals custom headers (as a JSON object) for storage; nil
 // for none.
-func (s *Service) sealHeaders(hs []header) ([]byte, error) {
+func SealHeaders(sealer *secret.Sealer, hs []Header) ([]byte, error) {
 	if len(hs) == 0 {
 		return nil, nil
 	}
 	m := make(map[string]string, len(hs))
 	for _, h := range hs {
-		m[h.name] = h.value
+		m[h.Name] = h.Value
 	}
 	b, err := json.Marshal(m)
 	if err != nil {
 		return nil, err
 	}
-	return s.sealer.Seal(b)
+	return sealer.Seal(b)
 }
 
-// openHeaders unseals an endpoint's stored custom headers.
-func (s *Service) openHeaders(sealed []byte) ([]header, error) {
+// OpenHeaders unseals an endpoint's stored custom headers.
+func OpenHeaders(sealer *secret.Sealer, sealed []byte) ([]Header, error) {
 	if len(sealed) == 0 {
 		return nil, nil
 	}
-	b, err := s.sealer.Open(sealed)
+	b, err := sealer.Open(sealed)
 	if err != nil {
 		return nil, errors.New("the endpoint's custom headers cannot be unsealed with this master key (set them again)")
 	}
@@ -168,52 +168,21 @@ func (s *Service) openHeaders(sealed []byte) ([]header, error) {
 	return CheckHeaders(m)
 }
 
-// HeaderNames returns the names of endpoint id's custom headers, in
-// order; their values are never shown back. A deleted endpoint has none.
-func (s *Service) HeaderNames(ctx context.Context, id int) ([]string, error) {
-	ep, err := s.client.WebhookEndpoint.Query().Where(webhookendpoint.ID(id)).
-		Select(webhookendpoint.FieldHeaders).Only(ctx)
-	if ent.IsNotFound(err) || err == nil && ep.Headers == nil {
-		return []string{}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return s.HeaderNamesOf(ep)
-}
-
-// HeaderNamesOf returns the names of ep's custom headers, in order, from
-// an endpoint loaded with its sealed headers.
-func (s *Service) HeaderNamesOf(ep *ent.WebhookEndpoint) ([]string, error) {
-	if ep.Headers == nil {
-		return []string{}, nil
-	}
-	hs, err := s.openHeaders(*ep.Headers)
-	if err != nil {
-		return nil, err
-	}
-	names := make([]string, len(hs))
-	for i, h := range hs {
-		names[i] = h.name
-	}
-	return names, nil
-}
-
 // setHeaders adds the custom headers to req (before gatehouse's own,
 // which no custom header can name).
-func (a *appInfo) setHeaders(req *http.Request) {
-	for _, h := range a.headers {
-		req.Header.Set(h.name, h.value)
+func setHeaders(req *http.Request, hs []Header) {
+	for _, h := range hs {
+		req.Header.Set(h.Name, h.Value)
 	}
 }
 
-// redactHeaders blanks the custom headers' values in h, the copy of a
+// RedactHeaders blanks the custom headers' values in h, the copy of a
 // request's headers that is stored with the attempt (and shown to
 // operators): they are often credentials.
-func (a *appInfo) redactHeaders(h http.Header) {
-	for _, c := range a.headers {
-		if h.Get(c.name) != "" {
-			h.Set(c.name, "[redacted]")
+func RedactHeaders(h http.Header, hs []Header) {
+	for _, c := range hs {
+		if h.Get(c.Name) != "" {
+			h.Set(c.Name, "[redacted]")
 		}
 	}
 }
@@ -273,10 +242,10 @@ func CheckClientCertificate(certPEM, keyPEM string, now time.Time) (tls.Certific
 	return cert, nil
 }
 
-// openClientCert unseals an endpoint's client key and pairs it with its
+// OpenClientCert unseals an endpoint's client key and pairs it with its
 // certificate for attempts.
-func (s *Service) openClientCert(certPEM string, sealedKey []byte) (*outbound.ClientCert, error) {
-	key, err := s.sealer.Open(sealedKey)
+func OpenClientCert(sealer *secret.Sealer, certPEM string, sealedKey []byte) (*outbound.ClientCert, error) {
+	key, err := sealer.Open(sealedKey)
 	if err != nil {
 		return nil, errors.New("the endpoint's client key cannot be unsealed with this master key (set the client certificate again)")
 	}
@@ -285,50 +254,4 @@ func (s *Service) openClientCert(certPEM string, sealedKey []byte) (*outbound.Cl
 		return nil, fmt.Errorf("the endpoint's client certificate and key are not a pair (set them again)")
 	}
 	return outbound.NewClientCert(cert), nil
-}
-
-// applyEgress checks in's retry schedule, custom headers and client
-// certificate and sets them on m (the headers and the key sealed).
-func (s *Service) applyEgress(in EndpointInput, m *ent.WebhookEndpointMutation) error {
-	if err := applySchedule(in, m); err != nil {
-		return err
-	}
-	if in.Headers != nil {
-		hs, err := CheckHeaders(*in.Headers)
-		if err != nil {
-			return err
-		}
-		sealed, err := s.sealHeaders(hs)
-		switch {
-		case err != nil:
-			return fmt.Errorf("seal endpoint headers: %w", err)
-		case sealed == nil:
-			m.ClearHeaders()
-		default:
-			m.SetHeaders(sealed)
-		}
-	}
-	switch {
-	case in.ClearClientCertificate && (in.ClientCertificate != nil || in.ClientKey != nil):
-		return errs.Invalid("clientCertificate", "cannot be set and cleared at once")
-	case in.ClearClientCertificate:
-		m.ClearClientCertificate()
-		m.ClearClientKey()
-	case in.ClientCertificate == nil && in.ClientKey == nil:
-	case in.ClientCertificate == nil:
-		return errs.Invalid("clientCertificate", "is required with clientKey (the PEM certificate the key belongs to)")
-	case in.ClientKey == nil:
-		return errs.Invalid("clientKey", "is required with clientCertificate (its PEM private key)")
-	default:
-		if _, err := CheckClientCertificate(*in.ClientCertificate, *in.ClientKey, time.Now()); err != nil {
-			return err
-		}
-		sealed, err := s.sealer.Seal([]byte(*in.ClientKey))
-		if err != nil {
-			return fmt.Errorf("seal endpoint client key: %w", err)
-		}
-		m.SetClientCertificate(*in.ClientCertificate)
-		m.SetClientKey(sealed)
-	}
-	return nil
 }

@@ -1,8 +1,4 @@
-// Package webhook delivers event callbacks to partners. Messages are signed
-// as Standard Webhooks (https://www.standardwebhooks.com) prescribe, and
-// callback addresses are checked so that a partner cannot make gatehouse
-// call its own network (SSRF).
-package webhook
+package sender
 
 import (
 	"crypto/hmac"
@@ -83,4 +79,18 @@ func Sign(msgID string, ts time.Time, body []byte, secrets ...string) string {
 		sigs = append(sigs, "v1,"+base64.StdEncoding.EncodeToString(m.Sum(nil)))
 	}
 	return strings.Join(sigs, " ")
+}
+
+// RedactSignature keeps the shape of a signature header ("v1,… v1,…", one
+// entry per secret) without the MACs.
+func RedactSignature(v string) string {
+	parts := strings.Fields(v)
+	for i, p := range parts {
+		if ver, _, ok := strings.Cut(p, ","); ok {
+			parts[i] = ver + ",[redacted]"
+		} else {
+			parts[i] = "[redacted]"
+		}
+	}
+	return strings.Join(parts, " ")
 }

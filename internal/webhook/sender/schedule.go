@@ -1,15 +1,13 @@
-package dispatch
+package sender
 
 import (
-	"context"
-	"fmt"
+	"gatehouse/internal/redact"
+
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
-	"gatehouse/ent"
-	"gatehouse/ent/webhookdelivery"
 	"gatehouse/internal/errs"
 )
 
@@ -55,7 +53,7 @@ func PresetSchedule(p RetryPreset) ([]int, error) {
 	case PresetLong:
 		return append([]int(nil), LongSchedule...), nil
 	}
-	return nil, errs.Invalid("retryPreset", "must be DEFAULT or LONG, not %s", echo(string(p)))
+	return nil, errs.Invalid("retryPreset", "must be DEFAULT or LONG, not %s", redact.Echo(string(p)))
 }
 
 // CheckSchedule checks an endpoint's retry schedule: the waits in seconds
@@ -89,22 +87,27 @@ func sum(xs []int) int64 {
 	return n
 }
 
-// maxRetryOf is the number of retries of a delivery to an endpoint with
+// MaxRetry is the message's maxRetry on the default schedule: retries
+// after the first attempt (an endpoint's retry schedule has its own, see
+// MaxRetryOf).
+const MaxRetry = 5
+
+// MaxRetryOf is the number of retries of a delivery to an endpoint with
 // retry schedule waits (nil: the default schedule's MaxRetry): the
 // message's maxRetry.
-func maxRetryOf(waits []int) int {
+func MaxRetryOf(waits []int) int {
 	if waits == nil {
 		return MaxRetry
 	}
 	return len(waits)
 }
 
-// retryDelayOf returns the wait before retry n (n ≥ 1) of a delivery to an
-// endpoint with retry schedule waits: its n-th wait, or RetryDelay for
-// the default schedule (nil).
-func (s *Service) retryDelayOf(waits []int) func(n int) time.Duration {
+// RetryDelayOf returns the wait before retry n (n ≥ 1) of a delivery to
+// an endpoint with retry schedule waits: its n-th wait, or def for the
+// default schedule (nil).
+func RetryDelayOf(waits []int, def func(n int) time.Duration) func(n int) time.Duration {
 	if waits == nil {
-		return s.RetryDelay
+		return def
 	}
 	return func(n int) time.Duration {
 		if n < 1 || n > len(waits) {
@@ -114,12 +117,12 @@ func (s *Service) retryDelayOf(waits []int) func(n int) time.Duration {
 	}
 }
 
-// withRetryAfter returns delay, except that when the reply (status and
+// WithRetryAfter returns delay, except that when the reply (status and
 // headers h) was a 429 or 503 with a Retry-After, the wait becomes what
 // the receiver asked for, but never shorter than the schedule's and at
 // most RetryAfterFactor times it: a receiver can slow its retries down,
 // not speed them up nor push them out of the schedule's reach.
-func withRetryAfter(delay func(n int) time.Duration, status int, h http.Header, now time.Time) func(n int) time.Duration {
+func WithRetryAfter(delay func(n int) time.Duration, status int, h http.Header, now time.Time) func(n int) time.Duration {
 	asked, ok := retryAfter(status, h, now)
 	if !ok {
 		return delay
@@ -151,44 +154,4 @@ func retryAfter(status int, h http.Header, now time.Time) (time.Duration, bool) 
 		return max(at.Sub(now), 0), true
 	}
 	return 0, false
-}
-
-// applySchedule checks in's retry schedule or preset and sets it on m.
-func applySchedule(in EndpointInput, m *ent.WebhookEndpointMutation) error {
-	waits := in.RetrySchedule
-	switch {
-	case in.RetrySchedule != nil && in.RetryPreset != nil:
-		return errs.Invalid("retrySchedule", "give retrySchedule or retryPreset, not both")
-	case in.RetryPreset != nil:
-		w, err := PresetSchedule(*in.RetryPreset)
-		if err != nil {
-			return err
-		}
-		if w == nil {
-			m.ClearRetrySchedule() // the default, following the retry base
-			return nil
-		}
-		waits = &w
-	case waits == nil:
-		return nil
-	}
-	if err := CheckSchedule(*waits); err != nil {
-		return err
-	}
-	m.SetRetrySchedule(append([]int{}, *waits...)) // [] is a schedule: one attempt
-	return nil
-}
-
-// retargetWaiting gives the waiting deliveries of endpoint id the maxRetry
-// of its new retry schedule waits (nil: the default), so that the log
-// shows what the dispatcher does: it follows the endpoint's schedule as
-// it is at each attempt.
-func retargetWaiting(ctx context.Context, c *ent.Client, id int, waits []int) error {
-	err := c.WebhookDelivery.Update().
-		Where(webhookdelivery.EndpointID(id), webhookdelivery.StatusIn(StatusPending, StatusRetrying)).
-		SetMaxRetry(maxRetryOf(waits)).Exec(ctx)
-	if err != nil {
-		return fmt.Errorf("waiting deliveries of webhook endpoint %d: %w", id, err)
-	}
-	return nil
 }
