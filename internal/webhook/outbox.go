@@ -1,6 +1,8 @@
 package webhook
 
 import (
+	"gatehouse/internal/webhook/dispatch/adapter"
+
 	"gatehouse/internal/webhook/sender"
 
 	"gatehouse/internal/webhook/catalogue"
@@ -238,5 +240,5 @@ func heldBecause(app *ent.PartnerApp, now time.Time) string {
 	return ""
 }
 
-// dbTime is how times are stored (see dispatch.DBTime).
-func dbTime(t time.Time) time.Time { return dispatch.DBTime(t) }
+// dbTime is how times are stored (see adapter.DBTime).
+func dbTime(t time.Time) time.Time { return adapter.DBTime(t) }

@@ -1,6 +1,8 @@
 package dispatch
 
 import (
+	"gatehouse/internal/webhook/dispatch/adapter"
+
 	"gatehouse/internal/webhook/sender"
 
 	"context"
@@ -130,21 +132,21 @@ func (s *Dispatcher) finish(j job, o *sender.Outcome, ep endpoint, app *appInfo,
 	delay := sender.WithRetryAfter(sender.RetryDelayOf(app.retry, s.RetryDelay), o.Status, o.RespHeaders, now)
 	v := sender.Decide(o.Success(), errText, j.RetryCount, sender.MaxRetryOf(app.retry), now, delay)
 	if v.Status == StatusRetrying {
-		v.NextAttemptAt = DBTime(latest(v.NextAttemptAt, now.Add(ep.remaining())))
+		v.NextAttemptAt = adapter.DBTime(latest(v.NextAttemptAt, now.Add(ep.remaining())))
 	}
-	row := attemptRow{
-		reqHeaders: headerJSON(o.ReqHeaders, true),
-		reqBody:    storableText(o.ReqBody),
-		durationMs: o.Duration.Milliseconds(),
-		startedAt:  DBTime(o.Started),
+	row := adapter.AttemptRow{
+		ReqHeaders: headerJSON(o.ReqHeaders, true),
+		ReqBody:    storableText(o.ReqBody),
+		DurationMs: o.Duration.Milliseconds(),
+		StartedAt:  adapter.DBTime(o.Started),
 	}
 	if o.Status != 0 {
-		row.status = sql.NullInt64{Int64: int64(o.Status), Valid: true}
-		row.respHeaders = sql.NullString{String: headerJSON(o.RespHeaders, false), Valid: true}
-		row.respBody = sql.NullString{String: storableText(o.RespBody), Valid: true}
+		row.Status = sql.NullInt64{Int64: int64(o.Status), Valid: true}
+		row.RespHeaders = sql.NullString{String: headerJSON(o.RespHeaders, false), Valid: true}
+		row.RespBody = sql.NullString{String: storableText(o.RespBody), Valid: true}
 	}
 	if o.Err != nil {
-		row.err = sql.NullString{String: errText, Valid: true}
+		row.Err = sql.NullString{String: errText, Valid: true}
 	}
 	owned, attemptNo, next, err := s.record(ctx, j, row, v, handoff)
 	if err != nil {
@@ -206,7 +208,7 @@ func (s *Dispatcher) RetryDelay(n int) time.Duration {
 func (s *Dispatcher) release(j job) {
 	ctx, cancel := storeCtx()
 	defer cancel()
-	if _, err := s.sql.exec(ctx, nil, releaseSQL, releaseParams{DeliveryID: j.ID, Lease: j.Lease}.args()...); err != nil {
+	if _, err := s.sql.Exec(ctx, nil, adapter.ReleaseSQL, adapter.ReleaseParams{DeliveryID: j.ID, Lease: j.Lease}.Args()...); err != nil {
 		s.log.Error("webhook: releasing a lease failed; it runs out by itself", "delivery_id", j.ID, "err", err)
 	}
 }

@@ -1,6 +1,8 @@
 package dispatch
 
 import (
+	"gatehouse/internal/webhook/dispatch/adapter"
+
 	"context"
 	"sync"
 	"time"
@@ -60,7 +62,7 @@ func (c *backlogCollector) Collect(ch chan<- prometheus.Metric) {
 	var n int64
 	// A failing database leaves the metric out of this scrape (the
 	// readiness alert speaks for it).
-	if err := s.db.SQL.QueryRowContext(ctx, dueSQL, dueParams{Now: now, DayAgo: now.Add(-24 * time.Hour), Max: maxBacklogCount}.args()...).Scan(&n); err != nil {
+	if err := s.db.SQL.QueryRowContext(ctx, adapter.DueSQL, adapter.DueParams{Now: now, DayAgo: now.Add(-24 * time.Hour), Max: maxBacklogCount}.Args()...).Scan(&n); err != nil {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(backlogDesc, prometheus.GaugeValue, float64(n))

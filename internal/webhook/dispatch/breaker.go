@@ -1,6 +1,8 @@
 package dispatch
 
 import (
+	"gatehouse/internal/webhook/dispatch/adapter"
+
 	"context"
 	"strconv"
 	"strings"
@@ -81,7 +83,7 @@ func (s *Dispatcher) postponeFor(j job, wait time.Duration) {
 	ctx, cancel := storeCtx()
 	defer cancel()
 	now := s.now()
-	if _, err := s.sql.exec(ctx, nil, postponeSQL, postponeParams{DeliveryID: j.ID, Lease: j.Lease, NextAttemptAt: DBTime(now.Add(wait)), UpdateTime: now}.args()...); err != nil {
+	if _, err := s.sql.Exec(ctx, nil, adapter.PostponeSQL, adapter.PostponeParams{DeliveryID: j.ID, Lease: j.Lease, NextAttemptAt: adapter.DBTime(now.Add(wait)), UpdateTime: now}.Args()...); err != nil {
 		s.log.Error("webhook: postponing a delivery failed; its lease runs out by itself", "delivery_id", j.ID, "err", err)
 	}
 }
@@ -110,7 +112,7 @@ func (s *Dispatcher) BreakerChanged(client *outbound.Client, key, from, to strin
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		now := s.now()
-		if _, err := s.sql.exec(ctx, nil, deferSQL, deferParams{EndpointID: epID, CallbackURL: u, Until: DBTime(now.Add(wait)), Now: now}.args()...); err != nil {
+		if _, err := s.sql.Exec(ctx, nil, adapter.DeferSQL, adapter.DeferParams{EndpointID: epID, CallbackURL: u, Until: adapter.DBTime(now.Add(wait)), Now: now}.Args()...); err != nil {
 			s.log.Error("webhook: moving deliveries to the breaker's half-open time failed; they are postponed one by one", "app_id", appID, "err", err)
 		}
 	}()

@@ -1,6 +1,8 @@
 package dispatch
 
 import (
+	"gatehouse/internal/webhook/dispatch/adapter"
+
 	"context"
 	"database/sql"
 	"fmt"
@@ -34,10 +36,10 @@ type job struct {
 }
 
 // claim leases up to n deliveries due at now to this process, at most PerApp in
-// flight per app and fair across apps (see appsSQL). The lease value of
+// flight per app and fair across apps (see adapter.AppsSQL). The lease value of
 // the claim is the fencing token of the attempts.
 //
-// It is one transaction of two statements: lock the apps to serve, then
+// It is one transaction of two adapter.Statements: lock the apps to serve, then
 // lease their deliveries (the second sees the in-flight counts as they are
 // once the apps are locked). On Postgres both go to the server in one
 // round trip (a pgx batch: one implicit transaction). On SQLite the
@@ -45,7 +47,7 @@ type job struct {
 // opens it IMMEDIATE), so nothing changes under it.
 func (d *dispatcher) claim(ctx context.Context, now time.Time, n int) ([]job, error) {
 	s := d.s
-	lease := DBTime(now.Add(s.opt.Lease))
+	lease := adapter.DBTime(now.Add(s.opt.Lease))
 	dayAgo := now.Add(-24 * time.Hour) // an expire date is valid through its whole UTC day
 	var (
 		jobs []job
@@ -65,7 +67,7 @@ func (d *dispatcher) claim(ctx context.Context, now time.Time, n int) ([]job, er
 	return jobs, nil
 }
 
-// claimPostgres sends lockAppsPostgres and claimPostgres as one pgx batch:
+// adapter.ClaimPostgres sends adapter.LockAppsPostgres and adapter.ClaimPostgres as one pgx batch:
 // one round trip, one implicit transaction. The first statement names the
 // apps it locked in a transaction-local setting the second reads.
 func (s *Dispatcher) claimPostgres(ctx context.Context, now, dayAgo, lease time.Time, n int) ([]job, error) {
@@ -86,10 +88,10 @@ func (s *Dispatcher) claimPostgres(ctx context.Context, now, dayAgo, lease time.
 		// plan would then walk the whole backlog on every claim. The claim
 		// reads a few rows per app by index, so scans are ruled out for it (not
 		// for the apps' statement, which reads them all).
-		b.Queue(genericPlansPostgres)
-		b.Queue(lockAppsPostgres, appsParams{Now: now, DayAgo: dayAgo, PerApp: s.opt.PerApp, Limit: n}.args()...)
-		b.Queue(noSeqScanPostgres)
-		b.Queue(claimPostgres, claimParams{Now: now, Lease: lease, PerApp: s.opt.PerApp, Limit: n}.args()...)
+		b.Queue(adapter.GenericPlansPostgres)
+		b.Queue(adapter.LockAppsPostgres, adapter.AppsParams{Now: now, DayAgo: dayAgo, PerApp: s.opt.PerApp, Limit: n}.Args()...)
+		b.Queue(adapter.NoSeqScanPostgres)
+		b.Queue(adapter.ClaimPostgres, adapter.ClaimParams{Now: now, Lease: lease, PerApp: s.opt.PerApp, Limit: n}.Args()...)
 		br := pc.SendBatch(ctx, b)
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
@@ -128,11 +130,11 @@ func (s *Dispatcher) claimPostgres(ctx context.Context, now, dayAgo, lease time.
 	return jobs, err
 }
 
-// claimSQLite makes claimPostgres's rounds in Go: each app's due rows
+// claimSQLite makes adapter.ClaimPostgres's rounds in Go: each app's due rows
 // within its quota, interleaved oldest first, then one UPDATE … RETURNING.
 func (s *Dispatcher) claimSQLite(ctx context.Context, now, dayAgo, lease time.Time, n int) ([]job, error) {
 	var out []job
-	err := s.sql.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.sql.InTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		out, err = s.claimSQLiteTx(ctx, tx, now, dayAgo, lease, n)
 		return err
@@ -143,7 +145,7 @@ func (s *Dispatcher) claimSQLite(ctx context.Context, now, dayAgo, lease time.Ti
 func (s *Dispatcher) claimSQLiteTx(ctx context.Context, tx *sql.Tx, now, dayAgo, lease time.Time, n int) ([]job, error) {
 	type app struct{ id, busy int }
 	var apps []app
-	rows, err := s.sql.query(ctx, tx, appsSQLite, appsParams{Now: now, DayAgo: dayAgo, PerApp: s.opt.PerApp, Limit: n}.args()...)
+	rows, err := s.sql.Query(ctx, tx, adapter.AppsSQLite, adapter.AppsParams{Now: now, DayAgo: dayAgo, PerApp: s.opt.PerApp, Limit: n}.Args()...)
 	if err != nil {
 		return nil, fmt.Errorf("apps: %w", err)
 	}
@@ -174,7 +176,7 @@ func (s *Dispatcher) claimSQLiteTx(ctx context.Context, tx *sql.Tx, now, dayAgo,
 	// cheaper than parsing an UPDATE with a list of ids each time.
 	var out []job
 	for _, id := range ids {
-		res, err := s.sql.exec(ctx, tx, leaseSQLite, leaseParams{Now: now, Lease: lease, DeliveryID: id}.args()...)
+		res, err := s.sql.Exec(ctx, tx, adapter.LeaseSQLite, adapter.LeaseParams{Now: now, Lease: lease, DeliveryID: id}.Args()...)
 		if err != nil {
 			return nil, err
 		}
@@ -184,7 +186,7 @@ func (s *Dispatcher) claimSQLiteTx(ctx context.Context, tx *sql.Tx, now, dayAgo,
 			}
 			continue
 		}
-		jobs, err := scanJobs(s.sql.query(ctx, tx, jobSQLite, deliveryParams{DeliveryID: int(id)}.args()...))
+		jobs, err := scanJobs(s.sql.Query(ctx, tx, adapter.JobSQLite, adapter.DeliveryParams{DeliveryID: int(id)}.Args()...))
 		if err != nil {
 			return nil, err
 		}
@@ -199,7 +201,7 @@ func (s *Dispatcher) claimSQLiteTx(ctx context.Context, tx *sql.Tx, now, dayAgo,
 func (s *Dispatcher) appDueSQLite(ctx context.Context, tx *sql.Tx, now time.Time, appID, room int) ([]int64, error) {
 	type ep struct{ id, room int }
 	var eps []ep
-	rows, err := s.sql.query(ctx, tx, endpointsSQLite, endpointsParams{Now: now, AppID: appID, PerApp: s.opt.PerApp}.args()...)
+	rows, err := s.sql.Query(ctx, tx, adapter.EndpointsSQLite, adapter.EndpointsParams{Now: now, AppID: appID, PerApp: s.opt.PerApp}.Args()...)
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +221,7 @@ func (s *Dispatcher) appDueSQLite(ctx context.Context, tx *sql.Tx, now time.Time
 		if e.room <= 0 {
 			continue
 		}
-		rows, err := s.sql.query(ctx, tx, endpointDueSQLite, endpointDueParams{Now: now, EndpointID: e.id, Limit: min(e.room, room)}.args()...)
+		rows, err := s.sql.Query(ctx, tx, adapter.EndpointDueSQLite, adapter.EndpointDueParams{Now: now, EndpointID: e.id, Limit: min(e.room, room)}.Args()...)
 		if err != nil {
 			return nil, err
 		}

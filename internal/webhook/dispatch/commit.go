@@ -1,6 +1,8 @@
 package dispatch
 
 import (
+	"gatehouse/internal/webhook/dispatch/adapter"
+
 	"context"
 	"database/sql"
 	"sync"
@@ -25,7 +27,7 @@ type outcomeWriter struct {
 }
 
 type outcomeReq struct {
-	p   outcomeParams // numbered
+	p   adapter.OutcomeParams // numbered
 	res chan outcomeRes
 }
 
@@ -49,7 +51,7 @@ func newOutcomeWriter(s *Dispatcher) *outcomeWriter {
 
 // store writes one outcome and reports whether its delivery moved and,
 // if p asked for one, the delivery handed off to the worker.
-func (w *outcomeWriter) store(p outcomeParams) outcomeRes {
+func (w *outcomeWriter) store(p adapter.OutcomeParams) outcomeRes {
 	r := &outcomeReq{p: p, res: make(chan outcomeRes, 1)}
 	w.in <- r
 	return <-r.res
@@ -103,16 +105,16 @@ func (w *outcomeWriter) write(batch []*outcomeReq) {
 
 // recordBatch stores several outcomes at once and returns the deliveries
 // that moved and, by the id of the delivery whose outcome asked for one,
-// the deliveries handed off (SQLite only: see handoffSQLite).
+// the deliveries handed off (SQLite only: see adapter.HandoffSQLite).
 func (s *Dispatcher) recordBatch(ctx context.Context, batch []*outcomeReq) (map[int]bool, map[int]job, error) {
 	owned := make(map[int]bool, len(batch))
 	if s.db.Dialect == dialect.Postgres {
-		ps := make([]outcomeParams, len(batch))
+		ps := make([]adapter.OutcomeParams, len(batch))
 		for i, r := range batch {
 			ps[i] = r.p
 		}
 		// One statement: atomic without a transaction around it.
-		rows, err := s.db.SQL.QueryContext(ctx, recordManyPostgres, manyParams(ps...).args()...)
+		rows, err := s.db.SQL.QueryContext(ctx, adapter.RecordManyPostgres, adapter.ManyParams(ps...).Args()...)
 		if err != nil {
 			return owned, nil, err
 		}
@@ -129,13 +131,13 @@ func (s *Dispatcher) recordBatch(ctx context.Context, batch []*outcomeReq) (map[
 	handed := map[int]job{}
 	now := s.now()
 	dayAgo := now.Add(-24 * time.Hour)
-	lease := DBTime(now.Add(s.opt.Lease))
-	err := s.sql.inTx(ctx, func(tx *sql.Tx) error {
+	lease := adapter.DBTime(now.Add(s.opt.Lease))
+	err := s.sql.InTx(ctx, func(tx *sql.Tx) error {
 		for _, r := range batch {
-			if _, err := s.sql.exec(ctx, tx, insertAttempt, r.p.attemptArgs()...); err != nil {
+			if _, err := s.sql.Exec(ctx, tx, adapter.InsertAttempt, r.p.AttemptArgs()...); err != nil {
 				return err
 			}
-			res, err := s.sql.exec(ctx, tx, moveDelivery, r.p.moveArgs()...)
+			res, err := s.sql.Exec(ctx, tx, adapter.MoveDelivery, r.p.MoveArgs()...)
 			if err != nil {
 				return err
 			}
@@ -147,7 +149,7 @@ func (s *Dispatcher) recordBatch(ctx context.Context, batch []*outcomeReq) (map[
 			if !owned[r.p.DeliveryID] || !r.p.Handoff {
 				continue
 			}
-			jobs, err := scanJobs(s.sql.query(ctx, tx, handoffSQLite, handoffParams{Now: now, DayAgo: dayAgo, PerApp: s.opt.PerApp, Lease: lease, EndpointID: r.p.EndpointID}.args()...))
+			jobs, err := scanJobs(s.sql.Query(ctx, tx, adapter.HandoffSQLite, adapter.HandoffParams{Now: now, DayAgo: dayAgo, PerApp: s.opt.PerApp, Lease: lease, EndpointID: r.p.EndpointID}.Args()...))
 			if err != nil {
 				return err
 			}

@@ -1,6 +1,8 @@
 package dispatch
 
 import (
+	"gatehouse/internal/webhook/dispatch/adapter"
+
 	"context"
 	"errors"
 	"fmt"
@@ -148,7 +150,7 @@ const minWait = 2 * time.Millisecond
 const batchWait = 5 * time.Millisecond
 
 // untilNextDue returns the time until the next delivery becomes due (see
-// nextDueSQL), at most the poll interval: the earliest due time after
+// adapter.NextDueSQL), at most the poll interval: the earliest due time after
 // claimedAt, the clock of the claim just made. A delivery that became due
 // between that claim and now was not seen by the claim; counting from
 // the claim's clock (not from now) finds it, and the loop claims it at
@@ -158,7 +160,7 @@ func (d *dispatcher) untilNextDue(claimedAt time.Time) time.Duration {
 	defer cancel()
 	now := d.s.now()
 	var raw any
-	err := d.s.db.SQL.QueryRowContext(ctx, nextDueSQL, nextDueParams{ClaimedAt: claimedAt, DayAgo: claimedAt.Add(-24 * time.Hour)}.args()...).Scan(&raw)
+	err := d.s.db.SQL.QueryRowContext(ctx, adapter.NextDueSQL, adapter.NextDueParams{ClaimedAt: claimedAt, DayAgo: claimedAt.Add(-24 * time.Hour)}.Args()...).Scan(&raw)
 	var next time.Time
 	if err == nil && raw != nil {
 		next, err = dbTimeValue(raw)
@@ -195,12 +197,12 @@ func dbTimeValue(v any) (time.Time, error) {
 //
 // On SQLite a worker whose attempt was delivered keeps its slot for the
 // next due delivery of the same endpoint, leased in the transaction that
-// stores the outcome (a hand-off: see handoffSQLite), up to maxHandoffs
+// stores the outcome (a hand-off: see adapter.HandoffSQLite), up to maxHandoffs
 // in a row; then, or when nothing is handed off, the slot goes back to
 // the claim loop, whose claims keep the apps fair. A failed attempt never
 // hands off: an endpoint that fails or hangs gets the claim loop's share
 // as before. SQLite has one writer, and a claim there is a dozen
-// statements under its lock (one per endpoint of each app served), while
+// adapter.Statements under its lock (one per endpoint of each app served), while
 // a hand-off is one more statement in a transaction that runs anyway:
 // for an app of 5 endpoints, whose share per endpoint is one slot, the
 // serial claim loop was the bound. On Postgres a claim is one round trip

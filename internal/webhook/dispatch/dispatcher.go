@@ -1,6 +1,8 @@
 package dispatch
 
 import (
+	"gatehouse/internal/webhook/dispatch/adapter"
+
 	"context"
 	"log/slog"
 	"sync"
@@ -59,7 +61,7 @@ type Dispatcher struct {
 	// endpoints' delivery rate limiters.
 	apps   *appCache
 	limits *limiters
-	sql    *statements
+	sql    *adapter.Statements
 	// audit records AutoDisable's changes (SetAudit; nil: none).
 	audit atomic.Pointer[audit.Service]
 
@@ -95,7 +97,7 @@ func New(db *store.DB, sealer *secret.Sealer, send *sender.Sender, log *slog.Log
 	}
 	s.apps = newAppCache(s.loadEndpoint)
 	s.limits = newLimiters()
-	s.sql = newStatements(db)
+	s.sql = adapter.NewStatements(db)
 	registerBreakers(s)
 	backlog.add(s)
 	return s
@@ -105,13 +107,8 @@ func New(db *store.DB, sealer *secret.Sealer, send *sender.Sender, log *slog.Log
 // name exist at 0.
 func ExpectAlerts(name string) { failedTotal.WithLabelValues(name) }
 
-// DBTime is how times the dispatcher compares are written: UTC with
-// microseconds, the precision both databases keep, so that a value read
-// back equals the value written (the lease doubles as a fencing token).
-func DBTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
-
 // now is the dispatcher's clock, in the form stored in the database.
-func (s *Dispatcher) now() time.Time { return DBTime(s.opt.Now()) }
+func (s *Dispatcher) now() time.Time { return adapter.DBTime(s.opt.Now()) }
 
 // writer is the outcome writer while the dispatcher runs.
 func (s *Dispatcher) writer() *outcomeWriter {
@@ -192,6 +189,6 @@ func (s *Dispatcher) Close(ctx context.Context) error {
 	s.send.Close()
 	unregisterBreakers(s)
 	backlog.remove(s)
-	s.sql.close()
+	s.sql.Close()
 	return err
 }

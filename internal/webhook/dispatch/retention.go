@@ -1,6 +1,8 @@
 package dispatch
 
 import (
+	"gatehouse/internal/webhook/dispatch/adapter"
+
 	"context"
 	"database/sql"
 	"fmt"
@@ -59,7 +61,7 @@ func (s *Dispatcher) retain(ctx context.Context) {
 // is left or ctx ends.
 func (s *Dispatcher) Purge(ctx context.Context, cutoff time.Time) (Purged, error) {
 	var total Purged
-	cutoff = DBTime(cutoff)
+	cutoff = adapter.DBTime(cutoff)
 	for ctx.Err() == nil {
 		p, err := s.purgeBatch(ctx, cutoff)
 		total.Deliveries += p.Deliveries
@@ -79,15 +81,15 @@ func (s *Dispatcher) Purge(ctx context.Context, cutoff time.Time) (Purged, error
 func (s *Dispatcher) purgeBatch(ctx context.Context, cutoff time.Time) (Purged, error) {
 	var p Purged
 	if s.db.Dialect == dialect.Postgres {
-		err := s.db.SQL.QueryRowContext(ctx, purgePostgres, retentionParams{Cutoff: cutoff, Batch: s.opt.RetentionBatch}.args()...).Scan(&p.Deliveries, &p.Attempts)
+		err := s.db.SQL.QueryRowContext(ctx, adapter.PurgePostgres, adapter.RetentionParams{Cutoff: cutoff, Batch: s.opt.RetentionBatch}.Args()...).Scan(&p.Deliveries, &p.Attempts)
 		return p, err
 	}
-	err := s.sql.inTx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, doomedSQLite, retentionParams{Cutoff: cutoff, Batch: s.opt.RetentionBatch}.args()...)
+	err := s.sql.InTx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, adapter.DoomedSQLite, adapter.RetentionParams{Cutoff: cutoff, Batch: s.opt.RetentionBatch}.Args()...)
 		if err != nil {
 			return err
 		}
-		var doomed purgeParams
+		var doomed adapter.PurgeParams
 		for rows.Next() {
 			var id int64
 			if err := rows.Scan(&id); err != nil {
@@ -100,13 +102,13 @@ func (s *Dispatcher) purgeBatch(ctx context.Context, cutoff time.Time) (Purged, 
 			return err
 		}
 		k := len(doomed.DeliveryIDs)
-		res, err := tx.ExecContext(ctx, purgeAttemptsSQLite(k), doomed.args()...)
+		res, err := tx.ExecContext(ctx, adapter.PurgeAttemptsSQLite(k), doomed.Args()...)
 		if err != nil {
 			return err
 		}
 		n, _ := res.RowsAffected()
 		p.Attempts = int(n)
-		if res, err = tx.ExecContext(ctx, purgeDeliveriesSQLite(k), doomed.args()...); err != nil {
+		if res, err = tx.ExecContext(ctx, adapter.PurgeDeliveriesSQLite(k), doomed.Args()...); err != nil {
 			return err
 		}
 		n, _ = res.RowsAffected()

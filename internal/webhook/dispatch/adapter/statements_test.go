@@ -1,6 +1,8 @@
-package dispatch
+package adapter
 
 import (
+	"gatehouse/ent/webhookdelivery"
+
 	"context"
 	"database/sql"
 	"path/filepath"
@@ -25,61 +27,61 @@ func TestEveryStatementRuns(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		url := b.DatabaseURL
 		if b.Embedded() {
-			url = "sqlite:" + filepath.Join(t.TempDir(), "statements.db")
+			url = "sqlite:" + filepath.Join(t.TempDir(), "Statements.db")
 		}
 		db := storetest.OpenURL(t, url)
 		ctx := context.Background()
 		now := DBTime(time.Now())
-		app, ep := appWithEndpoint(t, db, "statements", now)
+		app, ep := appWithEndpoint(t, db, "Statements", now)
 		lease := now.Add(time.Minute)
 		d := db.WebhookDelivery.Create().SetAppID(app.ID).SetEndpointID(ep.ID).SetEventID("msg_statements").SetEventType("order.paid").
 			SetBizData(`{}`).SetCallbackURL(ep.URL).SetNextAttemptAt(now.Add(-time.Second)).SetCreateTime(now).SetUpdateTime(now).
 			SetLeaseUntil(lease).SaveX(ctx)
-		outcome := outcomeParams{
+		outcome := OutcomeParams{
 			DeliveryID: d.ID, AttemptNo: 1,
-			Attempt: attemptRow{reqHeaders: `{}`, reqBody: `{}`, status: sql.NullInt64{Int64: 500, Valid: true}, durationMs: 3, startedAt: now},
-			Status:  string(StatusRetrying), RetryCount: 1, NextAttemptAt: new(now.Add(time.Second)),
+			Attempt: AttemptRow{ReqHeaders: `{}`, ReqBody: `{}`, Status: sql.NullInt64{Int64: 500, Valid: true}, DurationMs: 3, StartedAt: now},
+			Status:  string(webhookdelivery.StatusRETRYING), RetryCount: 1, NextAttemptAt: new(now.Add(time.Second)),
 			LastError: sql.NullString{String: "HTTP 500", Valid: true}, UpdateTime: now, Lease: lease,
 		}
-		byID := deliveryParams{DeliveryID: d.ID}
-		doomed := purgeParams{DeliveryIDs: []int64{int64(d.ID), int64(d.ID) + 1}}
+		byID := DeliveryParams{DeliveryID: d.ID}
+		doomed := PurgeParams{DeliveryIDs: []int64{int64(d.ID), int64(d.ID) + 1}}
 		pg, lite := b.DatabaseURL != "", b.Embedded()
 		dayAgo := now.Add(-24 * time.Hour)
-		apps := appsParams{Now: now, DayAgo: dayAgo, PerApp: 4, Limit: 16}
-		retention := retentionParams{Cutoff: now, Batch: 10}
+		apps := AppsParams{Now: now, DayAgo: dayAgo, PerApp: 4, Limit: 16}
+		retention := RetentionParams{Cutoff: now, Batch: 10}
 		for _, c := range []struct {
 			name string
 			on   bool // the backend runs it
 			q    string
 			args []any
 		}{
-			{"appsSQL", pg, appsSQL, apps.args()},
-			{"appsSQLite", lite, appsSQLite, apps.args()},
-			{"genericPlansPostgres", pg, genericPlansPostgres, nil},
-			{"lockAppsPostgres", pg, lockAppsPostgres, apps.args()},
-			{"noSeqScanPostgres", pg, noSeqScanPostgres, nil},
-			{"claimPostgres", pg, claimPostgres, claimParams{Now: now, Lease: lease, PerApp: 4, Limit: 16}.args()},
-			{"endpointsSQLite", lite, endpointsSQLite, endpointsParams{Now: now, AppID: app.ID, PerApp: 4}.args()},
-			{"endpointDueSQLite", lite, endpointDueSQLite, endpointDueParams{Now: now, EndpointID: ep.ID, Limit: 4}.args()},
-			{"leaseSQLite", lite, leaseSQLite, leaseParams{Now: now, Lease: lease, DeliveryID: int64(d.ID)}.args()},
-			{"jobSQLite", lite, jobSQLite, byID.args()},
-			{"nextDueSQL", true, nextDueSQL, nextDueParams{ClaimedAt: now, DayAgo: dayAgo}.args()},
-			{"dueSQL", true, dueSQL, dueParams{Now: now, DayAgo: dayAgo, Max: maxBacklogCount}.args()},
-			{"insertAttempt", true, insertAttempt, outcome.attemptArgs()},
-			{"moveDelivery", true, moveDelivery, outcome.moveArgs()},
-			{"recordPostgres", pg, recordPostgres, outcome.args()},
-			{"recordManyPostgres", pg, recordManyPostgres, manyParams(outcome).args()},
-			{"handoffSQLite", lite, handoffSQLite, handoffParams{Now: now, DayAgo: dayAgo, PerApp: 4, Lease: lease, EndpointID: ep.ID}.args()},
-			{"lockDeliveryPostgres", pg, lockDeliveryPostgres, byID.args()},
-			{"lockDeliverySQLite", lite, lockDeliverySQLite, byID.args()},
-			{"lastAttemptNo", true, lastAttemptNo, byID.args()},
-			{"releaseSQL", true, releaseSQL, releaseParams{DeliveryID: d.ID, Lease: lease}.args()},
-			{"postponeSQL", true, postponeSQL, postponeParams{DeliveryID: d.ID, Lease: lease, NextAttemptAt: now.Add(time.Second), UpdateTime: now}.args()},
-			{"deferSQL", true, deferSQL, deferParams{EndpointID: ep.ID, CallbackURL: ep.URL, Until: now.Add(time.Minute), Now: now}.args()},
-			{"purgePostgres", pg, purgePostgres, retention.args()},
-			{"doomedSQLite", lite, doomedSQLite, retention.args()},
-			{"purgeAttemptsSQLite", lite, purgeAttemptsSQLite(len(doomed.DeliveryIDs)), doomed.args()},
-			{"purgeDeliveriesSQLite", lite, purgeDeliveriesSQLite(len(doomed.DeliveryIDs)), doomed.args()},
+			{"AppsSQL", pg, AppsSQL, apps.Args()},
+			{"AppsSQLite", lite, AppsSQLite, apps.Args()},
+			{"GenericPlansPostgres", pg, GenericPlansPostgres, nil},
+			{"LockAppsPostgres", pg, LockAppsPostgres, apps.Args()},
+			{"NoSeqScanPostgres", pg, NoSeqScanPostgres, nil},
+			{"ClaimPostgres", pg, ClaimPostgres, ClaimParams{Now: now, Lease: lease, PerApp: 4, Limit: 16}.Args()},
+			{"EndpointsSQLite", lite, EndpointsSQLite, EndpointsParams{Now: now, AppID: app.ID, PerApp: 4}.Args()},
+			{"EndpointDueSQLite", lite, EndpointDueSQLite, EndpointDueParams{Now: now, EndpointID: ep.ID, Limit: 4}.Args()},
+			{"LeaseSQLite", lite, LeaseSQLite, LeaseParams{Now: now, Lease: lease, DeliveryID: int64(d.ID)}.Args()},
+			{"JobSQLite", lite, JobSQLite, byID.Args()},
+			{"NextDueSQL", true, NextDueSQL, NextDueParams{ClaimedAt: now, DayAgo: dayAgo}.Args()},
+			{"DueSQL", true, DueSQL, DueParams{Now: now, DayAgo: dayAgo, Max: 10000}.Args()},
+			{"InsertAttempt", true, InsertAttempt, outcome.AttemptArgs()},
+			{"MoveDelivery", true, MoveDelivery, outcome.MoveArgs()},
+			{"RecordPostgres", pg, RecordPostgres, outcome.Args()},
+			{"RecordManyPostgres", pg, RecordManyPostgres, ManyParams(outcome).Args()},
+			{"HandoffSQLite", lite, HandoffSQLite, HandoffParams{Now: now, DayAgo: dayAgo, PerApp: 4, Lease: lease, EndpointID: ep.ID}.Args()},
+			{"LockDeliveryPostgres", pg, LockDeliveryPostgres, byID.Args()},
+			{"LockDeliverySQLite", lite, LockDeliverySQLite, byID.Args()},
+			{"LastAttemptNo", true, LastAttemptNo, byID.Args()},
+			{"ReleaseSQL", true, ReleaseSQL, ReleaseParams{DeliveryID: d.ID, Lease: lease}.Args()},
+			{"PostponeSQL", true, PostponeSQL, PostponeParams{DeliveryID: d.ID, Lease: lease, NextAttemptAt: now.Add(time.Second), UpdateTime: now}.Args()},
+			{"DeferSQL", true, DeferSQL, DeferParams{EndpointID: ep.ID, CallbackURL: ep.URL, Until: now.Add(time.Minute), Now: now}.Args()},
+			{"PurgePostgres", pg, PurgePostgres, retention.Args()},
+			{"DoomedSQLite", lite, DoomedSQLite, retention.Args()},
+			{"PurgeAttemptsSQLite", lite, PurgeAttemptsSQLite(len(doomed.DeliveryIDs)), doomed.Args()},
+			{"PurgeDeliveriesSQLite", lite, PurgeDeliveriesSQLite(len(doomed.DeliveryIDs)), doomed.Args()},
 		} {
 			if !c.on {
 				continue
@@ -109,10 +111,10 @@ func TestEveryStatementRuns(t *testing.T) {
 // (see sqliteLimits): each run of one would be parsed and planned anew.
 func TestSQLiteLimitsAreNotBound(t *testing.T) {
 	for name, q := range map[string]string{
-		"appsSQLite": appsSQLite, "endpointsSQLite": endpointsSQLite, "endpointDueSQLite": endpointDueSQLite,
-		"handoffSQLite": handoffSQLite, "doomedSQLite": doomedSQLite, "nextDueSQL": nextDueSQL,
-		"leaseSQLite": leaseSQLite, "jobSQLite": jobSQLite, "insertAttempt": insertAttempt, "moveDelivery": moveDelivery,
-		"lockDeliverySQLite": lockDeliverySQLite, "purgeAttemptsSQLite": purgeAttemptsSQLite(2), "purgeDeliveriesSQLite": purgeDeliveriesSQLite(2),
+		"AppsSQLite": AppsSQLite, "EndpointsSQLite": EndpointsSQLite, "EndpointDueSQLite": EndpointDueSQLite,
+		"HandoffSQLite": HandoffSQLite, "DoomedSQLite": DoomedSQLite, "NextDueSQL": NextDueSQL,
+		"LeaseSQLite": LeaseSQLite, "JobSQLite": JobSQLite, "InsertAttempt": InsertAttempt, "MoveDelivery": MoveDelivery,
+		"LockDeliverySQLite": LockDeliverySQLite, "PurgeAttemptsSQLite": PurgeAttemptsSQLite(2), "PurgeDeliveriesSQLite": PurgeDeliveriesSQLite(2),
 	} {
 		if m := boundLimit.FindString(q); m != "" {
 			t.Errorf("%s binds its limit (%s)", name, m)
@@ -130,7 +132,7 @@ func dialectOf(b testenv.Backend) string {
 	return dialect.Postgres
 }
 
-// TestRecordManyStoresEachOutcome: recordManyPostgres stores each outcome
+// TestRecordManyStoresEachOutcome: RecordManyPostgres stores each outcome
 // of a group with its own values, nulls included (an attempt with no
 // reply, a delivery whose due time is kept), and moves only the
 // deliveries still leased to their workers.
@@ -149,20 +151,20 @@ func TestRecordManyStoresEachOutcome(t *testing.T) {
 	}
 	retryAt := now.Add(time.Hour)
 	later := now.Add(time.Second)
-	delivered := outcomeParams{
-		DeliveryID: ids[0], AttemptNo: 1, Status: string(StatusSuccess), UpdateTime: later, Lease: lease,
-		Attempt: attemptRow{reqHeaders: `{"a":"1"}`, reqBody: `{"x":1}`, status: sql.NullInt64{Int64: 204, Valid: true},
-			respHeaders: sql.NullString{String: `{"b":"2"}`, Valid: true}, respBody: sql.NullString{String: "ok", Valid: true},
-			durationMs: 7, startedAt: now},
+	delivered := OutcomeParams{
+		DeliveryID: ids[0], AttemptNo: 1, Status: string(webhookdelivery.StatusSUCCESS), UpdateTime: later, Lease: lease,
+		Attempt: AttemptRow{ReqHeaders: `{"a":"1"}`, ReqBody: `{"x":1}`, Status: sql.NullInt64{Int64: 204, Valid: true},
+			RespHeaders: sql.NullString{String: `{"b":"2"}`, Valid: true}, RespBody: sql.NullString{String: "ok", Valid: true},
+			DurationMs: 7, StartedAt: now},
 	}
-	unreachable := outcomeParams{
-		DeliveryID: ids[1], AttemptNo: 3, Status: string(StatusRetrying), RetryCount: 2, NextAttemptAt: &retryAt,
+	unreachable := OutcomeParams{
+		DeliveryID: ids[1], AttemptNo: 3, Status: string(webhookdelivery.StatusRETRYING), RetryCount: 2, NextAttemptAt: &retryAt,
 		LastError: sql.NullString{String: "dial: refused", Valid: true}, UpdateTime: later, Lease: lease,
-		Attempt: attemptRow{reqHeaders: `{}`, reqBody: `{"x":2}`, err: sql.NullString{String: "dial: refused", Valid: true}, startedAt: now},
+		Attempt: AttemptRow{ReqHeaders: `{}`, ReqBody: `{"x":2}`, Err: sql.NullString{String: "dial: refused", Valid: true}, StartedAt: now},
 	}
 	takenOver := delivered
 	takenOver.DeliveryID, takenOver.Lease = ids[2], lease.Add(time.Second)
-	rows, err := db.SQL.QueryContext(ctx, recordManyPostgres, manyParams(delivered, unreachable, takenOver).args()...)
+	rows, err := db.SQL.QueryContext(ctx, RecordManyPostgres, ManyParams(delivered, unreachable, takenOver).Args()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,8 +189,8 @@ func TestRecordManyStoresEachOutcome(t *testing.T) {
 		lastError           sql.NullString
 		leased              bool
 		attemptStatus       sql.NullInt64
-		respHeaders, errTxt sql.NullString
-		reqBody             string
+		RespHeaders, errTxt sql.NullString
+		ReqBody             string
 		no, dur             int
 	}
 	read := func(id int) state {
@@ -196,18 +198,18 @@ func TestRecordManyStoresEachOutcome(t *testing.T) {
 		err := db.SQL.QueryRowContext(ctx, `SELECT d.status, d.retry_count, d.attempt_count, d.next_attempt_at, d.last_error, d.lease_until IS NOT NULL,
   a.response_status, a.response_headers, a.error, a.request_body, a.attempt_no, a.duration_ms
 FROM webhook_deliveries d JOIN delivery_attempts a ON a.delivery_id = d.id WHERE d.id = $1`, id).
-			Scan(&s.status, &s.retries, &s.attempts, &s.next, &s.lastError, &s.leased, &s.attemptStatus, &s.respHeaders, &s.errTxt, &s.reqBody, &s.no, &s.dur)
+			Scan(&s.status, &s.retries, &s.attempts, &s.next, &s.lastError, &s.leased, &s.attemptStatus, &s.RespHeaders, &s.errTxt, &s.ReqBody, &s.no, &s.dur)
 		if err != nil {
 			t.Fatalf("delivery %d: %v", id, err)
 		}
 		return s
 	}
 	if s := read(ids[0]); s.status != "SUCCESS" || s.attempts != 1 || !s.next.Equal(due) || s.leased || s.attemptStatus.Int64 != 204 ||
-		s.respHeaders.String != `{"b":"2"}` || s.errTxt.Valid || s.reqBody != `{"x":1}` || s.dur != 7 {
+		s.RespHeaders.String != `{"b":"2"}` || s.errTxt.Valid || s.ReqBody != `{"x":1}` || s.dur != 7 {
 		t.Errorf("delivered: %+v", s)
 	}
 	if s := read(ids[1]); s.status != "RETRYING" || s.retries != 2 || s.attempts != 3 || !s.next.Equal(retryAt) || s.leased ||
-		s.lastError.String != "dial: refused" || s.attemptStatus.Valid || s.respHeaders.Valid || s.errTxt.String != "dial: refused" || s.no != 3 {
+		s.lastError.String != "dial: refused" || s.attemptStatus.Valid || s.RespHeaders.Valid || s.errTxt.String != "dial: refused" || s.no != 3 {
 		t.Errorf("unreachable: %+v", s)
 	}
 	if s := read(ids[2]); s.status != "PENDING" || s.attempts != 0 || !s.leased || s.no != 1 {
@@ -216,7 +218,7 @@ FROM webhook_deliveries d JOIN delivery_attempts a ON a.delivery_id = d.id WHERE
 }
 
 // appWithEndpoint makes an app named name with one endpoint, written as
-// of now, for the statements to run over.
+// of now, for the Statements to run over.
 func appWithEndpoint(t *testing.T, db *store.DB, name string, now time.Time) (*ent.PartnerApp, *ent.WebhookEndpoint) {
 	t.Helper()
 	ctx := context.Background()

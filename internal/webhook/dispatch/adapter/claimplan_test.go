@@ -1,4 +1,4 @@
-package dispatch
+package adapter
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // A claim must reach the waiting rows through the per-app index and lease
 // them by primary key, whatever Postgres believed of the table when it
 // planned the statement: the plans are the generic ones the dispatcher
-// runs (claimPostgres forces them), made once per connection and kept
+// runs (ClaimPostgres forces them), made once per connection and kept
 // until the table's statistics change. Two beliefs went wrong before:
 //
 //   - quiet statistics: nearly every row final, so waiting rows look rare;
@@ -86,16 +86,16 @@ SELECT (SELECT min(id) FROM partner_apps) + i % 8, (SELECT min(id) FROM webhook_
 FROM generate_series(1, $3::int) i`, prefix, status, n)
 }
 
-// prepare prepares the claim's two statements with generic plans.
+// prepare prepares the claim's two Statements with generic plans.
 func (o *planOutbox) prepare() {
 	o.t.Helper()
 	o.exec(`SET plan_cache_mode = force_generic_plan`)
-	o.exec(`SET enable_seqscan = off`) // as claimPostgres sets them
-	o.exec(`PREPARE lock_apps (timestamptz, timestamptz, bigint, bigint) AS ` + lockAppsPostgres)
-	o.exec(`PREPARE claim (timestamptz, timestamptz, bigint, bigint) AS ` + claimPostgres)
+	o.exec(`SET enable_seqscan = off`) // as ClaimPostgres sets them
+	o.exec(`PREPARE lock_apps (timestamptz, timestamptz, bigint, bigint) AS ` + LockAppsPostgres)
+	o.exec(`PREPARE claim (timestamptz, timestamptz, bigint, bigint) AS ` + ClaimPostgres)
 }
 
-// args are the statements' parameters as literals: now, then the expire
+// args are the Statements' parameters as literals: now, then the expire
 // date cut-off (lock_apps) or the lease (claim), the per-app cap 4 and a
 // batch of 16.
 func (o *planOutbox) args(claim bool) string {

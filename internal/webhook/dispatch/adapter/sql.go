@@ -1,4 +1,4 @@
-package dispatch
+package adapter
 
 // The raw SQL of the webhook package, in one place: the scheduler's claim
 // and its wake-up times, the storing of attempts' outcomes, the breaker's
@@ -7,8 +7,8 @@ package dispatch
 // Everything else goes through Ent. Each statement is run on both
 // backends (those written for one backend on it) by
 // TestEveryStatementRuns. Every statement with parameters takes them from
-// a named struct next to it (outcomeParams and recordManyParams, for the
-// outcome statements, are in record.go), whose args method lists them in
+// a named struct next to it (OutcomeParams and RecordManyParams, for the
+// outcome Statements, are in record.go), whose args method lists them in
 // placeholder order; only the claim's settings and the catalogue's lock
 // have none.
 
@@ -60,11 +60,11 @@ const (
 	shareOf   = `(SELECT ($3 + count(*) - 1) / count(*) FROM webhook_endpoints s WHERE s.app_id = e.app_id AND s.enabled)`
 	receiving = `a.status = 1 AND (a.expire_date IS NULL OR a.expire_date > $2)`
 
-	// jobColumns are the columns of a job, in scanJobs's order.
-	jobColumns = `id, app_id, COALESCE(endpoint_id, 0), event_id, event_type, biz_data, callback_url, retry_count, max_retry, attempt_count, create_time, COALESCE(traceparent, ''), COALESCE(tracestate, '')`
+	// JobColumns are the columns of a job, in scanJobs's order.
+	JobColumns = `id, app_id, COALESCE(endpoint_id, 0), event_id, event_type, biz_data, callback_url, retry_count, max_retry, attempt_count, create_time, COALESCE(traceparent, ''), COALESCE(tracestate, '')`
 )
 
-// appsOf is appsSQL; fence ends its inner query. On Postgres it is
+// appsOf is AppsSQL; fence ends its inner query. On Postgres it is
 // " OFFSET 0", which keeps the planner from pulling the inner query up:
 // pulled up, every app's busy count and oldest due time (an index probe
 // per endpoint) were computed twice, once for the filter and once for
@@ -101,38 +101,38 @@ func oldestOf(cond string) string {
 }
 
 var (
-	// appsSQL picks the apps to serve this round: those with due work and
+	// AppsSQL picks the apps to serve this round: those with due work and
 	// fewer than $3 (the per-app cap) attempts in flight over all
 	// replicas, least busy first, then the one whose work waited longest;
 	// at most $4 of them. On Postgres their rows are locked (FOR NO KEY
 	// UPDATE, which does not block the inserts of new deliveries) and
 	// SKIP LOCKED, so each app is claimed by one replica at a time and the
 	// cap holds across replicas; another replica serves other apps.
-	appsSQL = appsOf("")
-	// appsSQLite is appsSQL as SQLite runs it (see sqliteLimits).
-	appsSQLite = sqliteLimits(appsSQL)
+	AppsSQL = appsOf("")
+	// AppsSQLite is AppsSQL as SQLite runs it (see sqliteLimits).
+	AppsSQLite = sqliteLimits(AppsSQL)
 
-	// lockAppsPostgres locks the apps appsSQL picks (FOR NO KEY UPDATE
+	// LockAppsPostgres locks the apps AppsSQL picks (FOR NO KEY UPDATE
 	// SKIP LOCKED) and names them in the transaction-local setting
 	// gatehouse.claim_apps.
-	lockAppsPostgres = `SELECT set_config('gatehouse.claim_apps', COALESCE(string_agg(l.id::text, ','), ''), true) FROM (
+	LockAppsPostgres = `SELECT set_config('gatehouse.claim_apps', COALESCE(string_agg(l.id::text, ','), ''), true) FROM (
   SELECT a.id FROM partner_apps a JOIN (` + appsOf(" OFFSET 0") + `) c ON c.id = a.id FOR NO KEY UPDATE OF a SKIP LOCKED) l`
 )
 
-// appsParams are the parameters of appsSQL, appsSQLite and
-// lockAppsPostgres.
-type appsParams struct {
+// AppsParams are the parameters of AppsSQL, AppsSQLite and
+// LockAppsPostgres.
+type AppsParams struct {
 	Now    time.Time // $1: the claim's clock
 	DayAgo time.Time // $2: Now less a day (an expire date is valid through its whole UTC day)
 	PerApp int       // $3: the cap of attempts in flight per app
 	Limit  int       // $4: the most apps to pick
 }
 
-func (p appsParams) args() []any { return []any{p.Now, p.DayAgo, p.PerApp, p.Limit} }
+func (p AppsParams) Args() []any { return []any{p.Now, p.DayAgo, p.PerApp, p.Limit} }
 
 var (
-	// claimPostgres leases, in one statement, up to $4 due deliveries of
-	// the apps lockAppsPostgres locked in the same transaction (so the
+	// ClaimPostgres leases, in one statement, up to $4 due deliveries of
+	// the apps LockAppsPostgres locked in the same transaction (so the
 	// in-flight counts are exact): at most $3 in flight per app, and per
 	// enabled endpoint at most its share of them (shareOf), taken in
 	// rounds — every endpoint's oldest, then every endpoint's second
@@ -152,7 +152,7 @@ var (
 	// that the planner does not pull it into the row filter and evaluate
 	// it per candidate row) and bounds its index scans: a claim for apps
 	// of 5 endpoints took half the time it did.
-	claimPostgres = `UPDATE webhook_deliveries w SET lease_until = $2 WHERE w.id = ANY(ARRAY(
+	ClaimPostgres = `UPDATE webhook_deliveries w SET lease_until = $2 WHERE w.id = ANY(ARRAY(
   SELECT p.id FROM unnest(string_to_array(NULLIF(current_setting('gatehouse.claim_apps', true), ''), ',')::bigint[]) AS a(id)
   CROSS JOIN LATERAL (
     SELECT q.id, q.next_attempt_at, row_number() OVER (ORDER BY q.rn_e, q.next_attempt_at, q.id) AS rn FROM (
@@ -171,86 +171,86 @@ AND (w.status IN ('PENDING', 'RETRYING')) IS TRUE AND (w.lease_until IS NULL OR 
 RETURNING w.id, w.app_id, COALESCE(w.endpoint_id, 0), w.event_id, w.event_type, w.biz_data, w.callback_url, w.retry_count, w.max_retry, w.attempt_count, w.create_time, COALESCE(w.traceparent, ''), COALESCE(w.tracestate, '')`
 )
 
-// claimParams are claimPostgres's parameters.
-type claimParams struct {
+// ClaimParams are ClaimPostgres's parameters.
+type ClaimParams struct {
 	Now    time.Time // $1: the claim's clock
 	Lease  time.Time // $2: the lease_until given to the claimed deliveries
 	PerApp int       // $3: the cap of attempts in flight per app
 	Limit  int       // $4: the most deliveries to claim
 }
 
-func (p claimParams) args() []any { return []any{p.Now, p.Lease, p.PerApp, p.Limit} }
+func (p ClaimParams) Args() []any { return []any{p.Now, p.Lease, p.PerApp, p.Limit} }
 
 var (
-	// endpointsSQLite lists app $2's enabled endpoints with their room
-	// (share minus attempts in flight); endpointDueSQLite one endpoint's
+	// EndpointsSQLite lists app $2's enabled endpoints with their room
+	// (share minus attempts in flight); EndpointDueSQLite one endpoint's
 	// due deliveries, oldest first (SQLite has no LATERAL: the rounds are
 	// made in Go).
-	endpointsSQLite   = sqliteLimits(`SELECT e.id, ` + shareOf + ` - ` + busyOfEndpoint + ` FROM webhook_endpoints e WHERE e.app_id = $2 AND e.enabled ORDER BY e.id`)
-	endpointDueSQLite = sqliteLimits(`SELECT x.id FROM (` + waitingOf("$2", dueCond, "$3") + `) AS x ORDER BY x.next_attempt_at, x.id LIMIT $3`)
+	EndpointsSQLite   = sqliteLimits(`SELECT e.id, ` + shareOf + ` - ` + busyOfEndpoint + ` FROM webhook_endpoints e WHERE e.app_id = $2 AND e.enabled ORDER BY e.id`)
+	EndpointDueSQLite = sqliteLimits(`SELECT x.id FROM (` + waitingOf("$2", dueCond, "$3") + `) AS x ORDER BY x.next_attempt_at, x.id LIMIT $3`)
 )
 
-// endpointsParams are endpointsSQLite's parameters.
-type endpointsParams struct {
+// EndpointsParams are EndpointsSQLite's parameters.
+type EndpointsParams struct {
 	Now    time.Time // $1: the claim's clock
 	AppID  int       // $2
 	PerApp int       // $3: the cap of attempts in flight per app
 }
 
-func (p endpointsParams) args() []any { return []any{p.Now, p.AppID, p.PerApp} }
+func (p EndpointsParams) Args() []any { return []any{p.Now, p.AppID, p.PerApp} }
 
-// endpointDueParams are endpointDueSQLite's parameters.
-type endpointDueParams struct {
+// EndpointDueParams are EndpointDueSQLite's parameters.
+type EndpointDueParams struct {
 	Now        time.Time // $1: the claim's clock
 	EndpointID int       // $2
 	Limit      int       // $3: the most deliveries to list
 }
 
-func (p endpointDueParams) args() []any { return []any{p.Now, p.EndpointID, p.Limit} }
+func (p EndpointDueParams) Args() []any { return []any{p.Now, p.EndpointID, p.Limit} }
 
 var (
-	// nextDueSQL is the earliest due time after $1 (the clock of the last
+	// NextDueSQL is the earliest due time after $1 (the clock of the last
 	// claim) of a delivery this process could claim then (of an enabled
 	// endpoint of an app that may receive). Rows due at $1 but not
 	// claimed are blocked (their app or endpoint is at its cap, or
 	// another replica is claiming it): a finishing attempt wakes the loop
 	// for those.
-	nextDueSQL = `SELECT min(n) FROM (SELECT ` +
+	NextDueSQL = `SELECT min(n) FROM (SELECT ` +
 		oldestOf(`d.next_attempt_at > $1 AND (d.lease_until IS NULL OR d.lease_until < $1)`) + ` AS n
 FROM partner_apps a WHERE ` + receiving + `) x`
 )
 
-// nextDueParams are nextDueSQL's parameters.
-type nextDueParams struct {
+// NextDueParams are NextDueSQL's parameters.
+type NextDueParams struct {
 	ClaimedAt time.Time // $1: the clock of the last claim
-	DayAgo    time.Time // $2: ClaimedAt less a day (see appsParams)
+	DayAgo    time.Time // $2: ClaimedAt less a day (see AppsParams)
 }
 
-func (p nextDueParams) args() []any { return []any{p.ClaimedAt, p.DayAgo} }
+func (p NextDueParams) Args() []any { return []any{p.ClaimedAt, p.DayAgo} }
 
-// The settings claimPostgres's batch makes for its transaction (see
+// The settings ClaimPostgres's batch makes for its transaction (see
 // Service.claimPostgres): generic plans, made once per connection, and
 // no sequential scans for the claim. Neither has parameters.
 const (
-	genericPlansPostgres = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
-	noSeqScanPostgres    = `SELECT set_config('enable_seqscan', 'off', true)`
+	GenericPlansPostgres = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
+	NoSeqScanPostgres    = `SELECT set_config('enable_seqscan', 'off', true)`
 )
 
-// leaseSQLite and jobSQLite lease one delivery and read it (claimSQLite).
+// LeaseSQLite and JobSQLite lease one delivery and read it (claimSQLite).
 const (
-	leaseSQLite = `UPDATE webhook_deliveries SET lease_until = $2 WHERE id = $3 AND status IN ('PENDING', 'RETRYING') AND (lease_until IS NULL OR lease_until < $1)`
-	jobSQLite   = `SELECT ` + jobColumns + ` FROM webhook_deliveries WHERE id = $1`
+	LeaseSQLite = `UPDATE webhook_deliveries SET lease_until = $2 WHERE id = $3 AND status IN ('PENDING', 'RETRYING') AND (lease_until IS NULL OR lease_until < $1)`
+	JobSQLite   = `SELECT ` + JobColumns + ` FROM webhook_deliveries WHERE id = $1`
 )
 
-// leaseParams are leaseSQLite's parameters; jobSQLite's is a
-// deliveryParams.
-type leaseParams struct {
+// LeaseParams are LeaseSQLite's parameters; JobSQLite's is a
+// DeliveryParams.
+type LeaseParams struct {
 	Now        time.Time // $1: the claim's clock
 	Lease      time.Time // $2: the lease_until to give
 	DeliveryID int64     // $3
 }
 
-func (p leaseParams) args() []any { return []any{p.Now, p.Lease, p.DeliveryID} }
+func (p LeaseParams) Args() []any { return []any{p.Now, p.Lease, p.DeliveryID} }
 
 // The outcome of an attempt is one statement on Postgres (the attempt row
 // inserted and the delivery moved on together) and one short transaction
@@ -258,107 +258,107 @@ func (p leaseParams) args() []any { return []any{p.Now, p.Lease, p.DeliveryID} }
 // its lease (lease_until = the claim's value); the attempt is stored
 // either way, since it happened.
 const (
-	insertAttempt = `INSERT INTO delivery_attempts (delivery_id, attempt_no, request_headers, request_body, response_status,
+	InsertAttempt = `INSERT INTO delivery_attempts (delivery_id, attempt_no, request_headers, request_body, response_status,
   response_headers, response_body, error, duration_ms, started_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
-	moveDelivery = `UPDATE webhook_deliveries SET status = $3, retry_count = $4, next_attempt_at = COALESCE($5, next_attempt_at),
+	MoveDelivery = `UPDATE webhook_deliveries SET status = $3, retry_count = $4, next_attempt_at = COALESCE($5, next_attempt_at),
   last_error = $6, attempt_count = $2, lease_until = NULL, update_time = $7 WHERE id = $1 AND lease_until = $8`
-	// recordPostgres is both in one statement: the insert's parameters
+	// RecordPostgres is both in one statement: the insert's parameters
 	// ($1-$10), then the update's ($1, $2 and $11-$16 for its $3-$8).
-	recordPostgres = `WITH a AS (` + insertAttempt + `) UPDATE webhook_deliveries SET status = $11, retry_count = $12,
+	RecordPostgres = `WITH a AS (` + InsertAttempt + `) UPDATE webhook_deliveries SET status = $11, retry_count = $12,
   next_attempt_at = COALESCE($13, next_attempt_at), last_error = $14, attempt_count = $2, lease_until = NULL, update_time = $15
   WHERE id = $1 AND lease_until = $16`
-	// lastAttemptNo numbers an attempt when the fast path collided: a
+	// LastAttemptNo numbers an attempt when the fast path collided: a
 	// worker that took the delivery over recorded the same number, or
-	// the row predates attempt_count. Its parameter is a deliveryParams.
-	lastAttemptNo = `SELECT COALESCE(MAX(attempt_no), 0) FROM delivery_attempts WHERE delivery_id = $1`
+	// the row predates attempt_count. Its parameter is a DeliveryParams.
+	LastAttemptNo = `SELECT COALESCE(MAX(attempt_no), 0) FROM delivery_attempts WHERE delivery_id = $1`
 )
 
-// recordNumbered's lock of the delivery (parameters: deliveryParams)
-// before it reads lastAttemptNo: on Postgres the row's lock, so that two
+// recordNumbered's lock of the delivery (parameters: DeliveryParams)
+// before it reads LastAttemptNo: on Postgres the row's lock, so that two
 // workers number their attempts in turn. On SQLite it only reads the row
 // (the store begins transactions IMMEDIATE: they hold the one write lock
 // already). A missing delivery fails both.
 const (
-	lockDeliverySQLite   = `SELECT id FROM webhook_deliveries WHERE id = $1`
-	lockDeliveryPostgres = lockDeliverySQLite + ` FOR UPDATE`
+	LockDeliverySQLite   = `SELECT id FROM webhook_deliveries WHERE id = $1`
+	LockDeliveryPostgres = LockDeliverySQLite + ` FOR UPDATE`
 )
 
-// lockDelivery is recordNumbered's lock on backend d (a dialect name).
-func lockDelivery(d string) string {
+// LockDelivery is recordNumbered's lock on backend d (a dialect name).
+func LockDelivery(d string) string {
 	if d == dialect.Postgres {
-		return lockDeliveryPostgres
+		return LockDeliveryPostgres
 	}
-	return lockDeliverySQLite
+	return LockDeliverySQLite
 }
 
-// deliveryParams are the parameters of the statements that read or lock
-// one delivery by its id: lockDelivery, lastAttemptNo and jobSQLite.
-type deliveryParams struct {
+// DeliveryParams are the parameters of the Statements that read or lock
+// one delivery by its id: LockDelivery, LastAttemptNo and JobSQLite.
+type DeliveryParams struct {
 	DeliveryID int // $1
 }
 
-func (p deliveryParams) args() []any { return []any{p.DeliveryID} }
+func (p DeliveryParams) Args() []any { return []any{p.DeliveryID} }
 
-// releaseSQL gives a lease back without counting an attempt; with
+// ReleaseSQL gives a lease back without counting an attempt; with
 // next_attempt_at it also moves the delivery's next attempt.
 const (
-	releaseSQL  = `UPDATE webhook_deliveries SET lease_until = NULL WHERE id = $1 AND lease_until = $2`
-	postponeSQL = `UPDATE webhook_deliveries SET lease_until = NULL, next_attempt_at = $3, update_time = $4 WHERE id = $1 AND lease_until = $2`
+	ReleaseSQL  = `UPDATE webhook_deliveries SET lease_until = NULL WHERE id = $1 AND lease_until = $2`
+	PostponeSQL = `UPDATE webhook_deliveries SET lease_until = NULL, next_attempt_at = $3, update_time = $4 WHERE id = $1 AND lease_until = $2`
 )
 
-// releaseParams are releaseSQL's parameters.
-type releaseParams struct {
+// ReleaseParams are ReleaseSQL's parameters.
+type ReleaseParams struct {
 	DeliveryID int       // $1
 	Lease      time.Time // $2: the lease given back, if it is still this worker's
 }
 
-func (p releaseParams) args() []any { return []any{p.DeliveryID, p.Lease} }
+func (p ReleaseParams) Args() []any { return []any{p.DeliveryID, p.Lease} }
 
-// postponeParams are postponeSQL's parameters.
-type postponeParams struct {
+// PostponeParams are PostponeSQL's parameters.
+type PostponeParams struct {
 	DeliveryID    int       // $1
 	Lease         time.Time // $2: the lease given back, if it is still this worker's
 	NextAttemptAt time.Time // $3
 	UpdateTime    time.Time // $4
 }
 
-func (p postponeParams) args() []any {
+func (p PostponeParams) Args() []any {
 	return []any{p.DeliveryID, p.Lease, p.NextAttemptAt, p.UpdateTime}
 }
 
-// deferSQL moves every waiting delivery of an endpoint to the time its
+// DeferSQL moves every waiting delivery of an endpoint to the time its
 // breaker lets trial calls through.
-const deferSQL = `UPDATE webhook_deliveries SET next_attempt_at = $3, update_time = $4
+const DeferSQL = `UPDATE webhook_deliveries SET next_attempt_at = $3, update_time = $4
 WHERE endpoint_id = $1 AND callback_url = $2 AND status IN ('PENDING', 'RETRYING') AND next_attempt_at < $3
   AND (lease_until IS NULL OR lease_until < $4)`
 
-// deferParams are deferSQL's parameters.
-type deferParams struct {
+// DeferParams are DeferSQL's parameters.
+type DeferParams struct {
 	EndpointID  int       // $1
 	CallbackURL string    // $2: the URL the breaker is for
 	Until       time.Time // $3: the breaker's half-open time, the new next_attempt_at
 	Now         time.Time // $4: the update time; leases live at Now are left alone
 }
 
-func (p deferParams) args() []any { return []any{p.EndpointID, p.CallbackURL, p.Until, p.Now} }
+func (p DeferParams) Args() []any { return []any{p.EndpointID, p.CallbackURL, p.Until, p.Now} }
 
-// dueSQL counts (up to $3) the deliveries due at $1 of enabled endpoints
+// DueSQL counts (up to $3) the deliveries due at $1 of enabled endpoints
 // of apps that may receive at $2: the backlog the dispatchers have not
 // caught up with.
-const dueSQL = `SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries d JOIN partner_apps a ON a.id = d.app_id
+const DueSQL = `SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries d JOIN partner_apps a ON a.id = d.app_id
 JOIN webhook_endpoints e ON e.id = d.endpoint_id
 WHERE d.status IN ('PENDING', 'RETRYING') AND d.next_attempt_at <= $1 AND e.enabled AND ` + receiving + ` LIMIT $3) x`
 
-// dueParams are dueSQL's parameters.
-type dueParams struct {
+// DueParams are DueSQL's parameters.
+type DueParams struct {
 	Now    time.Time // $1
-	DayAgo time.Time // $2: Now less a day (see appsParams)
+	DayAgo time.Time // $2: Now less a day (see AppsParams)
 	Max    int       // $3: the count stops here
 }
 
-func (p dueParams) args() []any { return []any{p.Now, p.DayAgo, p.Max} }
+func (p DueParams) Args() []any { return []any{p.Now, p.DayAgo, p.Max} }
 
-// The retention job's statements. A batch is the oldest RetentionBatch
+// The retention job's Statements. A batch is the oldest RetentionBatch
 // final deliveries (SUCCESS, FAILED, CANCELLED) whose last change is
 // older than the cut-off; their attempts go with them. On Postgres the
 // batch is locked SKIP LOCKED, so replicas purging at once take disjoint
@@ -367,7 +367,7 @@ func (p dueParams) args() []any { return []any{p.Now, p.DayAgo, p.Max} }
 const (
 	finalCond = `status IN ('SUCCESS', 'FAILED', 'CANCELLED') AND update_time < $1`
 
-	purgePostgres = `WITH doomed AS (
+	PurgePostgres = `WITH doomed AS (
   SELECT id FROM webhook_deliveries WHERE ` + finalCond + ` ORDER BY update_time, id LIMIT $2 FOR UPDATE SKIP LOCKED
 ), attempts AS (
   DELETE FROM delivery_attempts WHERE delivery_id IN (SELECT id FROM doomed) RETURNING 1
@@ -377,34 +377,34 @@ const (
 SELECT (SELECT count(*) FROM deliveries), (SELECT count(*) FROM attempts)`
 )
 
-var doomedSQLite = sqliteLimits(`SELECT id FROM webhook_deliveries WHERE ` + finalCond + ` ORDER BY update_time, id LIMIT $2`)
+var DoomedSQLite = sqliteLimits(`SELECT id FROM webhook_deliveries WHERE ` + finalCond + ` ORDER BY update_time, id LIMIT $2`)
 
-// retentionParams are the parameters of purgePostgres and doomedSQLite.
-type retentionParams struct {
+// RetentionParams are the parameters of PurgePostgres and DoomedSQLite.
+type RetentionParams struct {
 	Cutoff time.Time // $1: final deliveries last changed before it go
 	Batch  int       // $2: the most deliveries of one batch
 }
 
-func (p retentionParams) args() []any { return []any{p.Cutoff, p.Batch} }
+func (p RetentionParams) Args() []any { return []any{p.Cutoff, p.Batch} }
 
-// purgeAttemptsSQLite and purgeDeliveriesSQLite delete, on SQLite and in
-// doomedSQLite's transaction, the k deliveries it chose: their attempts,
-// then the deliveries. Their parameters are purgeParams.
-func purgeAttemptsSQLite(k int) string {
+// PurgeAttemptsSQLite and PurgeDeliveriesSQLite delete, on SQLite and in
+// DoomedSQLite's transaction, the k deliveries it chose: their attempts,
+// then the deliveries. Their parameters are PurgeParams.
+func PurgeAttemptsSQLite(k int) string {
 	return `DELETE FROM delivery_attempts WHERE delivery_id IN (` + placeholders(k) + `)`
 }
 
-func purgeDeliveriesSQLite(k int) string {
+func PurgeDeliveriesSQLite(k int) string {
 	return `DELETE FROM webhook_deliveries WHERE id IN (` + placeholders(k) + `)`
 }
 
-// purgeParams are the parameters of purgeAttemptsSQLite and
-// purgeDeliveriesSQLite: the ids of the doomed deliveries, $1-$k.
-type purgeParams struct {
+// PurgeParams are the parameters of PurgeAttemptsSQLite and
+// PurgeDeliveriesSQLite: the ids of the doomed deliveries, $1-$k.
+type PurgeParams struct {
 	DeliveryIDs []int64
 }
 
-func (p purgeParams) args() []any {
+func (p PurgeParams) Args() []any {
 	a := make([]any, len(p.DeliveryIDs))
 	for i, id := range p.DeliveryIDs {
 		a[i] = id
@@ -424,14 +424,14 @@ func placeholders(k int) string {
 	return b.String()
 }
 
-// recordManyPostgres is recordPostgres for several outcomes in one
-// statement: their columns as arrays (recordManyParams), one element per
+// RecordManyPostgres is RecordPostgres for several outcomes in one
+// statement: their columns as arrays (RecordManyParams), one element per
 // outcome, unnested into rows; every attempt inserted, every delivery
 // still leased to its worker moved; it returns the ids of those. One text
 // for any number of outcomes: it is prepared once per connection, and
 // nothing is built per write (a VALUES list of k rows was a statement per
 // k, whose text took 4 % of the dispatcher's CPU to build).
-const recordManyPostgres = `WITH v AS (
+const RecordManyPostgres = `WITH v AS (
   SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::bigint[],
     $10::timestamptz[], $11::text[], $12::bigint[], $13::timestamptz[], $14::text[], $15::timestamptz[], $16::timestamptz[])
     AS v (id, no, rh, rb, rs, rsh, rsb, err, dur, started, status, rc, next, le, upd, lease)
@@ -441,27 +441,27 @@ UPDATE webhook_deliveries w SET status = v.status, retry_count = v.rc, next_atte
   last_error = v.le, attempt_count = v.no, lease_until = NULL, update_time = v.upd
 FROM v WHERE w.id = v.id AND w.lease_until = v.lease RETURNING w.id`
 
-// handoffSQLite hands work off (see the dispatcher's work): run in the
+// HandoffSQLite hands work off (see the dispatcher's work): run in the
 // outcomes' transaction after endpoint $5's delivered outcome moved its
 // delivery, it leases the endpoint's next due delivery to that worker.
 // The lease that ended and the one that begins are one transaction, so
 // neither the app's nor the endpoint's count of attempts in flight
 // grows; the endpoint must be enabled, its app receiving, and the
 // endpoint under its share (which shrinks when another endpoint of the
-// app is enabled). Its parameters are handoffParams.
-var handoffSQLite = sqliteLimits(`UPDATE webhook_deliveries SET lease_until = $4 WHERE id = (
+// app is enabled). Its parameters are HandoffParams.
+var HandoffSQLite = sqliteLimits(`UPDATE webhook_deliveries SET lease_until = $4 WHERE id = (
   SELECT x.id FROM (` + waitingOf("$5", dueCond, "1") + `) AS x ORDER BY x.next_attempt_at, x.id LIMIT 1)
 AND EXISTS (SELECT 1 FROM webhook_endpoints e JOIN partner_apps a ON a.id = e.app_id
   WHERE e.id = $5 AND e.enabled AND ` + receiving + ` AND ` + busyOfEndpoint + ` < ` + shareOf + `)
-RETURNING ` + jobColumns)
+RETURNING ` + JobColumns)
 
-// handoffParams are handoffSQLite's parameters.
-type handoffParams struct {
+// HandoffParams are HandoffSQLite's parameters.
+type HandoffParams struct {
 	Now        time.Time // $1
-	DayAgo     time.Time // $2: Now less a day (see appsParams)
+	DayAgo     time.Time // $2: Now less a day (see AppsParams)
 	PerApp     int       // $3: the cap of attempts in flight per app
 	Lease      time.Time // $4: the lease_until to give
 	EndpointID int       // $5: the endpoint whose delivery moved
 }
 
-func (p handoffParams) args() []any { return []any{p.Now, p.DayAgo, p.PerApp, p.Lease, p.EndpointID} }
+func (p HandoffParams) Args() []any { return []any{p.Now, p.DayAgo, p.PerApp, p.Lease, p.EndpointID} }
