@@ -1,6 +1,10 @@
 package catalogue
 
-import "entgo.io/ent/dialect"
+import (
+	"entgo.io/ent/dialect"
+
+	"gatehouse/ent/webhookeventtype"
+)
 
 // The catalogue's lock: createWebhookEventType counts the custom types and
 // inserts one in a transaction that begins with it, so that concurrent
@@ -16,7 +20,7 @@ const (
 	// alone would not, and another writer could insert between the count
 	// and the insert. The store's transactions begin IMMEDIATE and hold
 	// that lock already; this keeps the turns if one did not.
-	lockCatalogueSQLite = `UPDATE webhook_event_types SET id = id WHERE 0`
+	lockCatalogueSQLite = `UPDATE ` + webhookeventtype.Table + ` SET ` + webhookeventtype.FieldID + ` = ` + webhookeventtype.FieldID + ` WHERE 0`
 )
 
 // lockCatalogue is the catalogue's lock on backend d (a dialect name).

@@ -1,16 +1,16 @@
+// Package adapter is the dispatcher's storage layer: its raw SQL, in one
+// place — the scheduler's claim and its wake-up times, the storing of
+// attempts' outcomes, the breaker's and the rate limit's postponements,
+// the backlog metric, retention, recordNumbered's lock and the claim's
+// settings — and the prepared-statement cache that runs it. Everything
+// else goes through Ent. Tables and columns are named from Ent's
+// generated constants. Each statement is run on both backends (those
+// written for one backend on it) by TestEveryStatementRuns. Every
+// statement with parameters takes them from a named struct next to it
+// (OutcomeParams and RecordManyParams, for the outcome statements, are in
+// statements.go), whose Args method lists them in placeholder order; only
+// the claim's settings have none.
 package adapter
-
-// The raw SQL of the webhook package, in one place: the scheduler's claim
-// and its wake-up times, the storing of attempts' outcomes, the breaker's
-// and the rate limit's postponements, the backlog metric, retention, the
-// catalogue's lock, recordNumbered's lock and the claim's settings.
-// Everything else goes through Ent. Each statement is run on both
-// backends (those written for one backend on it) by
-// TestEveryStatementRuns. Every statement with parameters takes them from
-// a named struct next to it (OutcomeParams and RecordManyParams, for the
-// outcome Statements, are in record.go), whose args method lists them in
-// placeholder order; only the claim's settings and the catalogue's lock
-// have none.
 
 import (
 	"fmt"
@@ -19,6 +19,20 @@ import (
 	"time"
 
 	"entgo.io/ent/dialect"
+
+	"gatehouse/ent/deliveryattempt"
+	"gatehouse/ent/partnerapp"
+	"gatehouse/ent/webhookdelivery"
+	"gatehouse/ent/webhookendpoint"
+)
+
+// The tables the statements name; they and every column come from Ent's
+// generated constants, so a renamed field fails to compile here.
+const (
+	deliveries = webhookdelivery.Table
+	attempts   = deliveryattempt.Table
+	apps       = partnerapp.Table
+	endpoints  = webhookendpoint.Table
 )
 
 // sqliteLimits writes each bound LIMIT of q as +$n, for SQLite. SQLite
@@ -41,27 +55,27 @@ var boundLimit = regexp.MustCompile(`LIMIT \$(\d+)`)
 // deliveries, and a disabled endpoint's, are held, not attempted and not
 // lost).
 const (
-	dueCond = `d.next_attempt_at <= $1 AND (d.lease_until IS NULL OR d.lease_until < $1)`
+	dueCond = `d.` + webhookdelivery.FieldNextAttemptAt + ` <= $1 AND (d.` + webhookdelivery.FieldLeaseUntil + ` IS NULL OR d.` + webhookdelivery.FieldLeaseUntil + ` < $1)`
 	// Only waiting deliveries hold leases: every move to a final status,
 	// a release and a cancel clear it.
-	inFlightCond = `l.lease_until IS NOT NULL AND l.lease_until >= $1`
+	inFlightCond = `l.` + webhookdelivery.FieldLeaseUntil + ` IS NOT NULL AND l.` + webhookdelivery.FieldLeaseUntil + ` >= $1`
 	// busyOf counts an app's attempts in flight, up to the cap $3 (all a
 	// claim needs). The ordered LIMIT makes it an index scan, which marks
 	// the entries of finished leases dead as it passes them (a bitmap
 	// scan would visit each again on every claim until vacuum).
-	busyOf = `(SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries l WHERE l.app_id = a.id AND ` + inFlightCond +
-		` ORDER BY l.lease_until LIMIT $3) AS f)`
+	busyOf = `(SELECT count(*) FROM (SELECT 1 FROM ` + deliveries + ` l WHERE l.` + webhookdelivery.FieldAppID + ` = a.` + partnerapp.FieldID + ` AND ` + inFlightCond +
+		` ORDER BY l.` + webhookdelivery.FieldLeaseUntil + ` LIMIT $3) AS f)`
 	// busyOfEndpoint is busyOf for endpoint e.
-	busyOfEndpoint = `(SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries l WHERE l.endpoint_id = e.id AND ` + inFlightCond +
-		` ORDER BY l.lease_until LIMIT $3) AS f)`
+	busyOfEndpoint = `(SELECT count(*) FROM (SELECT 1 FROM ` + deliveries + ` l WHERE l.` + webhookdelivery.FieldEndpointID + ` = e.` + webhookendpoint.FieldID + ` AND ` + inFlightCond +
+		` ORDER BY l.` + webhookdelivery.FieldLeaseUntil + ` LIMIT $3) AS f)`
 	// shareOf is endpoint e's share of its app's in-flight cap $3: the cap
 	// divided among the app's enabled endpoints, rounded up, at least 1.
 	// One hanging endpoint thus never takes the slots of the others.
-	shareOf   = `(SELECT ($3 + count(*) - 1) / count(*) FROM webhook_endpoints s WHERE s.app_id = e.app_id AND s.enabled)`
-	receiving = `a.status = 1 AND (a.expire_date IS NULL OR a.expire_date > $2)`
+	shareOf   = `(SELECT ($3 + count(*) - 1) / count(*) FROM ` + endpoints + ` s WHERE s.` + webhookendpoint.FieldAppID + ` = e.` + webhookendpoint.FieldAppID + ` AND s.` + webhookendpoint.FieldEnabled + `)`
+	receiving = `a.` + partnerapp.FieldStatus + ` = 1 AND (a.` + partnerapp.FieldExpireDate + ` IS NULL OR a.` + partnerapp.FieldExpireDate + ` > $2)`
 
 	// JobColumns are the columns of a job, in scanJobs's order.
-	JobColumns = `id, app_id, COALESCE(endpoint_id, 0), event_id, event_type, biz_data, callback_url, retry_count, max_retry, attempt_count, create_time, COALESCE(traceparent, ''), COALESCE(tracestate, '')`
+	JobColumns = webhookdelivery.FieldID + `, ` + webhookdelivery.FieldAppID + `, COALESCE(` + webhookdelivery.FieldEndpointID + `, 0), ` + webhookdelivery.FieldEventID + `, ` + webhookdelivery.FieldEventType + `, ` + webhookdelivery.FieldBizData + `, ` + webhookdelivery.FieldCallbackURL + `, ` + webhookdelivery.FieldRetryCount + `, ` + webhookdelivery.FieldMaxRetry + `, ` + webhookdelivery.FieldAttemptCount + `, ` + webhookdelivery.FieldCreateTime + `, COALESCE(` + webhookdelivery.FieldTraceparent + `, ''), COALESCE(` + webhookdelivery.FieldTracestate + `, '')`
 )
 
 // appsOf is AppsSQL; fence ends its inner query. On Postgres it is
@@ -71,10 +85,10 @@ const (
 // the order.
 func appsOf(fence string) string {
 	return `SELECT c.id, c.busy FROM (
-  SELECT a.id,
+  SELECT a.` + partnerapp.FieldID + `,
     ` + busyOf + ` AS busy,
     ` + oldestOf(dueCond) + ` AS oldest
-  FROM partner_apps a WHERE ` + receiving + fence + `
+  FROM ` + apps + ` a WHERE ` + receiving + fence + `
 ) c WHERE c.oldest IS NOT NULL AND c.busy < $3 ORDER BY c.busy, c.oldest, c.id LIMIT $4`
 }
 
@@ -87,8 +101,8 @@ func appsOf(fence string) string {
 // the two branches.)
 func waitingOf(ep, cond, limit string) string {
 	one := func(status, alias string) string {
-		return `SELECT * FROM (SELECT d.id, d.next_attempt_at FROM webhook_deliveries d WHERE d.endpoint_id = ` + ep +
-			` AND d.status = '` + status + `' AND ` + cond + ` ORDER BY d.next_attempt_at LIMIT ` + limit + `) AS ` + alias
+		return `SELECT * FROM (SELECT d.` + webhookdelivery.FieldID + `, d.` + webhookdelivery.FieldNextAttemptAt + ` FROM ` + deliveries + ` d WHERE d.` + webhookdelivery.FieldEndpointID + ` = ` + ep +
+			` AND d.` + webhookdelivery.FieldStatus + ` = '` + status + `' AND ` + cond + ` ORDER BY d.` + webhookdelivery.FieldNextAttemptAt + ` LIMIT ` + limit + `) AS ` + alias
 	}
 	return one("PENDING", "wp") + ` UNION ALL ` + one("RETRYING", "wr")
 }
@@ -96,8 +110,8 @@ func waitingOf(ep, cond, limit string) string {
 // oldestOf is the earliest next_attempt_at among the deliveries of app
 // a's enabled endpoints that meet cond (one index probe per endpoint).
 func oldestOf(cond string) string {
-	return `(SELECT min((SELECT min(w.next_attempt_at) FROM (` + waitingOf("e.id", cond, "1") + `) AS w))
-    FROM webhook_endpoints e WHERE e.app_id = a.id AND e.enabled)`
+	return `(SELECT min((SELECT min(w.` + webhookdelivery.FieldNextAttemptAt + `) FROM (` + waitingOf("e.id", cond, "1") + `) AS w))
+    FROM ` + endpoints + ` e WHERE e.` + webhookendpoint.FieldAppID + ` = a.` + partnerapp.FieldID + ` AND e.` + webhookendpoint.FieldEnabled + `)`
 }
 
 var (
@@ -115,8 +129,8 @@ var (
 	// LockAppsPostgres locks the apps AppsSQL picks (FOR NO KEY UPDATE
 	// SKIP LOCKED) and names them in the transaction-local setting
 	// gatehouse.claim_apps.
-	LockAppsPostgres = `SELECT set_config('gatehouse.claim_apps', COALESCE(string_agg(l.id::text, ','), ''), true) FROM (
-  SELECT a.id FROM partner_apps a JOIN (` + appsOf(" OFFSET 0") + `) c ON c.id = a.id FOR NO KEY UPDATE OF a SKIP LOCKED) l`
+	LockAppsPostgres = `SELECT set_config('gatehouse.claim_apps', COALESCE(string_agg(l.` + webhookdelivery.FieldID + `::text, ','), ''), true) FROM (
+  SELECT a.` + partnerapp.FieldID + ` FROM ` + apps + ` a JOIN (` + appsOf(" OFFSET 0") + `) c ON c.id = a.` + partnerapp.FieldID + ` FOR NO KEY UPDATE OF a SKIP LOCKED) l`
 )
 
 // AppsParams are the parameters of AppsSQL, AppsSQLite and
@@ -152,23 +166,23 @@ var (
 	// that the planner does not pull it into the row filter and evaluate
 	// it per candidate row) and bounds its index scans: a claim for apps
 	// of 5 endpoints took half the time it did.
-	ClaimPostgres = `UPDATE webhook_deliveries w SET lease_until = $2 WHERE w.id = ANY(ARRAY(
-  SELECT p.id FROM unnest(string_to_array(NULLIF(current_setting('gatehouse.claim_apps', true), ''), ',')::bigint[]) AS a(id)
+	ClaimPostgres = `UPDATE ` + deliveries + ` w SET ` + webhookdelivery.FieldLeaseUntil + ` = $2 WHERE w.` + webhookdelivery.FieldID + ` = ANY(ARRAY(
+  SELECT p.` + webhookdelivery.FieldID + ` FROM unnest(string_to_array(NULLIF(current_setting('gatehouse.claim_apps', true), ''), ',')::bigint[]) AS a(id)
   CROSS JOIN LATERAL (
-    SELECT q.id, q.next_attempt_at, row_number() OVER (ORDER BY q.rn_e, q.next_attempt_at, q.id) AS rn FROM (
-      SELECT x.id, x.next_attempt_at, x.rn_e FROM (
-        SELECT e.id AS eid, ($3 + count(*) OVER () - 1) / count(*) OVER () - ` + busyOfEndpoint + ` AS room
-        FROM webhook_endpoints e WHERE e.app_id = a.id AND e.enabled OFFSET 0
+    SELECT q.` + webhookdelivery.FieldID + `, q.` + webhookdelivery.FieldNextAttemptAt + `, row_number() OVER (ORDER BY q.rn_e, q.` + webhookdelivery.FieldNextAttemptAt + `, q.` + webhookdelivery.FieldID + `) AS rn FROM (
+      SELECT x.` + webhookdelivery.FieldID + `, x.` + webhookdelivery.FieldNextAttemptAt + `, x.rn_e FROM (
+        SELECT e.` + webhookendpoint.FieldID + ` AS eid, ($3 + count(*) OVER () - 1) / count(*) OVER () - ` + busyOfEndpoint + ` AS room
+        FROM ` + endpoints + ` e WHERE e.` + webhookendpoint.FieldAppID + ` = a.` + partnerapp.FieldID + ` AND e.` + webhookendpoint.FieldEnabled + ` OFFSET 0
       ) ee CROSS JOIN LATERAL (
-        SELECT y.id, y.next_attempt_at, row_number() OVER (ORDER BY y.next_attempt_at, y.id) AS rn_e FROM (` + waitingOf("ee.eid", dueCond, "GREATEST(ee.room, 0)") + `) AS y
+        SELECT y.` + webhookdelivery.FieldID + `, y.` + webhookdelivery.FieldNextAttemptAt + `, row_number() OVER (ORDER BY y.` + webhookdelivery.FieldNextAttemptAt + `, y.` + webhookdelivery.FieldID + `) AS rn_e FROM (` + waitingOf("ee.eid", dueCond, "GREATEST(ee.room, 0)") + `) AS y
       ) x WHERE x.rn_e <= ee.room
     ) q
   ) p
   WHERE p.rn <= $3 - ` + busyOf + `
-  ORDER BY p.rn, p.next_attempt_at, p.id LIMIT $4
+  ORDER BY p.rn, p.` + webhookdelivery.FieldNextAttemptAt + `, p.` + webhookdelivery.FieldID + ` LIMIT $4
 ))
-AND (w.status IN ('PENDING', 'RETRYING')) IS TRUE AND (w.lease_until IS NULL OR w.lease_until < $1)
-RETURNING w.id, w.app_id, COALESCE(w.endpoint_id, 0), w.event_id, w.event_type, w.biz_data, w.callback_url, w.retry_count, w.max_retry, w.attempt_count, w.create_time, COALESCE(w.traceparent, ''), COALESCE(w.tracestate, '')`
+AND (w.` + webhookdelivery.FieldStatus + ` IN ('PENDING', 'RETRYING')) IS TRUE AND (w.` + webhookdelivery.FieldLeaseUntil + ` IS NULL OR w.` + webhookdelivery.FieldLeaseUntil + ` < $1)
+RETURNING w.` + webhookdelivery.FieldID + `, w.` + webhookdelivery.FieldAppID + `, COALESCE(w.` + webhookdelivery.FieldEndpointID + `, 0), w.` + webhookdelivery.FieldEventID + `, w.` + webhookdelivery.FieldEventType + `, w.` + webhookdelivery.FieldBizData + `, w.` + webhookdelivery.FieldCallbackURL + `, w.` + webhookdelivery.FieldRetryCount + `, w.` + webhookdelivery.FieldMaxRetry + `, w.` + webhookdelivery.FieldAttemptCount + `, w.` + webhookdelivery.FieldCreateTime + `, COALESCE(w.` + webhookdelivery.FieldTraceparent + `, ''), COALESCE(w.` + webhookdelivery.FieldTracestate + `, '')`
 )
 
 // ClaimParams are ClaimPostgres's parameters.
@@ -186,8 +200,8 @@ var (
 	// (share minus attempts in flight); EndpointDueSQLite one endpoint's
 	// due deliveries, oldest first (SQLite has no LATERAL: the rounds are
 	// made in Go).
-	EndpointsSQLite   = sqliteLimits(`SELECT e.id, ` + shareOf + ` - ` + busyOfEndpoint + ` FROM webhook_endpoints e WHERE e.app_id = $2 AND e.enabled ORDER BY e.id`)
-	EndpointDueSQLite = sqliteLimits(`SELECT x.id FROM (` + waitingOf("$2", dueCond, "$3") + `) AS x ORDER BY x.next_attempt_at, x.id LIMIT $3`)
+	EndpointsSQLite   = sqliteLimits(`SELECT e.` + webhookendpoint.FieldID + `, ` + shareOf + ` - ` + busyOfEndpoint + ` FROM ` + endpoints + ` e WHERE e.` + webhookendpoint.FieldAppID + ` = $2 AND e.` + webhookendpoint.FieldEnabled + ` ORDER BY e.` + webhookendpoint.FieldID)
+	EndpointDueSQLite = sqliteLimits(`SELECT x.` + webhookdelivery.FieldID + ` FROM (` + waitingOf("$2", dueCond, "$3") + `) AS x ORDER BY x.` + webhookdelivery.FieldNextAttemptAt + `, x.` + webhookdelivery.FieldID + ` LIMIT $3`)
 )
 
 // EndpointsParams are EndpointsSQLite's parameters.
@@ -216,8 +230,8 @@ var (
 	// another replica is claiming it): a finishing attempt wakes the loop
 	// for those.
 	NextDueSQL = `SELECT min(n) FROM (SELECT ` +
-		oldestOf(`d.next_attempt_at > $1 AND (d.lease_until IS NULL OR d.lease_until < $1)`) + ` AS n
-FROM partner_apps a WHERE ` + receiving + `) x`
+		oldestOf(`d.`+webhookdelivery.FieldNextAttemptAt+` > $1 AND (d.`+webhookdelivery.FieldLeaseUntil+` IS NULL OR d.`+webhookdelivery.FieldLeaseUntil+` < $1)`) + ` AS n
+FROM ` + apps + ` a WHERE ` + receiving + `) x`
 )
 
 // NextDueParams are NextDueSQL's parameters.
@@ -238,8 +252,8 @@ const (
 
 // LeaseSQLite and JobSQLite lease one delivery and read it (claimSQLite).
 const (
-	LeaseSQLite = `UPDATE webhook_deliveries SET lease_until = $2 WHERE id = $3 AND status IN ('PENDING', 'RETRYING') AND (lease_until IS NULL OR lease_until < $1)`
-	JobSQLite   = `SELECT ` + JobColumns + ` FROM webhook_deliveries WHERE id = $1`
+	LeaseSQLite = `UPDATE ` + deliveries + ` SET ` + webhookdelivery.FieldLeaseUntil + ` = $2 WHERE ` + webhookdelivery.FieldID + ` = $3 AND ` + webhookdelivery.FieldStatus + ` IN ('PENDING', 'RETRYING') AND (` + webhookdelivery.FieldLeaseUntil + ` IS NULL OR ` + webhookdelivery.FieldLeaseUntil + ` < $1)`
+	JobSQLite   = `SELECT ` + JobColumns + ` FROM ` + deliveries + ` WHERE ` + webhookdelivery.FieldID + ` = $1`
 )
 
 // LeaseParams are LeaseSQLite's parameters; JobSQLite's is a
@@ -258,19 +272,19 @@ func (p LeaseParams) Args() []any { return []any{p.Now, p.Lease, p.DeliveryID} }
 // its lease (lease_until = the claim's value); the attempt is stored
 // either way, since it happened.
 const (
-	InsertAttempt = `INSERT INTO delivery_attempts (delivery_id, attempt_no, request_headers, request_body, response_status,
-  response_headers, response_body, error, duration_ms, started_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
-	MoveDelivery = `UPDATE webhook_deliveries SET status = $3, retry_count = $4, next_attempt_at = COALESCE($5, next_attempt_at),
-  last_error = $6, attempt_count = $2, lease_until = NULL, update_time = $7 WHERE id = $1 AND lease_until = $8`
+	InsertAttempt = `INSERT INTO ` + attempts + ` (` + deliveryattempt.FieldDeliveryID + `, ` + deliveryattempt.FieldAttemptNo + `, ` + deliveryattempt.FieldRequestHeaders + `, ` + deliveryattempt.FieldRequestBody + `, ` + deliveryattempt.FieldResponseStatus + `,
+  ` + deliveryattempt.FieldResponseHeaders + `, ` + deliveryattempt.FieldResponseBody + `, ` + deliveryattempt.FieldError + `, ` + deliveryattempt.FieldDurationMs + `, ` + deliveryattempt.FieldStartedAt + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
+	MoveDelivery = `UPDATE ` + deliveries + ` SET ` + webhookdelivery.FieldStatus + ` = $3, ` + webhookdelivery.FieldRetryCount + ` = $4, ` + webhookdelivery.FieldNextAttemptAt + ` = COALESCE($5, ` + webhookdelivery.FieldNextAttemptAt + `),
+  ` + webhookdelivery.FieldLastError + ` = $6, ` + webhookdelivery.FieldAttemptCount + ` = $2, ` + webhookdelivery.FieldLeaseUntil + ` = NULL, ` + webhookdelivery.FieldUpdateTime + ` = $7 WHERE ` + webhookdelivery.FieldID + ` = $1 AND ` + webhookdelivery.FieldLeaseUntil + ` = $8`
 	// RecordPostgres is both in one statement: the insert's parameters
 	// ($1-$10), then the update's ($1, $2 and $11-$16 for its $3-$8).
-	RecordPostgres = `WITH a AS (` + InsertAttempt + `) UPDATE webhook_deliveries SET status = $11, retry_count = $12,
-  next_attempt_at = COALESCE($13, next_attempt_at), last_error = $14, attempt_count = $2, lease_until = NULL, update_time = $15
-  WHERE id = $1 AND lease_until = $16`
+	RecordPostgres = `WITH a AS (` + InsertAttempt + `) UPDATE ` + deliveries + ` SET ` + webhookdelivery.FieldStatus + ` = $11, ` + webhookdelivery.FieldRetryCount + ` = $12,
+  ` + webhookdelivery.FieldNextAttemptAt + ` = COALESCE($13, ` + webhookdelivery.FieldNextAttemptAt + `), ` + webhookdelivery.FieldLastError + ` = $14, ` + webhookdelivery.FieldAttemptCount + ` = $2, ` + webhookdelivery.FieldLeaseUntil + ` = NULL, ` + webhookdelivery.FieldUpdateTime + ` = $15
+  WHERE ` + webhookdelivery.FieldID + ` = $1 AND ` + webhookdelivery.FieldLeaseUntil + ` = $16`
 	// LastAttemptNo numbers an attempt when the fast path collided: a
 	// worker that took the delivery over recorded the same number, or
 	// the row predates attempt_count. Its parameter is a DeliveryParams.
-	LastAttemptNo = `SELECT COALESCE(MAX(attempt_no), 0) FROM delivery_attempts WHERE delivery_id = $1`
+	LastAttemptNo = `SELECT COALESCE(MAX(` + deliveryattempt.FieldAttemptNo + `), 0) FROM ` + attempts + ` WHERE ` + deliveryattempt.FieldDeliveryID + ` = $1`
 )
 
 // recordNumbered's lock of the delivery (parameters: DeliveryParams)
@@ -279,7 +293,7 @@ const (
 // (the store begins transactions IMMEDIATE: they hold the one write lock
 // already). A missing delivery fails both.
 const (
-	LockDeliverySQLite   = `SELECT id FROM webhook_deliveries WHERE id = $1`
+	LockDeliverySQLite   = `SELECT ` + webhookdelivery.FieldID + ` FROM ` + deliveries + ` WHERE ` + webhookdelivery.FieldID + ` = $1`
 	LockDeliveryPostgres = LockDeliverySQLite + ` FOR UPDATE`
 )
 
@@ -302,8 +316,8 @@ func (p DeliveryParams) Args() []any { return []any{p.DeliveryID} }
 // ReleaseSQL gives a lease back without counting an attempt; with
 // next_attempt_at it also moves the delivery's next attempt.
 const (
-	ReleaseSQL  = `UPDATE webhook_deliveries SET lease_until = NULL WHERE id = $1 AND lease_until = $2`
-	PostponeSQL = `UPDATE webhook_deliveries SET lease_until = NULL, next_attempt_at = $3, update_time = $4 WHERE id = $1 AND lease_until = $2`
+	ReleaseSQL  = `UPDATE ` + deliveries + ` SET ` + webhookdelivery.FieldLeaseUntil + ` = NULL WHERE ` + webhookdelivery.FieldID + ` = $1 AND ` + webhookdelivery.FieldLeaseUntil + ` = $2`
+	PostponeSQL = `UPDATE ` + deliveries + ` SET ` + webhookdelivery.FieldLeaseUntil + ` = NULL, ` + webhookdelivery.FieldNextAttemptAt + ` = $3, ` + webhookdelivery.FieldUpdateTime + ` = $4 WHERE ` + webhookdelivery.FieldID + ` = $1 AND ` + webhookdelivery.FieldLeaseUntil + ` = $2`
 )
 
 // ReleaseParams are ReleaseSQL's parameters.
@@ -328,9 +342,9 @@ func (p PostponeParams) Args() []any {
 
 // DeferSQL moves every waiting delivery of an endpoint to the time its
 // breaker lets trial calls through.
-const DeferSQL = `UPDATE webhook_deliveries SET next_attempt_at = $3, update_time = $4
-WHERE endpoint_id = $1 AND callback_url = $2 AND status IN ('PENDING', 'RETRYING') AND next_attempt_at < $3
-  AND (lease_until IS NULL OR lease_until < $4)`
+const DeferSQL = `UPDATE ` + deliveries + ` SET ` + webhookdelivery.FieldNextAttemptAt + ` = $3, ` + webhookdelivery.FieldUpdateTime + ` = $4
+WHERE ` + webhookdelivery.FieldEndpointID + ` = $1 AND ` + webhookdelivery.FieldCallbackURL + ` = $2 AND ` + webhookdelivery.FieldStatus + ` IN ('PENDING', 'RETRYING') AND ` + webhookdelivery.FieldNextAttemptAt + ` < $3
+  AND (` + webhookdelivery.FieldLeaseUntil + ` IS NULL OR ` + webhookdelivery.FieldLeaseUntil + ` < $4)`
 
 // DeferParams are DeferSQL's parameters.
 type DeferParams struct {
@@ -345,9 +359,9 @@ func (p DeferParams) Args() []any { return []any{p.EndpointID, p.CallbackURL, p.
 // DueSQL counts (up to $3) the deliveries due at $1 of enabled endpoints
 // of apps that may receive at $2: the backlog the dispatchers have not
 // caught up with.
-const DueSQL = `SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries d JOIN partner_apps a ON a.id = d.app_id
-JOIN webhook_endpoints e ON e.id = d.endpoint_id
-WHERE d.status IN ('PENDING', 'RETRYING') AND d.next_attempt_at <= $1 AND e.enabled AND ` + receiving + ` LIMIT $3) x`
+const DueSQL = `SELECT count(*) FROM (SELECT 1 FROM ` + deliveries + ` d JOIN ` + apps + ` a ON a.` + partnerapp.FieldID + ` = d.` + webhookdelivery.FieldAppID + `
+JOIN ` + endpoints + ` e ON e.` + webhookendpoint.FieldID + ` = d.` + webhookdelivery.FieldEndpointID + `
+WHERE d.` + webhookdelivery.FieldStatus + ` IN ('PENDING', 'RETRYING') AND d.` + webhookdelivery.FieldNextAttemptAt + ` <= $1 AND e.` + webhookendpoint.FieldEnabled + ` AND ` + receiving + ` LIMIT $3) x`
 
 // DueParams are DueSQL's parameters.
 type DueParams struct {
@@ -365,19 +379,19 @@ func (p DueParams) Args() []any { return []any{p.Now, p.DayAgo, p.Max} }
 // batches, and a resend racing the purge either waits for it (the row is
 // gone, NOT_FOUND) or wins (the row is no longer final and is kept).
 const (
-	finalCond = `status IN ('SUCCESS', 'FAILED', 'CANCELLED') AND update_time < $1`
+	finalCond = webhookdelivery.FieldStatus + ` IN ('SUCCESS', 'FAILED', 'CANCELLED') AND ` + webhookdelivery.FieldUpdateTime + ` < $1`
 
 	PurgePostgres = `WITH doomed AS (
-  SELECT id FROM webhook_deliveries WHERE ` + finalCond + ` ORDER BY update_time, id LIMIT $2 FOR UPDATE SKIP LOCKED
+  SELECT ` + webhookdelivery.FieldID + ` FROM ` + deliveries + ` WHERE ` + finalCond + ` ORDER BY ` + webhookdelivery.FieldUpdateTime + `, ` + webhookdelivery.FieldID + ` LIMIT $2 FOR UPDATE SKIP LOCKED
 ), attempts AS (
-  DELETE FROM delivery_attempts WHERE delivery_id IN (SELECT id FROM doomed) RETURNING 1
+  DELETE FROM ` + attempts + ` WHERE ` + deliveryattempt.FieldDeliveryID + ` IN (SELECT ` + webhookdelivery.FieldID + ` FROM doomed) RETURNING 1
 ), deliveries AS (
-  DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM doomed) RETURNING 1
+  DELETE FROM ` + deliveries + ` WHERE ` + webhookdelivery.FieldID + ` IN (SELECT ` + webhookdelivery.FieldID + ` FROM doomed) RETURNING 1
 )
 SELECT (SELECT count(*) FROM deliveries), (SELECT count(*) FROM attempts)`
 )
 
-var DoomedSQLite = sqliteLimits(`SELECT id FROM webhook_deliveries WHERE ` + finalCond + ` ORDER BY update_time, id LIMIT $2`)
+var DoomedSQLite = sqliteLimits(`SELECT ` + webhookdelivery.FieldID + ` FROM ` + deliveries + ` WHERE ` + finalCond + ` ORDER BY ` + webhookdelivery.FieldUpdateTime + `, ` + webhookdelivery.FieldID + ` LIMIT $2`)
 
 // RetentionParams are the parameters of PurgePostgres and DoomedSQLite.
 type RetentionParams struct {
@@ -391,11 +405,11 @@ func (p RetentionParams) Args() []any { return []any{p.Cutoff, p.Batch} }
 // DoomedSQLite's transaction, the k deliveries it chose: their attempts,
 // then the deliveries. Their parameters are PurgeParams.
 func PurgeAttemptsSQLite(k int) string {
-	return `DELETE FROM delivery_attempts WHERE delivery_id IN (` + placeholders(k) + `)`
+	return `DELETE FROM ` + attempts + ` WHERE ` + deliveryattempt.FieldDeliveryID + ` IN (` + placeholders(k) + `)`
 }
 
 func PurgeDeliveriesSQLite(k int) string {
-	return `DELETE FROM webhook_deliveries WHERE id IN (` + placeholders(k) + `)`
+	return `DELETE FROM ` + deliveries + ` WHERE ` + webhookdelivery.FieldID + ` IN (` + placeholders(k) + `)`
 }
 
 // PurgeParams are the parameters of PurgeAttemptsSQLite and
@@ -435,11 +449,11 @@ const RecordManyPostgres = `WITH v AS (
   SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::bigint[],
     $10::timestamptz[], $11::text[], $12::bigint[], $13::timestamptz[], $14::text[], $15::timestamptz[], $16::timestamptz[])
     AS v (id, no, rh, rb, rs, rsh, rsb, err, dur, started, status, rc, next, le, upd, lease)
-), a AS (INSERT INTO delivery_attempts (delivery_id, attempt_no, request_headers, request_body, response_status, response_headers,
-  response_body, error, duration_ms, started_at) SELECT id, no, rh, rb, rs, rsh, rsb, err, dur, started FROM v)
-UPDATE webhook_deliveries w SET status = v.status, retry_count = v.rc, next_attempt_at = COALESCE(v.next, w.next_attempt_at),
-  last_error = v.le, attempt_count = v.no, lease_until = NULL, update_time = v.upd
-FROM v WHERE w.id = v.id AND w.lease_until = v.lease RETURNING w.id`
+), a AS (INSERT INTO ` + attempts + ` (` + deliveryattempt.FieldDeliveryID + `, ` + deliveryattempt.FieldAttemptNo + `, ` + deliveryattempt.FieldRequestHeaders + `, ` + deliveryattempt.FieldRequestBody + `, ` + deliveryattempt.FieldResponseStatus + `, ` + deliveryattempt.FieldResponseHeaders + `,
+  ` + deliveryattempt.FieldResponseBody + `, ` + deliveryattempt.FieldError + `, ` + deliveryattempt.FieldDurationMs + `, ` + deliveryattempt.FieldStartedAt + `) SELECT ` + webhookdelivery.FieldID + `, no, rh, rb, rs, rsh, rsb, err, dur, started FROM v)
+UPDATE ` + deliveries + ` w SET ` + webhookdelivery.FieldStatus + ` = v.status, ` + webhookdelivery.FieldRetryCount + ` = v.rc, ` + webhookdelivery.FieldNextAttemptAt + ` = COALESCE(v.next, w.` + webhookdelivery.FieldNextAttemptAt + `),
+  ` + webhookdelivery.FieldLastError + ` = v.le, ` + webhookdelivery.FieldAttemptCount + ` = v.no, ` + webhookdelivery.FieldLeaseUntil + ` = NULL, ` + webhookdelivery.FieldUpdateTime + ` = v.upd
+FROM v WHERE w.` + webhookdelivery.FieldID + ` = v.id AND w.` + webhookdelivery.FieldLeaseUntil + ` = v.lease RETURNING w.` + webhookdelivery.FieldID
 
 // HandoffSQLite hands work off (see the dispatcher's work): run in the
 // outcomes' transaction after endpoint $5's delivered outcome moved its
@@ -449,10 +463,10 @@ FROM v WHERE w.id = v.id AND w.lease_until = v.lease RETURNING w.id`
 // grows; the endpoint must be enabled, its app receiving, and the
 // endpoint under its share (which shrinks when another endpoint of the
 // app is enabled). Its parameters are HandoffParams.
-var HandoffSQLite = sqliteLimits(`UPDATE webhook_deliveries SET lease_until = $4 WHERE id = (
-  SELECT x.id FROM (` + waitingOf("$5", dueCond, "1") + `) AS x ORDER BY x.next_attempt_at, x.id LIMIT 1)
-AND EXISTS (SELECT 1 FROM webhook_endpoints e JOIN partner_apps a ON a.id = e.app_id
-  WHERE e.id = $5 AND e.enabled AND ` + receiving + ` AND ` + busyOfEndpoint + ` < ` + shareOf + `)
+var HandoffSQLite = sqliteLimits(`UPDATE ` + deliveries + ` SET ` + webhookdelivery.FieldLeaseUntil + ` = $4 WHERE ` + webhookdelivery.FieldID + ` = (
+  SELECT x.` + webhookdelivery.FieldID + ` FROM (` + waitingOf("$5", dueCond, "1") + `) AS x ORDER BY x.` + webhookdelivery.FieldNextAttemptAt + `, x.` + webhookdelivery.FieldID + ` LIMIT 1)
+AND EXISTS (SELECT 1 FROM ` + endpoints + ` e JOIN ` + apps + ` a ON a.` + partnerapp.FieldID + ` = e.` + webhookendpoint.FieldAppID + `
+  WHERE e.` + webhookendpoint.FieldID + ` = $5 AND e.` + webhookendpoint.FieldEnabled + ` AND ` + receiving + ` AND ` + busyOfEndpoint + ` < ` + shareOf + `)
 RETURNING ` + JobColumns)
 
 // HandoffParams are HandoffSQLite's parameters.
