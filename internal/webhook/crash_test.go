@@ -153,7 +153,7 @@ func queueDeliveries(t *testing.T, pgURL, callback string, total int) (*store.DB
 	}
 	err = store.WithTx(ctx, db.Client, func(tx *ent.Tx) error {
 		for i := range total {
-			if _, err := webhook.Enqueue(ctx, tx.Client(), app.ID, "test.crash", fmt.Appendf(nil, `{"n":%d}`, i)); err != nil {
+			if _, err := webhook.Fanout(ctx, tx.Client(), webhook.Event{AppID: app.ID, Type: "test.crash", BizData: fmt.Appendf(nil, `{"n":%d}`, i)}); err != nil {
 				return err
 			}
 		}

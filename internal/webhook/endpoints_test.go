@@ -285,7 +285,7 @@ func TestDisabledEndpointReceivesNothing(t *testing.T) {
 		if _, err := e.svc.SetEndpointEnabled(ctx, second.ID, false); err != nil {
 			t.Fatal(err)
 		}
-		q, err := webhook.EnqueueEvent(ctx, e.db.Client, appID, "order.paid", []byte(`{"orderNo":"x"}`))
+		q, err := webhook.Fanout(ctx, e.db.Client, webhook.Event{AppID: appID, Type: "order.paid", BizData: []byte(`{"orderNo":"x"}`)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -74,12 +74,12 @@ func TestHeldNotice(t *testing.T) {
 		if _, err := e.partners.Update(ctx, appID, partner.UpdateInput{Status: &disabled}); err != nil {
 			t.Fatal(err)
 		}
-		q, err := webhook.EnqueueEvent(ctx, e.db.Client, appID, webhook.EventTest, []byte(`{}`))
+		q, err := webhook.Fanout(ctx, e.db.Client, webhook.Event{AppID: appID, Type: webhook.EventTest, BizData: []byte(`{}`)})
 		if err != nil || q.Delivery == nil || q.Notice == nil || q.Notice.Code != webhook.NoticeHeld {
 			t.Fatalf("disabled app: %+v %v", q, err)
 		}
 		bare, _ := e.newApp(t, "")
-		q, err = webhook.EnqueueEvent(ctx, e.db.Client, bare, webhook.EventTest, []byte(`{}`))
+		q, err = webhook.Fanout(ctx, e.db.Client, webhook.Event{AppID: bare, Type: webhook.EventTest, BizData: []byte(`{}`)})
 		if err != nil || q.Delivery != nil || q.Notice == nil || q.Notice.Code != webhook.NoticeNoCallbackURL {
 			t.Fatalf("app without callback: %+v %v", q, err)
 		}

@@ -144,7 +144,7 @@ func TestReplicasClaimEachDeliveryOnce(t *testing.T) {
 		ctx := context.Background()
 		const n = 150
 		for range n {
-			if _, err := webhook.Enqueue(ctx, e.db.Client, appID, "test.event", []byte(`{"k":1}`)); err != nil {
+			if _, err := webhook.Fanout(ctx, e.db.Client, webhook.Event{AppID: appID, Type: "test.event", BizData: []byte(`{"k":1}`)}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -294,10 +294,11 @@ func (e *env) queueWith(t testing.TB, appID int, change func(tx *ent.Tx, d *ent.
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := webhook.Enqueue(ctx, tx.Client(), appID, "test.event", []byte(`{}`))
+	q, err := webhook.Fanout(ctx, tx.Client(), webhook.Event{AppID: appID, Type: "test.event", BizData: []byte(`{}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
+	d := q.Delivery
 	if err := change(tx, d); err != nil {
 		t.Fatal(err)
 	}

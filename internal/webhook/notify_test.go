@@ -190,7 +190,7 @@ func TestTransactionsAnnounceOnceAndAreForgotten(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			q, err := webhook.EnqueueMessage(ctx, tx.Client(), webhook.NewEventID(), appID, order.EventPaid, []byte(`{"orderNo":"SO-1"}`))
+			q, err := webhook.Fanout(ctx, tx.Client(), webhook.Event{ID: webhook.NewEventID(), AppID: appID, Type: order.EventPaid, BizData: []byte(`{"orderNo":"SO-1"}`)})
 			if err != nil || len(q.Deliveries) != 5 {
 				t.Fatalf("queued %d deliveries (%v), want 5", len(q.Deliveries), err)
 			}

@@ -53,7 +53,7 @@ const (
 	NoticeHeld = "WEBHOOK_HELD"
 )
 
-// Queued is what Enqueue did with one event.
+// Queued is what Fanout did with one event.
 type Queued struct {
 	// Delivery is the first queued delivery (that of the app's first
 	// subscribed endpoint); nil when nothing was queued.
@@ -83,20 +83,7 @@ type Event struct {
 	AllEndpoints bool
 }
 
-// EnqueueEvent queues one event of type eventType for app appID (see
-// Publish) through c, which should be the client of the transaction that
-// makes the business change (tx.Client()), so that the change and its
-// webhooks commit or roll back together.
-func EnqueueEvent(ctx context.Context, c *ent.Client, appID int, eventType string, bizData []byte) (Queued, error) {
-	return Fanout(ctx, c, Event{AppID: appID, Type: eventType, BizData: bizData})
-}
 
-// EnqueueMessage is EnqueueEvent for a message whose id (its webhook-id,
-// from NewEventID) the caller chose: Publish stores it with the
-// idempotency key in the same transaction.
-func EnqueueMessage(ctx context.Context, c *ent.Client, eventID string, appID int, eventType string, bizData []byte) (Queued, error) {
-	return Fanout(ctx, c, Event{ID: eventID, AppID: appID, Type: eventType, BizData: bizData})
-}
 
 // Fanout fans event ev out through c (the business transaction's client):
 // one message, one delivery per endpoint of the app subscribed to its type
@@ -221,12 +208,6 @@ func fanoutCreates(c *ent.Client, app *ent.PartnerApp, eps []*ent.WebhookEndpoin
 	return creates, disabled, off
 }
 
-// Enqueue is EnqueueEvent for callers that need only the delivery (nil
-// when the app has no endpoint receiving the event).
-func Enqueue(ctx context.Context, c *ent.Client, appID int, eventType string, bizData []byte) (*ent.WebhookDelivery, error) {
-	q, err := EnqueueEvent(ctx, c, appID, eventType, bizData)
-	return q.Delivery, err
-}
 
 // heldBecause says why app's deliveries are held at now ("" when they are
 // not): a disabled app, or one past the end of its expire date (UTC).

@@ -62,11 +62,11 @@ func TestOutcomeWritesDoNotHoldRequests(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		qa, err := webhook.EnqueueMessage(ctx, tx.Client(), webhook.NewEventID(), appA, order.EventPaid, []byte(`{"orderNo":"SO-A"}`))
+		qa, err := webhook.Fanout(ctx, tx.Client(), webhook.Event{ID: webhook.NewEventID(), AppID: appA, Type: order.EventPaid, BizData: []byte(`{"orderNo":"SO-A"}`)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		qb, err := webhook.EnqueueMessage(ctx, tx.Client(), webhook.NewEventID(), appB, order.EventPaid, []byte(`{"orderNo":"SO-B"}`))
+		qb, err := webhook.Fanout(ctx, tx.Client(), webhook.Event{ID: webhook.NewEventID(), AppID: appB, Type: order.EventPaid, BizData: []byte(`{"orderNo":"SO-B"}`)})
 		if err != nil {
 			t.Fatal(err)
 		}
