@@ -83,8 +83,6 @@ type Event struct {
 	AllEndpoints bool
 }
 
-
-
 // Fanout fans event ev out through c (the business transaction's client):
 // one message, one delivery per endpoint of the app subscribed to its type
 // (an endpoint with an empty filter receives every type), each with its
@@ -207,7 +205,6 @@ func fanoutCreates(c *ent.Client, app *ent.PartnerApp, eps []*ent.WebhookEndpoin
 	}
 	return creates, disabled, off
 }
-
 
 // heldBecause says why app's deliveries are held at now ("" when they are
 // not): a disabled app, or one past the end of its expire date (UTC).
