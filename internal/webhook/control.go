@@ -113,7 +113,7 @@ func (s *Service) SendTest(ctx context.Context, appID, endpointID int, eventType
 			return nil, err
 		}
 	}
-	q, err := Fanout(ctx, s.client, Event{AppID: appID, Type: typ, BizData: biz, EndpointID: endpointID, AllEndpoints: typ == EventTest})
+	q, err := Fanout(ctx, s.client, Event{AppID: appID, Type: typ, BizData: biz, EndpointID: endpointID, AllEndpoints: typ == EventTest, At: s.opt.Now()})
 	if errors.Is(err, ErrEndpointNotFound) {
 		return nil, ErrEndpointNotFound
 	}

@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"time"
 
 	"fmt"
 	"gatehouse/internal/errs"
@@ -77,7 +76,7 @@ func (s *Service) applyEgress(in EndpointInput, m *ent.WebhookEndpointMutation) 
 	case in.ClientKey == nil:
 		return errs.Invalid("clientKey", "is required with clientCertificate (its PEM private key)")
 	default:
-		if _, err := sender.CheckClientCertificate(*in.ClientCertificate, *in.ClientKey, time.Now()); err != nil {
+		if _, err := sender.CheckClientCertificate(*in.ClientCertificate, *in.ClientKey, s.opt.Now()); err != nil {
 			return err
 		}
 		sealed, err := s.sealer.Seal([]byte(*in.ClientKey))

@@ -92,7 +92,7 @@ func (s *Service) CreateEndpoint(ctx context.Context, appID int, in EndpointInpu
 			return &errs.Error{Kind: errs.Validation, Field: "appID", Msg: fmt.Sprintf(
 				"app %s has %d webhook endpoints already, the most an app may have (delete one first)", app.AppKey, n)}
 		}
-		now := dbTime(time.Now())
+		now := s.now()
 		c := tx.WebhookEndpoint.Create().SetAppID(appID).SetSecret(sealed).SetCreateTime(now).SetUpdateTime(now)
 		if err := s.applyInput(app.AppKey, in, c.Mutation()); err != nil {
 			return err
@@ -127,7 +127,7 @@ func (s *Service) UpdateEndpoint(ctx context.Context, id int, in EndpointInput) 
 			}
 		}
 		if in.URL != nil && *in.URL != ep.URL {
-			return moveWaiting(ctx, tx.Client(), id, *in.URL, dbTime(time.Now()))
+			return moveWaiting(ctx, tx.Client(), id, *in.URL, s.now())
 		}
 		return nil
 	})
@@ -151,7 +151,7 @@ func (s *Service) RotateEndpointSecret(ctx context.Context, id int) (*ent.Webhoo
 		return nil, "", fmt.Errorf("seal endpoint secret: %w", err)
 	}
 	ep, err := s.changeEndpoint(ctx, id, func(_ *ent.Tx, ep *ent.WebhookEndpoint, _ string, u *ent.WebhookEndpointUpdateOne) error {
-		u.SetSecret(sealed).SetPreviousSecret(ep.Secret).SetPreviousSecretExpiresAt(dbTime(time.Now().Add(SecretOverlap)))
+		u.SetSecret(sealed).SetPreviousSecret(ep.Secret).SetPreviousSecretExpiresAt(dbTime(s.opt.Now().Add(SecretOverlap)))
 		return nil
 	})
 	if err != nil {
@@ -191,7 +191,7 @@ func (s *Service) DeleteEndpoint(ctx context.Context, id int) (*ent.WebhookEndpo
 			return err // deleted meanwhile: NOT_FOUND
 		}
 		out = ep
-		if err := deleteEndpoint(ctx, tx.Client(), id, dbTime(time.Now())); err != nil {
+		if err := deleteEndpoint(ctx, tx.Client(), id, s.now()); err != nil {
 			return err
 		}
 		return mirrorFirstEndpoint(ctx, tx.Client(), ep.AppID)

@@ -81,6 +81,10 @@ type Event struct {
 	// AllEndpoints sends it to every endpoint of the app whatever their
 	// filters (webhook.test through its appID form).
 	AllEndpoints bool
+	// At is when the event is queued (its deliveries' create and due
+	// time), on the caller's clock: the Service passes its injected
+	// clock's time. Zero: the wall clock's now.
+	At time.Time
 }
 
 // Fanout fans event ev out through c (the business transaction's client):
@@ -137,7 +141,11 @@ func Fanout(ctx context.Context, c *ent.Client, ev Event) (Queued, error) {
 	if id == "" {
 		id = NewEventID()
 	}
-	now := dbTime(time.Now())
+	now := ev.At
+	if now.IsZero() {
+		now = time.Now()
+	}
+	now = dbTime(now)
 	creates, disabled, off := fanoutCreates(c, app, eps, ev, id, now, telemetry.Capture(ctx))
 	if len(creates) == 0 {
 		if off == 0 {

@@ -152,7 +152,7 @@ func (s *Service) publish(ctx context.Context, appID int, eventType string, bizD
 				return err
 			}
 		}
-		q, err := Fanout(ctx, tx.Client(), Event{ID: m.ID, AppID: appID, Type: eventType, BizData: bizData})
+		q, err := Fanout(ctx, tx.Client(), Event{ID: m.ID, AppID: appID, Type: eventType, BizData: bizData, At: s.opt.Now()})
 		if err != nil {
 			return err
 		}

@@ -52,7 +52,7 @@ func (s *Service) Resend(ctx context.Context, id int) (*ent.WebhookDelivery, err
 			return invalidState("delivery %d has no webhook endpoint any more (it was deleted): it cannot be resent", id)
 		}
 		u := tx.WebhookDelivery.UpdateOneID(id)
-		requeue(u.Mutation(), dbTime(time.Now()))
+		requeue(u.Mutation(), s.now())
 		u.SetCallbackURL(d.Edges.Endpoint.URL)
 		out, err = u.Save(ctx)
 		return err
@@ -117,7 +117,7 @@ func (s *Service) ResendFailed(ctx context.Context, f ResendFilter) (int, error)
 		if err != nil {
 			return err
 		}
-		now := dbTime(time.Now())
+		now := s.now()
 		// Per endpoint, so that each delivery takes its endpoint's current
 		// URL. Deliveries of deleted endpoints stay FAILED.
 		for _, e := range eps {
