@@ -1,10 +1,6 @@
 package graph_test
 
 import (
-	"gatehouse/internal/webhook/dispatch"
-
-	"gatehouse/internal/webhook/sender"
-
 	"context"
 	"fmt"
 	"strings"
@@ -13,6 +9,8 @@ import (
 	"gatehouse/ent/webhookdelivery"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
+	"gatehouse/internal/webhook/sender"
 )
 
 // TestWebhookEndpointMutations: an operator adds, lists, filters,

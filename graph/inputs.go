@@ -1,8 +1,6 @@
 package graph
 
 import (
-	"gatehouse/internal/webhook/sender"
-
 	"context"
 	"encoding/json"
 	"time"
@@ -12,6 +10,7 @@ import (
 	"gatehouse/internal/errs"
 	"gatehouse/internal/partner"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/sender"
 )
 
 func deref[T any](p *T) T {

@@ -1,8 +1,6 @@
 package graph
 
 import (
-	"gatehouse/internal/webhook/catalogue"
-
 	"context"
 	"fmt"
 	"strings"
@@ -12,6 +10,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/catalogue"
 )
 
 // Bounds of one operation.

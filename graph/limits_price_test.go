@@ -1,8 +1,6 @@
 package graph
 
 import (
-	"gatehouse/internal/webhook/catalogue"
-
 	"fmt"
 	"strings"
 	"testing"
@@ -10,6 +8,7 @@ import (
 	"github.com/vektah/gqlparser/v2"
 
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/catalogue"
 )
 
 // EverydayQuery is the admin's everyday question: 100 FAILED deliveries

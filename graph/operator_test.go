@@ -1,10 +1,6 @@
 package graph_test
 
 import (
-	"gatehouse/internal/webhook/sender"
-
-	"gatehouse/internal/webhook/dispatch"
-
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +16,8 @@ import (
 	"gatehouse/internal/app/apptest"
 	"gatehouse/internal/config"
 	"gatehouse/internal/testenv"
+	"gatehouse/internal/webhook/dispatch"
+	"gatehouse/internal/webhook/sender"
 	"gatehouse/rest/partnerclient"
 )
 

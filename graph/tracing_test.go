@@ -1,8 +1,6 @@
 package graph_test
 
 import (
-	"gatehouse/internal/webhook/dispatch"
-
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +17,7 @@ import (
 	"gatehouse/internal/telemetry"
 	"gatehouse/internal/telemetry/telemetrytest"
 	"gatehouse/internal/testenv"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 // TestTracePayOrderToWebhookAndRefund: the admin request's server span

@@ -1,8 +1,6 @@
 package rest
 
 import (
-	"gatehouse/internal/webhook/catalogue"
-
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +16,7 @@ import (
 	"gatehouse/internal/errs"
 	"gatehouse/internal/httpx"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/catalogue"
 )
 
 // The publish API on the admin listener (docs/openapi-admin.yaml): the

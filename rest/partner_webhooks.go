@@ -1,10 +1,6 @@
 package rest
 
 import (
-	"gatehouse/internal/webhook/sender"
-
-	"gatehouse/internal/webhook/dispatch"
-
 	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -26,6 +22,8 @@ import (
 	"gatehouse/internal/httpx"
 	"gatehouse/internal/partner"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
+	"gatehouse/internal/webhook/sender"
 )
 
 // The partner's own webhooks (v3, /api/v3/webhooks/… and /api/v3/usage):

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"gatehouse/internal/webhook/receiver"
-
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +11,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"gatehouse/internal/demo"
+	"gatehouse/internal/webhook/receiver"
 )
 
 func webhookCommand() *cli.Command {

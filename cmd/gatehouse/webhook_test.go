@@ -1,8 +1,6 @@
 package main
 
 import (
-	"gatehouse/internal/webhook/sender"
-
 	"bytes"
 	"context"
 	"net"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"gatehouse/internal/app/apptest"
+	"gatehouse/internal/webhook/sender"
 )
 
 // TestWebhookListen: the receiver answers 204 to a delivery signed with

@@ -1,8 +1,6 @@
 package app
 
 import (
-	"gatehouse/internal/webhook/sender"
-
 	"context"
 	"fmt"
 
@@ -11,6 +9,7 @@ import (
 	"gatehouse/internal/config"
 	"gatehouse/internal/order"
 	"gatehouse/internal/partner"
+	"gatehouse/internal/webhook/sender"
 	"gatehouse/rest"
 )
 

@@ -1,8 +1,6 @@
 package demo
 
 import (
-	"gatehouse/internal/webhook/sender"
-
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -16,6 +14,7 @@ import (
 	entorder "gatehouse/ent/order"
 	"gatehouse/internal/order"
 	"gatehouse/internal/partner"
+	"gatehouse/internal/webhook/sender"
 )
 
 func init() { register(50, seedWebhooks) }

@@ -1,8 +1,6 @@
 package demo_test
 
 import (
-	"gatehouse/internal/webhook/receiver"
-
 	"bytes"
 	"context"
 	"net"
@@ -15,6 +13,7 @@ import (
 	"gatehouse/internal/app/apptest"
 	"gatehouse/internal/demo"
 	"gatehouse/internal/testenv"
+	"gatehouse/internal/webhook/receiver"
 )
 
 var listenRE = regexp.MustCompile(`(?m)^\./bin/gatehouse webhook listen --addr (\S+) --secret '(whsec_[^']+)' --oauth-client-secret '[^']+'( --oauth-token-url '[^']+')?$`)

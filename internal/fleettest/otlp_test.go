@@ -1,8 +1,6 @@
 package fleettest_test
 
 import (
-	"gatehouse/internal/webhook/dispatch"
-
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
@@ -30,6 +28,7 @@ import (
 	"gatehouse/internal/secret"
 	"gatehouse/internal/telemetry"
 	"gatehouse/internal/testenv"
+	"gatehouse/internal/webhook/dispatch"
 	"gatehouse/rest/partnerclient"
 )
 

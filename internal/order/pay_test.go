@@ -1,8 +1,6 @@
 package order_test
 
 import (
-	"gatehouse/internal/webhook/dispatch"
-
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +17,7 @@ import (
 	"gatehouse/internal/secret"
 	"gatehouse/internal/store"
 	"gatehouse/internal/testenv"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 type payEnv struct {

@@ -1,8 +1,6 @@
 package webhook_test
 
 import (
-	"gatehouse/internal/webhook/dispatch"
-
 	"context"
 	"net/http"
 	"strings"
@@ -15,6 +13,7 @@ import (
 	"gatehouse/internal/audit"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 // TestAutoDisable: an endpoint whose every delivery has FAILED for 5 days

@@ -1,8 +1,6 @@
 package webhook_test
 
 import (
-	"gatehouse/internal/webhook/dispatch"
-
 	"context"
 	"fmt"
 	"net/http"
@@ -14,6 +12,7 @@ import (
 	"gatehouse/internal/outbound"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 const breakerGauge = "gatehouse_webhook_breaker_state"

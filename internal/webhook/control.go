@@ -1,8 +1,6 @@
 package webhook
 
 import (
-	"gatehouse/internal/webhook/dispatch"
-
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +11,7 @@ import (
 	"gatehouse/ent/webhookdelivery"
 	"gatehouse/ent/webhookendpoint"
 	"gatehouse/internal/errs"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 // TestEvent is the bizData of a webhook.test event.

@@ -1,8 +1,6 @@
 package webhook_test
 
 import (
-	"gatehouse/internal/webhook/dispatch"
-
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +17,7 @@ import (
 	"gatehouse/internal/partner"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 // TestSendTest: a webhook.test event goes out signed like any other; an

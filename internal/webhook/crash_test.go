@@ -1,8 +1,6 @@
 package webhook_test
 
 import (
-	"gatehouse/internal/webhook/dispatch"
-
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -24,6 +22,7 @@ import (
 	"gatehouse/internal/store"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 // The crash test: 500 deliveries queued, the server killed with SIGKILL

@@ -1,10 +1,6 @@
 package webhook_test
 
 import (
-	"gatehouse/internal/webhook/sender"
-
-	"gatehouse/internal/webhook/dispatch"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -24,6 +20,8 @@ import (
 	"gatehouse/internal/partner"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
+	"gatehouse/internal/webhook/sender"
 )
 
 // The success path: one attempt, signed so that the official Standard

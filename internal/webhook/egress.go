@@ -1,15 +1,13 @@
 package webhook
 
 import (
-
+	"context"
 	"fmt"
+
+	"gatehouse/ent"
+	"gatehouse/ent/webhookendpoint"
 	"gatehouse/internal/errs"
 	"gatehouse/internal/webhook/sender"
-
-	"gatehouse/ent/webhookendpoint"
-
-	"context"
-	"gatehouse/ent"
 )
 
 // HeaderNames returns the names of endpoint id's custom headers, in

@@ -1,10 +1,6 @@
 package webhook_test
 
 import (
-	"gatehouse/internal/webhook/sender"
-
-	"gatehouse/internal/webhook/dispatch"
-
 	"context"
 	"crypto/tls"
 	"io"
@@ -27,6 +23,8 @@ import (
 	"gatehouse/internal/outbound"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
+	"gatehouse/internal/webhook/sender"
 )
 
 // TestCustomHeadersArrive: an endpoint's custom headers reach the

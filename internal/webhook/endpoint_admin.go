@@ -1,11 +1,6 @@
 package webhook
 
 import (
-	"gatehouse/internal/redact"
-	"gatehouse/internal/webhook/sender"
-
-	"gatehouse/internal/webhook/dispatch"
-
 	"context"
 	"errors"
 	"fmt"
@@ -19,7 +14,10 @@ import (
 	"gatehouse/ent/partnerapp"
 	"gatehouse/ent/webhookendpoint"
 	"gatehouse/internal/errs"
+	"gatehouse/internal/redact"
 	"gatehouse/internal/store"
+	"gatehouse/internal/webhook/dispatch"
+	"gatehouse/internal/webhook/sender"
 )
 
 // Limits of an endpoint's fields (createWebhookEndpoint).

@@ -1,9 +1,6 @@
 package webhook
 
 import (
-	"gatehouse/internal/outbound"
-	"gatehouse/internal/webhook/dispatch"
-
 	"context"
 	"fmt"
 	"slices"
@@ -13,6 +10,8 @@ import (
 	"gatehouse/ent/partnerapp"
 	"gatehouse/ent/webhookdelivery"
 	"gatehouse/ent/webhookendpoint"
+	"gatehouse/internal/outbound"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 // MaxEndpoints is how many webhook endpoints one app may have.

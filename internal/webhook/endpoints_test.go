@@ -1,10 +1,6 @@
 package webhook_test
 
 import (
-	"gatehouse/internal/webhook/dispatch"
-
-	"gatehouse/internal/webhook/sender"
-
 	"context"
 	"fmt"
 	"slices"
@@ -20,6 +16,8 @@ import (
 	"gatehouse/internal/outbound"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
+	"gatehouse/internal/webhook/sender"
 )
 
 func ptr[T any](v T) *T { return &v }

@@ -1,15 +1,14 @@
 package webhook
 
 import (
-	"gatehouse/internal/webhook/dispatch"
-	"gatehouse/internal/webhook/sender"
-
 	"context"
 	"errors"
 	"net"
 	"time"
 
 	"gatehouse/internal/outbound"
+	"gatehouse/internal/webhook/dispatch"
+	"gatehouse/internal/webhook/sender"
 )
 
 // Test-only access to the alert counter.

@@ -1,8 +1,6 @@
 package webhook_test
 
 import (
-	"gatehouse/internal/webhook/dispatch"
-
 	"context"
 	"fmt"
 	"net/http"
@@ -15,6 +13,7 @@ import (
 
 	"gatehouse/ent/webhookdelivery"
 	"gatehouse/internal/testenv"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 // SIGTERM under load: the process stops accepting, finishes its in-flight

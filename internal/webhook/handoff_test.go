@@ -1,8 +1,6 @@
 package webhook_test
 
 import (
-	"gatehouse/internal/webhook/sender"
-
 	"context"
 	"fmt"
 	"net/http"
@@ -15,6 +13,7 @@ import (
 	"gatehouse/internal/store/storetest"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/sender"
 )
 
 // slowSink answers 200 after a short pause and counts, per receiver and

@@ -1,8 +1,6 @@
 package webhook_test
 
 import (
-	"gatehouse/internal/webhook/dispatch"
-
 	"context"
 	"testing"
 	"time"
@@ -10,6 +8,7 @@ import (
 	"gatehouse/internal/partner"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 // TestHeldWhileDisabledOrExpired: a disabled app's deliveries, and those of

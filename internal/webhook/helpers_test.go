@@ -1,8 +1,6 @@
 package webhook_test
 
 import (
-	"gatehouse/internal/webhook/sender"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -27,6 +25,7 @@ import (
 	"gatehouse/internal/store/storetest"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/sender"
 )
 
 // env is a webhook service on one backend with the services that produce

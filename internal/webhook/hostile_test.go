@@ -1,10 +1,6 @@
 package webhook_test
 
 import (
-	"gatehouse/internal/webhook/sender"
-
-	"gatehouse/internal/webhook/dispatch"
-
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +11,8 @@ import (
 
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
+	"gatehouse/internal/webhook/sender"
 )
 
 // TestManyPartnersSomeHostile: many apps at once, among them an endpoint

@@ -1,8 +1,6 @@
 package webhook_test
 
 import (
-	"gatehouse/internal/webhook/dispatch"
-
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,6 +16,7 @@ import (
 	"gatehouse/internal/store/storetest"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 // TestWakeUpWithoutPolling: with a poll interval of an hour, only wake-ups

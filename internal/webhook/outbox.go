@@ -1,14 +1,6 @@
 package webhook
 
 import (
-	"gatehouse/internal/webhook/dispatch/adapter"
-
-	"gatehouse/internal/webhook/sender"
-
-	"gatehouse/internal/webhook/catalogue"
-
-	"gatehouse/internal/webhook/dispatch"
-
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,6 +10,10 @@ import (
 	"gatehouse/ent/webhookendpoint"
 	"gatehouse/internal/secret"
 	"gatehouse/internal/telemetry"
+	"gatehouse/internal/webhook/catalogue"
+	"gatehouse/internal/webhook/dispatch"
+	"gatehouse/internal/webhook/dispatch/adapter"
+	"gatehouse/internal/webhook/sender"
 )
 
 // EventTest is the webhook package's own event type: the operator's test

@@ -1,8 +1,6 @@
 package webhook_test
 
 import (
-	"gatehouse/internal/webhook/sender"
-
 	"log/slog"
 	"strings"
 	"testing"
@@ -15,6 +13,7 @@ import (
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/testenv/fleet"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/sender"
 )
 
 // TestWakeUpThroughPgBouncer: two replicas reach Postgres through

@@ -1,10 +1,6 @@
 package webhook_test
 
 import (
-	"gatehouse/internal/webhook/dispatch"
-
-	"gatehouse/internal/webhook/catalogue"
-
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,6 +19,8 @@ import (
 	"gatehouse/internal/store/storetest"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/catalogue"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 // invoiceSchema is the custom type the tests declare.

@@ -1,8 +1,6 @@
 package webhook_test
 
 import (
-	"gatehouse/internal/webhook/dispatch"
-
 	"bufio"
 	"context"
 	"encoding/json"
@@ -17,6 +15,7 @@ import (
 	"gatehouse/ent/webhookdelivery"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 // receiverLibs is the directory holding node_modules with the svix and

@@ -1,8 +1,6 @@
 package webhook_test
 
 import (
-	"gatehouse/internal/webhook/dispatch"
-
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +10,7 @@ import (
 	"gatehouse/internal/telemetry/telemetrytest"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 // TestCallbackURLRedactedForEveryHostForm: a callback URL whose host is

@@ -1,8 +1,6 @@
 package webhook
 
 import (
-	"gatehouse/internal/webhook/dispatch"
-
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +12,7 @@ import (
 	"gatehouse/ent/webhookdelivery"
 	"gatehouse/ent/webhookendpoint"
 	"gatehouse/internal/store"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 // requeue makes a delivery new again: PENDING, retry count 0, due now, no

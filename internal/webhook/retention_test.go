@@ -1,8 +1,6 @@
 package webhook_test
 
 import (
-	"gatehouse/internal/webhook/dispatch"
-
 	"context"
 	"fmt"
 	"sync"
@@ -15,6 +13,7 @@ import (
 	"gatehouse/internal/store/storetest"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 // seedAged writes n deliveries of app appID with status st, last changed

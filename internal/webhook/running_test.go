@@ -1,8 +1,6 @@
 package webhook_test
 
 import (
-	"gatehouse/internal/webhook/dispatch"
-
 	"context"
 	"database/sql"
 	"net/http"
@@ -13,6 +11,7 @@ import (
 	"gatehouse/internal/order"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 // TestOutcomeWritesDoNotHoldRequests: a worker's running token covers its

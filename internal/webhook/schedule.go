@@ -1,16 +1,14 @@
 package webhook
 
 import (
-	"gatehouse/internal/webhook/sender"
-
+	"context"
 	"fmt"
 
+	"gatehouse/ent"
 	"gatehouse/ent/webhookdelivery"
 	"gatehouse/internal/errs"
 	"gatehouse/internal/webhook/dispatch"
-
-	"context"
-	"gatehouse/ent"
+	"gatehouse/internal/webhook/sender"
 )
 
 // applySchedule checks in's retry schedule or preset and sets it on m.

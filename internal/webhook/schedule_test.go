@@ -1,10 +1,6 @@
 package webhook_test
 
 import (
-	"gatehouse/internal/webhook/sender"
-
-	"gatehouse/internal/webhook/dispatch"
-
 	"context"
 	"fmt"
 	"net/http"
@@ -17,6 +13,8 @@ import (
 	"gatehouse/internal/errs"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
+	"gatehouse/internal/webhook/sender"
 )
 
 // firstEndpoint returns the id of app appID's first endpoint.

@@ -1,10 +1,6 @@
 package webhook
 
 import (
-	"gatehouse/internal/webhook/catalogue"
-	"gatehouse/internal/webhook/dispatch"
-	"gatehouse/internal/webhook/sender"
-
 	"fmt"
 	"log/slog"
 	"sync"
@@ -18,6 +14,9 @@ import (
 	"gatehouse/internal/secret"
 	"gatehouse/internal/store"
 	"gatehouse/internal/telemetry"
+	"gatehouse/internal/webhook/catalogue"
+	"gatehouse/internal/webhook/dispatch"
+	"gatehouse/internal/webhook/sender"
 )
 
 // Errors of the operator's operations, for errors.Is.

@@ -1,8 +1,6 @@
 package webhook_test
 
 import (
-	"gatehouse/internal/webhook/dispatch"
-
 	"context"
 	"net/http"
 	"net/url"
@@ -18,6 +16,7 @@ import (
 	"gatehouse/internal/telemetry/telemetrytest"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 // TestAttemptSpanSemanticAttributes: an attempt's client span carries

@@ -1,8 +1,6 @@
 package webhook_test
 
 import (
-	"gatehouse/internal/webhook/dispatch"
-
 	"context"
 	"fmt"
 	"net/http"
@@ -20,6 +18,7 @@ import (
 	"gatehouse/internal/telemetry"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 // TestAttemptSpanIsChildOfTheBusinessTransaction: the outbox row keeps the

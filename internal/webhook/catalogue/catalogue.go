@@ -4,8 +4,6 @@
 package catalogue
 
 import (
-	"gatehouse/internal/redact"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -22,6 +20,7 @@ import (
 	"gatehouse/ent"
 	"gatehouse/ent/webhookeventtype"
 	"gatehouse/internal/errs"
+	"gatehouse/internal/redact"
 	"gatehouse/internal/store"
 )
 

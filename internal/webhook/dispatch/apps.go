@@ -1,8 +1,6 @@
 package dispatch
 
 import (
-	"gatehouse/internal/webhook/sender"
-
 	"context"
 	"strconv"
 	"sync"
@@ -14,6 +12,7 @@ import (
 	"gatehouse/ent/partnerapp"
 	"gatehouse/ent/webhookendpoint"
 	"gatehouse/internal/outbound"
+	"gatehouse/internal/webhook/sender"
 )
 
 // AppTTL bounds how stale a replica's copy of an endpoint's webhook

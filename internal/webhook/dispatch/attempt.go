@@ -1,10 +1,6 @@
 package dispatch
 
 import (
-	"gatehouse/internal/webhook/dispatch/adapter"
-
-	"gatehouse/internal/webhook/sender"
-
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -18,6 +14,8 @@ import (
 
 	"gatehouse/ent"
 	"gatehouse/internal/redact"
+	"gatehouse/internal/webhook/dispatch/adapter"
+	"gatehouse/internal/webhook/sender"
 )
 
 // errNoSecret: the app has no webhook secret that can sign (none stored,

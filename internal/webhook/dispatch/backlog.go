@@ -1,13 +1,13 @@
 package dispatch
 
 import (
-	"gatehouse/internal/webhook/dispatch/adapter"
-
 	"context"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"gatehouse/internal/webhook/dispatch/adapter"
 )
 
 // maxBacklogCount caps the count of gatehouse_webhook_due_deliveries: a

@@ -1,8 +1,6 @@
 package dispatch
 
 import (
-	"gatehouse/internal/webhook/dispatch/adapter"
-
 	"context"
 	"strconv"
 	"strings"
@@ -13,6 +11,7 @@ import (
 
 	"gatehouse/ent"
 	"gatehouse/internal/outbound"
+	"gatehouse/internal/webhook/dispatch/adapter"
 )
 
 // halfOpenRecheck is how long a delivery waits when its endpoint's breaker

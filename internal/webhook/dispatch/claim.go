@@ -1,8 +1,6 @@
 package dispatch
 
 import (
-	"gatehouse/internal/webhook/dispatch/adapter"
-
 	"context"
 	"database/sql"
 	"fmt"
@@ -13,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"gatehouse/internal/telemetry"
+	"gatehouse/internal/webhook/dispatch/adapter"
 )
 
 // job is a delivery leased to this process for one attempt: the columns

@@ -1,14 +1,14 @@
 package dispatch
 
 import (
-	"gatehouse/internal/webhook/dispatch/adapter"
-
 	"context"
 	"database/sql"
 	"sync"
 	"time"
 
 	"entgo.io/ent/dialect"
+
+	"gatehouse/internal/webhook/dispatch/adapter"
 )
 
 // maxOutcomeBatch bounds how many outcomes one write stores.

@@ -1,8 +1,6 @@
 package dispatch
 
 import (
-	"gatehouse/internal/webhook/dispatch/adapter"
-
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +10,7 @@ import (
 	"entgo.io/ent/dialect"
 
 	"gatehouse/ent/webhookdelivery"
+	"gatehouse/internal/webhook/dispatch/adapter"
 )
 
 // Delivery statuses.

@@ -1,8 +1,6 @@
 package dispatch
 
 import (
-	"gatehouse/internal/webhook/dispatch/adapter"
-
 	"context"
 	"log/slog"
 	"sync"
@@ -14,6 +12,7 @@ import (
 	"gatehouse/internal/secret"
 	"gatehouse/internal/store"
 	"gatehouse/internal/telemetry"
+	"gatehouse/internal/webhook/dispatch/adapter"
 	"gatehouse/internal/webhook/sender"
 )
 

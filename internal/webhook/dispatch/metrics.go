@@ -1,14 +1,13 @@
 package dispatch
 
 import (
-	"gatehouse/internal/webhook/sender"
-
 	"context"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"gatehouse/ent/webhookeventtype"
+	"gatehouse/internal/webhook/sender"
 )
 
 // Metrics on the process's default registry (served at /metrics on the

@@ -1,15 +1,14 @@
 package dispatch
 
 import (
-	"gatehouse/internal/webhook/dispatch/adapter"
-
-	"gatehouse/internal/webhook/sender"
-
 	"context"
 	"database/sql"
 	"time"
 
 	"entgo.io/ent/dialect"
+
+	"gatehouse/internal/webhook/dispatch/adapter"
+	"gatehouse/internal/webhook/sender"
 )
 
 // record stores attempt a of job j and moves the delivery as v says. It

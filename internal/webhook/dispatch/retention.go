@@ -1,8 +1,6 @@
 package dispatch
 
 import (
-	"gatehouse/internal/webhook/dispatch/adapter"
-
 	"context"
 	"database/sql"
 	"fmt"
@@ -12,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"gatehouse/internal/periodic"
+	"gatehouse/internal/webhook/dispatch/adapter"
 )
 
 // purgedTotal counts the rows the retention job deleted, per table.

@@ -1,12 +1,13 @@
 package dispatch
 
 import (
-	"gatehouse/internal/telemetry"
-	"go.opentelemetry.io/otel/attribute"
+	"context"
 	"net/http"
 
-	"context"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
+
+	"gatehouse/internal/telemetry"
 )
 
 // SpanAttempt is the name of the span of one delivery attempt.

@@ -3,8 +3,6 @@
 package receiver
 
 import (
-	"gatehouse/internal/webhook/sender"
-
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -14,6 +12,8 @@ import (
 	"time"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"gatehouse/internal/webhook/sender"
 )
 
 // maxListenBody bounds the body the receiver reads.

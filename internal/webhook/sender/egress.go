@@ -1,9 +1,6 @@
 package sender
 
 import (
-	"gatehouse/internal/redact"
-	"gatehouse/internal/secret"
-
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -17,6 +14,8 @@ import (
 
 	"gatehouse/internal/errs"
 	"gatehouse/internal/outbound"
+	"gatehouse/internal/redact"
+	"gatehouse/internal/secret"
 )
 
 // What leaves for a receiver besides the message: an endpoint's custom

@@ -1,14 +1,13 @@
 package sender
 
 import (
-	"gatehouse/internal/redact"
-
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
 	"gatehouse/internal/errs"
+	"gatehouse/internal/redact"
 )
 
 // Limits of an endpoint's retry schedule.

@@ -1,8 +1,6 @@
 package adapter
 
 import (
-	"gatehouse/ent/webhookdelivery"
-
 	"context"
 	"database/sql"
 	"path/filepath"
@@ -12,6 +10,7 @@ import (
 	"entgo.io/ent/dialect"
 
 	"gatehouse/ent"
+	"gatehouse/ent/webhookdelivery"
 	"gatehouse/internal/store"
 	"gatehouse/internal/store/storetest"
 	"gatehouse/internal/testenv"
