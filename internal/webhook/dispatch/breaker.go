@@ -125,7 +125,7 @@ var breakerStateDesc = prometheus.NewDesc("gatehouse_webhook_breaker_state",
 	"Circuit breaker of each app's webhook endpoint on this replica: 0 closed, 1 half open (trial calls), 2 open (no attempts).",
 	[]string{"app"}, nil)
 
-// breakers collects the breaker states of every running Service.
+// breakers collects the breaker states of every running Dispatcher.
 var breakers = &breakerCollector{services: map[*Dispatcher]bool{}}
 
 func init() { prometheus.MustRegister(breakers) }

@@ -25,7 +25,7 @@ const (
 // claimErrorBackoff is how long the loop waits after the database failed.
 const claimErrorBackoff = time.Second
 
-// dispatcher runs the claim loop and the worker pool of a Service.
+// dispatcher runs the claim loop and the worker pool of a Dispatcher.
 //
 // The loop claims due deliveries (see claim: at most PerApp in flight per
 // app, fair across apps, held apps skipped) by setting lease_until, up to

@@ -1,3 +1,9 @@
+// Package dispatch is the webhook dispatcher: it claims due deliveries
+// with a lease (fair across apps, capped per app and per endpoint), has
+// the sender attempt them, records each outcome and moves its delivery
+// on, keeps a breaker and a rate limit per endpoint, wakes up on NOTIFY,
+// and runs the retention job and the auto-disable check. Its raw SQL is
+// in the adapter subpackage.
 package dispatch
 
 import (

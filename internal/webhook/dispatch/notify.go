@@ -13,10 +13,11 @@ import (
 // webhook work (a delivery queued or re-queued, an app enabled again).
 const NotifyChannel = "gatehouse_webhook_work"
 
-// WakeOnCommit registers on c (the process's Ent client) the hooks that
-// wake dispatchers when work appears through it: a delivery created, an app changed
-// (enabled again, its expire date moved), or an endpoint changed (enabled
-// again, a secret rotated: its cached secrets are dropped too).
+// WakeOnCommit registers on c (the process's Ent client) the commit hooks
+// that wake dispatchers when work appears through it: a delivery created,
+// an app changed (enabled again, its expire date moved), or an endpoint
+// changed (enabled again, a secret rotated: its cached secrets are dropped
+// too). The app calls it once, where it wires the service.
 //
 // In a transaction the wake-up waits for the commit (a dispatcher must not
 // look before the row is visible): the NOTIFY is sent inside the
