@@ -119,8 +119,9 @@ type Options struct {
 	// that raise them (order.EventTypes); webhook.test is always there.
 	// With the custom types of the database they make the catalogue.
 	EventTypes []EventType
-	// Now is the clock of due times, leases and the circuit breakers' open
-	// wait (tests move it); default time.Now.
+	// Now is the service's one clock: due times, leases, signatures, rate
+	// limits, the circuit breakers' open wait and the admin operations'
+	// times (tests move it); default time.Now.
 	Now func() time.Time
 }
 
