@@ -11,10 +11,11 @@ import (
 	"gatehouse/ent"
 	"gatehouse/internal/apikey"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/catalogue"
 )
 
 // CreateWebhookEventType is the resolver for the createWebhookEventType field.
-func (r *mutationResolver) CreateWebhookEventType(ctx context.Context, name string, description string, schema json.RawMessage, example json.RawMessage) (*webhook.EventType, error) {
+func (r *mutationResolver) CreateWebhookEventType(ctx context.Context, name string, description string, schema json.RawMessage, example json.RawMessage) (*catalogue.EventType, error) {
 	t, err := r.Webhooks.CreateEventType(ctx, name, description, schema, example)
 	if err != nil {
 		return nil, err
@@ -35,7 +36,7 @@ func (r *mutationResolver) PublishWebhookEvent(ctx context.Context, appID int, e
 }
 
 // WebhookEventTypes is the resolver for the webhookEventTypes field.
-func (r *queryResolver) WebhookEventTypes(ctx context.Context) ([]*webhook.EventType, error) {
+func (r *queryResolver) WebhookEventTypes(ctx context.Context) ([]*catalogue.EventType, error) {
 	types, err := r.Webhooks.EventTypes(ctx)
 	if err != nil {
 		return nil, err

@@ -10,6 +10,8 @@ import (
 	"gatehouse/graph/graphtest"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
+	"gatehouse/internal/webhook/sender"
 )
 
 // TestWebhookEndpointMutations: an operator adds, lists, filters,
@@ -39,7 +41,7 @@ func TestWebhookEndpointMutations(t *testing.T) {
 			eventTypes: ["order.refunded", "order.refunded", "invoice.issued"], rateLimit: 50}) { secret endpoint { id url description eventTypes rateLimit enabled } } }`,
 			map[string]any{"app": appID}).OK(t, "createWebhookEndpoint")
 		secondID := graphtest.Str(created, "endpoint", "id")
-		if s := graphtest.Str(created, "secret"); !strings.HasPrefix(s, webhook.SecretPrefix) {
+		if s := graphtest.Str(created, "secret"); !strings.HasPrefix(s, sender.SecretPrefix) {
 			t.Fatalf("secret %q", s)
 		}
 		if fmt.Sprint(graphtest.Dig(created, "endpoint", "eventTypes")) != "[order.refunded invoice.issued]" || graphtest.Num(created, "endpoint", "rateLimit") != 50 {
@@ -102,7 +104,7 @@ func TestWebhookEndpointMutations(t *testing.T) {
 			t.Fatalf("%d deliveries of the payment (%v), want 2", len(ds), err)
 		}
 		for _, d := range ds {
-			if d.CallbackURL == "https://first.example.com/h" && (d.Status != webhook.StatusCancelled || d.EndpointID != nil) {
+			if d.CallbackURL == "https://first.example.com/h" && (d.Status != dispatch.StatusCancelled || d.EndpointID != nil) {
 				t.Fatalf("the deleted endpoint's delivery is %s (endpoint %v), want CANCELLED", d.Status, d.EndpointID)
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	"gatehouse/ent/webhookdelivery"
 	"gatehouse/graph/scalar"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/catalogue"
 	"math"
 	"strconv"
 	"sync/atomic"
@@ -524,7 +525,7 @@ type MutationResolver interface {
 	CreateAPIKey(ctx context.Context, name string, role *apikey.Role, scopes []string) (*APIKeySecretPayload, error)
 	DisableAPIKey(ctx context.Context, id int) (*ent.APIKey, error)
 	CreateUser(ctx context.Context, input CreateUserInput) (*ent.User, error)
-	CreateWebhookEventType(ctx context.Context, name string, description string, schema json.RawMessage, example json.RawMessage) (*webhook.EventType, error)
+	CreateWebhookEventType(ctx context.Context, name string, description string, schema json.RawMessage, example json.RawMessage) (*catalogue.EventType, error)
 	PublishWebhookEvent(ctx context.Context, appID int, eventType string, bizData json.RawMessage, idempotencyKey *string) (*webhook.Published, error)
 	CreateWebhookEndpoint(ctx context.Context, appID int, input CreateWebhookEndpointInput) (*WebhookEndpointSecretPayload, error)
 	UpdateWebhookEndpoint(ctx context.Context, id int, input UpdateWebhookEndpointInput) (*ent.WebhookEndpoint, error)
@@ -560,7 +561,7 @@ type QueryResolver interface {
 	Users(ctx context.Context, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.UserOrder, where *ent.UserWhereInput) (*ent.UserConnection, error)
 	WebhookDeliveries(ctx context.Context, after *entgql.Cursor[int], first *int, before *entgql.Cursor[int], last *int, orderBy *ent.WebhookDeliveryOrder, where *ent.WebhookDeliveryWhereInput) (*ent.WebhookDeliveryConnection, error)
 	PaymentProvider(ctx context.Context) (*PaymentProvider, error)
-	WebhookEventTypes(ctx context.Context) ([]*webhook.EventType, error)
+	WebhookEventTypes(ctx context.Context) ([]*catalogue.EventType, error)
 	Viewer(ctx context.Context) (*ent.APIKey, error)
 	APIVersions(ctx context.Context) ([]*APIVersion, error)
 }
@@ -12114,8 +12115,8 @@ func (ec *executionContext) _Mutation_createWebhookEventType(ctx context.Context
 			return ec.Resolvers.Mutation().CreateWebhookEventType(ctx, fc.Args["name"].(string), fc.Args["description"].(string), fc.Args["schema"].(json.RawMessage), fc.Args["example"].(json.RawMessage))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *webhook.EventType) graphql.Marshaler {
-			return ec.marshalNWebhookEventType2ᚖgatehouseᚋinternalᚋwebhookᚐEventType(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *catalogue.EventType) graphql.Marshaler {
+			return ec.marshalNWebhookEventType2ᚖgatehouseᚋinternalᚋwebhookᚋcatalogueᚐEventType(ctx, selections, v)
 		},
 		true,
 		true,
@@ -14608,8 +14609,8 @@ func (ec *executionContext) _Query_webhookEventTypes(ctx context.Context, field 
 			return ec.Resolvers.Query().WebhookEventTypes(ctx)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []*webhook.EventType) graphql.Marshaler {
-			return ec.marshalNWebhookEventType2ᚕᚖgatehouseᚋinternalᚋwebhookᚐEventTypeᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []*catalogue.EventType) graphql.Marshaler {
+			return ec.marshalNWebhookEventType2ᚕᚖgatehouseᚋinternalᚋwebhookᚋcatalogueᚐEventTypeᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -16883,7 +16884,7 @@ func (ec *executionContext) fieldContext_WebhookEndpointSecretPayload_secret(_ c
 	return graphql.NewScalarFieldContext("WebhookEndpointSecretPayload", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _WebhookEventType_name(ctx context.Context, field graphql.CollectedField, obj *webhook.EventType) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookEventType_name(ctx context.Context, field graphql.CollectedField, obj *catalogue.EventType) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -16906,7 +16907,7 @@ func (ec *executionContext) fieldContext_WebhookEventType_name(_ context.Context
 	return graphql.NewScalarFieldContext("WebhookEventType", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _WebhookEventType_description(ctx context.Context, field graphql.CollectedField, obj *webhook.EventType) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookEventType_description(ctx context.Context, field graphql.CollectedField, obj *catalogue.EventType) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -16929,7 +16930,7 @@ func (ec *executionContext) fieldContext_WebhookEventType_description(_ context.
 	return graphql.NewScalarFieldContext("WebhookEventType", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _WebhookEventType_schema(ctx context.Context, field graphql.CollectedField, obj *webhook.EventType) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookEventType_schema(ctx context.Context, field graphql.CollectedField, obj *catalogue.EventType) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -16952,7 +16953,7 @@ func (ec *executionContext) fieldContext_WebhookEventType_schema(_ context.Conte
 	return graphql.NewScalarFieldContext("WebhookEventType", field, false, false, errors.New("field of type JSON does not have child fields"))
 }
 
-func (ec *executionContext) _WebhookEventType_example(ctx context.Context, field graphql.CollectedField, obj *webhook.EventType) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookEventType_example(ctx context.Context, field graphql.CollectedField, obj *catalogue.EventType) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -16975,7 +16976,7 @@ func (ec *executionContext) fieldContext_WebhookEventType_example(_ context.Cont
 	return graphql.NewScalarFieldContext("WebhookEventType", field, false, false, errors.New("field of type JSON does not have child fields"))
 }
 
-func (ec *executionContext) _WebhookEventType_builtIn(ctx context.Context, field graphql.CollectedField, obj *webhook.EventType) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookEventType_builtIn(ctx context.Context, field graphql.CollectedField, obj *catalogue.EventType) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -16998,7 +16999,7 @@ func (ec *executionContext) fieldContext_WebhookEventType_builtIn(_ context.Cont
 	return graphql.NewScalarFieldContext("WebhookEventType", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
-func (ec *executionContext) _WebhookEventType_createTime(ctx context.Context, field graphql.CollectedField, obj *webhook.EventType) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookEventType_createTime(ctx context.Context, field graphql.CollectedField, obj *catalogue.EventType) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -31353,7 +31354,7 @@ func (ec *executionContext) _WebhookEndpointSecretPayload(ctx context.Context, s
 
 var webhookEventTypeImplementors = []string{"WebhookEventType"}
 
-func (ec *executionContext) _WebhookEventType(ctx context.Context, sel ast.SelectionSet, obj *webhook.EventType) graphql.Marshaler {
+func (ec *executionContext) _WebhookEventType(ctx context.Context, sel ast.SelectionSet, obj *catalogue.EventType) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, webhookEventTypeImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -32889,15 +32890,15 @@ func (ec *executionContext) unmarshalNWebhookEndpointWhereInput2ᚖgatehouseᚋe
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNWebhookEventType2gatehouseᚋinternalᚋwebhookᚐEventType(ctx context.Context, sel ast.SelectionSet, v webhook.EventType) graphql.Marshaler {
+func (ec *executionContext) marshalNWebhookEventType2gatehouseᚋinternalᚋwebhookᚋcatalogueᚐEventType(ctx context.Context, sel ast.SelectionSet, v catalogue.EventType) graphql.Marshaler {
 	return ec._WebhookEventType(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNWebhookEventType2ᚕᚖgatehouseᚋinternalᚋwebhookᚐEventTypeᚄ(ctx context.Context, sel ast.SelectionSet, v []*webhook.EventType) graphql.Marshaler {
+func (ec *executionContext) marshalNWebhookEventType2ᚕᚖgatehouseᚋinternalᚋwebhookᚋcatalogueᚐEventTypeᚄ(ctx context.Context, sel ast.SelectionSet, v []*catalogue.EventType) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNWebhookEventType2ᚖgatehouseᚋinternalᚋwebhookᚐEventType(ctx, sel, v[i])
+		return ec.marshalNWebhookEventType2ᚖgatehouseᚋinternalᚋwebhookᚋcatalogueᚐEventType(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -32909,7 +32910,7 @@ func (ec *executionContext) marshalNWebhookEventType2ᚕᚖgatehouseᚋinternal�
 	return ret
 }
 
-func (ec *executionContext) marshalNWebhookEventType2ᚖgatehouseᚋinternalᚋwebhookᚐEventType(ctx context.Context, sel ast.SelectionSet, v *webhook.EventType) graphql.Marshaler {
+func (ec *executionContext) marshalNWebhookEventType2ᚖgatehouseᚋinternalᚋwebhookᚋcatalogueᚐEventType(ctx context.Context, sel ast.SelectionSet, v *catalogue.EventType) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")

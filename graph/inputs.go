@@ -10,6 +10,7 @@ import (
 	"gatehouse/internal/errs"
 	"gatehouse/internal/partner"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/sender"
 )
 
 func deref[T any](p *T) T {
@@ -80,18 +81,18 @@ func egressInput(in *webhook.EndpointInput, schedule graphql.Omittable[[]int], p
 			if preset != nil {
 				return errs.Invalid("retrySchedule", "give retrySchedule or retryPreset, not both")
 			}
-			p := webhook.PresetDefault
+			p := sender.PresetDefault
 			in.RetryPreset = &p
 		} else {
 			in.RetrySchedule = &waits
 		}
 	}
 	if preset != nil {
-		p := webhook.RetryPreset(*preset)
+		p := sender.RetryPreset(*preset)
 		in.RetryPreset = &p
 	}
 	if headers != nil {
-		m, err := webhook.ParseHeaders(headers)
+		m, err := sender.ParseHeaders(headers)
 		if err != nil {
 			return err
 		}

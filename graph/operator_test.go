@@ -17,7 +17,8 @@ import (
 	"gatehouse/internal/app/apptest"
 	"gatehouse/internal/config"
 	"gatehouse/internal/testenv"
-	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
+	"gatehouse/internal/webhook/sender"
 	"gatehouse/rest/partnerclient"
 )
 
@@ -145,8 +146,8 @@ func TestEndSecretOverlap(t *testing.T) {
 
 		// The next delivery is signed with the new webhook secret alone,
 		// on whichever replica claims it: the other replica's copy of the
-		// app's webhook secrets may be up to webhook.AppTTL old.
-		time.Sleep(time.Until(ended.Add(webhook.AppTTL + 50*time.Millisecond)))
+		// app's webhook secrets may be up to dispatch.AppTTL old.
+		time.Sleep(time.Until(ended.Add(dispatch.AppTTL + 50*time.Millisecond)))
 		a.GQL(t, `mutation($app: ID!) { createOrder(input: {appID: $app, orderNo: "EO-2", amount: "1"}) { id } }`, map[string]any{"app": id}).OK(t, "createOrder")
 		a.GQL(t, `mutation { payOrder(orderNo: "EO-2") { id } }`, nil).OK(t, "payOrder")
 		req, body := sink.waitFor(t, "EO-2")
@@ -154,7 +155,7 @@ func TestEndSecretOverlap(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := webhook.Sign(req.Header.Get("webhook-id"), time.Unix(ts, 0), body, newHook)
+		want := sender.Sign(req.Header.Get("webhook-id"), time.Unix(ts, 0), body, newHook)
 		if got := req.Header.Get("webhook-signature"); got != want {
 			t.Fatalf("after endSecretOverlap the delivery is signed %q, want the new secret's alone %q", got, want)
 		}

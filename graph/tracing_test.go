@@ -18,7 +18,7 @@ import (
 	"gatehouse/internal/telemetry"
 	"gatehouse/internal/telemetry/telemetrytest"
 	"gatehouse/internal/testenv"
-	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 // TestTracePayOrderToWebhookAndRefund: the admin request's server span
@@ -69,7 +69,7 @@ func TestTracePayOrderToWebhookAndRefund(t *testing.T) {
 		rec.Wait(t, "of the database under payOrder", func(s tracetest.SpanStub) bool {
 			return isDBScope(s.InstrumentationScope.Name) && rec.Under(s, pay.SpanContext)
 		})
-		attempt := rec.Wait(t, "webhook attempt", telemetrytest.Named(webhook.SpanAttempt))
+		attempt := rec.Wait(t, "webhook attempt", telemetrytest.Named(dispatch.SpanAttempt))
 		if attempt.Parent.SpanID() != pay.SpanContext.SpanID() || attempt.SpanContext.TraceID() != pay.SpanContext.TraceID() {
 			t.Errorf("attempt's parent %s, want payOrder %s", attempt.Parent.SpanID(), pay.SpanContext.SpanID())
 		}

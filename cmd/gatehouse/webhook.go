@@ -11,7 +11,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"gatehouse/internal/demo"
-	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/receiver"
 )
 
 func webhookCommand() *cli.Command {
@@ -35,7 +35,7 @@ func webhookCommand() *cli.Command {
 			},
 			Action: func(ctx context.Context, cmd *cli.Command) error {
 				out := cmd.Root().Writer
-				rcv, err := webhook.NewReceiver(cmd.String("secret"), out)
+				rcv, err := receiver.NewReceiver(cmd.String("secret"), out)
 				if err != nil {
 					return fmt.Errorf("webhook listen: --secret: %w", err)
 				}

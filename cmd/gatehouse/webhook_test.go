@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"gatehouse/internal/app/apptest"
-	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/sender"
 )
 
 // TestWebhookListen: the receiver answers 204 to a delivery signed with
@@ -24,7 +24,7 @@ func TestWebhookListen(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	secret := webhook.NewSecret()
+	secret := sender.NewSecret()
 	ctx, cancel := context.WithCancel(context.Background())
 	var out apptest.SyncBuffer
 	done := make(chan error, 1)
@@ -48,9 +48,9 @@ func TestWebhookListen(t *testing.T) {
 	post := func(secret string) int {
 		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/hook", bytes.NewReader(body))
 		now := time.Now()
-		req.Header.Set(webhook.HeaderID, "msg_1")
-		req.Header.Set(webhook.HeaderTimestamp, strconv.FormatInt(now.Unix(), 10))
-		req.Header.Set(webhook.HeaderSignature, webhook.Sign("msg_1", now, body, secret))
+		req.Header.Set(sender.HeaderID, "msg_1")
+		req.Header.Set(sender.HeaderTimestamp, strconv.FormatInt(now.Unix(), 10))
+		req.Header.Set(sender.HeaderSignature, sender.Sign("msg_1", now, body, secret))
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -61,7 +61,7 @@ func TestWebhookListen(t *testing.T) {
 	if st := post(secret); st != http.StatusNoContent {
 		t.Fatalf("signed delivery: %d\n%s", st, out.String())
 	}
-	if st := post(webhook.NewSecret()); st != http.StatusUnauthorized {
+	if st := post(sender.NewSecret()); st != http.StatusUnauthorized {
 		t.Fatalf("forged delivery: %d", st)
 	}
 	got := out.String()

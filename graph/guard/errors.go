@@ -72,12 +72,12 @@ type codedError struct {
 	code, field, msg string
 	providerStatus   int
 	// path is where in a JSON argument a validation error is (a JSONPath,
-	// see webhook.SchemaError).
+	// see catalogue.SchemaError).
 	path string
 }
 
 // jsonPather is implemented by validation errors that say where in a JSON
-// argument the fault is (webhook.SchemaError: bizData of a published event).
+// argument the fault is (catalogue.SchemaError: bizData of a published event).
 type jsonPather interface{ JSONPath() string }
 
 // providerStatuser is implemented by errors that carry the HTTP status an

@@ -10,6 +10,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/catalogue"
 )
 
 // Bounds of one operation.
@@ -76,7 +77,7 @@ type limits struct{}
 // many rows, by the most they may return: the webhook catalogue holds at
 // most MaxCustomTypes custom types (and a few built-in ones); an app has
 // at most MaxEndpoints webhook endpoints.
-var listRows = map[string]int{"webhookEventTypes": webhook.MaxCustomTypes, "webhookEndpoints": webhook.MaxEndpoints}
+var listRows = map[string]int{"webhookEventTypes": catalogue.MaxCustomTypes, "webhookEndpoints": webhook.MaxEndpoints}
 
 var (
 	_ graphql.HandlerExtension        = limits{}

@@ -10,6 +10,7 @@ import (
 	"gatehouse/graph"
 	"gatehouse/graph/guard"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/catalogue"
 )
 
 // EverydayQuery is the admin's everyday question: 100 FAILED deliveries
@@ -53,7 +54,7 @@ func TestPrice(t *testing.T) {
 		{"a type", `{ __type(name: "Order") { fields { name } } }`, guard.TypeCost},
 		{"__typename is free", `{ __typename tickets(first: 1) { __typename } }`, 1},
 		{"aliased schemas", aliases(3, "__schema { queryType { name } }"), 3 * guard.SchemaCost},
-		{"the webhook catalogue: as many rows as it may hold", `{ webhookEventTypes { name schema } }`, webhook.MaxCustomTypes},
+		{"the webhook catalogue: as many rows as it may hold", `{ webhookEventTypes { name schema } }`, catalogue.MaxCustomTypes},
 		{"an app's webhook endpoints: as many as it may have", `{ partnerApps(first: 10) { edges { node { webhookEndpoints { url breaker } } } } }`, 10 + 10*webhook.MaxEndpoints},
 		{"a mutation", `mutation { createSku(input: {name: "x", stock: 1}) { id } }`, guard.MutationCost},
 		{"aliased mutations", `mutation { a: payOrder(orderNo: "1") { id app { id } } b: payOrder(orderNo: "2") { id } }`, 2*guard.MutationCost + 1},

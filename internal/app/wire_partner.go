@@ -9,7 +9,7 @@ import (
 	"gatehouse/internal/config"
 	"gatehouse/internal/order"
 	"gatehouse/internal/partner"
-	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/sender"
 	"gatehouse/rest/partnerapi"
 )
 
@@ -32,7 +32,7 @@ type partnerServices struct {
 // wirePartner builds the partner API services (apps, signatures, orders).
 func (a *App) wirePartner(ctx context.Context) error {
 	svc, err := partner.NewService(a.DB.Client, a.Cfg.MasterKey,
-		partner.WithWebhookSecretGen(webhook.NewSecret),
+		partner.WithWebhookSecretGen(sender.NewSecret),
 		// a.Webhooks is wired after this service, before any call.
 		partner.WithCallbackURLCheck(func(appKey, u string) error { return a.Webhooks.CheckCallbackURL(appKey, u) }),
 	)

@@ -32,6 +32,10 @@ func (a *App) wireWebhooks(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Commit hooks: a delivery queued, an app or endpoint changed through
+	// the app's Ent client wakes the dispatchers at its commit (this
+	// process at once, every replica on Postgres through NOTIFY).
+	svc.WakeOnCommit(a.DB.Client)
 	// Endpoints disabled automatically are recorded in the audit log.
 	svc.SetAudit(a.Audit)
 	a.Webhooks = svc

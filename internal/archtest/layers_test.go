@@ -44,7 +44,7 @@ var layers = map[string]int{
 	"internal/app": wiring, "internal/demo": wiring, "internal/alerting": wiring,
 	"internal/archtest": wiring, "internal/e2e": wiring, "internal/store/storetest": wiring, "internal/fleettest": wiring,
 	"internal/rollingtest": wiring, "internal/testenv": wiring, "docs": wiring,
-	"internal/kv/kvtest": wiring,
+	"internal/kv/kvtest": wiring, "graph/graphtest": wiring,
 
 	"cmd": command,
 }

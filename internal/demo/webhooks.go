@@ -14,7 +14,7 @@ import (
 	entorder "gatehouse/ent/order"
 	"gatehouse/internal/order"
 	"gatehouse/internal/partner"
-	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/sender"
 )
 
 func init() { register(50, seedWebhooks) }
@@ -28,7 +28,7 @@ func DemoCallbackURL(e Env) string { return "http://" + e.App.Cfg.Demo.Receiver 
 // the master key, so that the banner can print it after any restart
 // without a published constant.
 func DemoWebhookSecret(e Env) string {
-	return webhook.SecretPrefix + base64.StdEncoding.EncodeToString(derived(e, "gatehouse demo webhook secret"))
+	return sender.SecretPrefix + base64.StdEncoding.EncodeToString(derived(e, "gatehouse demo webhook secret"))
 }
 
 // seedWebhooks makes sure the demo app calls back the local receiver and

@@ -13,7 +13,7 @@ import (
 	"gatehouse/internal/app/apptest"
 	"gatehouse/internal/demo"
 	"gatehouse/internal/testenv"
-	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/receiver"
 )
 
 var listenRE = regexp.MustCompile(`(?m)^\./bin/gatehouse webhook listen --addr (\S+) --secret '(whsec_[^']+)' --oauth-client-secret '[^']+'( --oauth-token-url '[^']+')?$`)
@@ -34,7 +34,7 @@ func TestDemoWebhooks(t *testing.T) {
 			t.Fatalf("want a listen command and 4 GraphQL calls in the webhooks section:\n%s", section)
 		}
 		var out apptest.SyncBuffer
-		rcv, err := webhook.NewReceiver(listen[2], &out)
+		rcv, err := receiver.NewReceiver(listen[2], &out)
 		if err != nil {
 			t.Fatal(err)
 		}

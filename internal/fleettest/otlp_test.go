@@ -28,7 +28,7 @@ import (
 	"gatehouse/internal/secret"
 	"gatehouse/internal/telemetry"
 	"gatehouse/internal/testenv"
-	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
 	"gatehouse/rest/partnerclient"
 )
 
@@ -113,7 +113,7 @@ func TestTracesOverOTLP(t *testing.T) {
 		// payOrder → the delivery's attempt → the receiver's traceparent.
 		pay := col.wait(t, "payOrder", func(s span) bool { return s.Name == "payOrder" })
 		attempt := col.wait(t, "the order.paid attempt", func(s span) bool {
-			return s.Name == webhook.SpanAttempt && s.attr("gatehouse.webhook.event_type") == order.EventPaid
+			return s.Name == dispatch.SpanAttempt && s.attr("gatehouse.webhook.event_type") == order.EventPaid
 		})
 		if !bytes.Equal(attempt.TraceId, pay.TraceId) || !bytes.Equal(attempt.ParentSpanId, pay.SpanId) {
 			t.Errorf("attempt span %x/%x (parent %x), want a child of payOrder %x/%x", attempt.TraceId, attempt.SpanId, attempt.ParentSpanId, pay.TraceId, pay.SpanId)

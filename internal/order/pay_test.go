@@ -17,7 +17,7 @@ import (
 	"gatehouse/internal/secret"
 	"gatehouse/internal/store"
 	"gatehouse/internal/testenv"
-	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 type payEnv struct {
@@ -91,7 +91,7 @@ func TestPayMarksPaidAndQueuesWebhookAtomically(t *testing.T) {
 			t.Fatalf("%d deliveries queued, want 1", len(ds))
 		}
 		d := ds[0]
-		if d.EventType != order.EventPaid || d.Status != webhook.StatusPending || d.CallbackURL != cb ||
+		if d.EventType != order.EventPaid || d.Status != dispatch.StatusPending || d.CallbackURL != cb ||
 			d.RetryCount != 0 || d.MaxRetry != 5 || d.LeaseUntil != nil || time.Until(d.NextAttemptAt) > 0 {
 			t.Errorf("delivery = %+v", d)
 		}

@@ -85,7 +85,7 @@ func queueEvent(ctx context.Context, c *ent.Client, o *ent.Order, eventType stri
 	if err != nil {
 		return err
 	}
-	_, err = webhook.Enqueue(ctx, c, o.AppID, eventType, b)
+	_, err = webhook.Fanout(ctx, c, webhook.Event{AppID: o.AppID, Type: eventType, BizData: b})
 	return err
 }
 

@@ -14,6 +14,7 @@ import (
 	"gatehouse/internal/config"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 // TestAutoDisable: an endpoint whose every delivery has FAILED for 5 days
@@ -48,16 +49,16 @@ func TestAutoDisable(t *testing.T) {
 		e.orderEvent(t, appID, false)
 		waitFor(t, 20*time.Second, func() bool {
 			clock.Advance(20 * time.Second)
-			n, _ := e.db.WebhookDelivery.Query().Where(webhookdelivery.EndpointID(failing), webhookdelivery.StatusEQ(webhook.StatusFailed)).Count(ctx)
-			m, _ := e.db.WebhookDelivery.Query().Where(webhookdelivery.EndpointID(fine), webhookdelivery.StatusEQ(webhook.StatusSuccess)).Count(ctx)
+			n, _ := e.db.WebhookDelivery.Query().Where(webhookdelivery.EndpointID(failing), webhookdelivery.StatusEQ(dispatch.StatusFailed)).Count(ctx)
+			m, _ := e.db.WebhookDelivery.Query().Where(webhookdelivery.EndpointID(fine), webhookdelivery.StatusEQ(dispatch.StatusSuccess)).Count(ctx)
 			return n == 1 && m == 1
 		}, func() string { return "the failing endpoint's delivery is not FAILED" })
 
 		// Counted from the failure, not from the end of the wait above: on a
 		// slow run the wait advanced the clock by minutes after it.
-		failed := e.db.WebhookDelivery.Query().Where(webhookdelivery.EndpointID(failing), webhookdelivery.StatusEQ(webhook.StatusFailed)).OnlyX(ctx)
+		failed := e.db.WebhookDelivery.Query().Where(webhookdelivery.EndpointID(failing), webhookdelivery.StatusEQ(dispatch.StatusFailed)).OnlyX(ctx)
 		before := webhook.EndpointsDisabled()
-		clock.Set(failed.UpdateTime.Add(webhook.AutoDisableAfter - 5*time.Minute))
+		clock.Set(failed.UpdateTime.Add(dispatch.AutoDisableAfter - 5*time.Minute))
 		if n, err := e.svc.AutoDisable(ctx); err != nil || n != 0 {
 			t.Fatalf("before 5 days: disabled %d (%v)", n, err)
 		}
@@ -77,7 +78,7 @@ func TestAutoDisable(t *testing.T) {
 		if d := webhook.EndpointsDisabled() - before; d != 1 {
 			t.Errorf("gatehouse_webhook_endpoints_disabled_total rose by %v", d)
 		}
-		ev, err := e.db.AuditEvent.Query().Where(auditevent.Mutation(webhook.AutoDisableMutation)).Only(ctx)
+		ev, err := e.db.AuditEvent.Query().Where(auditevent.Mutation(dispatch.AutoDisableMutation)).Only(ctx)
 		if err != nil || ev.TargetType == nil || *ev.TargetType != "WebhookEndpoint" || ev.Outcome != auditevent.OutcomeSUCCESS {
 			t.Errorf("audit event %+v (%v)", ev, err)
 		}
@@ -88,15 +89,15 @@ func TestAutoDisable(t *testing.T) {
 		// Held while disabled, sent once enabled.
 		healthy.Store(true)
 		e.orderEvent(t, appID, false)
-		held, err := e.db.WebhookDelivery.Query().Where(webhookdelivery.EndpointID(failing), webhookdelivery.StatusEQ(webhook.StatusPending)).Only(ctx)
+		held, err := e.db.WebhookDelivery.Query().Where(webhookdelivery.EndpointID(failing), webhookdelivery.StatusEQ(dispatch.StatusPending)).Only(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, 10*time.Second, func() bool {
-			n, _ := e.db.WebhookDelivery.Query().Where(webhookdelivery.EndpointID(fine), webhookdelivery.StatusEQ(webhook.StatusSuccess)).Count(ctx)
+			n, _ := e.db.WebhookDelivery.Query().Where(webhookdelivery.EndpointID(fine), webhookdelivery.StatusEQ(dispatch.StatusSuccess)).Count(ctx)
 			return n == 2
 		}, func() string { return "the healthy endpoint's second delivery" })
-		if d := e.delivery(t, held.ID); d.Status != webhook.StatusPending || d.AttemptCount != 0 {
+		if d := e.delivery(t, held.ID); d.Status != dispatch.StatusPending || d.AttemptCount != 0 {
 			t.Fatalf("a disabled endpoint's delivery went out: %+v", d)
 		}
 		if _, err := e.svc.SetEndpointEnabled(ctx, failing, true); err != nil {
@@ -106,7 +107,7 @@ func TestAutoDisable(t *testing.T) {
 			t.Fatalf("enabled again, autoDisabledAt %v is kept", ep.AutoDisabledAt)
 		}
 		e.svc.Notify()
-		e.waitStatus(t, held.ID, webhook.StatusSuccess, 10*time.Second)
+		e.waitStatus(t, held.ID, dispatch.StatusSuccess, 10*time.Second)
 	})
 }
 
@@ -127,12 +128,12 @@ func TestAutoDisableEnabledAgainStays(t *testing.T) {
 			e.orderEvent(t, appID, false)
 			waitFor(t, 20*time.Second, func() bool {
 				clock.Advance(20 * time.Second)
-				n, _ := e.db.WebhookDelivery.Query().Where(webhookdelivery.EndpointID(failing), webhookdelivery.StatusEQ(webhook.StatusFailed)).Count(ctx)
+				n, _ := e.db.WebhookDelivery.Query().Where(webhookdelivery.EndpointID(failing), webhookdelivery.StatusEQ(dispatch.StatusFailed)).Count(ctx)
 				return n == want
 			}, func() string { return "the failing endpoint's delivery is not FAILED" })
 		}
 		failAll(1)
-		clock.Advance(webhook.AutoDisableAfter + time.Minute)
+		clock.Advance(dispatch.AutoDisableAfter + time.Minute)
 		if n, err := e.svc.AutoDisable(ctx); err != nil || n != 1 {
 			t.Fatalf("after 5 days: disabled %d (%v), want 1", n, err)
 		}
@@ -149,7 +150,7 @@ func TestAutoDisableEnabledAgainStays(t *testing.T) {
 			t.Fatal("the endpoint an operator enabled is disabled")
 		}
 		failAll(2)
-		clock.Advance(webhook.AutoDisableAfter + time.Minute)
+		clock.Advance(dispatch.AutoDisableAfter + time.Minute)
 		if n, err := e.svc.AutoDisable(ctx); err != nil || n != 1 {
 			t.Fatalf("failing 5 days after it was enabled: disabled %d (%v), want 1", n, err)
 		}

@@ -49,7 +49,7 @@ func sink(b *testing.B) (*httptest.Server, *atomic.Int64, chan time.Time) {
 // per-app cap does not bound it), delivered to a local sink.
 func BenchmarkDeliveryThroughput(b *testing.B) {
 	benchThroughput(b, 1, func(ctx context.Context, c *ent.Client, appID int) error {
-		_, err := webhook.Enqueue(ctx, c, appID, "bench.event", []byte(`{"k":"v"}`))
+		_, err := webhook.Fanout(ctx, c, webhook.Event{AppID: appID, Type: "bench.event", BizData: []byte(`{"k":"v"}`)})
 		return err
 	})
 }
@@ -68,7 +68,7 @@ func BenchmarkFirstAttemptLatency(b *testing.B) {
 		for range b.N {
 			var committed time.Time
 			err := store.WithTx(ctx, e.db.Client, func(tx *ent.Tx) error {
-				_, err := webhook.Enqueue(ctx, tx.Client(), appID, "bench.event", []byte(`{}`))
+				_, err := webhook.Fanout(ctx, tx.Client(), webhook.Event{AppID: appID, Type: "bench.event", BizData: []byte(`{}`)})
 				committed = time.Now()
 				return err
 			})
@@ -98,7 +98,7 @@ func BenchmarkFirstAttemptLatency(b *testing.B) {
 // an event for 5 endpoints drains as fast as 5 separate deliveries).
 func BenchmarkFanoutThroughput(b *testing.B) {
 	benchThroughput(b, 5, func(ctx context.Context, c *ent.Client, appID int) error {
-		_, err := webhook.EnqueueEvent(ctx, c, appID, "bench.event", []byte(`{"k":"v"}`))
+		_, err := webhook.Fanout(ctx, c, webhook.Event{AppID: appID, Type: "bench.event", BizData: []byte(`{"k":"v"}`)})
 		return err
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"gatehouse/internal/outbound"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 const breakerGauge = "gatehouse_webhook_breaker_state"
@@ -75,18 +76,18 @@ func TestEndpointBreaker(t *testing.T) {
 		if n := rcv.count(); n != 10 {
 			t.Fatalf("the open breaker let %d attempts through", n-10)
 		}
-		if d := e.delivery(t, late.ID); d.RetryCount != 0 || d.AttemptCount != 0 || d.Status != webhook.StatusPending {
+		if d := e.delivery(t, late.ID); d.RetryCount != 0 || d.AttemptCount != 0 || d.Status != dispatch.StatusPending {
 			t.Fatalf("the delivery queued while open used an attempt: %+v", d)
 		}
 		for _, id := range ids[:10] {
-			if d := e.delivery(t, id); d.RetryCount != 1 || d.Status != webhook.StatusRetrying || len(e.attempts(t, id)) != 1 {
+			if d := e.delivery(t, id); d.RetryCount != 1 || d.Status != dispatch.StatusRetrying || len(e.attempts(t, id)) != 1 {
 				t.Fatalf("delivery %d: retry %d, %s, %d attempts", id, d.RetryCount, d.Status, len(e.attempts(t, id)))
 			}
 		}
 
 		// Another app's endpoint has its own breaker.
 		od := e.pay(t, otherID)
-		e.waitStatus(t, od.ID, webhook.StatusSuccess, 10*time.Second)
+		e.waitStatus(t, od.ID, dispatch.StatusSuccess, 10*time.Second)
 		if got := e.breaker(t, otherID); got != outbound.StateClosed {
 			t.Errorf("the other app's breaker is %s", got)
 		}
@@ -94,7 +95,7 @@ func TestEndpointBreaker(t *testing.T) {
 		healthy.Store(true)
 		tick(10 * time.Second) // the half-open time: trial calls
 		for _, id := range ids {
-			e.waitStatus(t, id, webhook.StatusSuccess, 15*time.Second)
+			e.waitStatus(t, id, dispatch.StatusSuccess, 15*time.Second)
 		}
 		if got := e.breaker(t, appID); got != outbound.StateClosed {
 			t.Errorf("after successful trials the breaker is %s", got)
@@ -115,7 +116,7 @@ func TestEndpointBreaker(t *testing.T) {
 				t.Errorf("delivery %d: %d attempts, want %d, the last at the half-open time", id, len(as), want)
 			}
 		}
-		n, err := e.db.WebhookDelivery.Query().Where(webhookdelivery.StatusNEQ(webhook.StatusSuccess)).Count(context.Background())
+		n, err := e.db.WebhookDelivery.Query().Where(webhookdelivery.StatusNEQ(dispatch.StatusSuccess)).Count(context.Background())
 		if err != nil || n != 0 {
 			t.Fatalf("%d deliveries not SUCCESS (%v)", n, err)
 		}

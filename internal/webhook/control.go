@@ -11,6 +11,7 @@ import (
 	"gatehouse/ent/webhookdelivery"
 	"gatehouse/ent/webhookendpoint"
 	"gatehouse/internal/errs"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 // TestEvent is the bizData of a webhook.test event.
@@ -46,7 +47,7 @@ const MaxWaitingTests = 5
 func (s *Service) SendTest(ctx context.Context, appID, endpointID int, eventType string) (*ent.WebhookDelivery, error) {
 	typ, biz := EventTest, []byte(nil)
 	if eventType != "" && eventType != EventTest {
-		t, err := s.types.lookup(ctx, eventType)
+		t, err := s.Catalogue.Lookup(ctx, eventType)
 		if err != nil {
 			return nil, err
 		}
@@ -87,7 +88,7 @@ func (s *Service) SendTest(ctx context.Context, appID, endpointID int, eventType
 		return nil, invalidState("app %s %s, so its webhooks are held (enable it or move its expire date first)", app.AppKey, why)
 	}
 	same := []predicate.WebhookDelivery{webhookdelivery.AppID(appID),
-		webhookdelivery.EventType(typ), webhookdelivery.StatusIn(StatusPending, StatusRetrying)}
+		webhookdelivery.EventType(typ), webhookdelivery.StatusIn(dispatch.StatusPending, dispatch.StatusRetrying)}
 	if biz != nil {
 		same = append(same, webhookdelivery.BizData(string(biz)))
 	}
@@ -111,7 +112,7 @@ func (s *Service) SendTest(ctx context.Context, appID, endpointID int, eventType
 			return nil, err
 		}
 	}
-	q, err := Fanout(ctx, s.client, Event{AppID: appID, Type: typ, BizData: biz, EndpointID: endpointID, AllEndpoints: typ == EventTest})
+	q, err := Fanout(ctx, s.client, Event{AppID: appID, Type: typ, BizData: biz, EndpointID: endpointID, AllEndpoints: typ == EventTest, At: s.opt.Now()})
 	if errors.Is(err, ErrEndpointNotFound) {
 		return nil, ErrEndpointNotFound
 	}
@@ -132,8 +133,8 @@ func (s *Service) SendTest(ctx context.Context, appID, endpointID int, eventType
 func (s *Service) Cancel(ctx context.Context, id int) (*ent.WebhookDelivery, error) {
 	now := dbTime(s.opt.Now())
 	n, err := s.client.WebhookDelivery.Update().
-		Where(webhookdelivery.ID(id), webhookdelivery.StatusIn(StatusPending, StatusRetrying)).
-		SetStatus(StatusCancelled).
+		Where(webhookdelivery.ID(id), webhookdelivery.StatusIn(dispatch.StatusPending, dispatch.StatusRetrying)).
+		SetStatus(dispatch.StatusCancelled).
 		ClearLeaseUntil().
 		SetUpdateTime(now).
 		Save(ctx)

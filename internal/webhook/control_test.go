@@ -17,6 +17,7 @@ import (
 	"gatehouse/internal/partner"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 // TestSendTest: a webhook.test event goes out signed like any other; an
@@ -32,7 +33,7 @@ func TestSendTest(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.waitStatus(t, d.ID, webhook.StatusSuccess, 10*time.Second)
+		e.waitStatus(t, d.ID, dispatch.StatusSuccess, 10*time.Second)
 		r := rcv.requests()[0]
 		wh, err := standardwebhooks.NewWebhook(secret)
 		if err != nil {
@@ -83,14 +84,14 @@ func TestCancel(t *testing.T) {
 			t.Helper()
 			e.svc.Notify()
 			p := e.pay(t, probeID)
-			e.waitStatus(t, p.ID, webhook.StatusSuccess, 10*time.Second)
+			e.waitStatus(t, p.ID, dispatch.StatusSuccess, 10*time.Second)
 		}
 
 		// RETRYING → CANCELLED; its retry time passes without an attempt.
 		retrying := e.pay(t, appID)
-		e.waitStatus(t, retrying.ID, webhook.StatusRetrying, 10*time.Second)
+		e.waitStatus(t, retrying.ID, dispatch.StatusRetrying, 10*time.Second)
 		d, err := e.svc.Cancel(ctx, retrying.ID)
-		if err != nil || d.Status != webhook.StatusCancelled {
+		if err != nil || d.Status != dispatch.StatusCancelled {
 			t.Fatalf("cancel RETRYING: %v %v", d, err)
 		}
 		clock.Advance(time.Hour)
@@ -112,7 +113,7 @@ func TestCancel(t *testing.T) {
 			t.Fatal(err)
 		}
 		settle()
-		if d := e.delivery(t, pending.ID); d.Status != webhook.StatusCancelled || d.AttemptCount != 0 || failing.count() != 1 {
+		if d := e.delivery(t, pending.ID); d.Status != dispatch.StatusCancelled || d.AttemptCount != 0 || failing.count() != 1 {
 			t.Fatalf("cancelled PENDING delivery: %s, %d attempts", d.Status, d.AttemptCount)
 		}
 
@@ -123,7 +124,7 @@ func TestCancel(t *testing.T) {
 			}
 		}
 		ok := e.pay(t, probeID)
-		e.waitStatus(t, ok.ID, webhook.StatusSuccess, 10*time.Second)
+		e.waitStatus(t, ok.ID, dispatch.StatusSuccess, 10*time.Second)
 		if _, err := e.svc.Cancel(ctx, ok.ID); !errors.Is(err, webhook.ErrInvalidState) {
 			t.Errorf("cancel SUCCESS: %v", err)
 		}
@@ -141,7 +142,7 @@ func TestCancel(t *testing.T) {
 		}
 		slow.release()
 		waitFor(t, 10*time.Second, func() bool { return len(e.attempts(t, inFlight.ID)) == 1 }, func() string { return "the in-flight attempt was not recorded" })
-		if d := e.delivery(t, inFlight.ID); d.Status != webhook.StatusCancelled {
+		if d := e.delivery(t, inFlight.ID); d.Status != dispatch.StatusCancelled {
 			t.Fatalf("after its in-flight attempt the delivery is %s", d.Status)
 		}
 
@@ -149,7 +150,7 @@ func TestCancel(t *testing.T) {
 		if _, err := e.svc.Resend(ctx, inFlight.ID); err != nil {
 			t.Fatal(err)
 		}
-		e.waitStatus(t, inFlight.ID, webhook.StatusSuccess, 10*time.Second)
+		e.waitStatus(t, inFlight.ID, dispatch.StatusSuccess, 10*time.Second)
 	})
 }
 

@@ -22,6 +22,7 @@ import (
 	"gatehouse/internal/store"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 // The crash test: 500 deliveries queued, the server killed with SIGKILL
@@ -69,7 +70,7 @@ func TestCrashAndRestartDeliversEverything(t *testing.T) {
 	defer close(release)
 
 	db, env := queueDeliveries(t, pgURL, rcv.URL+"/hook", total)
-	succeeded := func() int { return countStatus(t, db, webhook.StatusSuccess) }
+	succeeded := func() int { return countStatus(t, db, dispatch.StatusSuccess) }
 
 	// First run: killed with SIGKILL mid-way.
 	first := startServer(t, bin, env)
@@ -87,7 +88,7 @@ func TestCrashAndRestartDeliversEverything(t *testing.T) {
 		t.Fatalf("all %d deliveries succeeded before the kill: nothing was tested", done)
 	}
 	leased, err := db.WebhookDelivery.Query().Where(webhookdelivery.LeaseUntilNotNil(),
-		webhookdelivery.StatusIn(webhook.StatusPending, webhook.StatusRetrying)).Count(ctx)
+		webhookdelivery.StatusIn(dispatch.StatusPending, dispatch.StatusRetrying)).Count(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +152,7 @@ func queueDeliveries(t *testing.T, pgURL, callback string, total int) (*store.DB
 	}
 	err = store.WithTx(ctx, db.Client, func(tx *ent.Tx) error {
 		for i := range total {
-			if _, err := webhook.Enqueue(ctx, tx.Client(), app.ID, "test.crash", fmt.Appendf(nil, `{"n":%d}`, i)); err != nil {
+			if _, err := webhook.Fanout(ctx, tx.Client(), webhook.Event{AppID: app.ID, Type: "test.crash", BizData: fmt.Appendf(nil, `{"n":%d}`, i)}); err != nil {
 				return err
 			}
 		}

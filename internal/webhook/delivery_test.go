@@ -20,6 +20,8 @@ import (
 	"gatehouse/internal/partner"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
+	"gatehouse/internal/webhook/sender"
 )
 
 // The success path: one attempt, signed so that the official Standard
@@ -38,7 +40,7 @@ func TestDeliverySucceedsSignedAndStored(t *testing.T) {
 		if lat := time.Since(start); lat > 3*time.Second {
 			t.Errorf("first attempt after %s: not immediate", lat)
 		}
-		d = e.waitStatus(t, d.ID, webhook.StatusSuccess, 5*time.Second)
+		d = e.waitStatus(t, d.ID, dispatch.StatusSuccess, 5*time.Second)
 		got := rcv.requests()[0]
 
 		wh, err := standardwebhooks.NewWebhook(whsec)
@@ -144,7 +146,7 @@ func TestFailTwiceThenSucceed(t *testing.T) {
 		e := newEnv(t, b, webhook.Options{AllowPrivate: true, RetryBase: 20 * time.Millisecond})
 		appID, _ := e.newApp(t, rcv.URL)
 		d := e.pay(t, appID)
-		d = e.waitStatus(t, d.ID, webhook.StatusSuccess, 10*time.Second)
+		d = e.waitStatus(t, d.ID, dispatch.StatusSuccess, 10*time.Second)
 		if d.RetryCount != 2 {
 			t.Errorf("retry_count = %d, want 2", d.RetryCount)
 		}
@@ -196,7 +198,7 @@ func TestAlwaysFailingEndsFailedWithAlert(t *testing.T) {
 			// Attempt n failed: RETRYING with n retries counted, due base×2^(n-1) later.
 			waitFor(t, 20*time.Second, func() bool {
 				d = e.delivery(t, d.ID)
-				return d.RetryCount == n && d.Status == webhook.StatusRetrying && d.LeaseUntil == nil
+				return d.RetryCount == n && d.Status == dispatch.StatusRetrying && d.LeaseUntil == nil
 			}, func() string {
 				return fmt.Sprintf("after attempt %d: delivery %s, retry %d, lease %v", n, d.Status, d.RetryCount, d.LeaseUntil)
 			})
@@ -210,7 +212,7 @@ func TestAlwaysFailingEndsFailedWithAlert(t *testing.T) {
 			clock.Advance(delay)
 			e.svc.Notify()
 		}
-		d = e.waitStatus(t, d.ID, webhook.StatusFailed, 20*time.Second)
+		d = e.waitStatus(t, d.ID, dispatch.StatusFailed, 20*time.Second)
 
 		reqs := rcv.requests()
 		if len(reqs) != 6 {
@@ -260,7 +262,7 @@ func TestTransportFailureIsStored(t *testing.T) {
 		e := newEnv(t, b, webhook.Options{AllowPrivate: true, RetryBase: time.Hour})
 		appID, _ := e.newApp(t, url)
 		d := e.pay(t, appID)
-		d = e.waitStatus(t, d.ID, webhook.StatusRetrying, 10*time.Second)
+		d = e.waitStatus(t, d.ID, dispatch.StatusRetrying, 10*time.Second)
 		as := e.attempts(t, d.ID)
 		if len(as) != 1 || as[0].ResponseStatus != nil || !strings.Contains(as[0].Error, "refused") {
 			t.Fatalf("attempts = %+v", as)
@@ -283,12 +285,12 @@ func TestResponseBodyTruncatedAndSanitised(t *testing.T) {
 		e := newEnv(t, b, webhook.Options{AllowPrivate: true})
 		appID, _ := e.newApp(t, srv.URL)
 		d := e.pay(t, appID)
-		e.waitStatus(t, d.ID, webhook.StatusSuccess, 10*time.Second)
+		e.waitStatus(t, d.ID, dispatch.StatusSuccess, 10*time.Second)
 		a := e.attempts(t, d.ID)[0]
 		if !strings.HasPrefix(a.ResponseBody, "\uFFFD\uFFFDaaa") {
 			t.Errorf("stored body starts %q", a.ResponseBody[:10])
 		}
-		if n := strings.Count(a.ResponseBody, "a"); n != webhook.MaxStoredResponseBody-2 {
+		if n := strings.Count(a.ResponseBody, "a"); n != sender.MaxStoredResponseBody-2 {
 			t.Errorf("stored %d bytes of the body, want the first 64 KiB", n+2)
 		}
 	})
@@ -320,7 +322,7 @@ func TestPrivateCallbackRefusedByDefault(t *testing.T) {
 				t.Fatal(err)
 			}
 			d := e.pay(t, appID)
-			d = e.waitStatus(t, d.ID, webhook.StatusRetrying, 10*time.Second)
+			d = e.waitStatus(t, d.ID, dispatch.StatusRetrying, 10*time.Second)
 			as := e.attempts(t, d.ID)
 			if len(as) != 1 || !strings.Contains(as[0].Error, "forbidden callback address") || as[0].ResponseStatus != nil {
 				t.Errorf("%s: attempts %+v, want one refused by the SSRF guard", url, as)
@@ -353,7 +355,7 @@ func TestRotationOverlapSignsWithBothSecrets(t *testing.T) {
 		}
 
 		d := e.pay(t, appID)
-		e.waitStatus(t, d.ID, webhook.StatusSuccess, 10*time.Second)
+		e.waitStatus(t, d.ID, dispatch.StatusSuccess, 10*time.Second)
 		r := rcv.requests()[0]
 		if sig := r.header.Get("webhook-signature"); len(strings.Split(sig, " ")) != 2 || r.header.Get("X-Webhook-Signature") != sig {
 			t.Fatalf("during the overlap: signature %q, want two", sig)
@@ -373,7 +375,7 @@ func TestRotationOverlapSignsWithBothSecrets(t *testing.T) {
 			t.Fatal(err)
 		}
 		d = e.pay(t, appID)
-		e.waitStatus(t, d.ID, webhook.StatusSuccess, 10*time.Second)
+		e.waitStatus(t, d.ID, dispatch.StatusSuccess, 10*time.Second)
 		r = rcv.requests()[1]
 		if sig := r.header.Get("webhook-signature"); strings.Contains(sig, " ") {
 			t.Errorf("after the overlap: signature %q, want one", sig)

@@ -23,6 +23,8 @@ import (
 	"gatehouse/internal/outbound"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
+	"gatehouse/internal/webhook/sender"
 )
 
 // TestCustomHeadersArrive: an endpoint's custom headers reach the
@@ -42,14 +44,14 @@ func TestCustomHeadersArrive(t *testing.T) {
 			t.Fatal(err)
 		}
 		d := e.pay(t, appID)
-		e.waitStatus(t, d.ID, webhook.StatusSuccess, 10*time.Second)
+		e.waitStatus(t, d.ID, dispatch.StatusSuccess, 10*time.Second)
 		got := rcv.requests()[0]
 		if got.header.Get("Authorization") != token || got.header.Get("X-Tenant") != "acme" {
 			t.Fatalf("the receiver got %v, want the custom headers", got.header)
 		}
-		ts, _ := strconv.ParseInt(got.header.Get(webhook.HeaderTimestamp), 10, 64)
-		if sig := webhook.Sign(got.header.Get(webhook.HeaderID), time.Unix(ts, 0), got.body, secret); sig != got.header.Get(webhook.HeaderSignature) {
-			t.Fatalf("the signature header is %q with custom headers, want %q", got.header.Get(webhook.HeaderSignature), sig)
+		ts, _ := strconv.ParseInt(got.header.Get(sender.HeaderTimestamp), 10, 64)
+		if sig := sender.Sign(got.header.Get(sender.HeaderID), time.Unix(ts, 0), got.body, secret); sig != got.header.Get(sender.HeaderSignature) {
+			t.Fatalf("the signature header is %q with custom headers, want %q", got.header.Get(sender.HeaderSignature), sig)
 		}
 		as := e.attempts(t, d.ID)
 		if strings.Contains(as[0].RequestHeaders, "s3cret") || !strings.Contains(as[0].RequestHeaders, `"Authorization":"[redacted]"`) {
@@ -69,7 +71,7 @@ func TestCustomHeadersArrive(t *testing.T) {
 			t.Fatal(err)
 		}
 		d = e.pay(t, appID)
-		e.waitStatus(t, d.ID, webhook.StatusSuccess, 10*time.Second)
+		e.waitStatus(t, d.ID, dispatch.StatusSuccess, 10*time.Second)
 		if h := rcv.requests()[1].header; h.Get("Authorization") != "" || h.Get("X-Tenant") != "" {
 			t.Fatalf("after removing them the receiver still got %v", h)
 		}
@@ -92,7 +94,7 @@ func TestEgressInputRefused(t *testing.T) {
 		str := func(b []byte) *string { s := string(b); return &s }
 		sched := func(w ...int) *[]int { return &w }
 		hdr := func(k, v string) *map[string]string { return &map[string]string{k: v} }
-		many := make([]int, webhook.MaxAttempts)
+		many := make([]int, sender.MaxAttempts)
 		for _, c := range []struct {
 			name  string
 			in    webhook.EndpointInput
@@ -101,7 +103,7 @@ func TestEgressInputRefused(t *testing.T) {
 			{"20 retries", webhook.EndpointInput{RetrySchedule: &many}, "retrySchedule"},
 			{"over 30 days", webhook.EndpointInput{RetrySchedule: sched(86400*20, 86400*10+1)}, "retrySchedule"},
 			{"negative", webhook.EndpointInput{RetrySchedule: sched(1, -5)}, "retrySchedule"},
-			{"unknown preset", webhook.EndpointInput{RetryPreset: new(webhook.RetryPreset("NIGHTLY"))}, "retryPreset"},
+			{"unknown preset", webhook.EndpointInput{RetryPreset: new(sender.RetryPreset("NIGHTLY"))}, "retryPreset"},
 			{"signature header", webhook.EndpointInput{Headers: hdr("webhook-signature", "v1,forged")}, "headers"},
 			{"legacy signature header", webhook.EndpointInput{Headers: hdr("X-Webhook-Signature", "v1,forged")}, "headers"},
 			{"like a signature", webhook.EndpointInput{Headers: hdr("X-Signature-Override", "x")}, "headers"},
@@ -195,7 +197,7 @@ func TestDeliveriesGoThroughProxy(t *testing.T) {
 		e := newEnv(t, b, webhook.Options{AllowPrivate: true, RetryBase: time.Hour, Proxy: proxy.URL})
 		appID, _ := e.newApp(t, rcv.URL)
 		d := e.pay(t, appID)
-		e.waitStatus(t, d.ID, webhook.StatusSuccess, 10*time.Second)
+		e.waitStatus(t, d.ID, dispatch.StatusSuccess, 10*time.Second)
 		target := strings.TrimPrefix(rcv.URL, "http://")
 		if got := proxy.seen(); len(got) != 1 || got[0] != "CONNECT "+target {
 			t.Fatalf("the proxy saw %v, want one CONNECT %s", got, target)
@@ -227,7 +229,7 @@ func TestProxyKeepsURLGuard(t *testing.T) {
 				t.Fatal(err)
 			}
 			d := g.pay(t, appID)
-			g.waitStatus(t, d.ID, webhook.StatusRetrying, 10*time.Second)
+			g.waitStatus(t, d.ID, dispatch.StatusRetrying, 10*time.Second)
 			as := g.attempts(t, d.ID)
 			if len(as) != 1 || !strings.Contains(as[0].Error, "forbidden callback address") || as[0].ResponseStatus != nil {
 				t.Errorf("%s through the proxy: attempts %+v, want one refused by the URL guard", u, as)
@@ -274,14 +276,14 @@ func TestMutualTLSToReceiver(t *testing.T) {
 			t.Fatal(err)
 		}
 		d := e.pay(t, withCert)
-		e.waitStatus(t, d.ID, webhook.StatusSuccess, 10*time.Second)
+		e.waitStatus(t, d.ID, dispatch.StatusSuccess, 10*time.Second)
 		if got.Load() != 1 {
 			t.Fatalf("the receiver saw %d deliveries with the client certificate", got.Load())
 		}
 
 		without, _ := e.newApp(t, srv.URL+"/without")
 		d = e.pay(t, without)
-		d = e.waitStatus(t, d.ID, webhook.StatusRetrying, 10*time.Second)
+		d = e.waitStatus(t, d.ID, dispatch.StatusRetrying, 10*time.Second)
 		as := e.attempts(t, d.ID)
 		if len(as) != 1 || as[0].ResponseStatus != nil || !strings.Contains(as[0].Error, "certificate") {
 			t.Fatalf("without a certificate: attempts %+v, want one failed TLS handshake", as)
@@ -299,7 +301,7 @@ func TestMutualTLSToReceiver(t *testing.T) {
 			t.Fatal(err)
 		}
 		d = e.pay(t, withCert)
-		e.waitStatus(t, d.ID, webhook.StatusRetrying, 10*time.Second)
+		e.waitStatus(t, d.ID, dispatch.StatusRetrying, 10*time.Second)
 		if got.Load() != 1 {
 			t.Fatalf("a delivery arrived with the certificate cleared")
 		}

@@ -14,7 +14,10 @@ import (
 	"gatehouse/ent/partnerapp"
 	"gatehouse/ent/webhookendpoint"
 	"gatehouse/internal/errs"
+	"gatehouse/internal/redact"
 	"gatehouse/internal/store"
+	"gatehouse/internal/webhook/dispatch"
+	"gatehouse/internal/webhook/sender"
 )
 
 // Limits of an endpoint's fields (createWebhookEndpoint).
@@ -46,15 +49,15 @@ type EndpointInput struct {
 	ClearRateLimit bool
 	Enabled        *bool
 	// RetrySchedule is the waits in seconds before each retry (see
-	// CheckSchedule); RetryPreset names one instead (PresetDefault goes
+	// sender.CheckSchedule); RetryPreset names one instead (PresetDefault goes
 	// back to the default schedule). At most one of the two.
 	RetrySchedule *[]int
-	RetryPreset   *RetryPreset
-	// Headers are the custom request headers (see CheckHeaders); an empty
+	RetryPreset   *sender.RetryPreset
+	// Headers are the custom request headers (see sender.CheckHeaders); an empty
 	// map removes them.
 	Headers *map[string]string
 	// ClientCertificate and ClientKey (PEM, both or neither) are presented
-	// to the receiver for mutual TLS (see CheckClientCertificate);
+	// to the receiver for mutual TLS (see sender.CheckClientCertificate);
 	// ClearClientCertificate removes them.
 	ClientCertificate, ClientKey *string
 	ClearClientCertificate       bool
@@ -68,7 +71,7 @@ func (s *Service) CreateEndpoint(ctx context.Context, appID int, in EndpointInpu
 	if in.URL == nil || *in.URL == "" {
 		return nil, "", errs.Invalid("url", "is required")
 	}
-	plain := NewSecret()
+	plain := sender.NewSecret()
 	sealed, err := s.sealer.Seal([]byte(plain))
 	if err != nil {
 		return nil, "", fmt.Errorf("seal endpoint secret: %w", err)
@@ -87,7 +90,7 @@ func (s *Service) CreateEndpoint(ctx context.Context, appID int, in EndpointInpu
 			return &errs.Error{Kind: errs.Validation, Field: "appID", Msg: fmt.Sprintf(
 				"app %s has %d webhook endpoints already, the most an app may have (delete one first)", app.AppKey, n)}
 		}
-		now := dbTime(time.Now())
+		now := s.now()
 		c := tx.WebhookEndpoint.Create().SetAppID(appID).SetSecret(sealed).SetCreateTime(now).SetUpdateTime(now)
 		if err := s.applyInput(app.AppKey, in, c.Mutation()); err != nil {
 			return err
@@ -122,7 +125,7 @@ func (s *Service) UpdateEndpoint(ctx context.Context, id int, in EndpointInput) 
 			}
 		}
 		if in.URL != nil && *in.URL != ep.URL {
-			return moveWaiting(ctx, tx.Client(), id, *in.URL, dbTime(time.Now()))
+			return moveWaiting(ctx, tx.Client(), id, *in.URL, s.now())
 		}
 		return nil
 	})
@@ -140,13 +143,13 @@ func (s *Service) SetEndpointEnabled(ctx context.Context, id int, enabled bool) 
 // SecretOverlap (a secret replaced before that stops at once: one
 // previous secret is kept).
 func (s *Service) RotateEndpointSecret(ctx context.Context, id int) (*ent.WebhookEndpoint, string, error) {
-	plain := NewSecret()
+	plain := sender.NewSecret()
 	sealed, err := s.sealer.Seal([]byte(plain))
 	if err != nil {
 		return nil, "", fmt.Errorf("seal endpoint secret: %w", err)
 	}
 	ep, err := s.changeEndpoint(ctx, id, func(_ *ent.Tx, ep *ent.WebhookEndpoint, _ string, u *ent.WebhookEndpointUpdateOne) error {
-		u.SetSecret(sealed).SetPreviousSecret(ep.Secret).SetPreviousSecretExpiresAt(dbTime(time.Now().Add(SecretOverlap)))
+		u.SetSecret(sealed).SetPreviousSecret(ep.Secret).SetPreviousSecretExpiresAt(dbTime(s.opt.Now().Add(SecretOverlap)))
 		return nil
 	})
 	if err != nil {
@@ -186,7 +189,7 @@ func (s *Service) DeleteEndpoint(ctx context.Context, id int) (*ent.WebhookEndpo
 			return err // deleted meanwhile: NOT_FOUND
 		}
 		out = ep
-		if err := deleteEndpoint(ctx, tx.Client(), id, dbTime(time.Now())); err != nil {
+		if err := deleteEndpoint(ctx, tx.Client(), id, s.now()); err != nil {
 			return err
 		}
 		return mirrorFirstEndpoint(ctx, tx.Client(), ep.AppID)
@@ -304,7 +307,7 @@ func normalizeEventTypes(in []string) ([]string, error) {
 	out := make([]string, 0, len(in))
 	for _, t := range in {
 		if !eventTypeName.MatchString(t) {
-			return nil, errs.Invalid("eventTypes", "%s is not an event type name (1-64 of a-z, 0-9, '.', '_', '-', starting with a letter)", echo(t))
+			return nil, errs.Invalid("eventTypes", "%s is not an event type name (1-64 of a-z, 0-9, '.', '_', '-', starting with a letter)", redact.Echo(t))
 		}
 		if !slices.Contains(out, t) {
 			out = append(out, t)
@@ -324,4 +327,17 @@ func endpointErr(op string, err error) error {
 		return err
 	}
 	return fmt.Errorf("%s: %w", op, err)
+}
+
+// autoDisable is the dispatcher's DisableEndpoint: endpoint id disabled
+// automatically at now, unless it is disabled already.
+func (s *Service) autoDisable(ctx context.Context, id int, now time.Time) error {
+	_, err := s.changeEndpoint(ctx, id, func(tx *ent.Tx, cur *ent.WebhookEndpoint, _ string, u *ent.WebhookEndpointUpdateOne) error {
+		if !cur.Enabled {
+			return dispatch.ErrNoLongerDue
+		}
+		u.SetEnabled(false).SetAutoDisabledAt(dbTime(now))
+		return nil
+	})
+	return err
 }

@@ -10,6 +10,8 @@ import (
 	"gatehouse/ent/partnerapp"
 	"gatehouse/ent/webhookdelivery"
 	"gatehouse/ent/webhookendpoint"
+	"gatehouse/internal/outbound"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 // MaxEndpoints is how many webhook endpoints one app may have.
@@ -164,7 +166,7 @@ func mirrorFirstEndpoint(ctx context.Context, c *ent.Client, appID int) error {
 // moveWaiting sends the waiting deliveries of endpoint id to its new URL.
 func moveWaiting(ctx context.Context, c *ent.Client, id int, url string, now time.Time) error {
 	err := c.WebhookDelivery.Update().
-		Where(webhookdelivery.EndpointID(id), webhookdelivery.StatusIn(StatusPending, StatusRetrying)).
+		Where(webhookdelivery.EndpointID(id), webhookdelivery.StatusIn(dispatch.StatusPending, dispatch.StatusRetrying)).
 		SetCallbackURL(url).SetUpdateTime(now).Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("waiting deliveries of webhook endpoint %d: %w", id, err)
@@ -176,8 +178,8 @@ func moveWaiting(ctx context.Context, c *ent.Client, id int, url string, now tim
 // it; its deliveries stay, without endpoint.
 func deleteEndpoint(ctx context.Context, c *ent.Client, id int, now time.Time) error {
 	err := c.WebhookDelivery.Update().
-		Where(webhookdelivery.EndpointID(id), webhookdelivery.StatusIn(StatusPending, StatusRetrying)).
-		SetStatus(StatusCancelled).ClearLeaseUntil().SetUpdateTime(now).
+		Where(webhookdelivery.EndpointID(id), webhookdelivery.StatusIn(dispatch.StatusPending, dispatch.StatusRetrying)).
+		SetStatus(dispatch.StatusCancelled).ClearLeaseUntil().SetUpdateTime(now).
 		SetLastError("its webhook endpoint was deleted").Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("cancel the deliveries of webhook endpoint %d: %w", id, err)
@@ -192,4 +194,15 @@ func deleteEndpoint(ctx context.Context, c *ent.Client, id int, now time.Time) e
 // filter is empty (every type) or names it.
 func subscribed(ep *ent.WebhookEndpoint, eventType string) bool {
 	return len(ep.EventTypes) == 0 || slices.Contains(ep.EventTypes, eventType)
+}
+
+// BreakerState returns the state of the circuit breaker of app appID's
+// first webhook endpoint (the deprecated PartnerApp.webhookBreaker) on
+// this replica; an app without endpoints is closed.
+func (s *Service) BreakerState(ctx context.Context, appID int, appKey string) (string, error) {
+	ep, err := FirstEndpoint(ctx, s.client, appID)
+	if err != nil || ep == nil {
+		return outbound.StateClosed, err
+	}
+	return s.EndpointBreakerState(appKey, ep), nil
 }

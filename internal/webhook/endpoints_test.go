@@ -16,6 +16,8 @@ import (
 	"gatehouse/internal/outbound"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
+	"gatehouse/internal/webhook/sender"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -54,12 +56,12 @@ func (e *env) orderEvent(t testing.TB, appID int, cancel bool) string {
 
 // verified reports whether request r carries a valid signature by secret.
 func verified(r received, secret string) bool {
-	ts, err := strconv.ParseInt(r.header.Get(webhook.HeaderTimestamp), 10, 64)
+	ts, err := strconv.ParseInt(r.header.Get(sender.HeaderTimestamp), 10, 64)
 	if err != nil {
 		return false
 	}
-	want := webhook.Sign(r.header.Get(webhook.HeaderID), time.Unix(ts, 0), r.body, secret)
-	return want != "" && slices.Contains(strings.Fields(r.header.Get(webhook.HeaderSignature)), want)
+	want := sender.Sign(r.header.Get(sender.HeaderID), time.Unix(ts, 0), r.body, secret)
+	return want != "" && slices.Contains(strings.Fields(r.header.Get(sender.HeaderSignature)), want)
 }
 
 // TestEndpointFiltersFanOut: an app with two endpoints, one receiving
@@ -94,7 +96,7 @@ func TestEndpointFiltersFanOut(t *testing.T) {
 			t.Fatalf("%d deliveries, want 3 (paid ×2, cancelled ×1)", len(ds))
 		}
 		for _, d := range ds {
-			e.waitStatus(t, d.ID, webhook.StatusSuccess, 10*time.Second)
+			e.waitStatus(t, d.ID, dispatch.StatusSuccess, 10*time.Second)
 		}
 		p := paidOnly.requests()[0]
 		if m := message(t, p.body); m.EventType != order.EventPaid || !strings.Contains(m.BizData, paid) {
@@ -114,8 +116,8 @@ func TestEndpointFiltersFanOut(t *testing.T) {
 		if paidAtEvery.body == nil || cancelAtEvery.body == nil {
 			t.Fatal("every-type endpoint missed an event")
 		}
-		if id := p.header.Get(webhook.HeaderID); id == "" || id != paidAtEvery.header.Get(webhook.HeaderID) {
-			t.Fatalf("one payment, two webhook-ids: %q and %q", id, paidAtEvery.header.Get(webhook.HeaderID))
+		if id := p.header.Get(sender.HeaderID); id == "" || id != paidAtEvery.header.Get(sender.HeaderID) {
+			t.Fatalf("one payment, two webhook-ids: %q and %q", id, paidAtEvery.header.Get(sender.HeaderID))
 		}
 		if !verified(p, firstSecret) || verified(p, secondSecret) {
 			t.Fatal("the first endpoint's delivery is not signed with its own secret (only)")
@@ -225,7 +227,7 @@ func TestDeleteEndpointCancelsPending(t *testing.T) {
 		}
 		waitFor(t, 10*time.Second, func() bool { return r2.count() == 3 }, func() string { return fmt.Sprint(r2.count(), " of 3 at the enabled endpoint") })
 		waitFor(t, 10*time.Second, func() bool {
-			n, _ := e.db.WebhookDelivery.Query().Where(webhookdelivery.EndpointID(first.ID), webhookdelivery.StatusEQ(webhook.StatusRetrying)).Count(ctx)
+			n, _ := e.db.WebhookDelivery.Query().Where(webhookdelivery.EndpointID(first.ID), webhookdelivery.StatusEQ(dispatch.StatusRetrying)).Count(ctx)
 			return n == 3
 		}, func() string { return "the failing endpoint's 3 deliveries did not wait for a retry" })
 		if _, err := e.svc.DeleteEndpoint(ctx, first.ID); err != nil {
@@ -236,7 +238,7 @@ func TestDeleteEndpointCancelsPending(t *testing.T) {
 			t.Fatalf("%d deliveries of the deleted endpoint kept (%v), want 3", len(held), err)
 		}
 		for _, d := range held {
-			if d.Status != webhook.StatusCancelled || d.EndpointID != nil {
+			if d.Status != dispatch.StatusCancelled || d.EndpointID != nil {
 				t.Fatalf("delivery %d of the deleted endpoint: %s, endpoint %v; want CANCELLED without endpoint", d.ID, d.Status, d.EndpointID)
 			}
 		}
@@ -281,7 +283,7 @@ func TestDisabledEndpointReceivesNothing(t *testing.T) {
 		if _, err := e.svc.SetEndpointEnabled(ctx, second.ID, false); err != nil {
 			t.Fatal(err)
 		}
-		q, err := webhook.EnqueueEvent(ctx, e.db.Client, appID, "order.paid", []byte(`{"orderNo":"x"}`))
+		q, err := webhook.Fanout(ctx, e.db.Client, webhook.Event{AppID: appID, Type: "order.paid", BizData: []byte(`{"orderNo":"x"}`)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -376,7 +378,7 @@ func TestEndpointRateLimit(t *testing.T) {
 			t.Fatalf("%d deliveries (%v)", len(ds), err)
 		}
 		for _, d := range ds {
-			d = e.waitStatus(t, d.ID, webhook.StatusSuccess, 5*time.Second)
+			d = e.waitStatus(t, d.ID, dispatch.StatusSuccess, 5*time.Second)
 			if d.AttemptCount != 1 {
 				t.Fatalf("delivery %d used %d attempts, want 1 (waiting for the rate limit uses none)", d.ID, d.AttemptCount)
 			}

@@ -41,7 +41,7 @@ type foreignKey struct {
 // appID named kind id, which belongs to app owner.
 func (s *Service) noteForeign(ctx context.Context, kind string, appID, id, owner int) {
 	foreignIDs.WithLabelValues(kind).Inc()
-	now := time.Now()
+	now := s.opt.Now()
 	k := foreignKey{appID, kind}
 	if last, ok := s.foreignWarned.Load(k); ok && now.Sub(last.(time.Time)) < foreignWarnEvery {
 		return

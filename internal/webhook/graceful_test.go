@@ -13,7 +13,7 @@ import (
 
 	"gatehouse/ent/webhookdelivery"
 	"gatehouse/internal/testenv"
-	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 // SIGTERM under load: the process stops accepting, finishes its in-flight
@@ -47,7 +47,7 @@ func TestGracefulStopUnderLoadLosesNothing(t *testing.T) {
 	// No drain: with Postgres it defaults to 5 s, in which the dispatcher
 	// would deliver all of them before the stop this test is about.
 	env = append(env, "GATEHOUSE_SHUTDOWN_DRAIN=0s")
-	succeeded := func() int { return countStatus(t, db, webhook.StatusSuccess) }
+	succeeded := func() int { return countStatus(t, db, dispatch.StatusSuccess) }
 
 	first := startServer(t, bin, env)
 	waitFor(t, 60*time.Second, func() bool { return answered.Load() >= stopAfter }, func() string {
@@ -73,7 +73,7 @@ func TestGracefulStopUnderLoadLosesNothing(t *testing.T) {
 	}
 	ctx := context.Background()
 	leased, err := db.WebhookDelivery.Query().Where(webhookdelivery.LeaseUntilNotNil(),
-		webhookdelivery.StatusIn(webhook.StatusPending, webhook.StatusRetrying)).Count(ctx)
+		webhookdelivery.StatusIn(dispatch.StatusPending, dispatch.StatusRetrying)).Count(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"gatehouse/internal/store/storetest"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/sender"
 )
 
 // slowSink answers 200 after a short pause and counts, per receiver and
@@ -70,7 +71,7 @@ func newSlowSink(t testing.TB, group *flight, pause time.Duration) *slowSink {
 		defer s.group.leave()
 		defer s.own.leave()
 		s.mu.Lock()
-		s.ids[r.Header.Get(webhook.HeaderID)]++
+		s.ids[r.Header.Get(sender.HeaderID)]++
 		s.mu.Unlock()
 		time.Sleep(pause)
 		w.WriteHeader(http.StatusOK)

@@ -8,6 +8,7 @@ import (
 	"gatehouse/internal/partner"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 // TestHeldWhileDisabledOrExpired: a disabled app's deliveries, and those of
@@ -34,8 +35,8 @@ func TestHeldWhileDisabledOrExpired(t *testing.T) {
 		heldNow := func(id, received int) {
 			t.Helper()
 			p := e.pay(t, probeID)
-			e.waitStatus(t, p.ID, webhook.StatusSuccess, 10*time.Second)
-			if d := e.delivery(t, id); d.Status != webhook.StatusPending || d.AttemptCount != 0 || held.count() != received {
+			e.waitStatus(t, p.ID, dispatch.StatusSuccess, 10*time.Second)
+			if d := e.delivery(t, id); d.Status != dispatch.StatusPending || d.AttemptCount != 0 || held.count() != received {
 				t.Fatalf("held delivery: %s, %d attempts, receiver got %d", d.Status, d.AttemptCount, held.count())
 			}
 		}
@@ -46,7 +47,7 @@ func TestHeldWhileDisabledOrExpired(t *testing.T) {
 		heldNow(d.ID, 0)
 		enabled := partner.Enabled
 		update(partner.UpdateInput{Status: &enabled})
-		e.waitStatus(t, d.ID, webhook.StatusSuccess, 10*time.Second)
+		e.waitStatus(t, d.ID, dispatch.StatusSuccess, 10*time.Second)
 
 		today := time.Now().UTC().Truncate(24 * time.Hour)
 		yesterday := today.AddDate(0, 0, -1)
@@ -54,7 +55,7 @@ func TestHeldWhileDisabledOrExpired(t *testing.T) {
 		d = e.pay(t, appID)
 		heldNow(d.ID, 1)
 		update(partner.UpdateInput{ExpireDate: &today})
-		e.waitStatus(t, d.ID, webhook.StatusSuccess, 10*time.Second)
+		e.waitStatus(t, d.ID, dispatch.StatusSuccess, 10*time.Second)
 		if n := held.count(); n != 2 {
 			t.Fatalf("receiver got %d requests, want 2", n)
 		}
@@ -72,12 +73,12 @@ func TestHeldNotice(t *testing.T) {
 		if _, err := e.partners.Update(ctx, appID, partner.UpdateInput{Status: &disabled}); err != nil {
 			t.Fatal(err)
 		}
-		q, err := webhook.EnqueueEvent(ctx, e.db.Client, appID, webhook.EventTest, []byte(`{}`))
+		q, err := webhook.Fanout(ctx, e.db.Client, webhook.Event{AppID: appID, Type: webhook.EventTest, BizData: []byte(`{}`)})
 		if err != nil || q.Delivery == nil || q.Notice == nil || q.Notice.Code != webhook.NoticeHeld {
 			t.Fatalf("disabled app: %+v %v", q, err)
 		}
 		bare, _ := e.newApp(t, "")
-		q, err = webhook.EnqueueEvent(ctx, e.db.Client, bare, webhook.EventTest, []byte(`{}`))
+		q, err = webhook.Fanout(ctx, e.db.Client, webhook.Event{AppID: bare, Type: webhook.EventTest, BizData: []byte(`{}`)})
 		if err != nil || q.Delivery != nil || q.Notice == nil || q.Notice.Code != webhook.NoticeNoCallbackURL {
 			t.Fatalf("app without callback: %+v %v", q, err)
 		}

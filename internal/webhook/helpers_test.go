@@ -27,6 +27,7 @@ import (
 	"gatehouse/internal/store/storetest"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/sender"
 )
 
 // env is a webhook service on one backend with the services that produce
@@ -78,8 +79,8 @@ func newEnv(t testing.TB, b testenv.Backend, opt webhook.Options) *env {
 	e.db = storetest.OpenURL(t, e.url)
 	var err error
 	e.partners, err = partner.NewService(e.db.Client, e.masterKey,
-		partner.WithWebhookSecretGen(webhook.NewSecret),
-		partner.WithCallbackURLCheck(func(_, u string) error { return webhook.ValidateCallbackURL(u, opt.AllowPrivate) }))
+		partner.WithWebhookSecretGen(sender.NewSecret),
+		partner.WithCallbackURLCheck(func(_, u string) error { return sender.ValidateCallbackURL(u, opt.AllowPrivate) }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,6 +97,7 @@ func (e *env) startService(t testing.TB, db *store.DB) *webhook.Service {
 	if err != nil {
 		t.Fatal(err)
 	}
+	svc.WakeOnCommit(db.Client) // as the app is wired
 	svc.Start()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
@@ -326,9 +328,9 @@ func (s *syncBuffer) String() string {
 }
 
 // message decodes a webhook body, keeping the field order for checks.
-func message(t testing.TB, body []byte) webhook.Message {
+func message(t testing.TB, body []byte) sender.Message {
 	t.Helper()
-	var m webhook.Message
+	var m sender.Message
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {

@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"gatehouse/internal/testenv"
-	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
+	"gatehouse/internal/webhook/sender"
 )
 
 // TestManyPartnersSomeHostile: many apps at once, among them an endpoint
@@ -76,13 +77,13 @@ func TestManyPartnersSomeHostile(t *testing.T) {
 			t.Fatalf("the hanging app has %d in flight (peak %d)", n, peak)
 		}
 
-		d := e.waitStatus(t, big.ID, webhook.StatusSuccess, 20*time.Second)
+		d := e.waitStatus(t, big.ID, dispatch.StatusSuccess, 20*time.Second)
 		as := e.attempts(t, d.ID)
-		if len(as) != 1 || len(as[0].ResponseBody) > webhook.MaxStoredResponseBody+1024 || as[0].DurationMs > 15_000 {
+		if len(as) != 1 || len(as[0].ResponseBody) > sender.MaxStoredResponseBody+1024 || as[0].DurationMs > 15_000 {
 			t.Fatalf("endless body: %d attempts, %d bytes stored, %d ms", len(as), len(as[0].ResponseBody), as[0].DurationMs)
 		}
 		for what, id := range bad {
-			d := e.waitStatus(t, id, webhook.StatusRetrying, 10*time.Second)
+			d := e.waitStatus(t, id, dispatch.StatusRetrying, 10*time.Second)
 			if what == "redirect" && !strings.Contains(d.LastError, "307") {
 				t.Errorf("redirect recorded as %q", d.LastError)
 			}

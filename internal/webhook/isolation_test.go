@@ -21,7 +21,7 @@ func (e *env) queue(t testing.TB, appID, n int) {
 	ctx := context.Background()
 	err := store.WithTx(ctx, e.db.Client, func(tx *ent.Tx) error {
 		for i := range n {
-			if _, err := webhook.Enqueue(ctx, tx.Client(), appID, "test.backlog", fmt.Appendf(nil, `{"n":%d}`, i)); err != nil {
+			if _, err := webhook.Fanout(ctx, tx.Client(), webhook.Event{AppID: appID, Type: "test.backlog", BizData: fmt.Appendf(nil, `{"n":%d}`, i)}); err != nil {
 				return err
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"gatehouse/internal/store/storetest"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 // A FAILED delivery resent goes back to PENDING with retry count 0, keeps
@@ -34,9 +35,9 @@ func TestResend(t *testing.T) {
 		appID, _ := e.newApp(t, broken.URL)
 		otherID, _ := e.newApp(t, fixed.URL)
 		d := e.pay(t, appID)
-		d = e.waitStatus(t, d.ID, webhook.StatusFailed, 10*time.Second)
+		d = e.waitStatus(t, d.ID, dispatch.StatusFailed, 10*time.Second)
 		other := e.pay(t, otherID)
-		e.waitStatus(t, other.ID, webhook.StatusFailed, 10*time.Second)
+		e.waitStatus(t, other.ID, dispatch.StatusFailed, 10*time.Second)
 
 		// The partner moves its receiver; the operator resends.
 		if err := e.db.PartnerApp.UpdateOneID(appID).SetCallbackURL(fixed.URL).Exec(ctx); err != nil {
@@ -53,10 +54,10 @@ func TestResend(t *testing.T) {
 		if got.ID != d.ID || got.RetryCount != 0 || got.CallbackURL != fixed.URL || got.LastError != "" {
 			t.Errorf("Resend returned %+v", got)
 		}
-		if got.Status != webhook.StatusPending && got.Status != webhook.StatusSuccess {
+		if got.Status != dispatch.StatusPending && got.Status != dispatch.StatusSuccess {
 			t.Errorf("Resend returned status %s", got.Status)
 		}
-		d = e.waitStatus(t, d.ID, webhook.StatusSuccess, 10*time.Second)
+		d = e.waitStatus(t, d.ID, dispatch.StatusSuccess, 10*time.Second)
 		as := e.attempts(t, d.ID)
 		if len(as) != 7 || as[6].AttemptNo != 7 || *as[6].ResponseStatus != 200 {
 			t.Fatalf("%d attempts after the resend, want the 6 failed ones kept and a 7th", len(as))
@@ -98,7 +99,7 @@ func TestResendFailed(t *testing.T) {
 			ids = append(ids, e.pay(t, app).ID)
 		}
 		for _, id := range ids {
-			e.waitStatus(t, id, webhook.StatusFailed, 15*time.Second)
+			e.waitStatus(t, id, dispatch.StatusFailed, 15*time.Second)
 		}
 		healthy.Store(true)
 
@@ -110,9 +111,9 @@ func TestResendFailed(t *testing.T) {
 		if err != nil || n != 1 {
 			t.Fatalf("ResendFailed(app B) = %d, %v; want 1", n, err)
 		}
-		e.waitStatus(t, ids[2], webhook.StatusSuccess, 10*time.Second)
+		e.waitStatus(t, ids[2], dispatch.StatusSuccess, 10*time.Second)
 		for _, id := range ids[:2] {
-			if d, _ := e.db.WebhookDelivery.Get(ctx, id); d.Status != webhook.StatusFailed {
+			if d, _ := e.db.WebhookDelivery.Get(ctx, id); d.Status != dispatch.StatusFailed {
 				t.Errorf("delivery %d of app A is %s, want it left FAILED", id, d.Status)
 			}
 		}
@@ -121,7 +122,7 @@ func TestResendFailed(t *testing.T) {
 			t.Fatalf("ResendFailed(all) = %d, %v; want 2", n, err)
 		}
 		for _, id := range ids[:2] {
-			e.waitStatus(t, id, webhook.StatusSuccess, 10*time.Second)
+			e.waitStatus(t, id, dispatch.StatusSuccess, 10*time.Second)
 		}
 		if n, err := e.svc.ResendFailed(ctx, webhook.ResendFilter{}); err != nil || n != 0 {
 			t.Errorf("ResendFailed with nothing failed = %d, %v", n, err)
@@ -142,12 +143,12 @@ func TestReplicasClaimEachDeliveryOnce(t *testing.T) {
 		ctx := context.Background()
 		const n = 150
 		for range n {
-			if _, err := webhook.Enqueue(ctx, e.db.Client, appID, "test.event", []byte(`{"k":1}`)); err != nil {
+			if _, err := webhook.Fanout(ctx, e.db.Client, webhook.Event{AppID: appID, Type: "test.event", BizData: []byte(`{"k":1}`)}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		waitFor(t, 60*time.Second, func() bool {
-			c, err := e.db.WebhookDelivery.Query().Where(webhookdelivery.StatusEQ(webhook.StatusSuccess)).Count(ctx)
+			c, err := e.db.WebhookDelivery.Query().Where(webhookdelivery.StatusEQ(dispatch.StatusSuccess)).Count(ctx)
 			return err == nil && c == n
 		}, func() string { return "not all deliveries succeeded" })
 		seen := map[string]int{}
@@ -181,7 +182,7 @@ func TestExpiredLeaseIsTakenOver(t *testing.T) {
 		d := e.queueWith(t, appID, func(tx *ent.Tx, d *ent.WebhookDelivery) error {
 			return tx.WebhookDelivery.UpdateOneID(d.ID).SetLeaseUntil(leaseEnd.UTC()).Exec(ctx)
 		})
-		e.waitStatus(t, d.ID, webhook.StatusSuccess, 10*time.Second)
+		e.waitStatus(t, d.ID, dispatch.StatusSuccess, 10*time.Second)
 		if at := rcv.requests()[0].at; at.Before(leaseEnd) {
 			t.Errorf("delivered %s before the lease ran out", leaseEnd.Sub(at))
 		}
@@ -203,7 +204,7 @@ func TestTakenAttemptNumberIsNumberedAfterTheLast(t *testing.T) {
 			return tx.DeliveryAttempt.Create().SetDeliveryID(d.ID).SetAttemptNo(1).SetRequestHeaders("{}").SetRequestBody("{}").
 				SetError("connection reset").SetDurationMs(1).SetStartedAt(time.Now().UTC()).Exec(ctx)
 		})
-		got := e.waitStatus(t, d.ID, webhook.StatusSuccess, 10*time.Second)
+		got := e.waitStatus(t, d.ID, dispatch.StatusSuccess, 10*time.Second)
 		as := e.attempts(t, d.ID)
 		if len(as) != 2 || as[1].AttemptNo != 2 || as[1].ResponseStatus == nil || *as[1].ResponseStatus != http.StatusOK {
 			t.Fatalf("attempts %+v, want the stored one and no 2 (200)", as)
@@ -239,7 +240,7 @@ func TestCloseFinishesInFlightAttempt(t *testing.T) {
 			t.Fatal(err)
 		}
 		got, _ := e.db.WebhookDelivery.Get(context.Background(), d.ID)
-		if got.Status != webhook.StatusSuccess || len(e.attempts(t, d.ID)) != 1 {
+		if got.Status != dispatch.StatusSuccess || len(e.attempts(t, d.ID)) != 1 {
 			t.Errorf("after Close: %s with %d attempts, want SUCCESS with 1", got.Status, len(e.attempts(t, d.ID)))
 		}
 	})
@@ -268,14 +269,14 @@ func TestCloseReleasesStuckAttempt(t *testing.T) {
 			t.Errorf("Close took %s with a drain bound of 200ms", took)
 		}
 		got, _ := e.db.WebhookDelivery.Get(context.Background(), d.ID)
-		if got.Status != webhook.StatusPending || got.LeaseUntil != nil || got.RetryCount != 0 || len(e.attempts(t, d.ID)) != 0 {
+		if got.Status != dispatch.StatusPending || got.LeaseUntil != nil || got.RetryCount != 0 || len(e.attempts(t, d.ID)) != 0 {
 			t.Fatalf("after Close: %s lease %v retry %d attempts %d; want PENDING, released, uncounted",
 				got.Status, got.LeaseUntil, got.RetryCount, len(e.attempts(t, d.ID)))
 		}
 
 		close(hold)
 		e.startService(t, e.db) // the next start (poll interval one hour: no waiting for a lease)
-		e.waitStatus(t, d.ID, webhook.StatusSuccess, 5*time.Second)
+		e.waitStatus(t, d.ID, dispatch.StatusSuccess, 5*time.Second)
 		if n := rcv.count(); n != 2 {
 			t.Errorf("receiver got %d requests, want 2 (at-least-once)", n)
 		}
@@ -292,10 +293,11 @@ func (e *env) queueWith(t testing.TB, appID int, change func(tx *ent.Tx, d *ent.
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := webhook.Enqueue(ctx, tx.Client(), appID, "test.event", []byte(`{}`))
+	q, err := webhook.Fanout(ctx, tx.Client(), webhook.Event{AppID: appID, Type: "test.event", BizData: []byte(`{}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
+	d := q.Delivery
 	if err := change(tx, d); err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ type Notices struct {
 
 type noticesKey struct{}
 
-// CollectNotices returns a context in which EnqueueEvent records its
+// CollectNotices returns a context in which Fanout records its
 // notices into the returned collector.
 func CollectNotices(ctx context.Context) (context.Context, *Notices) {
 	n := &Notices{}

@@ -16,6 +16,7 @@ import (
 	"gatehouse/internal/store/storetest"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 // TestWakeUpWithoutPolling: with a poll interval of an hour, only wake-ups
@@ -33,7 +34,7 @@ func TestWakeUpWithoutPolling(t *testing.T) {
 		appID, _ := e.newApp(t, rcv.URL)
 		if b.Embedded() {
 			d := e.pay(t, appID)
-			e.waitStatus(t, d.ID, webhook.StatusSuccess, 10*time.Second)
+			e.waitStatus(t, d.ID, dispatch.StatusSuccess, 10*time.Second)
 			t.Logf("in-process wake-up: first attempt %s after the event", rcv.requests()[0].at.Sub(d.CreateTime))
 			return
 		}
@@ -45,6 +46,7 @@ func TestWakeUpWithoutPolling(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		svcA.WakeOnCommit(dbA.Client)
 		ordersA := order.NewService(dbA)
 		partnersA, err := partner.NewService(dbA.Client, e.masterKey)
 		if err != nil {
@@ -123,7 +125,7 @@ func TestRetryTimerWithoutPolling(t *testing.T) {
 		})
 		appID, _ := e.newApp(t, rcv.URL)
 		d := e.pay(t, appID)
-		e.waitStatus(t, d.ID, webhook.StatusSuccess, 10*time.Second)
+		e.waitStatus(t, d.ID, dispatch.StatusSuccess, 10*time.Second)
 		if n := rcv.count(); n != 3 {
 			t.Fatalf("%d attempts, want 3", n)
 		}
@@ -187,7 +189,7 @@ func TestTransactionsAnnounceOnceAndAreForgotten(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			q, err := webhook.EnqueueMessage(ctx, tx.Client(), webhook.NewEventID(), appID, order.EventPaid, []byte(`{"orderNo":"SO-1"}`))
+			q, err := webhook.Fanout(ctx, tx.Client(), webhook.Event{ID: webhook.NewEventID(), AppID: appID, Type: order.EventPaid, BizData: []byte(`{"orderNo":"SO-1"}`)})
 			if err != nil || len(q.Deliveries) != 5 {
 				t.Fatalf("queued %d deliveries (%v), want 5", len(q.Deliveries), err)
 			}

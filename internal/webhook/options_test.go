@@ -10,6 +10,7 @@ import (
 	"gatehouse/internal/store/storetest"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 // TestOptionsSettingsHaveNoDefault: the options that are settings
@@ -47,7 +48,7 @@ func TestRetentionZeroKeepsForever(t *testing.T) {
 		}
 		forever := e.opt
 		forever.Retention, forever.RetentionEvery = 0, 20*time.Millisecond
-		kept := e.seedAged(t, appID, 3, webhook.StatusSuccess, time.Now().Add(-100*setting.Retention))
+		kept := e.seedAged(t, appID, 3, dispatch.StatusSuccess, time.Now().Add(-100*setting.Retention))
 		ctx := context.Background()
 		if err := e.db.WebhookPublication.Create().SetAppID(appID).SetIdempotencyKey("old").SetEventID("msg_old").
 			SetEventType("test.aged").SetBizData("{}").SetCreateTime(time.Now().Add(-100 * webhook.IdempotencyWindow)).Exec(ctx); err != nil {

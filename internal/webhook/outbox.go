@@ -10,13 +10,19 @@ import (
 	"gatehouse/ent/webhookendpoint"
 	"gatehouse/internal/secret"
 	"gatehouse/internal/telemetry"
+	"gatehouse/internal/webhook/catalogue"
+	"gatehouse/internal/webhook/dispatch"
+	"gatehouse/internal/webhook/dispatch/adapter"
+	"gatehouse/internal/webhook/sender"
 )
 
 // EventTest is the webhook package's own event type: the operator's test
-// webhook (sendTestWebhook). Every other type is data: declared by the
-// domain that raises it (Options.EventTypes) or by an operator
-// (CreateEventType), see catalogue.go.
-const EventTest = "webhook.test"
+// webhook (sendTestWebhook), see catalogue.EventTest.
+const EventTest = catalogue.EventTest
+
+// EventType is an event type of the catalogue (the GraphQL schema binds
+// it here).
+type EventType = catalogue.EventType
 
 // NewEventID returns a fresh event id: "msg_" and 22 URL-safe characters
 // (128 random bits). It is the webhook-id header, identical on every
@@ -43,7 +49,7 @@ const (
 	NoticeHeld = "WEBHOOK_HELD"
 )
 
-// Queued is what Enqueue did with one event.
+// Queued is what Fanout did with one event.
 type Queued struct {
 	// Delivery is the first queued delivery (that of the app's first
 	// subscribed endpoint); nil when nothing was queued.
@@ -71,21 +77,10 @@ type Event struct {
 	// AllEndpoints sends it to every endpoint of the app whatever their
 	// filters (webhook.test through its appID form).
 	AllEndpoints bool
-}
-
-// EnqueueEvent queues one event of type eventType for app appID (see
-// Publish) through c, which should be the client of the transaction that
-// makes the business change (tx.Client()), so that the change and its
-// webhooks commit or roll back together.
-func EnqueueEvent(ctx context.Context, c *ent.Client, appID int, eventType string, bizData []byte) (Queued, error) {
-	return Fanout(ctx, c, Event{AppID: appID, Type: eventType, BizData: bizData})
-}
-
-// EnqueueMessage is EnqueueEvent for a message whose id (its webhook-id,
-// from NewEventID) the caller chose: Publish stores it with the
-// idempotency key in the same transaction.
-func EnqueueMessage(ctx context.Context, c *ent.Client, eventID string, appID int, eventType string, bizData []byte) (Queued, error) {
-	return Fanout(ctx, c, Event{ID: eventID, AppID: appID, Type: eventType, BizData: bizData})
+	// At is when the event is queued (its deliveries' create and due
+	// time), on the caller's clock: the Service passes its injected
+	// clock's time. Zero: the wall clock's now.
+	At time.Time
 }
 
 // Fanout fans event ev out through c (the business transaction's client):
@@ -142,7 +137,11 @@ func Fanout(ctx context.Context, c *ent.Client, ev Event) (Queued, error) {
 	if id == "" {
 		id = NewEventID()
 	}
-	now := dbTime(time.Now())
+	now := ev.At
+	if now.IsZero() {
+		now = time.Now()
+	}
+	now = dbTime(now)
 	creates, disabled, off := fanoutCreates(c, app, eps, ev, id, now, telemetry.Capture(ctx))
 	if len(creates) == 0 {
 		if off == 0 {
@@ -199,9 +198,9 @@ func fanoutCreates(c *ent.Client, app *ent.PartnerApp, eps []*ent.WebhookEndpoin
 			SetEventType(ev.Type).
 			SetBizData(string(ev.BizData)).
 			SetCallbackURL(ep.URL).
-			SetStatus(StatusPending).
+			SetStatus(dispatch.StatusPending).
 			SetRetryCount(0).
-			SetMaxRetry(maxRetryOf(ep.RetrySchedule)).
+			SetMaxRetry(sender.MaxRetryOf(ep.RetrySchedule)).
 			SetNextAttemptAt(now).
 			SetCreateTime(now).
 			SetUpdateTime(now).
@@ -209,13 +208,6 @@ func fanoutCreates(c *ent.Client, app *ent.PartnerApp, eps []*ent.WebhookEndpoin
 			SetTracestate(tc.Tracestate))
 	}
 	return creates, disabled, off
-}
-
-// Enqueue is EnqueueEvent for callers that need only the delivery (nil
-// when the app has no endpoint receiving the event).
-func Enqueue(ctx context.Context, c *ent.Client, appID int, eventType string, bizData []byte) (*ent.WebhookDelivery, error) {
-	q, err := EnqueueEvent(ctx, c, appID, eventType, bizData)
-	return q.Delivery, err
 }
 
 // heldBecause says why app's deliveries are held at now ("" when they are
@@ -230,7 +222,5 @@ func heldBecause(app *ent.PartnerApp, now time.Time) string {
 	return ""
 }
 
-// dbTime is how times the dispatcher compares are written: UTC with
-// microseconds, the precision both databases keep, so that a value read
-// back equals the value written (the lease doubles as a fencing token).
-func dbTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+// dbTime is how times are stored (see adapter.DBTime).
+func dbTime(t time.Time) time.Time { return adapter.DBTime(t) }

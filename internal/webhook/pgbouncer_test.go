@@ -13,6 +13,7 @@ import (
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/testenv/fleet"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/sender"
 )
 
 // TestWakeUpThroughPgBouncer: two replicas reach Postgres through
@@ -70,10 +71,12 @@ func TestWakeUpThroughPgBouncer(t *testing.T) {
 			}
 			t.Cleanup(func() { dbA.Close() })
 			e.db = dbA
-			if _, err := webhook.NewService(dbA, e.masterKey, slog.New(slog.DiscardHandler), opt); err != nil {
+			svcA, err := webhook.NewService(dbA, e.masterKey, slog.New(slog.DiscardHandler), opt)
+			if err != nil {
 				t.Fatal(err)
 			}
-			if e.partners, err = partner.NewService(dbA.Client, e.masterKey, partner.WithWebhookSecretGen(webhook.NewSecret)); err != nil {
+			svcA.WakeOnCommit(dbA.Client)
+			if e.partners, err = partner.NewService(dbA.Client, e.masterKey, partner.WithWebhookSecretGen(sender.NewSecret)); err != nil {
 				t.Fatal(err)
 			}
 			e.orders = order.NewService(dbA)

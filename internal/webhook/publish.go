@@ -52,7 +52,7 @@ type Published struct {
 // Publish sends an event of a custom type (CreateEventType) to app appID on
 // behalf of another service: bizData must satisfy the type's schema (else
 // a validation error on bizData naming the path of the first offending
-// value, see SchemaError). The message is queued like a built-in event
+// value, see catalogue.SchemaError). The message is queued like a built-in event
 // (same outbox, signing, retries, delivery log).
 //
 // With an idempotency key (1 to 128 printable ASCII characters, no
@@ -62,7 +62,7 @@ type Published struct {
 // stored in the database with the message, in the same transaction.
 //
 // Built-in types are raised by gatehouse itself and cannot be published.
-// An unknown app is ErrAppNotFound; an unknown type ErrTypeNotFound.
+// An unknown app is ErrAppNotFound; an unknown type catalogue.ErrTypeNotFound.
 func (s *Service) Publish(ctx context.Context, appID int, eventType string, bizData json.RawMessage, key string) (*Published, error) {
 	if err := checkIdempotencyKey(key); err != nil {
 		return nil, err
@@ -70,14 +70,14 @@ func (s *Service) Publish(ctx context.Context, appID int, eventType string, bizD
 	if len(bizData) > MaxPublishedBizData {
 		return nil, errs.Invalid("bizData", "must be at most %d bytes of JSON", MaxPublishedBizData)
 	}
-	t, err := s.types.lookup(ctx, eventType)
+	t, err := s.Catalogue.Lookup(ctx, eventType)
 	if err != nil {
 		return nil, err
 	}
 	if t.BuiltIn {
 		return nil, errs.Invalid("eventType", "%s is raised by gatehouse itself and cannot be published (publish a custom type; sendTestWebhook sends a built-in type's example)", eventType)
 	}
-	if err := t.check(ctx, bizData); err != nil {
+	if err := t.Validate(ctx, bizData); err != nil {
 		return nil, err
 	}
 	for range 3 {
@@ -152,7 +152,7 @@ func (s *Service) publish(ctx context.Context, appID int, eventType string, bizD
 				return err
 			}
 		}
-		q, err := EnqueueMessage(ctx, tx.Client(), m.ID, appID, eventType, bizData)
+		q, err := Fanout(ctx, tx.Client(), Event{ID: m.ID, AppID: appID, Type: eventType, BizData: bizData, At: s.opt.Now()})
 		if err != nil {
 			return err
 		}

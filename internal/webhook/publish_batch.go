@@ -66,14 +66,14 @@ func (s *Service) checkPublish(ctx context.Context, req PublishRequest) error {
 	if len(req.BizData) > MaxPublishedBizData {
 		return errs.Invalid("bizData", "must be at most %d bytes of JSON", MaxPublishedBizData)
 	}
-	t, err := s.types.lookup(ctx, req.EventType)
+	t, err := s.Catalogue.Lookup(ctx, req.EventType)
 	if err != nil {
 		return err
 	}
 	if t.BuiltIn {
 		return errs.Invalid("eventType", "%s is raised by gatehouse itself and cannot be published (publish a custom type; sendTestWebhook sends a built-in type's example)", req.EventType)
 	}
-	return t.check(ctx, req.BizData)
+	return t.Validate(ctx, req.BizData)
 }
 
 // PublishShared is Publish for a service's single event (POST

@@ -19,6 +19,8 @@ import (
 	"gatehouse/internal/store/storetest"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/catalogue"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 // invoiceSchema is the custom type the tests declare.
@@ -115,7 +117,7 @@ func TestEventCatalogue(t *testing.T) {
 		if n := len(types); n != 6 || types[4].Name != "invoice.issued" || types[5].Name != "shipment.sent" || string(types[5].Example) != `{"carrier":"x"}` {
 			t.Errorf("catalogue after two declarations: %+v", types[4:])
 		}
-		if _, err := e.svc.EventType(ctx, "nothing.here"); !errors.Is(err, webhook.ErrTypeNotFound) {
+		if _, err := e.svc.EventType(ctx, "nothing.here"); !errors.Is(err, catalogue.ErrTypeNotFound) {
 			t.Errorf("unknown type: %v", err)
 		}
 	})
@@ -153,12 +155,12 @@ func TestPublish(t *testing.T) {
 			{`["not", "an", "object"]`, "$"},
 		} {
 			_, err := e.svc.Publish(ctx, appID, "invoice.issued", json.RawMessage(c.biz), "")
-			var se *webhook.SchemaError
+			var se *catalogue.SchemaError
 			if errs.KindOf(err) != errs.Validation || errs.Field(err) != "bizData" || !errors.As(err, &se) || se.Path != c.path {
 				t.Errorf("publish %s: %v, want a validation error at %s", c.biz, err, c.path)
 			}
 		}
-		if _, err := e.svc.Publish(ctx, appID, "invoice.voided", json.RawMessage(`{}`), ""); !errors.Is(err, webhook.ErrTypeNotFound) {
+		if _, err := e.svc.Publish(ctx, appID, "invoice.voided", json.RawMessage(`{}`), ""); !errors.Is(err, catalogue.ErrTypeNotFound) {
 			t.Errorf("unknown type: %v", err)
 		}
 		if _, err := e.svc.Publish(ctx, appID, order.EventPaid, json.RawMessage(`{}`), ""); errs.Field(err) != "eventType" {
@@ -182,7 +184,7 @@ func TestPublish(t *testing.T) {
 		if m.Replayed || len(m.Deliveries) != 1 || m.Deliveries[0].EventID != m.ID {
 			t.Fatalf("published %+v", m)
 		}
-		e.waitStatus(t, m.Deliveries[0].ID, webhook.StatusSuccess, 10*time.Second)
+		e.waitStatus(t, m.Deliveries[0].ID, dispatch.StatusSuccess, 10*time.Second)
 		r := rcv.requests()[0]
 		wh, err := standardwebhooks.NewWebhook(secret)
 		if err != nil {
@@ -210,7 +212,7 @@ func TestPublish(t *testing.T) {
 		if err != nil || m2.ID == m.ID {
 			t.Fatalf("publish without a key: %+v %v", m2, err)
 		}
-		e.waitStatus(t, m2.Deliveries[0].ID, webhook.StatusSuccess, 10*time.Second)
+		e.waitStatus(t, m2.Deliveries[0].ID, dispatch.StatusSuccess, 10*time.Second)
 		if got := rcv.count(); got != 2 {
 			t.Errorf("receiver got %d deliveries, want 2", got)
 		}
@@ -310,7 +312,7 @@ func TestSendTestOfAType(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", c.typ, err)
 			}
-			e.waitStatus(t, d.ID, webhook.StatusSuccess, 10*time.Second)
+			e.waitStatus(t, d.ID, dispatch.StatusSuccess, 10*time.Second)
 			if d.EventType != c.typ || d.BizData != c.example {
 				t.Errorf("test of %s: %s %s", c.typ, d.EventType, d.BizData)
 			}
@@ -318,7 +320,7 @@ func TestSendTestOfAType(t *testing.T) {
 		if _, err := e.svc.SendTest(ctx, appID, 0, "invoice.voided"); !errors.Is(err, webhook.ErrInvalidState) {
 			t.Errorf("a type without an example: %v", err)
 		}
-		if _, err := e.svc.SendTest(ctx, appID, 0, "nothing.here"); !errors.Is(err, webhook.ErrTypeNotFound) {
+		if _, err := e.svc.SendTest(ctx, appID, 0, "nothing.here"); !errors.Is(err, catalogue.ErrTypeNotFound) {
 			t.Errorf("an unknown type: %v", err)
 		}
 		// The cap counts waiting copies of the example.
@@ -361,7 +363,7 @@ func TestPublishFansOut(t *testing.T) {
 			t.Fatalf("fan-out: %+v", m.Deliveries)
 		}
 		for _, d := range m.Deliveries {
-			e.waitStatus(t, d.ID, webhook.StatusSuccess, 10*time.Second)
+			e.waitStatus(t, d.ID, dispatch.StatusSuccess, 10*time.Second)
 		}
 		again, err := e.svc.Publish(ctx, appID, "invoice.issued", good, "fan-1")
 		if err != nil || !again.Replayed || len(again.Deliveries) != 2 {
@@ -392,7 +394,7 @@ func TestCustomTypeCapUnderConcurrency(t *testing.T) {
 		const free = 3
 		now := time.Now().UTC()
 		var fill []*ent.WebhookEventTypeCreate
-		for i := range webhook.MaxCustomTypes - free {
+		for i := range catalogue.MaxCustomTypes - free {
 			fill = append(fill, e.db.Client.WebhookEventType.Create().SetName(fmt.Sprintf("filler.t%d", i)).
 				SetDescription("filler").SetSchema(`{"type":"object"}`).SetCreateTime(now))
 		}
@@ -427,9 +429,9 @@ func TestCustomTypeCapUnderConcurrency(t *testing.T) {
 		close(start)
 		wg.Wait()
 		n := e.db.Client.WebhookEventType.Query().CountX(ctx)
-		if ok != free || full != racers-free || len(other) > 0 || n != webhook.MaxCustomTypes {
+		if ok != free || full != racers-free || len(other) > 0 || n != catalogue.MaxCustomTypes {
 			t.Fatalf("%d declarations succeeded, %d were refused as full, other errors %v; the catalogue holds %d custom types, want %d, %d and none; at most %d",
-				ok, full, other, n, free, racers-free, webhook.MaxCustomTypes)
+				ok, full, other, n, free, racers-free, catalogue.MaxCustomTypes)
 		}
 	})
 }

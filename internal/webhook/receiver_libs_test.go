@@ -15,6 +15,7 @@ import (
 	"gatehouse/ent/webhookdelivery"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 // receiverLibs is the directory holding node_modules with the svix and
@@ -177,9 +178,9 @@ func TestReferenceLibrariesVerifyEveryEndpoint(t *testing.T) {
 				for _, d := range ds {
 					waitFor(t, 15*time.Second, func() bool {
 						d = e.delivery(t, d.ID)
-						return d.Status != webhook.StatusPending
+						return d.Status != dispatch.StatusPending
 					}, func() string { return fmt.Sprintf("%s: delivery %d not attempted", what, d.ID) })
-					if d.Status != webhook.StatusSuccess {
+					if d.Status != dispatch.StatusSuccess {
 						as := e.attempts(t, d.ID)
 						t.Fatalf("%s: delivery %d to %s is %s: %s", what, d.ID, d.CallbackURL, d.Status, as[len(as)-1].ResponseBody)
 					}

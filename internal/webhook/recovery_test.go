@@ -12,6 +12,7 @@ import (
 	"gatehouse/internal/outbound"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 // TestResendFailedSinceAndEndpoint: the recovery after an outage re-queues
@@ -40,7 +41,7 @@ func TestResendFailedSinceAndEndpoint(t *testing.T) {
 		failed := func(want int) {
 			t.Helper()
 			waitFor(t, 20*time.Second, func() bool {
-				n, _ := e.db.WebhookDelivery.Query().Where(webhookdelivery.AppID(appID), webhookdelivery.StatusEQ(webhook.StatusFailed)).Count(ctx)
+				n, _ := e.db.WebhookDelivery.Query().Where(webhookdelivery.AppID(appID), webhookdelivery.StatusEQ(dispatch.StatusFailed)).Count(ctx)
 				return n == want
 			}, func() string { return "deliveries are not FAILED" })
 		}
@@ -65,11 +66,11 @@ func TestResendFailedSinceAndEndpoint(t *testing.T) {
 			t.Fatalf("endpoint A since the outage: %d, %v; want 2", n, err)
 		}
 		waitFor(t, 10*time.Second, func() bool {
-			n, _ := e.db.WebhookDelivery.Query().Where(webhookdelivery.EndpointID(epA), webhookdelivery.StatusEQ(webhook.StatusSuccess)).Count(ctx)
+			n, _ := e.db.WebhookDelivery.Query().Where(webhookdelivery.EndpointID(epA), webhookdelivery.StatusEQ(dispatch.StatusSuccess)).Count(ctx)
 			return n == 2
 		}, func() string { return "endpoint A's recent deliveries are not delivered" })
 		for ep, want := range map[int]int{epA: 1, epB: 3} {
-			if n, _ := e.db.WebhookDelivery.Query().Where(webhookdelivery.EndpointID(ep), webhookdelivery.StatusEQ(webhook.StatusFailed)).Count(ctx); n != want {
+			if n, _ := e.db.WebhookDelivery.Query().Where(webhookdelivery.EndpointID(ep), webhookdelivery.StatusEQ(dispatch.StatusFailed)).Count(ctx); n != want {
 				t.Errorf("endpoint %d: %d FAILED left, want %d", ep, n, want)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"gatehouse/internal/telemetry/telemetrytest"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 // TestCallbackURLRedactedForEveryHostForm: a callback URL whose host is
@@ -28,7 +29,7 @@ func TestCallbackURLRedactedForEveryHostForm(t *testing.T) {
 			const secret = "SECRET-token-7c1f"
 			appID, _ := e.newApp(t, "https://"+host+"/hooks/in?token="+secret)
 			id := e.pay(t, appID).ID
-			d := e.waitStatus(t, id, webhook.StatusRetrying, 10*time.Second)
+			d := e.waitStatus(t, id, dispatch.StatusRetrying, 10*time.Second)
 			if d.LastError == "" || strings.Contains(d.LastError, secret) || strings.Contains(d.LastError, "/hooks/in") {
 				t.Errorf("%s: lastError %q, want the error without the URL's path and query", host, d.LastError)
 			}
@@ -39,7 +40,7 @@ func TestCallbackURLRedactedForEveryHostForm(t *testing.T) {
 			}
 			span := rec.Wait(t, "attempt of "+host, func(s tracetest.SpanStub) bool {
 				v, _ := telemetrytest.Attr(s, "gatehouse.app_id")
-				return s.Name == webhook.SpanAttempt && v.AsInt64() == int64(appID)
+				return s.Name == dispatch.SpanAttempt && v.AsInt64() == int64(appID)
 			})
 			if span.Status.Description == "" {
 				t.Errorf("%s: the attempt's span has no failure status", host)

@@ -12,13 +12,14 @@ import (
 	"gatehouse/ent/webhookdelivery"
 	"gatehouse/ent/webhookendpoint"
 	"gatehouse/internal/store"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 // requeue makes a delivery new again: PENDING, retry count 0, due now, no
 // lease (which fences out a worker still busy with it), no last error
 // (the attempts keep the history).
 func requeue(m *ent.WebhookDeliveryMutation, now time.Time) {
-	m.SetStatus(StatusPending)
+	m.SetStatus(dispatch.StatusPending)
 	m.SetRetryCount(0)
 	m.SetNextAttemptAt(now)
 	m.ClearLeaseUntil()
@@ -50,7 +51,7 @@ func (s *Service) Resend(ctx context.Context, id int) (*ent.WebhookDelivery, err
 			return invalidState("delivery %d has no webhook endpoint any more (it was deleted): it cannot be resent", id)
 		}
 		u := tx.WebhookDelivery.UpdateOneID(id)
-		requeue(u.Mutation(), dbTime(time.Now()))
+		requeue(u.Mutation(), s.now())
 		u.SetCallbackURL(d.Edges.Endpoint.URL)
 		out, err = u.Save(ctx)
 		return err
@@ -61,7 +62,7 @@ func (s *Service) Resend(ctx context.Context, id int) (*ent.WebhookDelivery, err
 	if err != nil {
 		return nil, fmt.Errorf("resend webhook delivery %d: %w", id, err)
 	}
-	s.kick(ctx)
+	s.Kick(ctx)
 	return out.Unwrap(), nil
 }
 
@@ -100,7 +101,7 @@ func (s *Service) ResendFailed(ctx context.Context, f ResendFilter) (int, error)
 				return err
 			}
 		}
-		failed := []predicate.WebhookDelivery{webhookdelivery.StatusEQ(StatusFailed)}
+		failed := []predicate.WebhookDelivery{webhookdelivery.StatusEQ(dispatch.StatusFailed)}
 		if f.Since != nil {
 			failed = append(failed, webhookdelivery.CreateTimeGTE(dbTime(*f.Since)))
 		}
@@ -115,7 +116,7 @@ func (s *Service) ResendFailed(ctx context.Context, f ResendFilter) (int, error)
 		if err != nil {
 			return err
 		}
-		now := dbTime(time.Now())
+		now := s.now()
 		// Per endpoint, so that each delivery takes its endpoint's current
 		// URL. Deliveries of deleted endpoints stay FAILED.
 		for _, e := range eps {
@@ -137,7 +138,7 @@ func (s *Service) ResendFailed(ctx context.Context, f ResendFilter) (int, error)
 		return 0, fmt.Errorf("resend failed webhook deliveries: %w", err)
 	}
 	if total > 0 {
-		s.kick(ctx)
+		s.Kick(ctx)
 	}
 	return total, nil
 }

@@ -13,6 +13,7 @@ import (
 	"gatehouse/internal/store/storetest"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 // seedAged writes n deliveries of app appID with status st, last changed
@@ -81,11 +82,11 @@ func TestRetentionPurge(t *testing.T) {
 		now := time.Now().UTC()
 		old, recent := now.Add(-31*24*time.Hour), now.Add(-24*time.Hour)
 		var keep []int
-		for _, st := range []webhookdelivery.Status{webhook.StatusSuccess, webhook.StatusFailed, webhook.StatusCancelled} {
+		for _, st := range []webhookdelivery.Status{dispatch.StatusSuccess, dispatch.StatusFailed, dispatch.StatusCancelled} {
 			e.seedAged(t, appID, 3, st, old)
 			keep = append(keep, e.seedAged(t, appID, 1, st, recent)...)
 		}
-		for _, st := range []webhookdelivery.Status{webhook.StatusPending, webhook.StatusRetrying} {
+		for _, st := range []webhookdelivery.Status{dispatch.StatusPending, dispatch.StatusRetrying} {
 			keep = append(keep, e.seedAged(t, appID, 2, st, old.Add(-time.Hour))...)
 		}
 		beforeD, beforeA := purgedCounter(t, "webhook_deliveries"), purgedCounter(t, "delivery_attempts")
@@ -104,10 +105,10 @@ func TestRetentionPurge(t *testing.T) {
 		}
 
 		// Two replicas at once.
-		e.seedAged(t, appID, 40, webhook.StatusSuccess, old)
+		e.seedAged(t, appID, 40, dispatch.StatusSuccess, old)
 		other := e.startService(t, storetest.OpenURL(t, e.url))
 		var wg sync.WaitGroup
-		results := make([]webhook.Purged, 2)
+		results := make([]dispatch.Purged, 2)
 		errs := make([]error, 2)
 		for i, svc := range []*webhook.Service{e.svc, other} {
 			wg.Go(func() { results[i], errs[i] = svc.Purge(context.Background(), now.Add(-setting.Retention)) })
@@ -128,8 +129,8 @@ func TestRetentionJob(t *testing.T) {
 	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
 		e := newEnv(t, b, webhook.Options{Retention: time.Hour, RetentionEvery: 20 * time.Millisecond})
 		appID, _ := e.newApp(t, "")
-		e.seedAged(t, appID, 5, webhook.StatusFailed, time.Now().Add(-2*time.Hour))
-		kept := e.seedAged(t, appID, 1, webhook.StatusFailed, time.Now().Add(-30*time.Minute))
+		e.seedAged(t, appID, 5, dispatch.StatusFailed, time.Now().Add(-2*time.Hour))
+		kept := e.seedAged(t, appID, 1, dispatch.StatusFailed, time.Now().Add(-30*time.Minute))
 		waitFor(t, 10*time.Second, func() bool { d, a := e.counts(t); return d == 1 && a == 2 }, func() string {
 			d, a := e.counts(t)
 			return fmt.Sprintf("%d deliveries, %d attempts left", d, a)

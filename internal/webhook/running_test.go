@@ -11,6 +11,7 @@ import (
 	"gatehouse/internal/order"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 // TestOutcomeWritesDoNotHoldRequests: a worker's running token covers its
@@ -60,11 +61,11 @@ func TestOutcomeWritesDoNotHoldRequests(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		qa, err := webhook.EnqueueMessage(ctx, tx.Client(), webhook.NewEventID(), appA, order.EventPaid, []byte(`{"orderNo":"SO-A"}`))
+		qa, err := webhook.Fanout(ctx, tx.Client(), webhook.Event{ID: webhook.NewEventID(), AppID: appA, Type: order.EventPaid, BizData: []byte(`{"orderNo":"SO-A"}`)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		qb, err := webhook.EnqueueMessage(ctx, tx.Client(), webhook.NewEventID(), appB, order.EventPaid, []byte(`{"orderNo":"SO-B"}`))
+		qb, err := webhook.Fanout(ctx, tx.Client(), webhook.Event{ID: webhook.NewEventID(), AppID: appB, Type: order.EventPaid, BizData: []byte(`{"orderNo":"SO-B"}`)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,7 +90,7 @@ func TestOutcomeWritesDoNotHoldRequests(t *testing.T) {
 		}
 		if !b.Embedded() { // (on SQLite the lock holds the store's writer: no read here)
 			for _, id := range ids {
-				if d := e.delivery(t, id); d.Status != webhook.StatusPending {
+				if d := e.delivery(t, id); d.Status != dispatch.StatusPending {
 					t.Errorf("delivery %d is %s while its write is locked out, want it still PENDING", id, d.Status)
 				}
 			}
@@ -97,7 +98,7 @@ func TestOutcomeWritesDoNotHoldRequests(t *testing.T) {
 		_ = held.Rollback()
 		mu.Unlock()
 		for _, id := range ids {
-			e.waitStatus(t, id, webhook.StatusSuccess, 10*time.Second)
+			e.waitStatus(t, id, dispatch.StatusSuccess, 10*time.Second)
 			if n := len(e.attempts(t, id)); n != 1 {
 				t.Errorf("delivery %d has %d attempts, want 1", id, n)
 			}

@@ -13,6 +13,8 @@ import (
 	"gatehouse/internal/errs"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
+	"gatehouse/internal/webhook/sender"
 )
 
 // firstEndpoint returns the id of app appID's first endpoint.
@@ -49,7 +51,7 @@ func TestRetryScheduleOfEndpoint(t *testing.T) {
 				return fmt.Sprintf("%d attempts, want %d", len(e.attempts(t, d.ID)), n)
 			})
 			if n < 4 {
-				got := e.waitStatus(t, d.ID, webhook.StatusRetrying, 10*time.Second)
+				got := e.waitStatus(t, d.ID, dispatch.StatusRetrying, 10*time.Second)
 				as := e.attempts(t, d.ID)
 				if want := as[n-1].StartedAt.Add(time.Second); !got.NextAttemptAt.Equal(want) {
 					t.Fatalf("after attempt %d the next is at %s, want 1 s later (%s)", n, got.NextAttemptAt, want)
@@ -65,7 +67,7 @@ func TestRetryScheduleOfEndpoint(t *testing.T) {
 				e.svc.Notify()
 			}
 		}
-		got := e.waitStatus(t, d.ID, webhook.StatusFailed, 10*time.Second)
+		got := e.waitStatus(t, d.ID, dispatch.StatusFailed, 10*time.Second)
 		if got.RetryCount != 3 {
 			t.Errorf("FAILED with retryCount %d, want 3", got.RetryCount)
 		}
@@ -141,7 +143,7 @@ func TestRetryAfterHonouredAndCapped(t *testing.T) {
 			clock.Advance(r.wait)
 			e.svc.Notify()
 		}
-		got := e.waitStatus(t, d.ID, webhook.StatusFailed, 10*time.Second)
+		got := e.waitStatus(t, d.ID, dispatch.StatusFailed, 10*time.Second)
 		if got.AttemptCount != 4 {
 			t.Fatalf("%d attempts, want 4", got.AttemptCount)
 		}
@@ -158,7 +160,7 @@ func TestCheckSchedule(t *testing.T) {
 	}{
 		{nil, ""},
 		{[]int{}, ""},
-		{webhook.LongSchedule, ""},
+		{sender.LongSchedule, ""},
 		{ones(19), ""},
 		{ones(20), "at most 19"},
 		{[]int{1, -1}, "wait 2 is -1"},
@@ -166,7 +168,7 @@ func TestCheckSchedule(t *testing.T) {
 		{[]int{2592000, 1}, "more than 30 days"},
 		{[]int{1 << 62, 1 << 62}, "more than 30 days"},
 	} {
-		err := webhook.CheckSchedule(c.waits)
+		err := sender.CheckSchedule(c.waits)
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("%v: %v", c.waits, err)
@@ -174,10 +176,10 @@ func TestCheckSchedule(t *testing.T) {
 			t.Errorf("%v: %v, want a validation error of retrySchedule saying %q", c.waits, err, c.want)
 		}
 	}
-	if _, err := webhook.PresetSchedule("NIGHTLY"); errs.Field(err) != "retryPreset" {
+	if _, err := sender.PresetSchedule("NIGHTLY"); errs.Field(err) != "retryPreset" {
 		t.Errorf("unknown preset: %v", err)
 	}
-	if w, err := webhook.PresetSchedule(webhook.PresetLong); err != nil || len(w) != 7 || w[0] != 5 || w[6] != 36000 {
+	if w, err := sender.PresetSchedule(sender.PresetLong); err != nil || len(w) != 7 || w[0] != 5 || w[6] != 36000 {
 		t.Errorf("LONG is %v (%v)", w, err)
 	}
 }

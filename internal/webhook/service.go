@@ -1,25 +1,22 @@
 package webhook
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/netip"
-	"net/url"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"entgo.io/ent/dialect"
 
 	"gatehouse/ent"
-	"gatehouse/internal/audit"
 	"gatehouse/internal/errs"
 	"gatehouse/internal/outbound"
 	"gatehouse/internal/secret"
 	"gatehouse/internal/store"
 	"gatehouse/internal/telemetry"
+	"gatehouse/internal/webhook/catalogue"
+	"gatehouse/internal/webhook/dispatch"
+	"gatehouse/internal/webhook/sender"
 )
 
 // Errors of the operator's operations, for errors.Is.
@@ -58,10 +55,8 @@ const (
 	// the connect timeout (3 s) and then DefaultReplyTimeout.
 	DefaultAttemptTimeout = 8 * time.Second
 	// DefaultReplyTimeout bounds, once the connection is open, the wait
-	// for the response headers and the reading of up to
-	// MaxStoredResponseBody of the body together: a receiver dripping its
-	// reply is cut there (a 2xx still counts as success).
-	DefaultReplyTimeout = 5 * time.Second
+	// for the response headers and the reading of the body (see sender).
+	DefaultReplyTimeout = sender.DefaultReplyTimeout
 	// DefaultPollInterval is the longest the dispatcher sleeps without
 	// looking at the table: it finds leases left behind by crashed
 	// replicas (and, should a notification be lost, work queued by
@@ -76,13 +71,6 @@ const (
 	// DefaultDrainTimeout bounds how long Close lets in-flight attempts
 	// finish before it aborts them and releases their leases.
 	DefaultDrainTimeout = 10 * time.Second
-
-	// MaxRetry is the message's maxRetry on the default schedule: retries
-	// after the first attempt (an endpoint's retry schedule has its own,
-	// see maxRetryOf).
-	MaxRetry = 5
-	// MaxStoredResponseBody is how much of a reply's body is stored.
-	MaxStoredResponseBody = 64 << 10
 )
 
 // Options configures a Service. RetryBase, PerApp and Retention are
@@ -131,8 +119,9 @@ type Options struct {
 	// that raise them (order.EventTypes); webhook.test is always there.
 	// With the custom types of the database they make the catalogue.
 	EventTypes []EventType
-	// Now is the clock of due times, leases and the circuit breakers' open
-	// wait (tests move it); default time.Now.
+	// Now is the service's one clock: due times, leases, signatures, rate
+	// limits, the circuit breakers' open wait and the admin operations'
+	// times (tests move it); default time.Now.
 	Now func() time.Time
 }
 
@@ -177,10 +166,13 @@ func (o *Options) defaults() {
 	}
 }
 
-// Service is the webhook outbox: it dispatches queued deliveries (Start,
-// Close), purges old ones, and lets an operator re-queue, cancel and test
-// them. Events are queued with Enqueue inside the business transaction.
+// Service is the webhook domain: the catalogue of event types, the apps'
+// endpoints, publishing and fan-out, and the dispatcher that sends what
+// is queued (Start, Close). Events are queued with Fanout inside the
+// business transaction.
 type Service struct {
+	*catalogue.Catalogue
+	*dispatch.Dispatcher
 	// foreignWarned rate-limits the WARN of partners naming other apps'
 	// ids (foreign.go): foreignKey → last time.
 	foreignWarned sync.Map
@@ -189,44 +181,14 @@ type Service struct {
 	sealer        *secret.Sealer
 	log           *slog.Logger
 	opt           Options
-	// http sends every attempt, through the SSRF-guarded dialer; loopHTTP
-	// sends those of LoopbackApps (nil when there are none).
-	http     *outbound.Client
-	loopHTTP *outbound.Client
-	loopback map[string]bool
-	// apps caches endpoints' secrets (by endpoint id); limits are the
-	// endpoints' delivery rate limiters.
-	apps   *appCache
-	limits *limiters
-	sql    *statements
-	types  *catalogue
+	send          *sender.Sender
 	// pub groups concurrent single publishes (PublishShared).
 	pub *pubCombiners
-	// audit records AutoDisable's changes (SetAudit; nil: none).
-	audit atomic.Pointer[audit.Service]
-
-	// wake holds at most one pending wake-up of the dispatch loop.
-	wake chan struct{}
-	// handoffs counts the deliveries workers took by hand-off (see the
-	// dispatcher's work), for tests.
-	handoffs atomic.Int64
-
-	// announcing holds the open transactions that queued work and will
-	// announce it at their commit (see watch).
-	announcing txSet
-
-	mu      sync.Mutex
-	started bool
-	d       *dispatcher
-	out     *outcomeWriter
-	bg      context.CancelFunc // stops LISTEN and retention
-	bgDone  sync.WaitGroup
 }
 
 // NewService returns a Service over db; masterKey unseals the apps'
-// webhook secrets. It registers hooks on db's client so that every
-// delivery created through it wakes the dispatchers (this process at
-// once, every replica on Postgres) as soon as its transaction commits.
+// webhook secrets. The hooks that wake the dispatchers when a delivery
+// is queued are registered where the app is wired (WakeOnCommit).
 func NewService(db *store.DB, masterKey []byte, log *slog.Logger, opt Options) (*Service, error) {
 	if opt.PollInterval <= 0 && db.Dialect == dialect.Postgres && !db.CanListen() {
 		opt.PollInterval = PollWithoutListen
@@ -248,202 +210,38 @@ func NewService(db *store.DB, masterKey []byte, log *slog.Logger, opt Options) (
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Service{
-		db:       db,
-		client:   db.Client,
-		sealer:   sealer,
-		log:      log,
-		opt:      opt,
-		loopback: make(map[string]bool),
-		wake:     make(chan struct{}, 1),
-	}
-	var proxy *url.URL
-	if opt.Proxy != "" {
-		if proxy, err = outbound.ParseProxyURL(opt.Proxy); err != nil {
-			return nil, fmt.Errorf("webhook: proxy URL %w", err)
-		}
-	}
-	refuse := forbidden
-	if opt.AllowPrivate {
-		refuse = nil
-	}
-	if s.http, err = s.newClient(dialVia(proxy, refuse)); err != nil {
+	s := &Service{db: db, client: db.Client, sealer: sealer, log: log, opt: opt}
+	if s.Catalogue, err = catalogue.New(db, opt.Now, dispatch.ExpectAlerts, opt.EventTypes); err != nil {
 		return nil, err
 	}
-	for _, k := range opt.LoopbackApps {
-		s.loopback[k] = true
-	}
-	if len(s.loopback) > 0 && !opt.AllowPrivate {
-		if s.loopHTTP, err = s.newClient(dialVia(proxy, forbiddenButLoopback)); err != nil {
-			return nil, err
-		}
-	}
-	if s.types, err = newCatalogue(db.Client, opt.EventTypes); err != nil {
+	s.send, err = sender.New(sender.Config{
+		AllowPrivate: opt.AllowPrivate, LoopbackApps: opt.LoopbackApps, Outbound: opt.Outbound, Proxy: opt.Proxy, Now: opt.Now,
+		OnBreaker: func(c *outbound.Client, key, from, to string) { s.BreakerChanged(c, key, from, to) },
+	})
+	if err != nil {
 		return nil, err
 	}
-	s.apps = newAppCache(s.loadEndpoint)
-	s.limits = newLimiters()
-	s.sql = newStatements(db)
+	s.Dispatcher = dispatch.New(db, sealer, s.send, log, s.dispatchConfig())
 	s.pub = s.newPubCombiners()
-	s.watch()
-	registerBreakers(s)
-	backlog.add(s)
 	return s, nil
 }
 
-func dialer() *net.Dialer { return &net.Dialer{KeepAlive: 30 * time.Second, Resolver: resolver} }
-
-// resolver looks up callback hosts: nil, the system's. Tests whose hosts
-// must fail to resolve set one that never leaves the machine.
-var resolver *net.Resolver
-
-// dialVia is how attempts connect: through proxy (nil: directly), never
-// to an address refuse refuses (nil: none is).
-func dialVia(proxy *url.URL, refuse func(netip.Addr) bool) outbound.DialFunc {
-	switch {
-	case proxy != nil && refuse == nil:
-		return outbound.ProxyDialer(proxy, nil, dialer())
-	case proxy != nil:
-		return outbound.ProxyDialer(proxy, func(a netip.Addr) error {
-			if refuse(a) {
-				return fmt.Errorf("%w: %s", ErrForbiddenAddress, a)
-			}
-			return nil
-		}, dialer())
-	case refuse == nil:
-		return dialer().DialContext
+// dispatchConfig is the dispatcher's part of the options.
+func (s *Service) dispatchConfig() dispatch.Config {
+	o := s.opt
+	return dispatch.Config{
+		RetryBase: o.RetryBase, Workers: o.Workers, PerApp: o.PerApp, Lease: o.Lease,
+		AttemptTimeout: o.AttemptTimeout, PollInterval: o.PollInterval, DrainTimeout: o.DrainTimeout,
+		Retention: o.Retention, RetentionEvery: o.RetentionEvery, RetentionBatch: o.RetentionBatch,
+		Tracing: o.Tracing, Now: o.Now,
+		PurgePublications: s.purgePublications, DisableEndpoint: s.autoDisable,
 	}
-	return guard(dialer(), refuse).DialContext
-}
-
-// clientConfig is the outbound configuration of attempts: Options.Outbound
-// (default: the outbound limits, connect 3 s), never retried by the
-// client, with the reply bounded by DefaultReplyTimeout unless it says
-// otherwise.
-func (s *Service) clientConfig() outbound.Config {
-	cfg := outbound.DefaultConfig()
-	if s.opt.Outbound != nil {
-		cfg = *s.opt.Outbound
-	}
-	// Webhooks are POSTs with their own retry schedule: the client never
-	// repeats them (it would not anyway, POST is not idempotent).
-	cfg.RetryAttempts, cfg.RetryWaits = 1, nil
-	// The breaker judges a full window of 10 attempts (as for every
-	// outbound call): a delivery on the default schedule (6 attempts)
-	// never opens its endpoint's breaker by itself, so that schedule stays
-	// 1, 2, 4, 8, 16 × base. A longer retry schedule (up to 20 attempts)
-	// can: its later retries then wait for the half-open time, using no
-	// attempt, as everyone's do.
-	if cfg.ReplyTimeout == 0 {
-		cfg.ReplyTimeout = DefaultReplyTimeout
-	}
-	return cfg
-}
-
-// newClient builds an HTTP client for attempts: the outbound limits and
-// a breaker per callback endpoint, dialing with dial (an SSRF guard).
-func (s *Service) newClient(dial outbound.DialFunc) (*outbound.Client, error) {
-	cfg := s.clientConfig()
-	cfg.Dialer = dial
-	var hc *outbound.Client
-	hc, err := outbound.New(cfg, outbound.WithClock(s.opt.Now), outbound.WithStateListener(func(key, from, to string) {
-		s.breakerChanged(hc, key, from, to) // never before New returned: no call has been made
-	}))
-	if err != nil {
-		return nil, fmt.Errorf("webhook: %w", err)
-	}
-	return hc, nil
 }
 
 // CheckCallbackURL is the check a callback URL of app appKey must pass
-// when it is registered: ValidateCallbackURL, with loopback allowed for
+// when it is registered: sender.ValidateCallbackURL, with loopback allowed for
 // LoopbackApps.
-func (s *Service) CheckCallbackURL(appKey, u string) error {
-	if s.loopback[appKey] && !s.opt.AllowPrivate {
-		return ValidateLoopbackCallbackURL(u)
-	}
-	return ValidateCallbackURL(u, s.opt.AllowPrivate)
-}
+func (s *Service) CheckCallbackURL(appKey, u string) error { return s.send.CheckCallbackURL(appKey, u) }
 
 // now is the service's clock, in the form stored in the database.
 func (s *Service) now() time.Time { return dbTime(s.opt.Now()) }
-
-// writer is the outcome writer while the dispatcher runs.
-func (s *Service) writer() *outcomeWriter {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.out
-}
-
-// PollInterval is the longest the dispatcher sleeps without looking at
-// the table (Options.PollInterval, or its default for the database).
-func (s *Service) PollInterval() time.Duration { return s.opt.PollInterval }
-
-// Notify wakes the dispatcher: new work may be due. It never blocks.
-func (s *Service) Notify() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
-
-// Start launches the dispatcher, the retention job and, on Postgres, the
-// LISTEN connection that wakes the dispatcher when any replica queues
-// work. They run until Close; ctx is not used to stop them, so that
-// shutdown can let attempts finish in order.
-func (s *Service) Start() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.started {
-		return
-	}
-	s.started = true
-	s.out = newOutcomeWriter(s)
-	s.d = newDispatcher(s)
-	go s.d.run()
-	ctx, cancel := context.WithCancel(context.Background())
-	s.bg = cancel
-	s.bgDone.Add(2)
-	go func() {
-		defer s.bgDone.Done()
-		s.db.Listen(ctx, NotifyChannel, s.Notify, s.log)
-	}()
-	go func() {
-		defer s.bgDone.Done()
-		s.retain(ctx)
-	}()
-}
-
-// Close stops claiming work, lets in-flight attempts finish for at most
-// Options.DrainTimeout (or until ctx ends, whichever is first), then
-// aborts the rest and releases their leases so another replica (or the
-// next start) takes them over at once.
-func (s *Service) Close(ctx context.Context) error {
-	s.mu.Lock()
-	d, bg := s.d, s.bg
-	s.d, s.bg = nil, nil
-	s.mu.Unlock()
-	if bg != nil {
-		bg()
-		s.bgDone.Wait()
-	}
-	var err error
-	if d != nil {
-		err = d.shutdown(ctx) // every worker has stored its outcome
-	}
-	s.mu.Lock()
-	out := s.out
-	s.out = nil
-	s.mu.Unlock()
-	if out != nil {
-		out.close()
-	}
-	s.http.Close()
-	if s.loopHTTP != nil {
-		s.loopHTTP.Close()
-	}
-	unregisterBreakers(s)
-	backlog.remove(s)
-	s.sql.close()
-	return err
-}

@@ -16,6 +16,7 @@ import (
 	"gatehouse/internal/telemetry/telemetrytest"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 // TestAttemptSpanSemanticAttributes: an attempt's client span carries
@@ -33,7 +34,7 @@ func TestAttemptSpanSemanticAttributes(t *testing.T) {
 		ctx, pay := tp.Tracer("test").Start(context.Background(), "payOrder")
 		id := payIn(ctx, t, e, appID)
 		pay.End()
-		e.waitStatus(t, id, webhook.StatusSuccess, 5*time.Second)
+		e.waitStatus(t, id, dispatch.StatusSuccess, 5*time.Second)
 
 		u, err := url.Parse(rcv.URL)
 		if err != nil {
@@ -43,7 +44,7 @@ func TestAttemptSpanSemanticAttributes(t *testing.T) {
 		var attempt tracetest.SpanStub
 		waitFor(t, 5*time.Second, func() bool {
 			for _, s := range spans.GetSpans() {
-				if s.Name == webhook.SpanAttempt {
+				if s.Name == dispatch.SpanAttempt {
 					attempt = s
 					return true
 				}

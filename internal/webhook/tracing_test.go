@@ -18,6 +18,7 @@ import (
 	"gatehouse/internal/telemetry"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 // TestAttemptSpanIsChildOfTheBusinessTransaction: the outbox row keeps the
@@ -52,11 +53,11 @@ func TestAttemptSpanIsChildOfTheBusinessTransaction(t *testing.T) {
 		if !strings.Contains(d.Traceparent, psc.TraceID().String()+"-"+psc.SpanID().String()) {
 			t.Fatalf("outbox traceparent = %q, want the payOrder span %s/%s", d.Traceparent, psc.TraceID(), psc.SpanID())
 		}
-		e.waitStatus(t, id, webhook.StatusSuccess, 5*time.Second)
+		e.waitStatus(t, id, dispatch.StatusSuccess, 5*time.Second)
 		var attempt sdktrace.ReadOnlySpan
 		waitFor(t, 5*time.Second, func() bool {
 			for _, s := range spans.GetSpans().Snapshots() {
-				if s.Name() == webhook.SpanAttempt {
+				if s.Name() == dispatch.SpanAttempt {
 					attempt = s
 				}
 			}
@@ -108,7 +109,7 @@ func TestNoTraceContextWhenTracingIsOff(t *testing.T) {
 		if d := e.delivery(t, id); d.Traceparent != "" || d.Tracestate != "" {
 			t.Errorf("untraced outbox row keeps %q/%q", d.Traceparent, d.Tracestate)
 		}
-		e.waitStatus(t, id, webhook.StatusSuccess, 5*time.Second)
+		e.waitStatus(t, id, dispatch.StatusSuccess, 5*time.Second)
 		if h := rcv.requests()[0].header; h.Get("traceparent") != "" {
 			t.Errorf("untraced webhook carries traceparent %q", h.Get("traceparent"))
 		}

@@ -31,7 +31,7 @@ func TestMalformedStoredURLFailsItsAttempt(t *testing.T) {
 		if _, err := e.partners.Update(ctx, appID, partner.UpdateInput{Status: &disabled}); err != nil {
 			t.Fatal(err)
 		}
-		q, err := webhook.EnqueueEvent(ctx, e.db.Client, appID, "order.paid", []byte(`{"order_no":"SO1"}`))
+		q, err := webhook.Fanout(ctx, e.db.Client, webhook.Event{AppID: appID, Type: "order.paid", BizData: []byte(`{"order_no":"SO1"}`)})
 		if err != nil || len(q.Deliveries) != 2 {
 			t.Fatalf("queued %d deliveries: %v", len(q.Deliveries), err)
 		}

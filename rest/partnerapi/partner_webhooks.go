@@ -22,6 +22,8 @@ import (
 	"gatehouse/internal/httpx"
 	"gatehouse/internal/partner"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
+	"gatehouse/internal/webhook/sender"
 )
 
 // The partner's own webhooks (v3, /api/v3/webhooks/… and /api/v3/usage):
@@ -243,14 +245,14 @@ func endpointBody(body []byte, in *webhook.EndpointInput) error {
 			err = json.Unmarshal(raw, in.Enabled)
 		case "retry_schedule":
 			if null {
-				p := webhook.PresetDefault
+				p := sender.PresetDefault
 				in.RetryPreset = &p
 				continue
 			}
 			in.RetrySchedule = new([]int)
 			err = json.Unmarshal(raw, in.RetrySchedule)
 		case "retry_preset":
-			in.RetryPreset = new(webhook.RetryPreset)
+			in.RetryPreset = new(sender.RetryPreset)
 			err = json.Unmarshal(raw, in.RetryPreset)
 		case "headers":
 			hs := map[string]string{}
@@ -409,7 +411,7 @@ func presentDelivery(d *ent.WebhookDelivery) deliveryJSON {
 		ID: d.ID, EventID: d.EventID, EventType: d.EventType, EndpointID: d.EndpointID, Status: string(d.Status),
 		AttemptCount: d.AttemptCount, LastError: d.LastError, CreateTime: fmtTime(d.CreateTime), UpdateTime: fmtTime(d.UpdateTime),
 	}
-	if d.Status == webhook.StatusPending || d.Status == webhook.StatusRetrying {
+	if d.Status == dispatch.StatusPending || d.Status == dispatch.StatusRetrying {
 		out.NextAttemptAt = fmtTimePtr(&d.NextAttemptAt)
 	}
 	return out

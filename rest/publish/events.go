@@ -16,6 +16,7 @@ import (
 	"gatehouse/internal/errs"
 	"gatehouse/internal/httpx"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/catalogue"
 )
 
 // The publish API on the admin listener (docs/openapi-admin.yaml): the
@@ -292,7 +293,7 @@ func accepted(m *webhook.Published) *EventAccepted {
 // eventError maps a domain error of one event to its status and body.
 func eventError(err error) (int, *EventError) {
 	e := &EventError{Message: errs.Message(err), Field: restField(errs.Field(err))}
-	var se *webhook.SchemaError
+	var se *catalogue.SchemaError
 	switch {
 	case errors.As(err, &se):
 		// A well-formed request whose payload breaks the type's schema:
@@ -302,7 +303,7 @@ func eventError(err error) (int, *EventError) {
 	case errors.Is(err, webhook.ErrAppNotFound):
 		e.Error, e.Field = "app_not_found", "app_id"
 		return http.StatusNotFound, e
-	case errors.Is(err, webhook.ErrTypeNotFound):
+	case errors.Is(err, catalogue.ErrTypeNotFound):
 		e.Error, e.Field = "event_type_not_found", "event_type"
 		return http.StatusNotFound, e
 	}
