@@ -1,0 +1,90 @@
+package shed
+
+import (
+	"math"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+)
+
+// Early refusal (a controlled drop rate, after CoDel and PIE). Refusing
+// only the requests that waited past the queue budget refuses them late:
+// each has waited the budget and the backlog in front of it, and once a
+// backlog has formed every request in it is past the budget, so the
+// process refuses nearly everything until it has drained. Instead, while
+// a standing queue exists, a share p of the arriving requests is refused
+// at once, whatever their wait, and p is revised every Window so that the
+// queue stays near its target: a refusal then costs its client the short
+// queue of the moment, and the requests admitted are served within it.
+const (
+	// dropGain is the proportional step of p per window: (standing
+	// queue − target) / target × dropGain.
+	dropGain = 0.05
+	// dropTrend is the step per window of the standing queue's change
+	// (in targets): a queue that grows raises p before it is long.
+	dropTrend = 0.25
+	// dropMax is the highest share refused early: some requests always
+	// reach the limit, so that p keeps being measured against served work.
+	dropMax = 0.95
+	// dropForget: after this long without a revision (no requests), p
+	// starts again from 0.
+	dropForget = time.Second
+	// dropMinQueue: p grows only while more requests than this wait at
+	// once (the window's arrivals × their mean wait / its length, by
+	// Little's law). A few closed-loop clients on a slow or shared CPU
+	// wait too, but they cannot send more than they have in flight, and
+	// refusing them frees nothing.
+	dropMinQueue = 32
+)
+
+// dropper holds a Limit's early-refusal state.
+type dropper struct {
+	p       atomic.Uint64 // math.Float64bits of the share refused early
+	waitSum atomic.Int64  // queue waits (ns) seen in the window
+	waitN   atomic.Int64  // and their number
+	prev    float64       // the last window's queue, in targets (under Limit.mu)
+}
+
+// observe records the queue wait of a request (known: the kernel told).
+func (d *dropper) observe(waited time.Duration) {
+	d.waitSum.Add(int64(waited))
+	d.waitN.Add(1)
+}
+
+// share is the share of requests refused early now.
+func (d *dropper) share() float64 { return math.Float64frombits(d.p.Load()) }
+
+// drop reports whether to refuse a request early.
+func (d *dropper) drop() bool {
+	p := d.share()
+	return p > 0 && rand.Float64() < p
+}
+
+// revise ends a window: the window's queue is the mean wait of its
+// requests, measured against target; idle is whether the window was long
+// past (no requests: p is forgotten). Not the least wait, as CoDel's
+// standing queue: the run queue is no FIFO (a new connection's goroutine
+// runs next, ahead of the others), so the least wait is near 0 while
+// most requests wait.
+func (d *dropper) revise(target, window time.Duration, idle bool) {
+	sum, n := d.waitSum.Swap(0), d.waitN.Swap(0)
+	if idle || n == 0 || target <= 0 || window <= 0 {
+		d.p.Store(0)
+		d.prev = 0
+		return
+	}
+	q := float64(sum) / float64(n) / float64(target)
+	p := nextDrop(d.share(), q, d.prev)
+	if float64(sum)/float64(window) < dropMinQueue {
+		p = min(p, d.share()) // a short queue, however slow: no step up
+	}
+	d.prev = q
+	d.p.Store(math.Float64bits(p))
+}
+
+// nextDrop is p after a window whose standing queue was q targets (the
+// last one's prev): a proportional-integral step, as PIE's, in [0, dropMax].
+func nextDrop(p, q, prev float64) float64 {
+	p += dropGain*(q-1) + dropTrend*(q-prev)
+	return min(max(p, 0), dropMax)
+}
