@@ -20,9 +20,14 @@ const (
 	// dropGain is the proportional step of p per window: (standing
 	// queue − target) / target × dropGain.
 	dropGain = 0.05
-	// dropTrend is the step per window of the standing queue's change
-	// (in targets): a queue that grows raises p before it is long.
-	dropTrend = 0.25
+	// dropTrend is the step per window of the queue's change (in
+	// targets): a queue that grows raises p before it is long.
+	dropTrend = 0.1
+	// dropUp and dropDown bound p's change per window, and dropQMax the
+	// queue read (in targets: the budget is DelayShare of them), so that
+	// one window of a process descheduled for long does not swing p from
+	// 0 to the top and back (measured on a shared machine: it did).
+	dropUp, dropDown, dropQMax = 0.2, 0.1, DelayShare
 	// dropMax is the highest share refused early: some requests always
 	// reach the limit, so that p keeps being measured against served work.
 	dropMax = 0.95
@@ -42,13 +47,17 @@ type dropper struct {
 	p       atomic.Uint64 // math.Float64bits of the share refused early
 	waitSum atomic.Int64  // queue waits (ns) seen in the window
 	waitN   atomic.Int64  // and their number
+	waitCap atomic.Int64  // the waits, each at most Window (ns): see revise
 	prev    float64       // the last window's queue, in targets (under Limit.mu)
+	meanMs  atomic.Uint64 // the last window's mean wait (ms), math.Float64bits
+	queue   atomic.Uint64 // and the requests waiting at once (Little), math.Float64bits
 }
 
 // observe records the queue wait of a request (known: the kernel told).
 func (d *dropper) observe(waited time.Duration) {
 	d.waitSum.Add(int64(waited))
 	d.waitN.Add(1)
+	d.waitCap.Add(int64(min(waited, Window)))
 }
 
 // share is the share of requests refused early now.
@@ -67,15 +76,22 @@ func (d *dropper) drop() bool {
 // runs next, ahead of the others), so the least wait is near 0 while
 // most requests wait.
 func (d *dropper) revise(target, window time.Duration, idle bool) {
-	sum, n := d.waitSum.Swap(0), d.waitN.Swap(0)
+	sum, n, capped := d.waitSum.Swap(0), d.waitN.Swap(0), d.waitCap.Swap(0)
 	if idle || n == 0 || target <= 0 || window <= 0 {
 		d.p.Store(0)
 		d.prev = 0
 		return
 	}
 	q := float64(sum) / float64(n) / float64(target)
+	// Requests waiting at once, on average over the window (Little's
+	// law): each wait counts at most a window, as the part of a long wait
+	// that fell in the window is at most that (a process descheduled for
+	// longer than a window sees its few clients' waits all at once).
+	queue := float64(capped) / float64(window)
+	d.meanMs.Store(math.Float64bits(float64(sum) / float64(n) / 1e6))
+	d.queue.Store(math.Float64bits(queue))
 	p := nextDrop(d.share(), q, d.prev)
-	if float64(sum)/float64(window) < dropMinQueue {
+	if queue < dropMinQueue {
 		p = min(p, d.share()) // a short queue, however slow: no step up
 	}
 	d.prev = q
@@ -85,6 +101,7 @@ func (d *dropper) revise(target, window time.Duration, idle bool) {
 // nextDrop is p after a window whose standing queue was q targets (the
 // last one's prev): a proportional-integral step, as PIE's, in [0, dropMax].
 func nextDrop(p, q, prev float64) float64 {
-	p += dropGain*(q-1) + dropTrend*(q-prev)
-	return min(max(p, 0), dropMax)
+	q, prev = min(q, dropQMax), min(prev, dropQMax)
+	step := min(max(dropGain*(q-1)+dropTrend*(q-prev), -dropDown), dropUp)
+	return min(max(p+step, 0), dropMax)
 }

@@ -127,9 +127,13 @@ func (l *Limit) RefuseEarly(waited time.Duration, known bool) bool {
 	if known {
 		l.early.observe(waited)
 	}
+	// Revise here, on every request, not only on releases and refusals
+	// of the limit: in a backlog nearly every request is refused for its
+	// wait, and a window revised only a second late would read as one
+	// without requests.
+	l.revise()
 	if l.early.drop() {
 		l.refused.Add(1)
-		l.revise()
 		return true
 	}
 	return false

@@ -166,10 +166,12 @@ func TestNextDrop(t *testing.T) {
 	}{
 		{"at target, steady: unchanged", 0.3, 1, 1, 0.3, 0.3},
 		{"past target: up", 0.3, 3, 3, 0.39, 0.41},
-		{"growing: up faster", 0.3, 3, 1, 0.89, 0.91},
+		{"growing: up faster", 0.3, 3, 2, 0.49, 0.51},
 		{"no queue: down", 0.3, 0, 0, 0.24, 0.26},
 		{"never below 0", 0.01, 0, 2, 0, 0},
-		{"never above dropMax", 0.9, 20, 0, dropMax, dropMax},
+		{"a long stall: up by dropUp at most", 0.3, 40, 0, 0.3 + dropUp, 0.3 + dropUp},
+		{"after a stall: down by dropDown at most", 0.5, 1, 40, 0.5 - dropDown, 0.5 - dropDown},
+		{"never above dropMax", 0.9, 20, 20, dropMax, dropMax},
 	} {
 		if got := nextDrop(c.p, c.q, c.prev); got < c.wantLo || got > c.wantHi {
 			t.Errorf("%s: nextDrop(%v, %v, %v) = %v, want in [%v, %v]", c.name, c.p, c.q, c.prev, got, c.wantLo, c.wantHi)
@@ -188,8 +190,12 @@ func TestDropperFollowsTheQueue(t *testing.T) {
 		d.observe(3 * target)
 	}
 	d.revise(target, window, false)
-	if p := d.share(); p < 0.5 {
-		t.Fatalf("share %v after a window of 1,000 requests waiting 3 targets", p)
+	for range 1000 { // a second such window
+		d.observe(3 * target)
+	}
+	d.revise(target, window, false)
+	if p := d.share(); p < 0.3 {
+		t.Fatalf("share %v after two windows of 1,000 requests waiting 3 targets", p)
 	}
 	dropped := 0
 	for range 1000 {
@@ -197,7 +203,7 @@ func TestDropperFollowsTheQueue(t *testing.T) {
 			dropped++
 		}
 	}
-	if dropped < 500 || dropped > 990 {
+	if dropped < 200 || dropped > 900 {
 		t.Fatalf("%d of 1,000 dropped at share %v", dropped, d.share())
 	}
 	d.revise(target, window, true)

@@ -2,6 +2,7 @@ package shed
 
 import (
 	"log/slog"
+	"math"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -156,5 +157,6 @@ func (s *summary) refused() {
 	n := s.count.Swap(0)
 	s.log.Warn("load shedding: requests refused (503) since the last line", "listener", s.listener, "refused", n,
 		"limit", s.limit.Current(), "in_flight", s.limit.InFlight(), "congested", s.limit.Congested(),
-		"early_share", s.limit.EarlyShare())
+		"early_share", s.limit.EarlyShare(), "wait_ms", math.Float64frombits(s.limit.early.meanMs.Load()),
+		"waiting", math.Float64frombits(s.limit.early.queue.Load()))
 }
