@@ -112,7 +112,7 @@ func (l *Limit) revise() {
 	}
 	span := time.Duration(now - l.windowAt.Load())
 	l.windowAt.Store(now)
-	l.early.revise(time.Duration(l.target*float64(time.Second)), span, span >= dropForget)
+	l.early.revise(time.Duration(l.target*float64(time.Second)/dropTargetDiv), span, span >= dropForget)
 	peak, refused := l.peak.Swap(l.inflight.Load()), l.refused.Swap(0)
 	congested := l.meter.quantile(delayQuantile) > l.target
 	l.busy.Store(congested)
