@@ -27,7 +27,7 @@ const (
 	// queue read (in targets: the budget is that many of them), so that
 	// one window of a process descheduled for long does not swing p from
 	// 0 to the top and back (measured on a shared machine: it did).
-	dropUp, dropDown, dropQMax = 0.2, 0.1, DelayShare*dropTargetDiv
+	dropUp, dropDown, dropQMax = 0.2, 0.1, DelayShare * dropTargetDiv
 	// dropTargetDiv: the mean wait p holds is the limit's scheduling
 	// delay target over this (a tenth of the queue budget: 5 ms of the
 	// default 50): a refusal costs its client the queue of the moment,
