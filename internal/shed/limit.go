@@ -132,11 +132,9 @@ func (l *Limit) RefuseEarly(waited time.Duration, known bool) bool {
 	// wait, and a window revised only a second late would read as one
 	// without requests.
 	l.revise()
-	if l.early.drop() {
-		l.refused.Add(1)
-		return true
-	}
-	return false
+	// Not counted among the limit's refusals: those say the limit was
+	// used and may grow; an early refusal says nothing of the limit.
+	return l.early.drop()
 }
 
 // EarlyShare is the share of arriving requests refused early now.
