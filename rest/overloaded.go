@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 
@@ -21,8 +22,25 @@ func WriteOverloaded(w http.ResponseWriter, r *http.Request, retryAfter string) 
 		partnerapi.WriteEnvelopeErrorStatus(w, r, http.StatusServiceUnavailable, partnerapi.CodeSystemError, partnerapi.Message(partnerapi.CodeSystemError, overloadedDetail))
 		return
 	}
-	httpx.WriteError(w, http.StatusServiceUnavailable, "overloaded", overloadedDetail)
+	h := w.Header()
+	h["Content-Type"] = headerJSON // shared, never modified: Set would allocate
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_, _ = w.Write(overloadedBody)
 }
+
+// headerJSON is the refusal's Content-Type value, shared by every reply.
+var headerJSON = []string{"application/json; charset=utf-8"}
+
+// overloadedBody is the whole {"error": "overloaded"} reply, built once:
+// during an overload most requests get it, and a refusal must cost next
+// to nothing beside the request it spares.
+var overloadedBody = func() []byte {
+	b, err := json.Marshal(httpx.ErrorBody{Error: "overloaded", Message: overloadedDetail})
+	if err != nil {
+		panic(err)
+	}
+	return append(b, '\n')
+}()
 
 // isPartnerPath reports whether path is under a partner API version's
 // prefix (/api/v1/…), served in the envelope.

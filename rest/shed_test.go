@@ -12,29 +12,40 @@ import (
 	"gatehouse/internal/app/apptest"
 	"gatehouse/internal/config"
 	"gatehouse/internal/partner"
+	"gatehouse/internal/shed"
 	"gatehouse/internal/testenv"
 )
 
 // shedTotal reads gatehouse_http_shed_total{listener}.
 func shedTotal(t *testing.T, listener string) float64 {
+	return listenerMetric(t, "gatehouse_http_shed_total", listener)
+}
+
+// sheddingAll reads gatehouse_http_shedding_all{listener}.
+func sheddingAll(t *testing.T, listener string) float64 {
+	return listenerMetric(t, "gatehouse_http_shedding_all", listener)
+}
+
+// listenerMetric reads the counter or gauge name{listener}.
+func listenerMetric(t *testing.T, name, listener string) float64 {
 	t.Helper()
 	mfs, err := prometheus.DefaultGatherer.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() != "gatehouse_http_shed_total" {
+		if mf.GetName() != name {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
 			for _, l := range m.GetLabel() {
 				if l.GetName() == "listener" && l.GetValue() == listener {
-					return m.GetCounter().GetValue()
+					return m.GetCounter().GetValue() + m.GetGauge().GetValue()
 				}
 			}
 		}
 	}
-	t.Fatalf("no gatehouse_http_shed_total{listener=%q}", listener)
+	t.Fatalf("no %s{listener=%q}", name, listener)
 	return 0
 }
 
@@ -149,6 +160,64 @@ func TestShedRateLimitIsCheap(t *testing.T) {
 		}
 		if d := time.Since(start); d > time.Second {
 			t.Fatalf("429 took %s", d)
+		}
+	})
+}
+
+// TestShedEverythingNotReady: while the public listener refuses every
+// request (its limit held, tickets sent all the time), /readyz answers 503
+// "shedding_all" once shed.AllSeconds whole seconds have been refused and
+// gatehouse_http_shedding_all{listener="public"} is 1; with the limit free
+// and the requests served again, /readyz answers 200 within a few seconds.
+func TestShedEverythingNotReady(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		e := apptest.Start(t, b, tinyLimits)
+		if !e.App.Shed.Public.TryAcquire() {
+			t.Fatal("limit not free at start")
+		}
+		released := false
+		defer func() {
+			if !released {
+				e.App.Shed.Public.Release()
+			}
+		}()
+		ready := func() (int, map[string]any) {
+			r := e.Do(t, http.MethodGet, e.PublicURL+"/readyz", "")
+			return r.Status, r.Map(t)
+		}
+		if st, body := ready(); st != http.StatusOK || body["shedding"] != "none" {
+			t.Fatalf("/readyz before any refusal: %d %v", st, body)
+		}
+		// Keep requests coming, refused, until /readyz says so (or a deadline).
+		waitReady := func(wantStatus int, wantWord string, refuse bool) map[string]any {
+			t.Helper()
+			deadline := time.Now().Add(time.Duration(shed.AllSeconds+5) * time.Second)
+			for time.Now().Before(deadline) {
+				for range 2 * shed.AllMinRequests {
+					r := e.Do(t, http.MethodGet, e.PublicURL+"/api/tickets?limit=1", "")
+					if refuse != (r.Status == http.StatusServiceUnavailable) {
+						t.Fatalf("ticket page, limit held %v: %d %s", refuse, r.Status, r.Body)
+					}
+				}
+				if st, body := ready(); st == wantStatus && body["status"] == wantWord {
+					return body
+				}
+			}
+			t.Fatalf("/readyz never answered %d %q", wantStatus, wantWord)
+			return nil
+		}
+		body := waitReady(http.StatusServiceUnavailable, "shedding_all", true)
+		if body["shedding"] != "all" {
+			t.Fatalf("/readyz while shedding everything: %v", body)
+		}
+		if v := sheddingAll(t, "public"); v != 1 {
+			t.Fatalf("gatehouse_http_shedding_all{public} %v while shedding everything", v)
+		}
+		e.App.Shed.Public.Release()
+		released = true
+		waitReady(http.StatusOK, "ready", false)
+		if v := sheddingAll(t, "public"); v != 0 {
+			t.Fatalf("gatehouse_http_shedding_all{public} %v after recovery", v)
 		}
 	})
 }

@@ -16,6 +16,7 @@ import (
 	"gatehouse/internal/errs"
 	"gatehouse/internal/httpx"
 	"gatehouse/internal/kv"
+	"gatehouse/internal/shed"
 )
 
 // checkEviction refuses a Redis whose maxmemory-policy may evict keys,
@@ -46,8 +47,9 @@ func (a *App) checkEviction(ctx context.Context) error {
 // check time out, nor the other way round.
 const readyBudget = 2 * time.Second
 
-// ready answers whether this replica can serve: 503 only while it starts
-// or drains (or, with GATEHOUSE_READY_REQUIRES, while a dependency named
+// ready answers whether this replica can serve: 503 only while it
+// starts, drains or sheds every request of the public listener (shed.AllShare
+// for shed.AllSeconds) (or, with GATEHOUSE_READY_REQUIRES, while a dependency named
 // there is in any state but ok). A shared dependency failing must not take
 // every replica out of its load balancer: the routes that do not need it
 // keep serving, and those that do answer 503 on their own. The body gives
@@ -83,18 +85,10 @@ func (a *App) ready(w http.ResponseWriter, r *http.Request) {
 	if start := a.Admission.ReplayStart(); !start.IsZero() {
 		body["replay_memory_start"] = start.UTC().Format(time.RFC3339Nano)
 	}
-	required, _ := a.Cfg.Server.ReadyRequired() // validated at start
-	body["status"] = "ready"
-	switch {
-	case a.draining.Load():
-		body["status"] = "shutting_down"
-	case !a.started.Load():
-		body["status"] = "starting"
-	case required["database"] && db.State != depstate.OK:
-		body["status"] = "database_" + string(db.State)
-	case required["kv"] && kvh.State != depstate.OK:
-		body["status"] = "kv_" + string(kvh.State)
-	}
+	sat := a.Shed.Public.Saturation("public")
+	a.Shed.Admin.Saturation("admin") // its gauge
+	body["shedding"] = sheddingWord(sat)
+	body["status"] = a.readyStatus(db, kvh, sat)
 	status := http.StatusOK
 	if body["status"] != "ready" {
 		status = http.StatusServiceUnavailable
@@ -107,6 +101,37 @@ func (a *App) ready(w http.ResponseWriter, r *http.Request) {
 		a.readyCheckedAt.Store(time.Now().UnixNano())
 	}
 	httpx.WriteJSON(w, status, body)
+}
+
+// readyStatus is /readyz's status word: "ready", or why not.
+func (a *App) readyStatus(db, kvh kv.Health, sat shed.Saturation) string {
+	required, _ := a.Cfg.Server.ReadyRequired() // validated at start
+	switch {
+	case a.draining.Load():
+		return "shutting_down"
+	case !a.started.Load():
+		return "starting"
+	case sat.All:
+		return "shedding_all"
+	case required["database"] && db.State != depstate.OK:
+		return "database_" + string(db.State)
+	case required["kv"] && kvh.State != depstate.OK:
+		return "kv_" + string(kvh.State)
+	}
+	return "ready"
+}
+
+// sheddingWord is /readyz's "shedding": "all" while the public listener
+// sheds every request, "some" when its last whole second refused any,
+// else "none".
+func sheddingWord(sat shed.Saturation) string {
+	switch {
+	case sat.All:
+		return "all"
+	case sat.Refused > 0:
+		return "some"
+	}
+	return "none"
 }
 
 // databaseHealth is the database's state: unavailable when it does not
@@ -135,7 +160,7 @@ func (a *App) databaseHealth(ctx context.Context) kv.Health {
 var (
 	readyGauge = promauto.NewGauge(prometheus.GaugeOpts{
 		Name: "gatehouse_ready",
-		Help: "1 when the last /readyz check (at start, at every probe, and every 5 s without one) answered 200 (not starting, not draining, and every dependency GATEHOUSE_READY_REQUIRES names ok), else 0.",
+		Help: "1 when the last /readyz check (at start, at every probe, and every 5 s without one) answered 200 (not starting, not draining, not shedding every request, and every dependency GATEHOUSE_READY_REQUIRES names ok), else 0.",
 	})
 	readyCheckGauge = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "gatehouse_ready_check",

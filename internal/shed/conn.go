@@ -28,6 +28,8 @@ type connState struct {
 	// queue before reaching the middleware (to the kernel's clock tick,
 	// a few ms); 0 when unknown.
 	waited time.Duration
+	// known: the kernel answered (waited is meaningful).
+	known bool
 }
 
 // stateOf asks the kernel about the connection of the request with

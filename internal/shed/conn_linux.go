@@ -21,7 +21,7 @@ func tcpState(fd uintptr) connState {
 	if err != nil {
 		return connState{} // not TCP (a Unix socket, a test pipe): unknown
 	}
-	st := connState{waited: time.Duration(info.Last_data_recv) * time.Millisecond}
+	st := connState{waited: time.Duration(info.Last_data_recv) * time.Millisecond, known: true}
 	switch info.State {
 	case tcpClose, tcpCloseWait, tcpLastAck:
 		st.gone = true

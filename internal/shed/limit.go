@@ -57,6 +57,8 @@ type Limit struct {
 	windowAt atomic.Int64 // UnixNano the window began
 	busy     atomic.Bool  // the last window's delay was past the target
 	mu       sync.Mutex   // one revision at a time
+	early    dropper      // the share refused early (drop.go)
+	secs     seconds      // requests and refusals per second (all.go)
 }
 
 // NewLimit returns a limit that starts at min and stays in [min, max],
@@ -108,12 +110,35 @@ func (l *Limit) revise() {
 	if now-l.windowAt.Load() < int64(Window) {
 		return // revised meanwhile
 	}
+	span := time.Duration(now - l.windowAt.Load())
 	l.windowAt.Store(now)
+	l.early.revise(time.Duration(l.target*float64(time.Second)/dropTargetDiv), span, span >= dropForget)
 	peak, refused := l.peak.Swap(l.inflight.Load()), l.refused.Swap(0)
 	congested := l.meter.quantile(delayQuantile) > l.target
 	l.busy.Store(congested)
 	l.limit.Store(next(l.limit.Load(), peak, refused, congested, l.min, l.max))
 }
+
+// RefuseEarly records how long a request waited before it reached the
+// middleware (known: the kernel could tell) and reports whether to refuse
+// it at once: while a standing queue exists, a share of the arrivals is
+// refused whatever its wait (drop.go).
+func (l *Limit) RefuseEarly(waited time.Duration, known bool) bool {
+	if known {
+		l.early.observe(waited)
+	}
+	// Revise here, on every request, not only on releases and refusals
+	// of the limit: in a backlog nearly every request is refused for its
+	// wait, and a window revised only a second late would read as one
+	// without requests.
+	l.revise()
+	// Not counted among the limit's refusals: those say the limit was
+	// used and may grow; an early refusal says nothing of the limit.
+	return l.early.drop()
+}
+
+// EarlyShare is the share of arriving requests refused early now.
+func (l *Limit) EarlyShare() float64 { return l.early.share() }
 
 // Congested reports whether runnable work waited past the target in the
 // last window: the process is short of CPU, not merely busy.

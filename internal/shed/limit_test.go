@@ -3,6 +3,8 @@ package shed
 import (
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // TestNext: a congested window cuts the limit to 0.8 of the concurrency
@@ -89,5 +91,130 @@ func TestLimitShrinksWhenWorkWaits(t *testing.T) {
 
 func spin(d time.Duration) {
 	for end := time.Now().Add(d); time.Now().Before(end); {
+	}
+}
+
+// TestSheddingEverything: a limit held full and refusing every request
+// sheds everything once AllSeconds whole seconds in a row refused at least
+// AllShare of AllMinRequests or more; a second with an admitted request
+// among a few, or with no request at all, ends it.
+func TestSheddingEverything(t *testing.T) {
+	l := NewLimit(1, 1, time.Second)
+	clock := time.Unix(1_000_000, 0)
+	l.now = func() time.Time { return clock }
+	refuseFor := func(n int) {
+		for range n {
+			if l.TryAcquire() {
+				t.Fatal("admitted with the limit held")
+			}
+			l.countRequest("test-all", true)
+		}
+	}
+	if !l.TryAcquire() {
+		t.Fatal("limit not free at start")
+	}
+	for sec := 1; sec <= AllSeconds; sec++ {
+		refuseFor(AllMinRequests)
+		clock = clock.Add(time.Second)
+		sat := l.Saturation("test-all")
+		if want := sec == AllSeconds; sat.All != want || sat.Seen != AllMinRequests || sat.Refused != AllMinRequests {
+			t.Fatalf("after %d s refusing everything: %+v, want All %v", sec, sat, want)
+		}
+	}
+	if v := testutil.ToFloat64(sheddingAllGauge.WithLabelValues("test-all")); v != 1 {
+		t.Fatalf("gatehouse_http_shedding_all %v, want 1", v)
+	}
+	// 1 admitted of 20: 95 % refused, under AllShare.
+	refuseFor(19)
+	l.countRequest("test-all", false)
+	clock = clock.Add(time.Second)
+	if sat := l.Saturation("test-all"); sat.All || sat.Seen != 20 || sat.Refused != 19 {
+		t.Fatalf("a second with one request admitted: %+v", sat)
+	}
+	for range AllSeconds {
+		refuseFor(AllMinRequests)
+		clock = clock.Add(time.Second)
+	}
+	if !l.Saturation("test-all").All {
+		t.Fatal("not shedding everything again after AllSeconds more")
+	}
+	clock = clock.Add(2 * time.Second) // a whole second without requests
+	if sat := l.Saturation("test-all"); sat.All || sat.Seen != 0 {
+		t.Fatalf("after a quiet second: %+v", sat)
+	}
+	if v := testutil.ToFloat64(sheddingAllGauge.WithLabelValues("test-all")); v != 0 {
+		t.Fatalf("gatehouse_http_shedding_all %v after a quiet second, want 0", v)
+	}
+	// Too few requests to tell: refusing all of 3 a second is no overload.
+	for range AllSeconds + 1 {
+		refuseFor(3)
+		clock = clock.Add(time.Second)
+	}
+	if l.Saturation("test-all").All {
+		t.Fatal("shedding everything on 3 requests a second")
+	}
+}
+
+// TestNextDrop: the share refused early grows while the queue is past its
+// target, faster while it grows, falls while the queue is short, and stays
+// within [0, dropMax].
+func TestNextDrop(t *testing.T) {
+	for _, c := range []struct {
+		name           string
+		p, q, prev     float64
+		wantLo, wantHi float64
+	}{
+		{"at target, steady: unchanged", 0.3, 1, 1, 0.3, 0.3},
+		{"past target: up", 0.3, 3, 3, 0.39, 0.41},
+		{"growing: up faster", 0.3, 3, 2, 0.49, 0.51},
+		{"no queue: down", 0.3, 0, 0, 0.24, 0.26},
+		{"never below 0", 0.01, 0, 2, 0, 0},
+		{"a long stall: up by dropUp at most", 0.3, 40, 0, 0.3 + dropUp, 0.3 + dropUp},
+		{"after a stall: down by dropDown at most", 0.5, 1, 40, 0.5 - dropDown, 0.5 - dropDown},
+		{"never above dropMax", 0.9, 20, 20, dropMax, dropMax},
+	} {
+		if got := nextDrop(c.p, c.q, c.prev); got < c.wantLo || got > c.wantHi {
+			t.Errorf("%s: nextDrop(%v, %v, %v) = %v, want in [%v, %v]", c.name, c.p, c.q, c.prev, got, c.wantLo, c.wantHi)
+		}
+	}
+}
+
+// TestDropperFollowsTheQueue: a window whose many requests waited three
+// times the target raises the share refused early, and refusals follow
+// it; a few requests waiting as long (closed-loop clients on a slow CPU)
+// raise nothing; a window long past forgets it.
+func TestDropperFollowsTheQueue(t *testing.T) {
+	const target, window = 10 * time.Millisecond, 100 * time.Millisecond
+	var d dropper
+	for range 1000 {
+		d.observe(3 * target)
+	}
+	d.revise(target, window, false)
+	for range 1000 { // a second such window
+		d.observe(3 * target)
+	}
+	d.revise(target, window, false)
+	if p := d.share(); p < 0.3 {
+		t.Fatalf("share %v after two windows of 1,000 requests waiting 3 targets", p)
+	}
+	dropped := 0
+	for range 1000 {
+		if d.drop() {
+			dropped++
+		}
+	}
+	if dropped < 200 || dropped > 900 {
+		t.Fatalf("%d of 1,000 dropped at share %v", dropped, d.share())
+	}
+	d.revise(target, window, true)
+	if d.share() != 0 || d.drop() {
+		t.Fatalf("share %v after an idle gap", d.share())
+	}
+	for range 10 {
+		d.observe(3 * target)
+	}
+	d.revise(target, window, false)
+	if p := d.share(); p != 0 {
+		t.Fatalf("share %v after 10 slow requests (a queue of %v)", p, 10*3*target/window)
 	}
 }

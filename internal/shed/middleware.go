@@ -2,6 +2,7 @@ package shed
 
 import (
 	"log/slog"
+	"math"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -81,6 +82,7 @@ type Options struct {
 // store.
 func Middleware(o Options) func(http.Handler) http.Handler {
 	shed := shedTotal.WithLabelValues(o.Listener) // exists at 0 from the start
+	sheddingAllGauge.WithLabelValues(o.Listener).Set(0)
 	sum := &summary{log: o.Log, listener: o.Listener, limit: o.Limit}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -98,13 +100,15 @@ func Middleware(o Options) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, r)
 				return
 			}
-			if o.stale(st) || !o.Limit.TryAcquire() {
+			if o.Limit.RefuseEarly(st.waited, st.known) || o.stale(st) || !o.Limit.TryAcquire() {
+				o.Limit.countRequest(o.Listener, true)
 				shed.Inc()
 				httpx.MarkShed(r.Context())
 				sum.refused()
 				o.Refuse(w, r)
 				return
 			}
+			o.Limit.countRequest(o.Listener, false)
 			defer o.Limit.Release()
 			next.ServeHTTP(w, r)
 		})
@@ -152,5 +156,7 @@ func (s *summary) refused() {
 	}
 	n := s.count.Swap(0)
 	s.log.Warn("load shedding: requests refused (503) since the last line", "listener", s.listener, "refused", n,
-		"limit", s.limit.Current(), "in_flight", s.limit.InFlight(), "congested", s.limit.Congested())
+		"limit", s.limit.Current(), "in_flight", s.limit.InFlight(), "congested", s.limit.Congested(),
+		"early_share", s.limit.EarlyShare(), "wait_ms", math.Float64frombits(s.limit.early.meanMs.Load()),
+		"waiting", math.Float64frombits(s.limit.early.queue.Load()))
 }

@@ -94,6 +94,13 @@ func TestMiddlewareDoesNotStartAbandonedRequests(t *testing.T) {
 	}
 }
 
+// frozen keeps l from revising itself (for an hour), so that a test
+// decides whether it is congested.
+func frozen(l *Limit) *Limit {
+	l.windowAt.Store(time.Now().Add(time.Hour).UnixNano())
+	return l
+}
+
 // serveRaw serves h on loopback with ConnContext, as the app's servers do.
 func serveRaw(t *testing.T, h http.Handler) string {
 	t.Helper()
@@ -116,7 +123,7 @@ func serveRaw(t *testing.T, h http.Handler) string {
 func TestMiddlewareSeesTheClientHangUp(t *testing.T) {
 	var ran atomic.Int64
 	release, blocked := make(chan struct{}), make(chan struct{})
-	l := NewLimit(8, 8, time.Second)
+	l := frozen(NewLimit(8, 8, time.Second))
 	l.busy.Store(true)
 	addr := serveRaw(t, Middleware(Options{Listener: "test-hangup", Limit: l, Refuse: refuse503})(
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -198,7 +205,7 @@ func TestMiddlewareSeesTheClientHangUp(t *testing.T) {
 // fresh one served; while it is not, a late request is served too.
 func TestMiddlewareRefusesStaleRequests(t *testing.T) {
 	var ran atomic.Int64
-	l := NewLimit(8, 8, time.Second)
+	l := frozen(NewLimit(8, 8, time.Second))
 	shedding := Middleware(Options{Listener: "test-stale", Limit: l, QueueBudget: 30 * time.Millisecond, Refuse: refuse503})
 	// In front of it, a stand-in for a busy process: requests to /slow
 	// wait before the middleware sees them.
