@@ -121,7 +121,7 @@ func seedPartner(ctx context.Context, e Env, b *strings.Builder) error {
 // ShellSignedCurl returns a POSIX shell snippet that signs and sends a v1
 // order query (needs md5sum; on macOS use `md5 -q` instead).
 func ShellSignedCurl(baseURL, appKey, appSecret, orderNo string) string {
-	return fmt.Sprintf("TS=$(date +%%s000); NONCE=$(od -An -N8 -tx1 /dev/urandom | tr -d ' \\n'); "+
+	return fmt.Sprintf("TS=$(date +%%s%%3N); NONCE=$(od -An -N8 -tx1 /dev/urandom | tr -d ' \\n'); "+
 		"SIGN=$(printf '%%s' \"%s${TS}${NONCE}order_no%s\" | md5sum | cut -c1-32); "+
 		"curl -s \"%s/api/v1/orders/query?app_key=%s&timestamp=$TS&nonce=$NONCE&order_no=%s&sign=$SIGN\"",
 		appSecret, orderNo, baseURL, url.QueryEscape(appKey), url.QueryEscape(orderNo))
