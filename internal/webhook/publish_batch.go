@@ -9,11 +9,11 @@ import (
 	"slices"
 	"time"
 
+	"entgo.io/ent/dialect"
 	entsql "entgo.io/ent/dialect/sql"
 
 	"gatehouse/ent"
 	"gatehouse/ent/partnerapp"
-	"gatehouse/ent/predicate"
 	"gatehouse/ent/webhookendpoint"
 	"gatehouse/ent/webhookpublication"
 	"gatehouse/internal/errs"
@@ -184,6 +184,7 @@ func (s *Service) publishGroup(ctx context.Context, calls []*pubCall) error {
 		dup *pubCall
 	}
 	outs := make(map[*pubCall]*outcome, len(calls))
+	queued := false
 	err := store.WithTx(ctx, s.client, func(tx *ent.Tx) error {
 		clear(outs)
 		apps, err := tx.PartnerApp.Query().Where(partnerapp.IDIn(appIDs...)).All(ctx)
@@ -231,7 +232,7 @@ func (s *Service) publishGroup(ctx context.Context, calls []*pubCall) error {
 			first[k] = c
 			claims = append(claims, c)
 		}
-		taken, err := s.claimKeys(ctx, tx, claims, func(c *pubCall) *Published { return outs[c].res }, now)
+		taken, err := s.claimKeysOf(ctx, tx, claims, func(c *pubCall) *Published { return outs[c].res }, now)
 		if err != nil {
 			return err
 		}
@@ -251,11 +252,10 @@ func (s *Service) publishGroup(ctx context.Context, calls []*pubCall) error {
 			creates = append(creates, cr...)
 			counts[c] = len(cr)
 		}
-		for chunk := range slices.Chunk(creates, maxDeliveriesPerInsert) {
-			if err := tx.WebhookDelivery.CreateBulk(chunk...).Exec(ctx); err != nil {
-				return err
-			}
+		if err := s.insertDeliveries(ctx, tx, creates, now); err != nil {
+			return err
 		}
+		queued = len(creates) > 0
 		for c, n := range counts {
 			outs[c].res.DeliveryCount = n
 		}
@@ -263,6 +263,9 @@ func (s *Service) publishGroup(ctx context.Context, calls []*pubCall) error {
 	})
 	if err != nil {
 		return err
+	}
+	if queued && s.db.Dialect == dialect.Postgres {
+		s.Notify() // this process's dispatcher; the NOTIFY told the others
 	}
 	for _, c := range calls {
 		o := outs[c]
@@ -283,19 +286,57 @@ func (s *Service) publishGroup(ctx context.Context, calls []*pubCall) error {
 	return nil
 }
 
+// claimKeysOf is claimKeys, or on Postgres claimKeysPG.
+func (s *Service) claimKeysOf(ctx context.Context, tx *ent.Tx, claims []*pubCall, msg func(*pubCall) *Published, now time.Time) (map[*pubCall]*Published, error) {
+	if len(claims) == 0 {
+		return nil, nil
+	}
+	if s.db.Dialect != dialect.Postgres {
+		return s.claimKeys(ctx, tx, claims, msg, now)
+	}
+	sortClaims(claims)
+	return claimKeysPG(ctx, tx, claims, msg, now)
+}
+
+// insertDeliveries queues the deliveries creates describe: on Postgres in
+// one statement of arrays, with the NOTIFY that wakes the other replicas
+// at the commit (the caller wakes this one's dispatcher after it); on
+// SQLite in multi-row INSERTs of at most maxDeliveriesPerInsert rows,
+// whose hook announces the work.
+func (s *Service) insertDeliveries(ctx context.Context, tx *ent.Tx, creates []*ent.WebhookDeliveryCreate, now time.Time) error {
+	if len(creates) == 0 {
+		return nil
+	}
+	if s.db.Dialect == dialect.Postgres {
+		if err := insertDeliveriesPG(ctx, tx, creates, now); err != nil {
+			return err
+		}
+		return store.Notify(ctx, tx, s.db.Dialect, NotifyChannel)
+	}
+	for chunk := range slices.Chunk(creates, maxDeliveriesPerInsert) {
+		if err := tx.WebhookDelivery.CreateBulk(chunk...).Exec(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sortClaims puts claims in (app, key) order.
+func sortClaims(claims []*pubCall) {
+	slices.SortFunc(claims, func(a, b *pubCall) int {
+		return cmp.Or(cmp.Compare(a.req.AppID, b.req.AppID), cmp.Compare(a.req.IdempotencyKey, b.req.IdempotencyKey))
+	})
+}
+
 // claimKeys records the idempotency keys of claims (each an event with a
-// key, no two alike) in one upsert and reads them back in one query: a key
+// key, no two alike) in one upsert (a multi-row VALUES) and reads them
+// back in one query (takenKeys): a key
 // new to its app, or past its window, is taken by the event (its message
 // from msg); a key taken within the window is left alone and its message
 // returned (Replayed) in the result, by call. Rows go in (app, key) order, so that concurrent groups
 // wait on each other's keys in one order (no deadlock).
 func (s *Service) claimKeys(ctx context.Context, tx *ent.Tx, claims []*pubCall, msg func(*pubCall) *Published, now time.Time) (map[*pubCall]*Published, error) {
-	if len(claims) == 0 {
-		return nil, nil
-	}
-	slices.SortFunc(claims, func(a, b *pubCall) int {
-		return cmp.Or(cmp.Compare(a.req.AppID, b.req.AppID), cmp.Compare(a.req.IdempotencyKey, b.req.IdempotencyKey))
-	})
+	sortClaims(claims)
 	creates := make([]*ent.WebhookPublicationCreate, len(claims))
 	for i, c := range claims {
 		creates[i] = tx.WebhookPublication.Create().SetAppID(c.req.AppID).SetIdempotencyKey(c.req.IdempotencyKey).
@@ -310,39 +351,5 @@ func (s *Service) claimKeys(ctx context.Context, tx *ent.Tx, claims []*pubCall, 
 	).Exec(ctx); err != nil {
 		return nil, err
 	}
-	type appKey struct {
-		app int
-		key string
-	}
-	// Read the keys back: a row with another message id was taken
-	// already (within its window), and that message answers the repeat.
-	preds := make([]predicate.WebhookPublication, 0, len(claims))
-	for _, c := range claims {
-		preds = append(preds, webhookpublication.And(webhookpublication.AppID(c.req.AppID), webhookpublication.IdempotencyKey(c.req.IdempotencyKey)))
-	}
-	rowsTaken, err := tx.WebhookPublication.Query().Where(webhookpublication.Or(preds...)).
-		Select(webhookpublication.FieldAppID, webhookpublication.FieldIdempotencyKey, webhookpublication.FieldEventID,
-			webhookpublication.FieldEventType, webhookpublication.FieldCreateTime).All(ctx)
-	if err != nil {
-		return nil, err
-	}
-	byKey := make(map[appKey]*ent.WebhookPublication, len(rowsTaken))
-	for _, p := range rowsTaken {
-		byKey[appKey{p.AppID, p.IdempotencyKey}] = p
-	}
-	out := make(map[*pubCall]*Published)
-	for _, c := range claims {
-		p := byKey[appKey{c.req.AppID, c.req.IdempotencyKey}]
-		if p != nil && p.EventID == msg(c).ID {
-			continue // taken by this event
-		}
-		if p == nil {
-			// Taken and gone again (a concurrent purge): the group runs anew.
-			return nil, fmt.Errorf("idempotency key %q of app %d vanished while being read", c.req.IdempotencyKey, c.req.AppID)
-		}
-		// The first message's bizData is not read back (not answered).
-		out[c] = &Published{ID: p.EventID, AppID: p.AppID, EventType: p.EventType,
-			IdempotencyKey: p.IdempotencyKey, CreateTime: p.CreateTime, Replayed: true}
-	}
-	return out, nil
+	return takenKeys(ctx, tx, claims, msg)
 }
