@@ -278,7 +278,7 @@ func (s *Service) publishGroup(ctx context.Context, calls []*pubCall) error {
 		if c.dup != nil {
 			if m := c.dup.res; m != nil {
 				again := *m
-				again.Replayed = true
+				again.Replayed, again.DeliveryCount = true, 0 // a repeat queues nothing
 				c.res = &again
 			}
 		}
