@@ -165,10 +165,11 @@ func publishFailure(ctx context.Context, err error) error {
 // publishGroup writes checked events in one transaction with a fixed
 // number of statements whatever their number: the apps and their
 // endpoints (two reads), the idempotency keys (one upsert, and one read of
-// the keys already taken when there are any), the deliveries (one INSERT
-// per maxDeliveriesPerInsert rows) and, at the commit, one NOTIFY. Each
-// call gets its message or its own error (an unknown app); an error
-// returned is the group's (nothing was written).
+// the keys when some were taken already), the deliveries (one INSERT on
+// Postgres, one per maxDeliveriesPerInsert rows on SQLite) and one
+// NOTIFY, delivered at the commit. Each call gets its message or its own
+// error (an unknown app); an error returned is the group's (nothing was
+// written).
 func (s *Service) publishGroup(ctx context.Context, calls []*pubCall) error {
 	now := dbTime(s.now())
 	tc := telemetry.Capture(ctx)
@@ -178,42 +179,20 @@ func (s *Service) publishGroup(ctx context.Context, calls []*pubCall) error {
 			appIDs = append(appIDs, c.req.AppID)
 		}
 	}
-	type outcome struct {
-		res *Published
-		err error
-		dup *pubCall
-	}
-	outs := make(map[*pubCall]*outcome, len(calls))
+	outs := make(map[*pubCall]*groupOutcome, len(calls))
 	queued := false
 	err := store.WithTx(ctx, s.client, func(tx *ent.Tx) error {
 		clear(outs)
-		apps, err := tx.PartnerApp.Query().Where(partnerapp.IDIn(appIDs...)).All(ctx)
+		byID, epsOf, err := groupTargets(ctx, tx, appIDs)
 		if err != nil {
 			return err
-		}
-		byID := make(map[int]*ent.PartnerApp, len(apps))
-		for _, a := range apps {
-			byID[a.ID] = a
-		}
-		eps, err := tx.WebhookEndpoint.Query().Where(webhookendpoint.AppIDIn(appIDs...)).
-			Order(ent.Asc(webhookendpoint.FieldID)).All(ctx)
-		if err != nil {
-			return err
-		}
-		epsOf := make(map[int][]*ent.WebhookEndpoint, len(apps))
-		for _, ep := range eps {
-			epsOf[ep.AppID] = append(epsOf[ep.AppID], ep)
 		}
 		// Keys: the first call of the group with an (app, key) claims it;
 		// later ones repeat it.
-		type appKey struct {
-			app int
-			key string
-		}
-		first := make(map[appKey]*pubCall)
+		first := make(map[pubKey]*pubCall)
 		var claims []*pubCall
 		for _, c := range calls {
-			o := &outcome{}
+			o := &groupOutcome{}
 			outs[c] = o
 			if byID[c.req.AppID] == nil {
 				o.err = ErrAppNotFound
@@ -224,7 +203,7 @@ func (s *Service) publishGroup(ctx context.Context, calls []*pubCall) error {
 			if c.req.IdempotencyKey == "" {
 				continue
 			}
-			k := appKey{c.req.AppID, c.req.IdempotencyKey}
+			k := pubKey{c.req.AppID, c.req.IdempotencyKey}
 			if f := first[k]; f != nil {
 				o.dup, o.res = f, nil
 				continue
@@ -267,6 +246,44 @@ func (s *Service) publishGroup(ctx context.Context, calls []*pubCall) error {
 	if queued && s.db.Dialect == dialect.Postgres {
 		s.Notify() // this process's dispatcher; the NOTIFY told the others
 	}
+	settleGroup(calls, outs)
+	return nil
+}
+
+// groupOutcome is a call's outcome while its group's transaction runs
+// (set on the call once it committed).
+type groupOutcome struct {
+	res *Published
+	err error
+	dup *pubCall
+}
+
+// groupTargets reads the apps appIDs and their endpoints (in id order),
+// by app.
+func groupTargets(ctx context.Context, tx *ent.Tx, appIDs []int) (map[int]*ent.PartnerApp, map[int][]*ent.WebhookEndpoint, error) {
+	apps, err := tx.PartnerApp.Query().Where(partnerapp.IDIn(appIDs...)).All(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	byID := make(map[int]*ent.PartnerApp, len(apps))
+	for _, a := range apps {
+		byID[a.ID] = a
+	}
+	eps, err := tx.WebhookEndpoint.Query().Where(webhookendpoint.AppIDIn(appIDs...)).
+		Order(ent.Asc(webhookendpoint.FieldID)).All(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	epsOf := make(map[int][]*ent.WebhookEndpoint, len(apps))
+	for _, ep := range eps {
+		epsOf[ep.AppID] = append(epsOf[ep.AppID], ep)
+	}
+	return byID, epsOf, nil
+}
+
+// settleGroup gives each call of a committed group its outcome; a repeat
+// of an earlier call of the group answers that call's message.
+func settleGroup(calls []*pubCall, outs map[*pubCall]*groupOutcome) {
 	for _, c := range calls {
 		o := outs[c]
 		c.res, c.err = o.res, o.err
@@ -283,7 +300,6 @@ func (s *Service) publishGroup(ctx context.Context, calls []*pubCall) error {
 			}
 		}
 	}
-	return nil
 }
 
 // claimKeysOf is claimKeys, or on Postgres claimKeysPG.
@@ -330,11 +346,11 @@ func sortClaims(claims []*pubCall) {
 
 // claimKeys records the idempotency keys of claims (each an event with a
 // key, no two alike) in one upsert (a multi-row VALUES) and reads them
-// back in one query (takenKeys): a key
-// new to its app, or past its window, is taken by the event (its message
-// from msg); a key taken within the window is left alone and its message
-// returned (Replayed) in the result, by call. Rows go in (app, key) order, so that concurrent groups
-// wait on each other's keys in one order (no deadlock).
+// back in one query (takenKeys): a key new to its app, or past its
+// window, is taken by the event (its message from msg); a key taken
+// within the window is left alone and its message returned (Replayed) in
+// the result, by call. Rows go in (app, key) order, so that concurrent
+// groups wait on each other's keys in one order (no deadlock).
 func (s *Service) claimKeys(ctx context.Context, tx *ent.Tx, claims []*pubCall, msg func(*pubCall) *Published, now time.Time) (map[*pubCall]*Published, error) {
 	sortClaims(claims)
 	creates := make([]*ent.WebhookPublicationCreate, len(claims))
