@@ -324,10 +324,7 @@ func (s *Service) insertDeliveries(ctx context.Context, tx *ent.Tx, creates []*e
 		return nil
 	}
 	if s.db.Dialect == dialect.Postgres {
-		if err := insertDeliveriesPG(ctx, tx, creates, now); err != nil {
-			return err
-		}
-		return store.Notify(ctx, tx, s.db.Dialect, NotifyChannel)
+		return insertDeliveriesPG(ctx, tx, creates, now)
 	}
 	for chunk := range slices.Chunk(creates, maxDeliveriesPerInsert) {
 		if err := tx.WebhookDelivery.CreateBulk(chunk...).Exec(ctx); err != nil {

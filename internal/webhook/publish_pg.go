@@ -38,11 +38,14 @@ WHERE %[1]s.%[7]s <= $7`,
 
 // insertDeliveriesPostgres queues a group's deliveries: one array per
 // column ($1-$10), one element per delivery; $11 the group's time
-// (next_attempt_at, create_time and update_time alike).
-var insertDeliveriesPostgres = fmt.Sprintf(`INSERT INTO %s (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+// (next_attempt_at, create_time and update_time alike). In the same
+// statement it sends the NOTIFY on channel $12 that wakes the other
+// replicas at the commit (one round trip fewer per group).
+var insertDeliveriesPostgres = fmt.Sprintf(`WITH d AS (INSERT INTO %s (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 SELECT v.app, v.ep, v.ev, v.t, v.b, v.url, v.st, 0, 0, v.mr, $11::timestamptz, $11::timestamptz, $11::timestamptz, v.tp, v.ts
 FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[], $10::text[])
-  AS v (app, ep, ev, t, b, url, st, mr, tp, ts)`,
+  AS v (app, ep, ev, t, b, url, st, mr, tp, ts))
+SELECT pg_notify($12::text, '')`,
 	webhookdelivery.Table, webhookdelivery.FieldAppID, webhookdelivery.FieldEndpointID, webhookdelivery.FieldEventID,
 	webhookdelivery.FieldEventType, webhookdelivery.FieldBizData, webhookdelivery.FieldCallbackURL, webhookdelivery.FieldStatus,
 	webhookdelivery.FieldRetryCount, webhookdelivery.FieldAttemptCount, webhookdelivery.FieldMaxRetry,
@@ -123,7 +126,7 @@ func takenKeys(ctx context.Context, tx *ent.Tx, claims []*pubCall, msg func(*pub
 }
 
 // insertDeliveriesPG queues the deliveries creates describe (built by
-// fanoutCreates, all at now) in one statement.
+// fanoutCreates, all at now) and announces them, in one statement.
 func insertDeliveriesPG(ctx context.Context, tx *ent.Tx, creates []*ent.WebhookDeliveryCreate, now time.Time) error {
 	n := len(creates)
 	apps, eps, maxRetry := make([]int64, n), make([]int64, n), make([]int64, n)
@@ -143,6 +146,6 @@ func insertDeliveriesPG(ctx context.Context, tx *ent.Tx, creates []*ent.WebhookD
 		tps[i], _ = m.Traceparent()
 		tss[i], _ = m.Tracestate()
 	}
-	_, err := tx.ExecContext(ctx, insertDeliveriesPostgres, apps, eps, events, types, data, urls, statuses, maxRetry, tps, tss, now)
+	_, err := tx.ExecContext(ctx, insertDeliveriesPostgres, apps, eps, events, types, data, urls, statuses, maxRetry, tps, tss, now, NotifyChannel)
 	return err
 }

@@ -3,8 +3,11 @@ package webhook_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"gatehouse/ent"
 	"gatehouse/ent/webhookdelivery"
@@ -127,4 +130,57 @@ func sameDelivery(a, b *ent.WebhookDelivery) string {
 		return "trace context"
 	}
 	return ""
+}
+
+// TestPublishEventsNotify: on Postgres a group that queued deliveries
+// announces them with one NOTIFY at its commit (other replicas attempt
+// them at once); a group of repeats only queues nothing and stays quiet.
+func TestPublishEventsNotify(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		if b.Embedded() {
+			t.Skip("Postgres only: LISTEN/NOTIFY")
+		}
+		e := newEnv(t, b, webhook.Options{AllowPrivate: true})
+		ctx := context.Background()
+		rcv := newReceiver(t, always(200))
+		appID, _ := e.newApp(t, rcv.URL)
+		declareInvoice(t, e)
+		conn, err := pgx.Connect(ctx, b.DatabaseURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "LISTEN "+webhook.NotifyChannel); err != nil {
+			t.Fatal(err)
+		}
+		good := json.RawMessage(`{"invoice_no":"I-8","lines":[]}`)
+		reqs := make([]webhook.PublishRequest, 20)
+		for i := range reqs {
+			reqs[i] = webhook.PublishRequest{AppID: appID, EventType: "invoice.issued", BizData: good, IdempotencyKey: fmt.Sprintf("n-%d", i)}
+		}
+		notified := func() int {
+			n := 0
+			for {
+				wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+				_, err := conn.WaitForNotification(wctx)
+				cancel()
+				if err != nil {
+					return n
+				}
+				n++
+			}
+		}
+		if _, err := e.svc.PublishEvents(ctx, reqs); err != nil {
+			t.Fatal(err)
+		}
+		if n := notified(); n != 1 {
+			t.Fatalf("a batch of 20 new events sent %d notifications, want 1", n)
+		}
+		if _, err := e.svc.PublishEvents(ctx, reqs); err != nil {
+			t.Fatal(err)
+		}
+		if n := notified(); n != 0 {
+			t.Fatalf("a batch of repeats sent %d notifications, want 0", n)
+		}
+	})
 }
