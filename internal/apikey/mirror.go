@@ -13,6 +13,7 @@ import (
 
 	"gatehouse/ent"
 	entapikey "gatehouse/ent/apikey"
+	"gatehouse/internal/combine"
 	"gatehouse/internal/kv"
 	"gatehouse/internal/secret"
 	"gatehouse/internal/store"
@@ -87,7 +88,7 @@ type marks interface {
 func NewMirror(ctx context.Context, db *store.DB, shared kv.Store, log *slog.Logger) (*Mirror, error) {
 	m := &Mirror{client: db.Client, db: db, log: log, mark: unknownMark, byHash: make(map[string]*ent.APIKey)}
 	if db.Dialect == dialect.Postgres {
-		m.marks = sharedMarks{shared}
+		m.marks = newSharedMarks(shared)
 		return m, nil
 	}
 	file, err := sqliteFile(ctx, db)
@@ -192,15 +193,54 @@ func readKey(ctx context.Context, client *ent.Client, hash string) (*ent.APIKey,
 }
 
 // sharedMarks keeps the mark in the shared store: any change writes a new
-// random one.
-type sharedMarks struct{ kv kv.Store }
-
-func (s sharedMarks) read(ctx context.Context) (string, error) {
-	v, _, err := s.kv.Get(ctx, ChangeMarkKey)
-	return string(v), err // a missing mark ("") is a mark too: a flushed store drops every mirror once
+// random one. Concurrent checks share their reads the way deductions
+// share their statements (internal/combine): a check that finds no read
+// in flight reads at once; those that arrive meanwhile wait for it and
+// share the next read, which starts after they arrived, so none of them
+// can miss a mark written before it began.
+type sharedMarks struct {
+	kv    kv.Store
+	reads *combine.Combiner[*markRead]
 }
 
-func (s sharedMarks) bump(ctx context.Context) error {
+// markRead is one check waiting for the mark.
+type markRead struct {
+	ctx  context.Context
+	mark string
+	err  error
+}
+
+func markContext(r *markRead) context.Context { return r.ctx }
+
+func newSharedMarks(shared kv.Store) *sharedMarks {
+	s := &sharedMarks{kv: shared}
+	s.reads = combine.New(func(batch []*markRead) {
+		ctx, cancel := combine.BatchContext(batch, markContext)
+		defer cancel()
+		if len(batch) == 1 {
+			ctx = batch[0].ctx
+		}
+		v, _, err := s.kv.Get(ctx, ChangeMarkKey)
+		for _, r := range batch {
+			// A missing mark ("") is a mark too: a flushed store drops
+			// every mirror once.
+			r.mark, r.err = string(v), err
+		}
+	}, combine.Options[*markRead]{
+		Max:     1024,
+		Context: markContext,
+		Abandon: func(r *markRead, err error) { r.err = err },
+	})
+	return s
+}
+
+func (s *sharedMarks) read(ctx context.Context) (string, error) {
+	r := &markRead{ctx: ctx}
+	s.reads.Do(r)
+	return r.mark, r.err
+}
+
+func (s *sharedMarks) bump(ctx context.Context) error {
 	return s.kv.Set(ctx, ChangeMarkKey, []byte(secret.RandomToken("", 12)), 0)
 }
 
