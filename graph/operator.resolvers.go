@@ -48,5 +48,7 @@ func (r *queryResolver) Viewer(ctx context.Context) (*ent.APIKey, error) {
 		// Only a request through APIKeyGuard reaches the resolvers.
 		return nil, errors.New("viewer: no API key in the request")
 	}
-	return key, nil
+	// The request's row may come from the replica's memory of the keys
+	// (apikey.Mirror): read its counts as they are now.
+	return r.Client.APIKey.Get(ctx, key.ID)
 }

@@ -14,6 +14,7 @@ import (
 	entapikey "gatehouse/ent/apikey"
 	"gatehouse/internal/errs"
 	"gatehouse/internal/secret"
+	"gatehouse/internal/store"
 )
 
 // Errors of the service, for errors.Is.
@@ -58,12 +59,25 @@ const (
 type Service struct {
 	client  *ent.Client
 	counter *Counter
+	mirror  *Mirror
 }
+
+// Option configures a Service.
+type Option func(*Service)
+
+// WithMirror checks keys against m, this process's mirror of the key
+// rows, instead of reading the database on every check; the service's
+// changes of keys are announced through it.
+func WithMirror(m *Mirror) Option { return func(s *Service) { s.mirror = m } }
 
 // NewService returns a key service over client that counts accepted uses
 // with counter (nil: uses are not counted, e.g. in the CLI).
-func NewService(client *ent.Client, counter *Counter) *Service {
-	return &Service{client: client, counter: counter}
+func NewService(client *ent.Client, counter *Counter, opts ...Option) *Service {
+	s := &Service{client: client, counter: counter}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // NewKey returns a fresh key: "ghk_" and 32 random bytes (URL-safe base64).
@@ -133,7 +147,7 @@ func (s *Service) Ensure(ctx context.Context, name, key string) (*ent.APIKey, er
 			if row.Status == Enabled && row.Role == RoleAdmin {
 				return row, nil
 			}
-			return s.client.APIKey.UpdateOne(row).SetStatus(Enabled).SetRole(RoleAdmin).Save(ctx)
+			return s.change(ctx, row.ID, func(u *ent.APIKeyUpdateOne) { u.SetStatus(Enabled).SetRole(RoleAdmin) })
 		case !ent.IsNotFound(err):
 			return nil, fmt.Errorf("look up bootstrap API key: %w", err)
 		}
@@ -169,21 +183,56 @@ func (s *Service) Enable(ctx context.Context, id int) (*ent.APIKey, error) {
 }
 
 func (s *Service) setStatus(ctx context.Context, id, status int) (*ent.APIKey, error) {
-	row, err := s.client.APIKey.UpdateOneID(id).SetStatus(status).Save(ctx)
+	return s.change(ctx, id, func(u *ent.APIKeyUpdateOne) { u.SetStatus(status) })
+}
+
+// SetRole gives key id another role: from the next request on, on every
+// replica, it may do what the new role allows and nothing else. Its
+// scopes stay (they are fixed at creation, and only a PUBLISHER's count).
+func (s *Service) SetRole(ctx context.Context, id int, role Role) (*ent.APIKey, error) {
+	if err := entapikey.RoleValidator(role); err != nil {
+		return nil, errs.Invalid("role", "must be ADMIN, READ_ONLY or PUBLISHER")
+	}
+	return s.change(ctx, id, func(u *ent.APIKeyUpdateOne) { u.SetRole(role) })
+}
+
+// change applies edit to key id and announces it: every change of a key
+// goes through here, so that no replica goes on accepting what it no
+// longer allows (see Mirror). On Postgres the NOTIFY is sent in the
+// change's transaction (delivered at its commit); the change mark is
+// written after the commit, before the call returns.
+func (s *Service) change(ctx context.Context, id int, edit func(*ent.APIKeyUpdateOne)) (*ent.APIKey, error) {
+	var row *ent.APIKey
+	err := store.WithTx(ctx, s.client, func(tx *ent.Tx) error {
+		u := tx.APIKey.UpdateOneID(id)
+		edit(u)
+		var err error
+		if row, err = u.Save(ctx); err != nil {
+			return err
+		}
+		if s.mirror == nil {
+			return nil
+		}
+		return store.Notify(ctx, tx, s.mirror.db.Dialect, ChangeChannel)
+	})
 	if ent.IsNotFound(err) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("set status of API key %d: %w", id, err)
+		return nil, fmt.Errorf("change API key %d: %w", id, err)
+	}
+	if s.mirror != nil {
+		s.mirror.changed(ctx)
 	}
 	return row, nil
 }
 
 // Authenticate checks a presented key: ErrMissing when it is empty,
 // ErrInvalid when it is unknown or disabled. An accepted key's use is
-// counted. The key is looked up by its hash on every call (one indexed
-// read), so a disabled key is refused by every replica from the next
-// request on.
+// counted. Without a mirror the key is looked up by its hash on every
+// call (one indexed read); with one (WithMirror), only when no row of it
+// was read since the last change of any key. Either way a disabled key
+// is refused by every replica from the next request on.
 func (s *Service) Authenticate(ctx context.Context, key string) (*ent.APIKey, error) {
 	if key == "" {
 		return nil, ErrMissing
@@ -192,12 +241,18 @@ func (s *Service) Authenticate(ctx context.Context, key string) (*ent.APIKey, er
 		return nil, ErrInvalid
 	}
 	hash := secret.HashToken(key)
-	row, err := s.client.APIKey.Query().Where(entapikey.KeyHash(hash)).Only(ctx)
-	if ent.IsNotFound(err) {
-		return nil, ErrInvalid
+	var row *ent.APIKey
+	var err error
+	if s.mirror != nil {
+		row, err = s.mirror.lookup(ctx, hash)
+	} else {
+		row, err = readKey(ctx, s.client, hash)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("look up API key: %w", err)
+		return nil, err
+	}
+	if row == nil {
+		return nil, ErrInvalid
 	}
 	// The lookup compared hashes in the database; compare again in
 	// constant time so that no code path depends on an early-exit compare.

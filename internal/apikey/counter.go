@@ -10,6 +10,7 @@ import (
 	"gatehouse/ent"
 	entapikey "gatehouse/ent/apikey"
 	"gatehouse/internal/batch"
+	"gatehouse/internal/store"
 )
 
 // DefaultFlushInterval is how often counted key uses are written: the
@@ -67,26 +68,32 @@ func (c *Counter) write(ctx context.Context, pending map[int]use) (map[int]use, 
 	failed := map[int]use{}
 	var errs []error
 	for id, u := range pending {
-		if u.n > 0 {
-			n, err := c.client.APIKey.Update().Where(entapikey.ID(id)).AddUsageCount(u.n).Save(ctx)
-			if err != nil {
-				errs = append(errs, err)
-				failed[id] = u
-				continue
+		// One transaction per key: a reader sees the count and the time
+		// of its last use move together.
+		missing := false
+		err := store.WithTx(ctx, c.client, func(tx *ent.Tx) error {
+			if u.n > 0 {
+				n, err := tx.APIKey.Update().Where(entapikey.ID(id)).AddUsageCount(u.n).Save(ctx)
+				if err != nil {
+					return err
+				}
+				if missing = n == 0; missing {
+					return nil
+				}
 			}
-			if n == 0 {
-				c.log.Warn("dropping usage of a missing API key", "api_key_id", id, "count", u.n)
-				continue
-			}
-		}
-		// Replicas flush in any order: never move last_used_at backwards.
-		_, err := c.client.APIKey.Update().
-			Where(entapikey.ID(id), entapikey.Or(entapikey.LastUsedAtIsNil(), entapikey.LastUsedAtLT(u.last))).
-			SetLastUsedAt(u.last).
-			Save(ctx)
-		if err != nil {
+			// Replicas flush in any order: never move last_used_at backwards.
+			_, err := tx.APIKey.Update().
+				Where(entapikey.ID(id), entapikey.Or(entapikey.LastUsedAtIsNil(), entapikey.LastUsedAtLT(u.last))).
+				SetLastUsedAt(u.last).
+				Save(ctx)
+			return err
+		})
+		switch {
+		case err != nil:
 			errs = append(errs, err)
-			failed[id] = use{last: u.last} // the count itself is stored
+			failed[id] = u
+		case missing:
+			c.log.Warn("dropping usage of a missing API key", "api_key_id", id, "count", u.n)
 		}
 	}
 	if len(errs) > 0 {

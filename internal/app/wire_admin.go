@@ -45,7 +45,14 @@ const BootstrapAPIKeyName = "bootstrap (GATEHOUSE_BOOTSTRAP_API_KEY)"
 // tokens, the audit log) and makes sure the bootstrap API key exists.
 func (a *App) wireAdmin(ctx context.Context) error {
 	a.KeyUsage = apikey.NewCounter(a.DB.Client, a.Log, apikey.DefaultFlushInterval)
-	a.APIKeys = apikey.NewService(a.DB.Client, a.KeyUsage)
+	// Keys are checked against this process's mirror of their rows,
+	// dropped at every change of a key on any replica (apikey.Mirror).
+	keys, err := apikey.NewMirror(ctx, a.DB, a.KV, a.Log)
+	if err != nil {
+		return err
+	}
+	a.runInBackground(keys.Run)
+	a.APIKeys = apikey.NewService(a.DB.Client, a.KeyUsage, apikey.WithMirror(keys))
 	// The database is the record of logouts and user revocations; every
 	// token check reads this process's mirror of it, loaded before serving.
 	a.Revocations = identity.NewRevocations(a.DB, a.Log,

@@ -17,6 +17,7 @@ func (c *Console) endpointRoutes(r chi.Router) {
 	r.Post("/endpoints/{id}/disable", c.endpointAction("disableWebhookEndpoint", "Endpoint disabled: its deliveries are held."))
 	r.Post("/endpoints/{id}/end-overlap", c.endpointAction("endWebhookEndpointSecretOverlap", "The previous secret no longer signs."))
 	r.Post("/endpoints/{id}/rotate", c.rotateEndpointSecret)
+	r.Post("/endpoints/{id}/retry-schedule", c.setRetrySchedule)
 }
 
 // endpointRow is an endpoint with its health.
@@ -25,6 +26,7 @@ type endpointRow struct {
 	Enabled                              bool
 	EventTypes                           []string
 	PreviousSecretExpiresAt              *string
+	RetrySchedule                        []int // nil: the default
 	Health                               struct {
 		SuccessRate       *float64
 		Succeeded, Failed int
@@ -55,7 +57,7 @@ type endpointsData struct {
 
 const endpointsQuery = `query ConsoleEndpoints($id: ID!) {
   partnerApps(where: {id: $id}, first: 1) { edges { node { id appName webhookEndpoints {
-    id appID url description enabled eventTypes breaker previousSecretExpiresAt
+    id appID url description enabled eventTypes breaker previousSecretExpiresAt retrySchedule
     health { successRate succeeded failed lastError lastErrorAt hours { start succeeded failed } }
   } } } }
 }`

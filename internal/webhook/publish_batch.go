@@ -9,11 +9,11 @@ import (
 	"slices"
 	"time"
 
+	"entgo.io/ent/dialect"
 	entsql "entgo.io/ent/dialect/sql"
 
 	"gatehouse/ent"
 	"gatehouse/ent/partnerapp"
-	"gatehouse/ent/predicate"
 	"gatehouse/ent/webhookendpoint"
 	"gatehouse/ent/webhookpublication"
 	"gatehouse/internal/errs"
@@ -165,10 +165,11 @@ func publishFailure(ctx context.Context, err error) error {
 // publishGroup writes checked events in one transaction with a fixed
 // number of statements whatever their number: the apps and their
 // endpoints (two reads), the idempotency keys (one upsert, and one read of
-// the keys already taken when there are any), the deliveries (one INSERT
-// per maxDeliveriesPerInsert rows) and, at the commit, one NOTIFY. Each
-// call gets its message or its own error (an unknown app); an error
-// returned is the group's (nothing was written).
+// the keys when some were taken already), the deliveries (one INSERT on
+// Postgres, one per maxDeliveriesPerInsert rows on SQLite) and one
+// NOTIFY, delivered at the commit. Each call gets its message or its own
+// error (an unknown app); an error returned is the group's (nothing was
+// written).
 func (s *Service) publishGroup(ctx context.Context, calls []*pubCall) error {
 	now := dbTime(s.now())
 	tc := telemetry.Capture(ctx)
@@ -178,41 +179,20 @@ func (s *Service) publishGroup(ctx context.Context, calls []*pubCall) error {
 			appIDs = append(appIDs, c.req.AppID)
 		}
 	}
-	type outcome struct {
-		res *Published
-		err error
-		dup *pubCall
-	}
-	outs := make(map[*pubCall]*outcome, len(calls))
+	outs := make(map[*pubCall]*groupOutcome, len(calls))
+	queued := false
 	err := store.WithTx(ctx, s.client, func(tx *ent.Tx) error {
 		clear(outs)
-		apps, err := tx.PartnerApp.Query().Where(partnerapp.IDIn(appIDs...)).All(ctx)
+		byID, epsOf, err := groupTargets(ctx, tx, appIDs)
 		if err != nil {
 			return err
-		}
-		byID := make(map[int]*ent.PartnerApp, len(apps))
-		for _, a := range apps {
-			byID[a.ID] = a
-		}
-		eps, err := tx.WebhookEndpoint.Query().Where(webhookendpoint.AppIDIn(appIDs...)).
-			Order(ent.Asc(webhookendpoint.FieldID)).All(ctx)
-		if err != nil {
-			return err
-		}
-		epsOf := make(map[int][]*ent.WebhookEndpoint, len(apps))
-		for _, ep := range eps {
-			epsOf[ep.AppID] = append(epsOf[ep.AppID], ep)
 		}
 		// Keys: the first call of the group with an (app, key) claims it;
 		// later ones repeat it.
-		type appKey struct {
-			app int
-			key string
-		}
-		first := make(map[appKey]*pubCall)
+		first := make(map[pubKey]*pubCall)
 		var claims []*pubCall
 		for _, c := range calls {
-			o := &outcome{}
+			o := &groupOutcome{}
 			outs[c] = o
 			if byID[c.req.AppID] == nil {
 				o.err = ErrAppNotFound
@@ -223,7 +203,7 @@ func (s *Service) publishGroup(ctx context.Context, calls []*pubCall) error {
 			if c.req.IdempotencyKey == "" {
 				continue
 			}
-			k := appKey{c.req.AppID, c.req.IdempotencyKey}
+			k := pubKey{c.req.AppID, c.req.IdempotencyKey}
 			if f := first[k]; f != nil {
 				o.dup, o.res = f, nil
 				continue
@@ -231,7 +211,7 @@ func (s *Service) publishGroup(ctx context.Context, calls []*pubCall) error {
 			first[k] = c
 			claims = append(claims, c)
 		}
-		taken, err := s.claimKeys(ctx, tx, claims, func(c *pubCall) *Published { return outs[c].res }, now)
+		taken, err := s.claimKeysOf(ctx, tx, claims, func(c *pubCall) *Published { return outs[c].res }, now)
 		if err != nil {
 			return err
 		}
@@ -251,11 +231,10 @@ func (s *Service) publishGroup(ctx context.Context, calls []*pubCall) error {
 			creates = append(creates, cr...)
 			counts[c] = len(cr)
 		}
-		for chunk := range slices.Chunk(creates, maxDeliveriesPerInsert) {
-			if err := tx.WebhookDelivery.CreateBulk(chunk...).Exec(ctx); err != nil {
-				return err
-			}
+		if err := s.insertDeliveries(ctx, tx, creates, now); err != nil {
+			return err
 		}
+		queued = len(creates) > 0
 		for c, n := range counts {
 			outs[c].res.DeliveryCount = n
 		}
@@ -264,6 +243,47 @@ func (s *Service) publishGroup(ctx context.Context, calls []*pubCall) error {
 	if err != nil {
 		return err
 	}
+	if queued && s.db.Dialect == dialect.Postgres {
+		s.Notify() // this process's dispatcher; the NOTIFY told the others
+	}
+	settleGroup(calls, outs)
+	return nil
+}
+
+// groupOutcome is a call's outcome while its group's transaction runs
+// (set on the call once it committed).
+type groupOutcome struct {
+	res *Published
+	err error
+	dup *pubCall
+}
+
+// groupTargets reads the apps appIDs and their endpoints (in id order),
+// by app.
+func groupTargets(ctx context.Context, tx *ent.Tx, appIDs []int) (map[int]*ent.PartnerApp, map[int][]*ent.WebhookEndpoint, error) {
+	apps, err := tx.PartnerApp.Query().Where(partnerapp.IDIn(appIDs...)).All(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	byID := make(map[int]*ent.PartnerApp, len(apps))
+	for _, a := range apps {
+		byID[a.ID] = a
+	}
+	eps, err := tx.WebhookEndpoint.Query().Where(webhookendpoint.AppIDIn(appIDs...)).
+		Order(ent.Asc(webhookendpoint.FieldID)).All(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	epsOf := make(map[int][]*ent.WebhookEndpoint, len(apps))
+	for _, ep := range eps {
+		epsOf[ep.AppID] = append(epsOf[ep.AppID], ep)
+	}
+	return byID, epsOf, nil
+}
+
+// settleGroup gives each call of a committed group its outcome; a repeat
+// of an earlier call of the group answers that call's message.
+func settleGroup(calls []*pubCall, outs map[*pubCall]*groupOutcome) {
 	for _, c := range calls {
 		o := outs[c]
 		c.res, c.err = o.res, o.err
@@ -275,27 +295,61 @@ func (s *Service) publishGroup(ctx context.Context, calls []*pubCall) error {
 		if c.dup != nil {
 			if m := c.dup.res; m != nil {
 				again := *m
-				again.Replayed = true
+				again.Replayed, again.DeliveryCount = true, 0 // a repeat queues nothing
 				c.res = &again
 			}
+		}
+	}
+}
+
+// claimKeysOf is claimKeys, or on Postgres claimKeysPG.
+func (s *Service) claimKeysOf(ctx context.Context, tx *ent.Tx, claims []*pubCall, msg func(*pubCall) *Published, now time.Time) (map[*pubCall]*Published, error) {
+	if len(claims) == 0 {
+		return nil, nil
+	}
+	if s.db.Dialect != dialect.Postgres {
+		return s.claimKeys(ctx, tx, claims, msg, now)
+	}
+	sortClaims(claims)
+	return claimKeysPG(ctx, tx, claims, msg, now)
+}
+
+// insertDeliveries queues the deliveries creates describe: on Postgres in
+// one statement of arrays, with the NOTIFY that wakes the other replicas
+// at the commit (the caller wakes this one's dispatcher after it); on
+// SQLite in multi-row INSERTs of at most maxDeliveriesPerInsert rows,
+// whose hook announces the work.
+func (s *Service) insertDeliveries(ctx context.Context, tx *ent.Tx, creates []*ent.WebhookDeliveryCreate, now time.Time) error {
+	if len(creates) == 0 {
+		return nil
+	}
+	if s.db.Dialect == dialect.Postgres {
+		return insertDeliveriesPG(ctx, tx, creates, now)
+	}
+	for chunk := range slices.Chunk(creates, maxDeliveriesPerInsert) {
+		if err := tx.WebhookDelivery.CreateBulk(chunk...).Exec(ctx); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// claimKeys records the idempotency keys of claims (each an event with a
-// key, no two alike) in one upsert and reads them back in one query: a key
-// new to its app, or past its window, is taken by the event (its message
-// from msg); a key taken within the window is left alone and its message
-// returned (Replayed) in the result, by call. Rows go in (app, key) order, so that concurrent groups
-// wait on each other's keys in one order (no deadlock).
-func (s *Service) claimKeys(ctx context.Context, tx *ent.Tx, claims []*pubCall, msg func(*pubCall) *Published, now time.Time) (map[*pubCall]*Published, error) {
-	if len(claims) == 0 {
-		return nil, nil
-	}
+// sortClaims puts claims in (app, key) order.
+func sortClaims(claims []*pubCall) {
 	slices.SortFunc(claims, func(a, b *pubCall) int {
 		return cmp.Or(cmp.Compare(a.req.AppID, b.req.AppID), cmp.Compare(a.req.IdempotencyKey, b.req.IdempotencyKey))
 	})
+}
+
+// claimKeys records the idempotency keys of claims (each an event with a
+// key, no two alike) in one upsert (a multi-row VALUES) and reads them
+// back in one query (takenKeys): a key new to its app, or past its
+// window, is taken by the event (its message from msg); a key taken
+// within the window is left alone and its message returned (Replayed) in
+// the result, by call. Rows go in (app, key) order, so that concurrent
+// groups wait on each other's keys in one order (no deadlock).
+func (s *Service) claimKeys(ctx context.Context, tx *ent.Tx, claims []*pubCall, msg func(*pubCall) *Published, now time.Time) (map[*pubCall]*Published, error) {
+	sortClaims(claims)
 	creates := make([]*ent.WebhookPublicationCreate, len(claims))
 	for i, c := range claims {
 		creates[i] = tx.WebhookPublication.Create().SetAppID(c.req.AppID).SetIdempotencyKey(c.req.IdempotencyKey).
@@ -310,39 +364,5 @@ func (s *Service) claimKeys(ctx context.Context, tx *ent.Tx, claims []*pubCall, 
 	).Exec(ctx); err != nil {
 		return nil, err
 	}
-	type appKey struct {
-		app int
-		key string
-	}
-	// Read the keys back: a row with another message id was taken
-	// already (within its window), and that message answers the repeat.
-	preds := make([]predicate.WebhookPublication, 0, len(claims))
-	for _, c := range claims {
-		preds = append(preds, webhookpublication.And(webhookpublication.AppID(c.req.AppID), webhookpublication.IdempotencyKey(c.req.IdempotencyKey)))
-	}
-	rowsTaken, err := tx.WebhookPublication.Query().Where(webhookpublication.Or(preds...)).
-		Select(webhookpublication.FieldAppID, webhookpublication.FieldIdempotencyKey, webhookpublication.FieldEventID,
-			webhookpublication.FieldEventType, webhookpublication.FieldCreateTime).All(ctx)
-	if err != nil {
-		return nil, err
-	}
-	byKey := make(map[appKey]*ent.WebhookPublication, len(rowsTaken))
-	for _, p := range rowsTaken {
-		byKey[appKey{p.AppID, p.IdempotencyKey}] = p
-	}
-	out := make(map[*pubCall]*Published)
-	for _, c := range claims {
-		p := byKey[appKey{c.req.AppID, c.req.IdempotencyKey}]
-		if p != nil && p.EventID == msg(c).ID {
-			continue // taken by this event
-		}
-		if p == nil {
-			// Taken and gone again (a concurrent purge): the group runs anew.
-			return nil, fmt.Errorf("idempotency key %q of app %d vanished while being read", c.req.IdempotencyKey, c.req.AppID)
-		}
-		// The first message's bizData is not read back (not answered).
-		out[c] = &Published{ID: p.EventID, AppID: p.AppID, EventType: p.EventType,
-			IdempotencyKey: p.IdempotencyKey, CreateTime: p.CreateTime, Replayed: true}
-	}
-	return out, nil
+	return takenKeys(ctx, tx, claims, msg)
 }
