@@ -14,6 +14,7 @@ import (
 	"gatehouse/ent/webhookpublication"
 	"gatehouse/internal/testenv"
 	"gatehouse/internal/webhook"
+	"gatehouse/internal/webhook/dispatch"
 )
 
 // TestPublishEventsRows: a batch's rows (written in one statement per
@@ -150,7 +151,7 @@ func TestPublishEventsNotify(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "LISTEN "+webhook.NotifyChannel); err != nil {
+		if _, err := conn.Exec(ctx, "LISTEN "+dispatch.NotifyChannel); err != nil {
 			t.Fatal(err)
 		}
 		good := json.RawMessage(`{"invoice_no":"I-8","lines":[]}`)

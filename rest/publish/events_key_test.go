@@ -1,4 +1,4 @@
-package rest_test
+package publish_test
 
 import (
 	"context"

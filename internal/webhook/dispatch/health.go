@@ -1,4 +1,4 @@
-package webhook
+package dispatch
 
 import (
 	"context"
@@ -49,7 +49,7 @@ func succeeded(status *int) bool { return status != nil && *status >= 200 && *st
 // EndpointHealth reads endpoint id's attempts of the last HealthWindow.
 // Only two narrow columns are read and counted here, the same way on
 // both databases (hour arithmetic differs between SQLite and Postgres).
-func (s *Service) EndpointHealth(ctx context.Context, id int) (Health, error) {
+func (s *Dispatcher) EndpointHealth(ctx context.Context, id int) (Health, error) {
 	now := s.now()
 	start := now.Truncate(time.Hour).Add(-HealthWindow + time.Hour)
 	var rows []struct {
