@@ -23,23 +23,14 @@ import (
 )
 
 // Config configures a Dispatcher; the webhook service fills it from its
-// Options, defaults applied.
+// Options, defaults applied, and each field means what the Options field
+// of the same name says (Retention 0: kept forever).
 type Config struct {
-	// RetryBase is the first retry delay of the default schedule.
-	RetryBase time.Duration
-	// Workers is the number of attempts run at once; PerApp caps those of
-	// one app, over all replicas.
-	Workers, PerApp int
-	Lease           time.Duration
-	AttemptTimeout  time.Duration
-	PollInterval    time.Duration
-	DrainTimeout    time.Duration
-	// Retention is how long final deliveries are kept (negative:
-	// forever); RetentionEvery the pause between two runs of the
-	// retention job, RetentionBatch the deliveries one statement deletes.
-	Retention      time.Duration
-	RetentionEvery time.Duration
-	RetentionBatch int
+	RetryBase                               time.Duration
+	Workers, PerApp                         int
+	Lease, AttemptTimeout, PollInterval     time.Duration
+	DrainTimeout, Retention, RetentionEvery time.Duration
+	RetentionBatch                          int
 	// Tracing makes a span per attempt (nil: off).
 	Tracing *telemetry.Tracing
 	// Now is the one clock of due times, leases, signatures, rate limits
