@@ -29,11 +29,14 @@ const (
 	// 0 to the top and back (measured on a shared machine: it did).
 	dropUp, dropDown, dropQMax = 0.2, 0.1, DelayShare * dropTargetDiv
 	// dropTargetDiv: the mean wait p holds is the limit's scheduling
-	// delay target over this (a tenth of the queue budget: 5 ms of the
-	// default 50): a refusal costs its client the queue of the moment,
-	// and three A/B runs of each on the shared VM gave ticket refusals'
-	// p99 of 170–264 ms at 5 ms against 340–714 ms at 10 ms.
-	dropTargetDiv = 2
+	// delay target over this (a fifth of the queue budget: 10 ms of the
+	// default 50): a refusal costs its client the queue of the moment.
+	// On the quiet VM (make bench's ticket overload, alternating builds)
+	// 10 ms served 0.79–0.89 of the goal's 2xx with refusals' p99 61–91
+	// ms in four runs, 5 ms 0.58–0.79 with 55–110 ms in five: a lower
+	// target refused more than the core needed and left it idle (a
+	// quarter of CPU 0 unused in a profile of a 5 ms run).
+	dropTargetDiv = 1
 	// dropMax is the highest share refused early: some requests always
 	// reach the limit, so that p keeps being measured against served work.
 	dropMax = 0.95
