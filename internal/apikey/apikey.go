@@ -186,16 +186,6 @@ func (s *Service) setStatus(ctx context.Context, id, status int) (*ent.APIKey, e
 	return s.change(ctx, id, func(u *ent.APIKeyUpdateOne) { u.SetStatus(status) })
 }
 
-// SetRole gives key id another role: from the next request on, on every
-// replica, it may do what the new role allows and nothing else. Its
-// scopes stay (they are fixed at creation, and only a PUBLISHER's count).
-func (s *Service) SetRole(ctx context.Context, id int, role Role) (*ent.APIKey, error) {
-	if err := entapikey.RoleValidator(role); err != nil {
-		return nil, errs.Invalid("role", "must be ADMIN, READ_ONLY or PUBLISHER")
-	}
-	return s.change(ctx, id, func(u *ent.APIKeyUpdateOne) { u.SetRole(role) })
-}
-
 // change applies edit to key id and announces it: every change of a key
 // goes through here, so that no replica goes on accepting what it no
 // longer allows (see Mirror). On Postgres the NOTIFY is sent in the
