@@ -192,14 +192,18 @@ func (p *Portal) requireWrite(next http.Handler) http.Handler {
 
 // page fills the layout's part of a page.
 func (p *Portal) page(r *http.Request, title string, data any) ui.Page {
-	pg := ui.Page{
-		Title: title, Product: p.cfg.Name, Base: Base, Data: data,
-		CSRF: p.sessions.CSRF(r.Context()), Current: r.URL.Path,
-	}
+	pg := ui.Page{Title: title, Product: p.cfg.Name, Base: Base, Data: data, Current: r.URL.Path}
 	if p.cfg.Color != "" {
 		pg.Theme = Base + "theme.css"
 	}
+	// Only a page with a form gets a CSRF token, and with it a session:
+	// the pages anyone may fetch (an unknown link, not found) store
+	// nothing, so fetching them in a loop fills no session store.
+	if _, ok := data.(enterData); ok {
+		pg.CSRF = p.sessions.CSRF(r.Context())
+	}
 	if app, ok := appFrom(r.Context()); ok {
+		pg.CSRF = p.sessions.CSRF(r.Context())
 		pg.Signed = app.AppName
 		if p.readOnly(r) {
 			pg.Signed += " (read only)"
