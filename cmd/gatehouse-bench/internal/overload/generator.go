@@ -1,6 +1,7 @@
 package overload
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,6 +42,16 @@ type Result struct {
 	// millisecond, the generator's own CPU was short and the latencies
 	// (counted from the schedule) are partly its own.
 	LagP99Ms float64 `json:"generator_lag_p99_ms"`
+	// Conns is the number of connections the generator used (open loop:
+	// its clients; a request finding them all busy waits for one, and its
+	// wait counts in its latency).
+	Conns int `json:"conns"`
+	// QueuedP99Ms is the 99th percentile of how long an open-loop request
+	// waited for a free connection after its scheduled time (0: there was
+	// always one).
+	QueuedP99Ms float64 `json:"queued_p99_ms"`
+	// CPU is how busy the CPUs were during the open loop (with -server-pid).
+	CPU *CPUShares `json:"cpu,omitempty"`
 }
 
 // RunLoad is the load generator of the overload phases, run as a
@@ -49,6 +60,17 @@ type Result struct {
 // open-loop (-rate requests per second on a fixed schedule, whatever the
 // answers, with latency counted from each request's scheduled time so a
 // stalled server is not hidden). It prints a Result as JSON.
+//
+// The open loop is that of wrk2: -conns clients, each with one keep-alive
+// connection and one request at a time, take the scheduled requests in
+// turn; a request due while every client waits on an answer is sent by
+// the first one free, and its latency still counts from its scheduled
+// time (no coordinated omission), so a server that falls behind shows in
+// the latencies and timeouts as it would to a fleet of clients. A fixed
+// set of connections is what a fleet behind a load balancer presents (and
+// what a generator on one core can drive at 30,000 requests a second:
+// one goroutine and a new connection per late request cost it more CPU
+// than the server it measures).
 func RunLoad(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("overload-load", flag.ContinueOnError)
 	target := fs.String("url", "", "the URL to GET; with -app-key, signed anew for each request (one nonce each, all signed before the clock starts)")
@@ -56,15 +78,17 @@ func RunLoad(ctx context.Context, args []string) error {
 	appSecret := fs.String("app-secret", "", "and this secret")
 	mode := fs.String("mode", "closed", "closed or open")
 	workers := fs.Int("workers", 16, "closed: requests at a time")
+	conns := fs.Int("conns", 1024, "open: the clients (one connection each)")
 	rate := fs.Float64("rate", 0, "open: requests per second")
 	warmup := fs.Duration("warmup", time.Second, "closed: unmeasured load first")
 	duration := fs.Duration("duration", 3*time.Second, "measured period")
 	timeout := fs.Duration("timeout", 10*time.Second, "the client's timeout per request")
+	serverPid := fs.Int("server-pid", 0, "open: the server's pid, to report its CPU share")
 	maxRate := fs.Float64("max-rate", 60000, "closed, signed: the highest rate to pre-sign for")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	n := int(*rate*duration.Seconds()*1.02) + 100
+	n := int(*rate*duration.Seconds()) + 100
 	if *mode == "closed" {
 		n = int(*maxRate * (*warmup + *duration).Seconds())
 	}
@@ -76,70 +100,77 @@ func RunLoad(ctx context.Context, args []string) error {
 	if err != nil || tu.Scheme != "http" {
 		return fmt.Errorf("-url %q: an http:// URL is needed", *target)
 	}
-	c := newRawClient(tu.Host)
 	var res Result
 	switch *mode {
 	case "closed":
-		res = closedLoop(ctx, c, next, *workers, *warmup, *duration, *timeout)
+		res = closedLoop(ctx, tu.Host, next, *workers, *warmup, *duration, *timeout)
 	case "open":
-		if *rate <= 0 {
-			return errors.New("-rate must be positive")
+		if *rate <= 0 || *conns <= 0 {
+			return errors.New("-rate and -conns must be positive")
 		}
-		res = openLoop(ctx, c, next, *rate, *duration, *timeout)
+		cpu := startCPU(*serverPid)
+		res = openLoop(ctx, tu.Host, next, *rate, *conns, *duration, *timeout)
+		if *serverPid > 0 {
+			res.CPU = cpu.shares()
+		}
 	default:
 		return fmt.Errorf("unknown -mode %q", *mode)
 	}
 	return json.NewEncoder(os.Stdout).Encode(res)
 }
 
-// overloadTargets returns the URL source: the same URL each time, or n
-// URLs signed before any is sent (nil once they run out).
-func overloadTargets(target, appKey, secret string, n int) (func() string, error) {
+// overloadTargets returns the request source: request i's bytes (the
+// same GET each time, or n GETs signed before any is sent: nil past them).
+func overloadTargets(target, appKey, secret string, n int) (func(i int) []byte, error) {
 	if appKey == "" {
-		return func() string { return target }, nil
+		req, err := buildRequest(target)
+		if err != nil {
+			return nil, err
+		}
+		return func(int) []byte { return req }, nil
 	}
 	s := partnerclient.Signer{AppKey: appKey, AppSecret: secret}
-	list := make([]string, n)
+	list := make([][]byte, n)
 	for i := range list {
 		u, err := s.SignURL(target)
 		if err != nil {
 			return nil, err
 		}
-		list[i] = u
-	}
-	var i atomic.Int64
-	return func() string {
-		k := int(i.Add(1)) - 1
-		if k >= len(list) {
-			return ""
+		if list[i], err = buildRequest(u); err != nil {
+			return nil, err
 		}
-		return list[k]
+	}
+	return func(i int) []byte {
+		if i >= len(list) {
+			return nil
+		}
+		return list[i]
 	}, nil
 }
 
-// tally gathers answers.
-type tally struct {
-	mu       sync.Mutex
-	res      Result
-	ok, refd []time.Duration
-	lag      []time.Duration
+// client is one simulated client: its connection and what it saw (merged
+// at the end, so that recording takes no lock).
+type client struct {
+	conn   rawConn
+	res    Result
+	ok     []time.Duration
+	refd   []time.Duration
+	lag    []time.Duration
+	queued []time.Duration
 }
 
-// do sends one GET of u, counting its answer with the latency from at.
-func (t *tally) do(ctx context.Context, c *rawClient, u string, at time.Time, timeout time.Duration) {
-	pu, perr := url.Parse(u)
-	sentLate := time.Since(at)
-	var status int
-	var body []byte
-	err := perr
-	if err == nil {
-		status, body, err = c.get(pu, time.Now().Add(timeout))
-	}
-	lat := time.Since(at)
-	t.mu.Lock()
-	defer t.mu.Unlock()
+// do sends request req, due at at, and counts its answer with the
+// latency from at; the client gives up at at + timeout.
+func (t *client) do(req []byte, at time.Time, timeout time.Duration) {
 	t.res.Sent++
-	t.lag = append(t.lag, sentLate)
+	deadline := at.Add(timeout)
+	if !time.Now().Before(deadline) {
+		t.res.Timeouts++ // its client gave up before a connection was free
+		return
+	}
+	status, err := t.conn.do(req, deadline)
+	lat := time.Since(at)
+	body := t.conn.body
 	switch {
 	case errors.Is(err, errTimeout):
 		t.res.Timeouts++
@@ -152,7 +183,7 @@ func (t *tally) do(ctx context.Context, c *rawClient, u string, at time.Time, ti
 		t.res.OK++
 		t.ok = append(t.ok, lat)
 	case (status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests) &&
-		(strings.Contains(string(body), `"code":6000`) || strings.Contains(string(body), `"code":429`) || strings.Contains(string(body), `"error":`)):
+		(bytes.Contains(body, []byte(`"code":6000`)) || bytes.Contains(body, []byte(`"code":429`)) || bytes.Contains(body, []byte(`"error":`))):
 		t.res.Refused++
 		t.refd = append(t.refd, lat)
 	default:
@@ -163,14 +194,28 @@ func (t *tally) do(ctx context.Context, c *rawClient, u string, at time.Time, ti
 	}
 }
 
-func (t *tally) summary(period time.Duration) Result {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	r := t.res
+// summary merges the clients' figures over period.
+func summary(clients []*client, period time.Duration) Result {
+	var r Result
+	var ok, refd, lag, queued []time.Duration
+	for _, c := range clients {
+		r.Sent += c.res.Sent
+		r.OK += c.res.OK
+		r.Refused += c.res.Refused
+		r.Other += c.res.Other
+		r.Timeouts += c.res.Timeouts
+		r.ConnErrors += c.res.ConnErrors
+		if r.FirstOther == "" {
+			r.FirstOther = c.res.FirstOther
+		}
+		ok, refd = append(ok, c.ok...), append(refd, c.refd...)
+		lag, queued = append(lag, c.lag...), append(queued, c.queued...)
+	}
 	r.Seconds = period.Seconds()
 	r.OKPerSec = float64(r.OK) / period.Seconds()
-	r.P50OKMs, r.P99OKMs, r.P99RefMs = quantileMs(t.ok, 0.5), quantileMs(t.ok, 0.99), quantileMs(t.refd, 0.99)
-	r.LagP99Ms = quantileMs(t.lag, 0.99)
+	r.P50OKMs, r.P99OKMs, r.P99RefMs = quantileMs(ok, 0.5), quantileMs(ok, 0.99), quantileMs(refd, 0.99)
+	r.LagP99Ms, r.QueuedP99Ms = quantileMs(lag, 0.99), quantileMs(queued, 0.99)
+	r.Conns = len(clients)
 	return r
 }
 
@@ -185,53 +230,79 @@ func quantileMs(d []time.Duration, q float64) float64 {
 // ms is d in milliseconds.
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
+// newClients returns n clients of addr, each with its connection open
+// (dialled before any clock starts).
+func newClients(addr string, n int, timeout time.Duration) []*client {
+	cs := make([]*client, n)
+	for i := range cs {
+		cs[i] = &client{conn: rawConn{addr: addr}}
+		_ = cs[i].conn.dial(time.Now().Add(timeout)) // a failure is the first request's
+	}
+	return cs
+}
+
 // closedLoop keeps workers requests in flight: after an unmeasured
 // warm-up, it counts what answered in duration.
-func closedLoop(ctx context.Context, c *rawClient, next func() string, workers int, warmup, duration, timeout time.Duration) Result {
-	run := func(d time.Duration) *tally {
-		t := &tally{}
+func closedLoop(ctx context.Context, addr string, next func(int) []byte, workers int, warmup, duration, timeout time.Duration) Result {
+	var seq atomic.Int64
+	run := func(d time.Duration) []*client {
+		clients := newClients(addr, workers, timeout)
 		end := time.Now().Add(d)
 		var wg sync.WaitGroup
-		for range workers {
+		for _, c := range clients {
 			wg.Go(func() {
+				defer c.conn.close()
 				for time.Now().Before(end) && ctx.Err() == nil {
-					u := next()
-					if u == "" {
+					req := next(int(seq.Add(1) - 1))
+					if req == nil {
 						return
 					}
-					t.do(ctx, c, u, time.Now(), timeout)
+					c.do(req, time.Now(), timeout)
 				}
 			})
 		}
 		wg.Wait()
-		return t
+		return clients
 	}
 	run(warmup)
 	start := time.Now()
-	t := run(duration)
-	return t.summary(time.Since(start))
+	clients := run(duration)
+	return summary(clients, time.Since(start))
 }
 
 // openLoop sends rate requests per second for duration on a fixed
-// schedule, each in its own goroutine, then waits for the last answers.
-func openLoop(ctx context.Context, c *rawClient, next func() string, rate float64, duration, timeout time.Duration) Result {
-	t := &tally{}
-	var wg sync.WaitGroup
-	start := time.Now()
+// schedule through conns clients (see RunLoad), then waits for the last
+// answers.
+func openLoop(ctx context.Context, addr string, next func(int) []byte, rate float64, conns int, duration, timeout time.Duration) Result {
+	clients := newClients(addr, conns, timeout)
 	total := int(rate * duration.Seconds())
-	for sent := 0; sent < total && ctx.Err() == nil; {
-		due := min(total, int(time.Since(start).Seconds()*rate)+1)
-		for ; sent < due; sent++ {
-			u := next()
-			if u == "" {
-				total = sent
-				break
+	var seq atomic.Int64
+	start := time.Now().Add(20 * time.Millisecond)
+	var wg sync.WaitGroup
+	for _, c := range clients {
+		wg.Go(func() {
+			defer c.conn.close()
+			for ctx.Err() == nil {
+				i := int(seq.Add(1) - 1)
+				req := next(i)
+				if i >= total || req == nil {
+					return
+				}
+				at := start.Add(time.Duration(float64(i) / rate * float64(time.Second)))
+				if wait := time.Until(at); wait > 0 {
+					// Free before its time: how late it wakes is the
+					// generator's own lag (its CPU, its timers).
+					time.Sleep(wait)
+					c.lag = append(c.lag, time.Since(at))
+				} else {
+					// Due while this client was busy: it waited for a
+					// connection, as a fleet's request waits for a client.
+					c.queued = append(c.queued, -wait)
+				}
+				c.do(req, at, timeout)
 			}
-			at := start.Add(time.Duration(float64(sent) / rate * float64(time.Second)))
-			wg.Go(func() { t.do(ctx, c, u, at, timeout) })
-		}
-		time.Sleep(200 * time.Microsecond)
+		})
 	}
 	wg.Wait()
-	return t.summary(duration)
+	return summary(clients, duration)
 }

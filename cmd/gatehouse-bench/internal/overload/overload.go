@@ -19,6 +19,7 @@ import (
 
 	"gatehouse/cmd/gatehouse-bench/internal/bench"
 	"gatehouse/cmd/gatehouse-bench/internal/gatehouse"
+	"gatehouse/cmd/gatehouse-bench/internal/proc"
 )
 
 // The goals of the overload phases: at 1.5 × C offered open-loop, 2xx at
@@ -93,7 +94,8 @@ func Phases(ctx context.Context, o bench.Options, rep Recorder, self, tmp string
 		k := C / H
 		B := C * (1 - overloadFactor*k) / (1 - k)
 		rate := overloadFactor * C
-		open, err := load(append(t.args, "-mode", "open", "-rate", strconv.FormatFloat(rate, 'f', 0, 64), "-duration", o.OverloadFor.String())...)
+		open, err := load(append(t.args, "-mode", "open", "-rate", strconv.FormatFloat(rate, 'f', 0, 64), "-duration", o.OverloadFor.String(),
+			"-server-pid", strconv.Itoa(g.Proc.Pid()))...)
 		if err != nil {
 			return err
 		}
@@ -174,8 +176,8 @@ func record(r Recorder, name string, C, H, B, rate float64, d time.Duration, res
 	r.AddOverload(f)
 	fmt.Printf("overload, %s: C %.0f/s closed-loop, H %.0f/s (/healthz), k %.3f, B %.0f/s (server on CPU 0, GOMAXPROCS=1)\n",
 		name, C, H, f.K, B)
-	line := fmt.Sprintf("overload, %s at %.1f × C = %.0f/s open-loop for %s: 2xx %.0f/s = %.2f of 0.8 B (goal ≥ 1); p99 2xx %.1f ms (≤ %.0f); p99 refusals %.1f ms (≤ %.0f), %d refused; timeouts + refused connections %.3f %% (≤ %.1f); peak RSS %.0f MiB (≤ %d)",
-		name, overloadFactor, rate, d, res.OKPerSec, f.OKShareOfGoal, res.P99OKMs, overloadP99OK, res.P99RefMs, overloadP99Ref, res.Refused,
+	line := fmt.Sprintf("overload, %s at %.1f × C = %.0f/s open-loop (%d clients) for %s: 2xx %.0f/s = %.2f of 0.8 B (goal ≥ 1); p99 2xx %.1f ms (≤ %.0f); p99 refusals %.1f ms (≤ %.0f), %d refused; timeouts + refused connections %.3f %% (≤ %.1f); peak RSS %.0f MiB (≤ %d)",
+		name, overloadFactor, rate, res.Conns, d, res.OKPerSec, f.OKShareOfGoal, res.P99OKMs, overloadP99OK, res.P99RefMs, overloadP99Ref, res.Refused,
 		f.LostPercent, 100*overloadLost, f.PeakRSSMiB, overloadRSS>>20)
 	if res.Other > 0 {
 		line += fmt.Sprintf("  [%d other answers, first: %s]", res.Other, res.FirstOther)
@@ -183,10 +185,50 @@ func record(r Recorder, name string, C, H, B, rate float64, d time.Duration, res
 	if !f.GoalsMet {
 		line += "  [goals missed: " + f.GoalsNotMetWhy + "]"
 	}
+	if c := res.CPU; c != nil {
+		// Who used the two CPUs: a server short of its core's time (or a
+		// generator busy to the full) measures the machine, not the server.
+		line += fmt.Sprintf("  [CPU 0: server %.0f %%, all %.0f %%; CPU 1 all %.0f %%]", 100*c.Server, 100*c.CPU0, 100*c.CPU1)
+	}
 	if res.LagP99Ms > 5 {
 		// The generator could not keep its schedule: its CPU was short
 		// (a busy machine), and part of the latencies is its own.
 		line += fmt.Sprintf("  [generator late: p99 %.0f ms behind schedule]", res.LagP99Ms)
 	}
 	fmt.Println(line)
+}
+
+// CPUShares is how busy the CPUs were during an open-loop run, each a
+// share of the run's wall time: the server process (on CPU 0), and CPU 0
+// and CPU 1 whole (the generator and whatever else ran there).
+type CPUShares struct {
+	Server float64 `json:"server"`
+	CPU0   float64 `json:"cpu0"`
+	CPU1   float64 `json:"cpu1"`
+}
+
+type cpuStart struct {
+	pid         int
+	at          time.Time
+	srv, c0, c1 time.Duration
+}
+
+func startCPU(pid int) cpuStart {
+	s := cpuStart{pid: pid, at: time.Now()}
+	s.srv, _ = proc.CPU(pid)
+	s.c0, _ = proc.CPUBusy(0)
+	s.c1, _ = proc.CPUBusy(1)
+	return s
+}
+
+// shares are the CPU shares since s (nil when /proc could not be read).
+func (s cpuStart) shares() *CPUShares {
+	srv, err1 := proc.CPU(s.pid)
+	c0, err2 := proc.CPUBusy(0)
+	c1, err3 := proc.CPUBusy(1)
+	if errors.Join(err1, err2, err3) != nil {
+		return nil
+	}
+	wall := time.Since(s.at).Seconds()
+	return &CPUShares{Server: (srv - s.srv).Seconds() / wall, CPU0: (c0 - s.c0).Seconds() / wall, CPU1: (c1 - s.c1).Seconds() / wall}
 }

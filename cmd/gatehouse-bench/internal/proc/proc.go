@@ -132,27 +132,34 @@ func CPU(pid int) (time.Duration, error) {
 // MachineBusy is the CPU time all CPUs have spent busy so far (user,
 // nice, system, irq, softirq, steal from the first line of /proc/stat;
 // idle and iowait left out), in clock ticks of 10 ms.
-func MachineBusy() (time.Duration, error) {
+func MachineBusy() (time.Duration, error) { return busyOf("cpu") }
+
+// CPUBusy is MachineBusy for CPU n alone (its line cpu<n> of /proc/stat).
+func CPUBusy(n int) (time.Duration, error) { return busyOf("cpu" + strconv.Itoa(n)) }
+
+func busyOf(name string) (time.Duration, error) {
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
 		return 0, err
 	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	f := strings.Fields(line)
-	if len(f) < 9 || f[0] != "cpu" {
-		return 0, errors.New("unexpected /proc/stat format")
-	}
-	var busy int64
-	for i, v := range f[1:9] {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return 0, err
+	for line := range strings.Lines(string(b)) {
+		f := strings.Fields(line)
+		if len(f) < 9 || f[0] != name {
+			continue
 		}
-		if i != 3 && i != 4 { // idle, iowait
-			busy += n
+		var busy int64
+		for i, v := range f[1:9] {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return 0, err
+			}
+			if i != 3 && i != 4 { // idle, iowait
+				busy += n
+			}
 		}
+		return time.Duration(busy) * 10 * time.Millisecond, nil
 	}
-	return time.Duration(busy) * 10 * time.Millisecond, nil
+	return 0, fmt.Errorf("no line %q in /proc/stat", name)
 }
 
 // CPUSnapshot is the CPU time of every serving child at one moment.
