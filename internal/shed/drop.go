@@ -62,11 +62,15 @@ type dropper struct {
 	queue   atomic.Uint64 // and the requests waiting at once (Little), math.Float64bits
 }
 
-// observe records the queue wait of a request (known: the kernel told).
+// observe records the queue wait of a request that was not refused
+// early (known: the kernel told). Those are a random 1 − p of the
+// arrivals, so their mean wait is the arrivals' own; for the count of
+// requests waiting at once (Little's law, in revise) each stands for
+// 1 / (1 − p) arrivals.
 func (d *dropper) observe(waited time.Duration) {
 	d.waitSum.Add(int64(waited))
 	d.waitN.Add(1)
-	d.waitCap.Add(int64(min(waited, Window)))
+	d.waitCap.Add(int64(float64(min(waited, Window)) / (1 - d.share())))
 }
 
 // share is the share of requests refused early now.

@@ -119,22 +119,26 @@ func (l *Limit) revise() {
 	l.limit.Store(next(l.limit.Load(), peak, refused, congested, l.min, l.max))
 }
 
-// RefuseEarly records how long a request waited before it reached the
-// middleware (known: the kernel could tell) and reports whether to refuse
-// it at once: while a standing queue exists, a share of the arrivals is
-// refused whatever its wait (drop.go).
-func (l *Limit) RefuseEarly(waited time.Duration, known bool) bool {
+// DropEarly reports whether to refuse a request at once: while a standing
+// queue exists, a share of the arrivals is refused whatever its wait
+// (drop.go). It also revises the limit when a window has ended — here, on
+// every request, not only on releases and refusals of the limit: in a
+// backlog nearly every request is refused, and a window revised only a
+// second late would read as one without requests. Not counted among the
+// limit's refusals: those say the limit was used and may grow; an early
+// refusal says nothing of the limit.
+func (l *Limit) DropEarly() bool {
+	l.revise()
+	return l.early.drop()
+}
+
+// Observe records how long a request that was not refused early waited
+// before it reached the middleware (known: the kernel could tell): the
+// waits of the early share's revisions.
+func (l *Limit) Observe(waited time.Duration, known bool) {
 	if known {
 		l.early.observe(waited)
 	}
-	// Revise here, on every request, not only on releases and refusals
-	// of the limit: in a backlog nearly every request is refused for its
-	// wait, and a window revised only a second late would read as one
-	// without requests.
-	l.revise()
-	// Not counted among the limit's refusals: those say the limit was
-	// used and may grow; an early refusal says nothing of the limit.
-	return l.early.drop()
 }
 
 // EarlyShare is the share of arriving requests refused early now.

@@ -86,8 +86,7 @@ func Middleware(o Options) func(http.Handler) http.Handler {
 	sum := &summary{log: o.Log, listener: o.Listener, limit: o.Limit}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			st := stateOf(r.Context())
-			if httpx.ClientGone(r) || (st.gone && o.Limit != nil && o.Limit.Congested()) {
+			if httpx.ClientGone(r) {
 				w.WriteHeader(httpx.StatusClientClosed)
 				return
 			}
@@ -95,17 +94,34 @@ func Middleware(o Options) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, r)
 				return
 			}
-			if o.Reserved != nil && o.Reserved(r) && o.Reserve.tryAcquire() {
-				defer o.Reserve.release()
-				next.ServeHTTP(w, r)
-				return
-			}
-			if o.Limit.RefuseEarly(st.waited, st.known) || o.stale(st) || !o.Limit.TryAcquire() {
+			refuse := func() {
 				o.Limit.countRequest(o.Listener, true)
 				shed.Inc()
 				httpx.MarkShed(r.Context())
 				sum.refused()
 				o.Refuse(w, r)
+			}
+			reserved := o.Reserved != nil && o.Reserved(r)
+			// An early refusal is drawn first: it needs nothing of the
+			// kernel, and during an overload it is most requests (the
+			// waits are sampled from the others, drawn at random alike).
+			if !reserved && o.Limit.DropEarly() {
+				refuse()
+				return
+			}
+			st := stateOf(r.Context())
+			if st.gone && o.Limit.Congested() {
+				w.WriteHeader(httpx.StatusClientClosed)
+				return
+			}
+			if reserved && o.Reserve.tryAcquire() {
+				defer o.Reserve.release()
+				next.ServeHTTP(w, r)
+				return
+			}
+			o.Limit.Observe(st.waited, st.known)
+			if o.stale(st) || !o.Limit.TryAcquire() {
+				refuse()
 				return
 			}
 			o.Limit.countRequest(o.Listener, false)
