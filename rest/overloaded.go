@@ -12,6 +12,14 @@ import (
 // overloadedDetail is the detail of every refusal by load shedding.
 const overloadedDetail = "the server is overloaded: nothing was done, retry later"
 
+// OverloadedDetail is the message of a refusal by load shedding, and
+// OverloadedCode the partner envelope's code of one (a refused
+// connection's answer carries both: shed.ConnCap).
+const (
+	OverloadedDetail = overloadedDetail
+	OverloadedCode   = partnerapi.CodeSystemError
+)
+
 // WriteOverloaded answers a request of the public listener refused by
 // load shedding (internal/shed), in its route's error shape: 503/6000 in
 // the partner envelope under /api/v{n}/, {"error": "overloaded"}

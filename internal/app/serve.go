@@ -75,11 +75,12 @@ func (a *App) Listen() (*Listeners, error) {
 // work, flush, and close storage.
 func (a *App) Serve(ctx context.Context, l *Listeners) error {
 	type srv struct {
-		s   *http.Server
-		ln  net.Listener
-		tls bool
+		s    *http.Server
+		ln   net.Listener
+		tls  bool
+		name string
 	}
-	servers := []srv{{s: NewHTTPServer(a.Public), ln: l.Public}, {s: NewHTTPServer(a.Admin), ln: l.Admin}}
+	servers := []srv{{s: NewHTTPServer(a.Public), ln: l.Public, name: "public"}, {s: NewHTTPServer(a.Admin), ln: l.Admin, name: "admin"}}
 	// A setup failure must not leak the bound sockets nor the storage.
 	setupFailed := func(err error) error {
 		for _, ln := range []net.Listener{l.Public, l.Admin, l.MTLS} {
@@ -119,7 +120,7 @@ func (a *App) Serve(ctx context.Context, l *Listeners) error {
 			// reported by net/http through ErrorLog: keep them in the
 			// structured log.
 			m.ErrorLog = slog.NewLogLogger(a.Log.With("listener", "mtls").Handler(), slog.LevelInfo)
-			servers = append(servers, srv{s: m, ln: l.MTLS, tls: true})
+			servers = append(servers, srv{s: m, ln: l.MTLS, tls: true, name: "mtls"})
 		}
 	}
 	if l.MTLS != nil && a.Cfg.TLS.Cert == "" {
@@ -127,6 +128,7 @@ func (a *App) Serve(ctx context.Context, l *Listeners) error {
 	}
 	errc := make(chan error, len(servers))
 	for _, s := range servers {
+		s.ln = a.capConns(s.ln, s.s, s.name, s.tls)
 		go func() {
 			var err error
 			if s.tls {

@@ -1,6 +1,9 @@
 package app
 
 import (
+	"encoding/json"
+	"fmt"
+	"net"
 	"net/http"
 
 	"gatehouse/graph/guard"
@@ -63,4 +66,41 @@ func (a *App) adminShedding() func(http.Handler) http.Handler {
 			rest.WriteOverloaded(w, r, shed.RetryAfter)
 		},
 	})
+}
+
+// connRefusal is the whole HTTP/1.1 response sent to a connection refused
+// by a listener's connection bound (shed.ConnCap), before its request is
+// read: so its body answers in every shape a client of the listener may
+// read — {"error": "overloaded"}, the partner envelope's code 6000, and on
+// the admin listener GraphQL's errors with extensions.code OVERLOADED.
+func connRefusal(admin bool) []byte {
+	body := map[string]any{"error": "overloaded", "message": rest.OverloadedDetail, "code": rest.OverloadedCode, "data": nil}
+	if admin {
+		body["errors"] = []map[string]any{{"message": rest.OverloadedDetail, "extensions": map[string]string{"code": guard.CodeOverloaded}}}
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		panic(err)
+	}
+	return fmt.Appendf(nil, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json; charset=utf-8\r\nRetry-After: %s\r\nCache-Control: no-store\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s",
+		shed.RetryAfter, len(b), b)
+}
+
+// capConns bounds the open connections of listener ln (named name) served
+// by s: see shed.ConnCap. tls: the listener speaks TLS, and a refused
+// connection is closed without an answer.
+func (a *App) capConns(ln net.Listener, s *http.Server, name string, tls bool) net.Listener {
+	cc := shed.ConnCap{Max: a.Cfg.Shed.MaxConnections, Listener: name, OnFull: func() {
+		// Closes the idle keep-alive connections (net/http's only way).
+		s.SetKeepAlivesEnabled(false)
+		s.SetKeepAlivesEnabled(true)
+		a.Log.Warn("connection bound reached: refusing new connections with 503 and closing idle ones", "listener", name, "max_connections", a.Cfg.Shed.MaxConnections)
+	}}
+	if !tls {
+		cc.Refusal = connRefusal(name == "admin")
+	}
+	if !a.Cfg.Shed.Enabled {
+		cc.Max = 0
+	}
+	return cc.Wrap(ln)
 }
