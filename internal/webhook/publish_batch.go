@@ -88,7 +88,7 @@ func (s *Service) PublishShared(ctx context.Context, req PublishRequest) (*Publi
 		return nil, err
 	}
 	c := &pubCall{ctx: ctx, req: req}
-	s.pubCombinerFor().Do(c)
+	s.pub.Do(c)
 	return c.res, c.err
 }
 
