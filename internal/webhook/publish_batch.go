@@ -88,7 +88,7 @@ func (s *Service) PublishShared(ctx context.Context, req PublishRequest) (*Publi
 		return nil, err
 	}
 	c := &pubCall{ctx: ctx, req: req}
-	s.pubCombinerFor().Do(c)
+	s.pub.Do(c)
 	return c.res, c.err
 }
 
@@ -163,14 +163,17 @@ func publishFailure(ctx context.Context, err error) error {
 }
 
 // publishGroup writes checked events in one transaction with a fixed
-// number of statements whatever their number: the apps and their
-// endpoints (two reads), the idempotency keys (one upsert, and one read of
-// the keys when some were taken already), the deliveries (one INSERT on
-// Postgres, one per maxDeliveriesPerInsert rows on SQLite) and one
-// NOTIFY, delivered at the commit. Each call gets its message or its own
+// number of statements whatever their number: on SQLite the apps and
+// their endpoints (two reads), the idempotency keys (one upsert, and one
+// read of the keys when some were taken already) and the deliveries (one
+// INSERT per maxDeliveriesPerInsert rows); on Postgres the same in two
+// round trips (publishGroupPG). Each call gets its message or its own
 // error (an unknown app); an error returned is the group's (nothing was
 // written).
 func (s *Service) publishGroup(ctx context.Context, calls []*pubCall) error {
+	if s.db.Dialect == dialect.Postgres {
+		return s.publishGroupPG(ctx, calls)
+	}
 	now := dbTime(s.now())
 	tc := telemetry.Capture(ctx)
 	appIDs := make([]int, 0, len(calls))
@@ -180,7 +183,6 @@ func (s *Service) publishGroup(ctx context.Context, calls []*pubCall) error {
 		}
 	}
 	outs := make(map[*pubCall]*groupOutcome, len(calls))
-	queued := false
 	err := store.WithTx(ctx, s.client, func(tx *ent.Tx) error {
 		clear(outs)
 		byID, epsOf, err := groupTargets(ctx, tx, appIDs)
@@ -231,10 +233,9 @@ func (s *Service) publishGroup(ctx context.Context, calls []*pubCall) error {
 			creates = append(creates, cr...)
 			counts[c] = len(cr)
 		}
-		if err := s.insertDeliveries(ctx, tx, creates, now); err != nil {
+		if err := s.insertDeliveries(ctx, tx, creates); err != nil {
 			return err
 		}
-		queued = len(creates) > 0
 		for c, n := range counts {
 			outs[c].res.DeliveryCount = n
 		}
@@ -242,9 +243,6 @@ func (s *Service) publishGroup(ctx context.Context, calls []*pubCall) error {
 	})
 	if err != nil {
 		return err
-	}
-	if queued && s.db.Dialect == dialect.Postgres {
-		s.Notify() // this process's dispatcher; the NOTIFY told the others
 	}
 	settleGroup(calls, outs)
 	return nil
@@ -302,29 +300,20 @@ func settleGroup(calls []*pubCall, outs map[*pubCall]*groupOutcome) {
 	}
 }
 
-// claimKeysOf is claimKeys, or on Postgres claimKeysPG.
+// claimKeysOf is claimKeys, when there are claims.
 func (s *Service) claimKeysOf(ctx context.Context, tx *ent.Tx, claims []*pubCall, msg func(*pubCall) *Published, now time.Time) (map[*pubCall]*Published, error) {
 	if len(claims) == 0 {
 		return nil, nil
 	}
-	if s.db.Dialect != dialect.Postgres {
-		return s.claimKeys(ctx, tx, claims, msg, now)
-	}
-	sortClaims(claims)
-	return claimKeysPG(ctx, tx, claims, msg, now)
+	return s.claimKeys(ctx, tx, claims, msg, now)
 }
 
-// insertDeliveries queues the deliveries creates describe: on Postgres in
-// one statement of arrays, with the NOTIFY that wakes the other replicas
-// at the commit (the caller wakes this one's dispatcher after it); on
-// SQLite in multi-row INSERTs of at most maxDeliveriesPerInsert rows,
-// whose hook announces the work.
-func (s *Service) insertDeliveries(ctx context.Context, tx *ent.Tx, creates []*ent.WebhookDeliveryCreate, now time.Time) error {
+// insertDeliveries queues the deliveries creates describe on SQLite, in
+// multi-row INSERTs of at most maxDeliveriesPerInsert rows, whose hook
+// announces the work.
+func (s *Service) insertDeliveries(ctx context.Context, tx *ent.Tx, creates []*ent.WebhookDeliveryCreate) error {
 	if len(creates) == 0 {
 		return nil
-	}
-	if s.db.Dialect == dialect.Postgres {
-		return insertDeliveriesPG(ctx, tx, creates, now)
 	}
 	for chunk := range slices.Chunk(creates, maxDeliveriesPerInsert) {
 		if err := tx.WebhookDelivery.CreateBulk(chunk...).Exec(ctx); err != nil {

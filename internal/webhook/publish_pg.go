@@ -2,10 +2,8 @@ package webhook
 
 import (
 	"context"
-	"time"
 
 	"gatehouse/ent"
-	"gatehouse/internal/webhook/dispatch"
 	"gatehouse/internal/webhook/publishdb"
 )
 
@@ -24,20 +22,6 @@ func keysOf(claims []*pubCall, msg func(*pubCall) *Published) []publishdb.Key {
 			EventType: c.req.EventType, BizData: string(c.req.BizData)}
 	}
 	return keys
-}
-
-// claimKeysPG is claimKeys on Postgres: one upsert of every key; when
-// it did not take them all (a repeat of an earlier message), one read of
-// the keys, in a statement of its own, which sees the rows a concurrent
-// group committed while the upsert waited for them. claims are sorted by
-// (app, key).
-func claimKeysPG(ctx context.Context, tx *ent.Tx, claims []*pubCall, msg func(*pubCall) *Published, now time.Time) (map[*pubCall]*Published, error) {
-	keys := keysOf(claims, msg)
-	all, err := publishdb.ClaimKeys(ctx, tx, keys, now, now.Add(-IdempotencyWindow))
-	if err != nil || all {
-		return nil, err
-	}
-	return repeats(ctx, tx, claims, keys)
 }
 
 // takenKeys reads the keys of claims back: a key whose row holds another
@@ -60,10 +44,4 @@ func repeats(ctx context.Context, tx *ent.Tx, claims []*pubCall, keys []publishd
 			IdempotencyKey: p.IdempotencyKey, CreateTime: p.CreateTime, Replayed: true}
 	}
 	return out, nil
-}
-
-// insertDeliveriesPG queues the deliveries creates describe (built by
-// fanoutCreates, all at now) and announces them, in one statement.
-func insertDeliveriesPG(ctx context.Context, tx *ent.Tx, creates []*ent.WebhookDeliveryCreate, now time.Time) error {
-	return publishdb.InsertDeliveries(ctx, tx, creates, now, dispatch.NotifyChannel)
 }

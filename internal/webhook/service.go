@@ -9,6 +9,7 @@ import (
 	"entgo.io/ent/dialect"
 
 	"gatehouse/ent"
+	"gatehouse/internal/combine"
 	"gatehouse/internal/errs"
 	"gatehouse/internal/outbound"
 	"gatehouse/internal/secret"
@@ -183,7 +184,7 @@ type Service struct {
 	opt           Options
 	send          *sender.Sender
 	// pub groups concurrent single publishes (PublishShared).
-	pub *pubCombiners
+	pub *combine.Combiner[*pubCall]
 }
 
 // NewService returns a Service over db; masterKey unseals the apps'
@@ -222,7 +223,7 @@ func NewService(db *store.DB, masterKey []byte, log *slog.Logger, opt Options) (
 		return nil, err
 	}
 	s.Dispatcher = dispatch.New(db, sealer, s.send, log, s.dispatchConfig())
-	s.pub = s.newPubCombiners()
+	s.pub = s.newPubCombiner()
 	return s, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"gatehouse/ent"
+	"gatehouse/ent/partnerapp"
 	"gatehouse/ent/webhookdelivery"
 	"gatehouse/ent/webhookpublication"
 )
@@ -24,29 +25,30 @@ import (
 // conditions that Postgres planned and ran key by key: most of a batch's
 // time).
 
-// claimKeysPostgres records the idempotency keys of a group ($1 app ids,
+// ClaimKeysPostgres records the idempotency keys of a group ($1 app ids,
 // $2 keys, $3 event ids, $4 types, $5 bizData; $6 the group's time, $7
 // the end of the window before it): a key new to its app, or past its
 // window, takes the event's message, and counts as a row affected; a key
 // taken within its window by another message is left alone. Rows go in
 // the arrays' order, (app, key) sorted by the caller, so that concurrent
 // groups wait on each other's keys in one order.
-var claimKeysPostgres = fmt.Sprintf(`INSERT INTO %[1]s (%[2]s, %[3]s, %[4]s, %[5]s, %[6]s, %[7]s)
+var ClaimKeysPostgres = fmt.Sprintf(`INSERT INTO %[1]s (%[2]s, %[3]s, %[4]s, %[5]s, %[6]s, %[7]s)
 SELECT v.app, v.k, v.ev, v.t, v.b, $6::timestamptz
 FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS v (app, k, ev, t, b, n)
+WHERE EXISTS (SELECT 1 FROM %[8]s a WHERE a.%[9]s = v.app)
 ORDER BY v.n
 ON CONFLICT (%[2]s, %[3]s) DO UPDATE SET %[4]s = excluded.%[4]s, %[5]s = excluded.%[5]s, %[6]s = excluded.%[6]s, %[7]s = excluded.%[7]s
 WHERE %[1]s.%[7]s <= $7`,
 	webhookpublication.Table, webhookpublication.FieldAppID, webhookpublication.FieldIdempotencyKey,
 	webhookpublication.FieldEventID, webhookpublication.FieldEventType, webhookpublication.FieldBizData,
-	webhookpublication.FieldCreateTime)
+	webhookpublication.FieldCreateTime, partnerapp.Table, partnerapp.FieldID)
 
-// insertDeliveriesPostgres queues a group's deliveries: one array per
+// InsertDeliveriesPostgres queues a group's deliveries: one array per
 // column ($1-$10), one element per delivery; $11 the group's time
 // (next_attempt_at, create_time and update_time alike). In the same
 // statement it sends the NOTIFY on channel $12 that wakes the other
 // replicas at the commit (one round trip fewer per group).
-var insertDeliveriesPostgres = fmt.Sprintf(`WITH d AS (INSERT INTO %s (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+var InsertDeliveriesPostgres = fmt.Sprintf(`WITH d AS (INSERT INTO %s (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 SELECT v.app, v.ep, v.ev, v.t, v.b, v.url, v.st, 0, 0, v.mr, $11::timestamptz, $11::timestamptz, $11::timestamptz, v.tp, v.ts
 FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[], $10::text[])
   AS v (app, ep, ev, t, b, url, st, mr, tp, ts))
@@ -64,11 +66,12 @@ type Key struct {
 	BizData                 string
 }
 
-// ClaimKeys records keys (sorted by app and key) in one upsert: a key new
-// to its app, or whose row was written at or before windowStart, takes
-// its message. It reports whether every key was taken; when not, TakenBy
-// tells which were taken by another message.
-func ClaimKeys(ctx context.Context, tx *ent.Tx, keys []Key, now, windowStart time.Time) (bool, error) {
+// ClaimKeysArgs are the parameters of ClaimKeysPostgres for keys (sorted
+// by app and key): a key new to its app, or whose row was written at or
+// before windowStart, takes its message. A key of an app that does not
+// exist is skipped (its event fails alone), so that the statement need
+// not wait for the read of the apps: the rows affected are the keys taken.
+func ClaimKeysArgs(keys []Key, now, windowStart time.Time) []any {
 	n := len(keys)
 	apps, ks := make([]int64, n), make([]string, n)
 	events, types, data := make([]string, n), make([]string, n), make([]string, n)
@@ -76,12 +79,7 @@ func ClaimKeys(ctx context.Context, tx *ent.Tx, keys []Key, now, windowStart tim
 		apps[i], ks[i] = int64(k.App), k.Key
 		events[i], types[i], data[i] = k.EventID, k.EventType, k.BizData
 	}
-	res, err := tx.ExecContext(ctx, claimKeysPostgres, apps, ks, events, types, data, now, windowStart)
-	if err != nil {
-		return false, err
-	}
-	took, err := res.RowsAffected()
-	return took == int64(n), err
+	return []any{apps, ks, events, types, data, now, windowStart}
 }
 
 // TakenBy reads keys back in one query and returns, by index into keys,
@@ -106,6 +104,12 @@ func TakenBy(ctx context.Context, tx *ent.Tx, keys []Key) (map[int]*ent.WebhookP
 	if err != nil {
 		return nil, err
 	}
+	return takenOf(keys, rows)
+}
+
+// takenOf returns, by index into keys, the row of rows (keys' rows, and
+// maybe more) of each key that holds another message than its own.
+func takenOf(keys []Key, rows []*ent.WebhookPublication) (map[int]*ent.WebhookPublication, error) {
 	type appKey struct {
 		app int
 		key string
@@ -126,10 +130,10 @@ func TakenBy(ctx context.Context, tx *ent.Tx, keys []Key) (map[int]*ent.WebhookP
 	return out, nil
 }
 
-// InsertDeliveries queues the deliveries creates describe (all at now)
-// and, in the same statement, sends the NOTIFY on channel that wakes the
-// other replicas at the commit.
-func InsertDeliveries(ctx context.Context, tx *ent.Tx, creates []*ent.WebhookDeliveryCreate, now time.Time, channel string) error {
+// InsertDeliveriesArgs are the parameters of InsertDeliveriesPostgres:
+// the deliveries creates describe (all at now) and the channel of the
+// NOTIFY that wakes the other replicas at the commit.
+func InsertDeliveriesArgs(creates []*ent.WebhookDeliveryCreate, now time.Time, channel string) []any {
 	n := len(creates)
 	apps, eps, maxRetry := make([]int64, n), make([]int64, n), make([]int64, n)
 	events, types, data, urls := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -148,6 +152,5 @@ func InsertDeliveries(ctx context.Context, tx *ent.Tx, creates []*ent.WebhookDel
 		tps[i], _ = m.Traceparent()
 		tss[i], _ = m.Tracestate()
 	}
-	_, err := tx.ExecContext(ctx, insertDeliveriesPostgres, apps, eps, events, types, data, urls, statuses, maxRetry, tps, tss, now, channel)
-	return err
+	return []any{apps, eps, events, types, data, urls, statuses, maxRetry, tps, tss, now, channel}
 }
