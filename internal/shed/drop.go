@@ -26,8 +26,14 @@ const (
 	// dropUp and dropDown bound p's change per window, and dropQMax the
 	// queue read (in targets: the budget is that many of them), so that
 	// one window of a process descheduled for long does not swing p from
-	// 0 to the top and back (measured on a shared machine: it did).
-	dropUp, dropDown, dropQMax = 0.2, 0.1, DelayShare * dropTargetDiv
+	// 0 to the top and back (measured on a shared machine: it did). Up
+	// by 0.4 a window, not 0.2: at the onset of an overload p reaches the
+	// share the core needs in two windows instead of four, and the
+	// backlog built meanwhile is most of the refusals' p99 (quiet VM,
+	// alternating builds: signed overload 0.70 and 0.74 of the goal's
+	// 2xx with refusals' p99 136 and 131 ms, against 0.65 and 0.63 with
+	// 161 and 150 ms; the ticket page's p99 41 and 49 ms against 51 and 52).
+	dropUp, dropDown, dropQMax = 0.4, 0.1, DelayShare * dropTargetDiv
 	// dropTargetDiv: the mean wait p holds is the limit's scheduling
 	// delay target over this (a fifth of the queue budget: 10 ms of the
 	// default 50): a refusal costs its client the queue of the moment.
