@@ -2,14 +2,10 @@ package webhook
 
 import (
 	"context"
-	"database/sql/driver"
-	"errors"
-	"fmt"
 	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 
 	"gatehouse/ent"
 	"gatehouse/internal/store"
@@ -65,29 +61,14 @@ func (s *Service) publishGroupPG(ctx context.Context, calls []*pubCall) error {
 	sortClaims(claims)
 	keys := keysOf(claims, func(c *pubCall) *Published { return outs[c].res })
 
-	conn, err := s.db.SQL.Conn(ctx)
+	var queued bool
+	err := publishdb.OnConn(ctx, s.db.SQL, func(c *pgx.Conn) error {
+		var err error
+		queued, err = s.publishOnConn(ctx, c, calls, outs, claims, keys, appIDs, now, tc)
+		return err
+	})
 	if err != nil {
 		return store.Classify(err)
-	}
-	defer conn.Close()
-	queued := false
-	var runErr error
-	rawErr := conn.Raw(func(dc any) error {
-		c := dc.(*stdlib.Conn).Conn()
-		queued, runErr = s.publishOnConn(ctx, c, calls, outs, claims, keys, appIDs, now, tc)
-		if runErr != nil && !c.IsClosed() && c.PgConn().TxStatus() != 'I' && ctx.Err() == nil {
-			_, _ = c.Exec(ctx, "ROLLBACK")
-		}
-		if c.IsClosed() || c.PgConn().TxStatus() != 'I' {
-			return driver.ErrBadConn // closed, not pooled: the server rolls back
-		}
-		return nil
-	})
-	if runErr == nil && rawErr != nil {
-		runErr = rawErr
-	}
-	if runErr != nil {
-		return store.Classify(runErr)
 	}
 	if queued {
 		s.Notify() // this process's dispatcher; the NOTIFY told the others
@@ -108,7 +89,7 @@ func (s *Service) publishOnConn(ctx context.Context, c *pgx.Conn, calls []*pubCa
 		b.Queue(publishdb.ClaimKeysPostgres, publishdb.ClaimKeysArgs(keys, now, now.Add(-IdempotencyWindow))...)
 	}
 	br := c.SendBatch(ctx, b)
-	apps, epsOf, tookAll, err := readFirstBatch(br, keys)
+	apps, epsOf, tookAll, err := publishdb.ReadFirstBatch(br, keys)
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
@@ -154,59 +135,11 @@ func (s *Service) publishOnConn(ctx context.Context, c *pgx.Conn, calls []*pubCa
 	if err := ctx.Err(); err != nil {
 		return false, err // no COMMIT for a caller gone
 	}
-	b = &pgx.Batch{}
-	if len(creates) > 0 {
-		b.Queue(publishdb.InsertDeliveriesPostgres, publishdb.InsertDeliveriesArgs(creates, now, dispatch.NotifyChannel)...)
-	}
-	b.Queue("COMMIT")
-	br = c.SendBatch(ctx, b)
-	for range b.Len() {
-		if _, err = br.Exec(); err != nil {
-			break
-		}
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := publishdb.InsertAndCommit(ctx, c, creates, now, dispatch.NotifyChannel); err != nil {
 		return false, err
-	}
-	if c.PgConn().TxStatus() != 'I' {
-		return false, errors.New("publish: the transaction did not commit")
 	}
 	for call, n := range counts {
 		outs[call].res.DeliveryCount = n
 	}
 	return len(creates) > 0, nil
-}
-
-// readFirstBatch reads the answers of publishOnConn's first batch: BEGIN,
-// the targets and, with keys, the upsert; tookAll reports whether every
-// key of an existing app was taken by its message.
-func readFirstBatch(br pgx.BatchResults, keys []publishdb.Key) (map[int]*ent.PartnerApp, map[int][]*ent.WebhookEndpoint, bool, error) {
-	if _, err := br.Exec(); err != nil {
-		return nil, nil, false, fmt.Errorf("begin: %w", err)
-	}
-	rows, err := br.Query()
-	if err != nil {
-		return nil, nil, false, err
-	}
-	apps, epsOf, err := publishdb.ScanTargets(rows)
-	if err != nil {
-		return nil, nil, false, err
-	}
-	if len(keys) == 0 {
-		return apps, epsOf, true, nil
-	}
-	tag, err := br.Exec()
-	if err != nil {
-		return nil, nil, false, err
-	}
-	known := 0
-	for _, k := range keys {
-		if apps[k.App] != nil {
-			known++
-		}
-	}
-	return apps, epsOf, tag.RowsAffected() == int64(known), nil
 }

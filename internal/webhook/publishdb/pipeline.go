@@ -2,11 +2,15 @@ package publishdb
 
 import (
 	"context"
+	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"gatehouse/ent"
 	"gatehouse/ent/partnerapp"
@@ -118,4 +122,94 @@ func TakenByConn(ctx context.Context, c *pgx.Conn, keys []Key) (map[int]*ent.Web
 		return nil, err
 	}
 	return takenOf(keys, found)
+}
+
+// OnConn runs fn on a connection of db's pool as a pgx connection (for
+// batches). fn may leave a transaction open when it fails: it is rolled
+// back, and a connection that is still not idle afterwards (closed, or
+// the rollback failed) is discarded rather than pooled, so that the
+// server rolls it back.
+func OnConn(ctx context.Context, db *sql.DB, fn func(*pgx.Conn) error) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	var fnErr error
+	rawErr := conn.Raw(func(dc any) error {
+		c := dc.(*stdlib.Conn).Conn()
+		fnErr = fn(c)
+		if fnErr != nil && !c.IsClosed() && c.PgConn().TxStatus() != 'I' && ctx.Err() == nil {
+			_, _ = c.Exec(ctx, "ROLLBACK")
+		}
+		if c.IsClosed() || c.PgConn().TxStatus() != 'I' {
+			return driver.ErrBadConn // closed, not pooled: the server rolls back
+		}
+		return nil
+	})
+	if fnErr != nil {
+		return fnErr
+	}
+	return rawErr
+}
+
+// ReadFirstBatch reads the answers of a group's first batch: BEGIN,
+// TargetsPostgres and, with keys, ClaimKeysPostgres; tookAll reports
+// whether every key of an existing app was taken by its message.
+func ReadFirstBatch(br pgx.BatchResults, keys []Key) (map[int]*ent.PartnerApp, map[int][]*ent.WebhookEndpoint, bool, error) {
+	if _, err := br.Exec(); err != nil {
+		return nil, nil, false, fmt.Errorf("begin: %w", err)
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, nil, false, err
+	}
+	apps, epsOf, err := ScanTargets(rows)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if len(keys) == 0 {
+		return apps, epsOf, true, nil
+	}
+	tag, err := br.Exec()
+	if err != nil {
+		return nil, nil, false, err
+	}
+	known := 0
+	for _, k := range keys {
+		if apps[k.App] != nil {
+			known++
+		}
+	}
+	return apps, epsOf, tag.RowsAffected() == int64(known), nil
+}
+
+// InsertAndCommit sends a group's second batch on c, inside the
+// transaction its first batch began: the deliveries creates describe
+// (all at now) with the NOTIFY on channel, in one statement (none when
+// there are none), and COMMIT. An error leaves the transaction to the
+// caller (OnConn rolls it back).
+func InsertAndCommit(ctx context.Context, c *pgx.Conn, creates []*ent.WebhookDeliveryCreate, now time.Time, channel string) error {
+	b := &pgx.Batch{}
+	if len(creates) > 0 {
+		b.Queue(InsertDeliveriesPostgres, InsertDeliveriesArgs(creates, now, channel)...)
+	}
+	b.Queue("COMMIT")
+	br := c.SendBatch(ctx, b)
+	var err error
+	for range b.Len() {
+		if _, err = br.Exec(); err != nil {
+			break
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if c.PgConn().TxStatus() != 'I' {
+		return errors.New("publish: the transaction did not commit")
+	}
+	return nil
 }
