@@ -9,7 +9,7 @@ import (
 // concurrency limit that refuses, at once and before any database or
 // key-value work, what the process cannot serve in time.
 type Shed struct {
-	Enabled bool `flag:"shed" default:"true" usage:"refuse requests beyond an adaptive concurrency limit with 503 (load shedding)" doc:"load shedding on each listener: requests beyond an adaptive concurrency limit are refused at once with 503 (partner API: 503/6000; GraphQL: extensions.code OVERLOADED) and Retry-After, before any database or Redis work ([how it works](operations.md#load-shedding)); false takes on every request"`
+	Enabled bool `flag:"shed" default:"true" usage:"refuse requests beyond an adaptive concurrency limit with 503 (load shedding)" doc:"load shedding on each listener: requests beyond an adaptive concurrency limit are refused at once with 503 (partner API: 503/6000; GraphQL: extensions.code OVERLOADED) and Retry-After, before any database or Redis work ([how it works](operations.md#load-shedding)); false takes on every request and every connection (GATEHOUSE_SHED_MAX_CONNECTIONS too)"`
 	// MinConcurrency is the floor of the limit: what closed-loop clients
 	// may always have in flight at once.
 	MinConcurrency int           `flag:"shed-min-concurrency" default:"256" usage:"the adaptive limit's floor: requests a listener admits at once however busy the process" doc:"the adaptive limit's floor and starting point: requests a listener admits at once however busy the process"`
