@@ -201,7 +201,19 @@ func readKey(ctx context.Context, client *ent.Client, hash string) (*ent.APIKey,
 type sharedMarks struct {
 	kv    kv.Store
 	reads *combine.Combiner[*markRead]
+	// downUntil (UnixNano) is when the mark may be read again after a
+	// read failed: until then read fails at once (MarkRetryAfter).
+	downUntil atomic.Int64
+	downErr   atomic.Pointer[error]
 }
+
+// MarkRetryAfter is how long after a failed read of the change mark the
+// checks skip it and go straight to the database. A read of a key whose
+// Redis master is lost fails only after the client's timeout (some 100
+// ms); without this every admin request would wait that long for the
+// whole outage, where the database answers in a millisecond. A variable
+// for the tests.
+var MarkRetryAfter = time.Second
 
 // markRead is one check waiting for the mark.
 type markRead struct {
@@ -235,8 +247,19 @@ func newSharedMarks(shared kv.Store) *sharedMarks {
 }
 
 func (s *sharedMarks) read(ctx context.Context) (string, error) {
+	if time.Now().UnixNano() < s.downUntil.Load() {
+		if err := s.downErr.Load(); err != nil {
+			return "", *err
+		}
+	}
 	r := &markRead{ctx: ctx}
 	s.reads.Do(r)
+	if r.err != nil && ctx.Err() == nil {
+		// The store failed, not this request: skip it for a moment.
+		err := r.err
+		s.downErr.Store(&err)
+		s.downUntil.Store(time.Now().Add(MarkRetryAfter).UnixNano())
+	}
 	return r.mark, r.err
 }
 

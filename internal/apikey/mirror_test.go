@@ -149,10 +149,12 @@ func mustAuth(t *testing.T, svc *apikey.Service, key string) *ent.APIKey {
 type failingGets struct {
 	kv.Store
 	failing atomic.Bool
+	failed  atomic.Int64 // Gets refused
 }
 
 func (f *failingGets) Get(ctx context.Context, key string) ([]byte, bool, error) {
 	if f.failing.Load() {
+		f.failed.Add(1)
 		return nil, false, errs.New(errs.Unavailable, "test: the store is down")
 	}
 	return f.Store.Get(ctx, key)
@@ -175,11 +177,27 @@ func TestMirrorWithoutTheMark(t *testing.T) {
 			t.Fatal(err)
 		}
 		mustAuth(t, r.svc, key)
+		apikey.MarkRetryAfter = 300 * time.Millisecond
+		t.Cleanup(func() { apikey.MarkRetryAfter = time.Second })
 		store.failing.Store(true)
 		before := r.reads.Load()
 		mustAuth(t, r.svc, key)
 		if r.reads.Load() == before {
 			t.Fatal("with the mark unreadable, the key was not read from the database")
+		}
+		// A failed read is not repeated by every check: for a moment the
+		// checks go to the database at once (each would otherwise wait out
+		// the store's timeout), then one tries the store again.
+		for range 5 {
+			mustAuth(t, r.svc, key)
+		}
+		if n := store.failed.Load(); n != 1 {
+			t.Fatalf("the store was asked for the mark %d times within MarkRetryAfter, want 1", n)
+		}
+		time.Sleep(apikey.MarkRetryAfter)
+		mustAuth(t, r.svc, key)
+		if n := store.failed.Load(); n != 2 {
+			t.Fatalf("the store was not asked again after MarkRetryAfter: %d reads", n)
 		}
 		// Disabled behind this replica's back (another replica whose mark
 		// did not reach the store): the database says so.
@@ -194,6 +212,7 @@ func TestMirrorWithoutTheMark(t *testing.T) {
 			t.Fatal(err)
 		}
 		store.failing.Store(false)
+		time.Sleep(apikey.MarkRetryAfter)
 		mustAuth(t, r.svc, key)
 		before = r.reads.Load()
 		mustAuth(t, r.svc, key)
