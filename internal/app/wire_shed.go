@@ -24,6 +24,7 @@ type Shedding struct {
 func (a *App) newShedding() Shedding {
 	c := a.Cfg.Shed
 	s := Shedding{PublicReserve: shed.NewReserve(c.Reserve), AdminReserve: shed.NewReserve(c.Reserve)}
+	shed.ConnectionMetrics("public", "admin")
 	if c.Enabled {
 		s.Public = shed.NewLimit(c.MinConcurrency, c.MaxConcurrency, c.QueueBudget/shed.DelayShare)
 		s.Admin = shed.NewLimit(c.MinConcurrency, c.MaxConcurrency, c.QueueBudget/shed.DelayShare)

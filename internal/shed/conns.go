@@ -46,6 +46,16 @@ type ConnCap struct {
 	OnFull func()
 }
 
+// ConnectionMetrics makes the connection metrics of listeners exist at 0
+// from the process's start (an alert on a series that does not exist yet
+// cannot fire).
+func ConnectionMetrics(listeners ...string) {
+	for _, l := range listeners {
+		connsRefusedTotal.WithLabelValues(l)
+		connsOpen.WithLabelValues(l)
+	}
+}
+
 // Wrap returns ln bounded by the cap; a Max of 0 or less returns ln.
 func (cc ConnCap) Wrap(ln net.Listener) net.Listener {
 	refused := connsRefusedTotal.WithLabelValues(cc.Listener) // exists at 0 from the start
