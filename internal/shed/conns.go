@@ -73,7 +73,13 @@ type capListener struct {
 	refused prometheus.Counter
 	gauge   prometheus.Gauge
 	fullAt  atomic.Int64 // UnixNano of the last OnFull
+	// refusing counts the refused connections being answered now.
+	refusing atomic.Int64
 }
+
+// maxRefusing bounds the refused connections answered at once (each
+// holds a goroutine for at most refuseDrain).
+const maxRefusing = 256
 
 // refuseDrain bounds how long a refused connection's request is read
 // (and discarded) after the answer, so that closing it does not reset
@@ -93,7 +99,18 @@ func (l *capListener) Accept() (net.Conn, error) {
 		l.open.Add(-1)
 		l.refused.Inc()
 		l.full()
-		go l.refuse(c)
+		if l.refusing.Add(1) > maxRefusing {
+			// A flood: answering costs a goroutine for up to refuseDrain
+			// each; past maxRefusing at once the connection is closed
+			// unanswered, so the bound holds the memory it is for.
+			l.refusing.Add(-1)
+			c.Close()
+			continue
+		}
+		go func() {
+			defer l.refusing.Add(-1)
+			l.refuse(c)
+		}()
 	}
 }
 
