@@ -6,6 +6,7 @@ package httpx
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"regexp"
@@ -268,13 +269,27 @@ func Recoverer(log *slog.Logger) func(http.Handler) http.Handler {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				log.ErrorContext(r.Context(), "panic", "panic", v, "request_id", GetRequestID(r.Context()), "stack", string(debug.Stack()))
+				stack := debug.Stack()
+				if p, ok := v.(*HandlerPanic); ok { // raised on another goroutine
+					v, stack = p.Value, p.Stack
+				}
+				log.ErrorContext(r.Context(), "panic", "panic", v, "request_id", GetRequestID(r.Context()), "stack", string(stack))
 				WriteError(w, http.StatusInternalServerError, "internal_error", "internal error")
 			}()
 			next.ServeHTTP(w, r)
 		})
 	}
 }
+
+// HandlerPanic is a handler's panic raised again on the goroutine that
+// waited for it (internal/shed runs admitted requests on pooled
+// goroutines): Recoverer logs Value and the handler's Stack.
+type HandlerPanic struct {
+	Value any
+	Stack []byte
+}
+
+func (p *HandlerPanic) Error() string { return fmt.Sprint("handler panic: ", p.Value) }
 
 // CapBody caps every request body at MaxBodyBytes, so a decoder sees
 // *http.MaxBytesError past the limit and answers 413 in its own front

@@ -126,7 +126,7 @@ func Middleware(o Options) func(http.Handler) http.Handler {
 			}
 			o.Limit.countRequest(o.Listener, false)
 			defer o.Limit.Release()
-			next.ServeHTTP(w, r)
+			serve(next, w, r) // on a pooled goroutine: run.go
 		})
 	}
 }
