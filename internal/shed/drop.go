@@ -79,6 +79,9 @@ func (d *dropper) observe(waited time.Duration) {
 	d.waitCap.Add(int64(float64(min(waited, Window)) / (1 - d.share())))
 }
 
+// waiting is the last window's count of requests waiting at once.
+func (d *dropper) waiting() float64 { return math.Float64frombits(d.queue.Load()) }
+
 // share is the share of requests refused early now.
 func (d *dropper) share() float64 { return math.Float64frombits(d.p.Load()) }
 
@@ -99,6 +102,7 @@ func (d *dropper) revise(target, window time.Duration, idle bool) {
 	if idle || n == 0 || target <= 0 || window <= 0 {
 		d.p.Store(0)
 		d.prev = 0
+		d.queue.Store(0)
 		return
 	}
 	q := float64(sum) / float64(n) / float64(target)

@@ -146,6 +146,11 @@ func (l *Limit) Observe(waited time.Duration, known bool) {
 	}
 }
 
+// Queued reports whether many requests waited at once in the last window
+// (dropMinQueue or more, by Little's law: drop.go): a queue, not a few
+// clients late on a slow or shared CPU.
+func (l *Limit) Queued() bool { return l.early.waiting() >= dropMinQueue }
+
 // EarlyShare is the share of arriving requests refused early now.
 func (l *Limit) EarlyShare() float64 { return l.early.share() }
 

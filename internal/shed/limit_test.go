@@ -181,8 +181,9 @@ func TestNextDrop(t *testing.T) {
 
 // TestDropperFollowsTheQueue: a window whose many requests waited three
 // times the target raises the share refused early, and refusals follow
-// it; a few requests waiting as long (closed-loop clients on a slow CPU)
-// raise nothing; a window long past forgets it.
+// it; many requests waiting less than the target lower it a step; a few
+// requests waiting long (closed-loop clients on a slow CPU) raise
+// nothing; a window long past forgets it.
 func TestDropperFollowsTheQueue(t *testing.T) {
 	const target, window = 10 * time.Millisecond, 100 * time.Millisecond
 	var d dropper
@@ -205,6 +206,15 @@ func TestDropperFollowsTheQueue(t *testing.T) {
 	}
 	if dropped < 200 || dropped > 900 {
 		t.Fatalf("%d of 1,000 dropped at share %v", dropped, d.share())
+	}
+	// Many requests still waiting, if less than the target: a step down.
+	before := d.share()
+	for range 1000 {
+		d.observe(target / 2)
+	}
+	d.revise(target, window, false)
+	if p := d.share(); p < before-dropDown-1e-9 || p >= before {
+		t.Fatalf("share %v after a window of 1,000 requests waiting half the target (was %v)", p, before)
 	}
 	d.revise(target, window, true)
 	if d.share() != 0 || d.drop() {

@@ -132,12 +132,17 @@ func Middleware(o Options) func(http.Handler) http.Handler {
 }
 
 // stale reports whether a request waited past the queue budget while the
-// process is congested. Both: a single late request (the process was
-// descheduled a moment, a closed-loop client's request came in behind
-// the others) is no overload, and refusing it would only make its
-// client retry; a queue that keeps work waiting is.
+// process is congested and many requests wait at once. All three: a
+// single late request (the process was descheduled a moment, a
+// closed-loop client's request came in behind the others) is no
+// overload, and refusing it would only make its client retry; a queue
+// that keeps work waiting is. Congestion alone is not such a queue: on a
+// machine whose other processes take the CPU, every goroutine of a few
+// clients' requests waits past the target too, and refusing them frees
+// nothing (a rolling restart's four clients got a 503 so on a loaded
+// machine).
 func (o Options) stale(st connState) bool {
-	return o.QueueBudget > 0 && st.waited > o.QueueBudget && o.Limit.Congested()
+	return o.QueueBudget > 0 && st.waited > o.QueueBudget && o.Limit.Congested() && o.Limit.Queued()
 }
 
 // RetryAfter is the Retry-After, in seconds, of a refusal: about the
@@ -174,5 +179,5 @@ func (s *summary) refused() {
 	s.log.Warn("load shedding: requests refused (503) since the last line", "listener", s.listener, "refused", n,
 		"limit", s.limit.Current(), "in_flight", s.limit.InFlight(), "congested", s.limit.Congested(),
 		"early_share", s.limit.EarlyShare(), "wait_ms", math.Float64frombits(s.limit.early.meanMs.Load()),
-		"waiting", math.Float64frombits(s.limit.early.queue.Load()))
+		"waiting", s.limit.early.waiting())
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -199,10 +200,12 @@ func TestMiddlewareSeesTheClientHangUp(t *testing.T) {
 	}
 }
 
-// TestMiddlewareRefusesStaleRequests: while the process is congested, a
-// request whose bytes arrived longer ago than the queue budget (it
-// waited behind other work before it could be started) is refused and a
-// fresh one served; while it is not, a late request is served too.
+// TestMiddlewareRefusesStaleRequests: while the process is congested and
+// many requests wait at once, a request whose bytes arrived longer ago
+// than the queue budget (it waited behind other work before it could be
+// started) is refused and a fresh one served; while it is not congested,
+// or congested with only a few requests waiting (a loaded machine, not
+// an overload), a late request is served too.
 func TestMiddlewareRefusesStaleRequests(t *testing.T) {
 	var ran atomic.Int64
 	l := frozen(NewLimit(8, 8, time.Second))
@@ -219,13 +222,16 @@ func TestMiddlewareRefusesStaleRequests(t *testing.T) {
 	for _, c := range []struct {
 		path      string
 		congested bool
+		waiting   float64
 		want      int
 	}{
-		{"/slow", false, http.StatusOK},
-		{"/fresh", true, http.StatusOK},
-		{"/slow", true, http.StatusServiceUnavailable},
+		{"/slow", false, 100, http.StatusOK},
+		{"/fresh", true, 100, http.StatusOK},
+		{"/slow", true, 4, http.StatusOK},
+		{"/slow", true, 100, http.StatusServiceUnavailable},
 	} {
 		l.busy.Store(c.congested)
+		l.early.queue.Store(math.Float64bits(c.waiting))
 		resp, err := http.Get("http://" + addr + c.path)
 		if err != nil {
 			t.Fatal(err)
@@ -235,8 +241,8 @@ func TestMiddlewareRefusesStaleRequests(t *testing.T) {
 			t.Errorf("%s, congested %v: status %d, want %d", c.path, c.congested, resp.StatusCode, c.want)
 		}
 	}
-	if ran.Load() != 2 {
-		t.Fatalf("handler ran %d times, want 2", ran.Load())
+	if ran.Load() != 3 {
+		t.Fatalf("handler ran %d times, want 3", ran.Load())
 	}
 }
 
