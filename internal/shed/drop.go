@@ -69,14 +69,14 @@ type dropper struct {
 }
 
 // observe records the queue wait of a request that was not refused
-// early (known: the kernel told). Those are a random 1 − p of the
-// arrivals, so their mean wait is the arrivals' own; for the count of
-// requests waiting at once (Little's law, in revise) each stands for
-// 1 / (1 − p) arrivals.
-func (d *dropper) observe(waited time.Duration) {
+// early (known: the kernel told), one of a random 1 / every of those.
+// They are a random 1 − p of the arrivals, so their mean wait is the
+// arrivals' own; for the count of requests waiting at once (Little's
+// law, in revise) each stands for every / (1 − p) arrivals.
+func (d *dropper) observe(waited time.Duration, every int) {
 	d.waitSum.Add(int64(waited))
 	d.waitN.Add(1)
-	d.waitCap.Add(int64(float64(min(waited, Window)) / (1 - d.share())))
+	d.waitCap.Add(int64(float64(min(waited, Window)) * float64(every) / (1 - d.share())))
 }
 
 // waiting is the last window's count of requests waiting at once.

@@ -137,12 +137,21 @@ func (l *Limit) DropEarly() bool {
 	return l.early.drop()
 }
 
+// SampleEvery: while the process is not congested, one request in
+// SampleEvery asks the kernel how long it waited (a getsockopt: on a VM
+// whose system calls are slow, 0.05–0.07 of the embedded signed query's
+// ratio to its floor, asked of every request); while it is congested,
+// every request does (its wait decides whether it is refused).
+const SampleEvery = 8
+
 // Observe records how long a request that was not refused early waited
 // before it reached the middleware (known: the kernel could tell): the
-// waits of the early share's revisions.
-func (l *Limit) Observe(waited time.Duration, known bool) {
+// waits of the early share's revisions. every: this request stands for
+// that many (1 while congested, when every request is read; SampleEvery
+// otherwise).
+func (l *Limit) Observe(waited time.Duration, known bool, every int) {
 	if known {
-		l.early.observe(waited)
+		l.early.observe(waited, every)
 	}
 }
 

@@ -188,11 +188,11 @@ func TestDropperFollowsTheQueue(t *testing.T) {
 	const target, window = 10 * time.Millisecond, 100 * time.Millisecond
 	var d dropper
 	for range 1000 {
-		d.observe(3 * target)
+		d.observe(3*target, 1)
 	}
 	d.revise(target, window, false)
 	for range 1000 { // a second such window
-		d.observe(3 * target)
+		d.observe(3*target, 1)
 	}
 	d.revise(target, window, false)
 	if p := d.share(); p < 0.3 {
@@ -210,7 +210,7 @@ func TestDropperFollowsTheQueue(t *testing.T) {
 	// Many requests still waiting, if less than the target: a step down.
 	before := d.share()
 	for range 1000 {
-		d.observe(target / 2)
+		d.observe(target/2, 1)
 	}
 	d.revise(target, window, false)
 	if p := d.share(); p < before-dropDown-1e-9 || p >= before {
@@ -221,7 +221,7 @@ func TestDropperFollowsTheQueue(t *testing.T) {
 		t.Fatalf("share %v after an idle gap", d.share())
 	}
 	for range 10 {
-		d.observe(3 * target)
+		d.observe(3*target, 1)
 	}
 	d.revise(target, window, false)
 	if p := d.share(); p != 0 {

@@ -3,6 +3,7 @@ package shed
 import (
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -109,7 +110,18 @@ func Middleware(o Options) func(http.Handler) http.Handler {
 				refuse()
 				return
 			}
-			st := stateOf(r.Context())
+			// The kernel is asked about every request while congested
+			// (gone, stale), and about a sample of them otherwise (the
+			// waits of the early share's revisions).
+			var st connState
+			every := 1
+			if !o.Limit.Congested() {
+				every = SampleEvery
+			}
+			sampled := every == 1 || rand.Uint32()%SampleEvery == 0
+			if sampled {
+				st = stateOf(r.Context())
+			}
 			if st.gone && o.Limit.Congested() {
 				w.WriteHeader(httpx.StatusClientClosed)
 				return
@@ -119,7 +131,7 @@ func Middleware(o Options) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, r)
 				return
 			}
-			o.Limit.Observe(st.waited, st.known)
+			o.Limit.Observe(st.waited, st.known, every)
 			if o.stale(st) || !o.Limit.TryAcquire() {
 				refuse()
 				return

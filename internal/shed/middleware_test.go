@@ -261,3 +261,34 @@ func TestRefusalsAreSummarised(t *testing.T) {
 		t.Fatalf("50 refusals within a second logged %d lines: %s", n, logs.String())
 	}
 }
+
+// TestKernelAskedOfASampleUnlessCongested: while the process is not
+// congested, about one request in SampleEvery reads its wait from the
+// kernel (a system call each); while it is, every request does.
+func TestKernelAskedOfASampleUnlessCongested(t *testing.T) {
+	l := frozen(NewLimit(64, 64, time.Second))
+	h := Middleware(Options{Listener: "test-sample", Limit: l, Refuse: refuse503})(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	addr := serveRaw(t, h)
+	get := func(n int) {
+		for range n {
+			resp, err := http.Get("http://" + addr + "/x")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("status %d", resp.StatusCode)
+			}
+		}
+	}
+	get(800)
+	if n := l.early.waitN.Load(); n < 800/SampleEvery/2 || n > 800/SampleEvery*2 {
+		t.Fatalf("not congested: %d of 800 requests read their wait, want about %d", n, 800/SampleEvery)
+	}
+	l.busy.Store(true)
+	l.early.waitN.Store(0)
+	get(100)
+	if n := l.early.waitN.Load(); n != 100 {
+		t.Fatalf("congested: %d of 100 requests read their wait, want every one", n)
+	}
+}
