@@ -228,3 +228,25 @@ func TestDropperFollowsTheQueue(t *testing.T) {
 		t.Fatalf("share %v after 10 slow requests (a queue of %v)", p, 10*3*target/window)
 	}
 }
+
+// TestSampledWaitsStandForTheirShare: a window read from one request in
+// SampleEvery counts as many requests waiting at once as the same window
+// read from every request, and has the same mean wait.
+func TestSampledWaitsStandForTheirShare(t *testing.T) {
+	const target, window = 10 * time.Millisecond, 100 * time.Millisecond
+	var all, sampled dropper
+	for range 1000 {
+		all.observe(3*target, 1)
+	}
+	for range 1000 / SampleEvery {
+		sampled.observe(3*target, SampleEvery)
+	}
+	all.revise(target, window, false)
+	sampled.revise(target, window, false)
+	if a, s := all.waiting(), sampled.waiting(); a < dropMinQueue || s != a {
+		t.Fatalf("requests waiting at once: %v read from a sample, %v from all", s, a)
+	}
+	if a, s := all.share(), sampled.share(); s != a {
+		t.Fatalf("share refused early: %v from a sample, %v from all", s, a)
+	}
+}

@@ -113,16 +113,16 @@ func Middleware(o Options) func(http.Handler) http.Handler {
 			// The kernel is asked about every request while congested
 			// (gone, stale), and about a sample of them otherwise (the
 			// waits of the early share's revisions).
+			congested := o.Limit.Congested()
 			var st connState
 			every := 1
-			if !o.Limit.Congested() {
+			if !congested {
 				every = SampleEvery
 			}
-			sampled := every == 1 || rand.Uint32()%SampleEvery == 0
-			if sampled {
+			if congested || rand.Uint32()%SampleEvery == 0 {
 				st = stateOf(r.Context())
 			}
-			if st.gone && o.Limit.Congested() {
+			if st.gone && congested {
 				w.WriteHeader(httpx.StatusClientClosed)
 				return
 			}
