@@ -163,13 +163,18 @@ func (c *Console) canChange(r *http.Request) bool {
 	return c.sessions.GetString(r.Context(), keyRole) == "ADMIN"
 }
 
-// page fills the layout's part of a page.
-func (c *Console) page(r *http.Request, title string, data any) ui.Page {
-	p := ui.Page{
-		Title: title, Product: "gatehouse console", Base: Base, Data: data,
-		CSRF: c.sessions.CSRF(r.Context()), Current: r.URL.Path,
+// page fills the layout's part of a page. Only a signed-in session's
+// pages and the sign-in page have forms, and so a CSRF token: the
+// sign-in page's is a form cookie's (ui.Sessions.FormCSRF), so that the
+// pages anyone may fetch store no session and fetching them in a loop
+// fills no session store.
+func (c *Console) page(w http.ResponseWriter, r *http.Request, title string, data any) ui.Page {
+	p := ui.Page{Title: title, Product: "gatehouse console", Base: Base, Data: data, Current: r.URL.Path}
+	if _, ok := data.(signInData); ok {
+		p.CSRF = c.sessions.FormCSRF(w, r)
 	}
 	if name := c.sessions.GetString(r.Context(), keyName); name != "" {
+		p.CSRF = c.sessions.CSRF(r.Context())
 		p.Signed = name + " (" + c.sessions.GetString(r.Context(), keyRole) + ")"
 		p.Nav = nav
 		p.CanChange = c.canChange(r)
@@ -179,7 +184,7 @@ func (c *Console) page(r *http.Request, title string, data any) ui.Page {
 }
 
 func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, name, title string, data any) {
-	c.pages.Render(w, r, status, name, c.page(r, title, data))
+	c.pages.Render(w, r, status, name, c.page(w, r, title, data))
 }
 
 // errorData is the error page's.

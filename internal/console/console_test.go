@@ -82,6 +82,64 @@ func TestConsoleSessionAndCSRF(t *testing.T) {
 	})
 }
 
+// TestConsoleSignInStoresNothing: the pages anyone who reaches the admin
+// listener may fetch (the sign-in page, a wrong key's answer, an unknown
+// page) make no session: scs sets its cookie whenever it stores one, and
+// none is set, so fetching them in a loop fills no session store (Redis,
+// or this process). The sign-in form's token lives in a cookie of its own
+// (HttpOnly, SameSite=Strict, /console/): another browser's token is
+// refused, and the cookie is deleted once signed in.
+func TestConsoleSignInStoresNothing(t *testing.T) {
+	testenv.Run(t, func(t *testing.T, b testenv.Backend) {
+		f := start(t, b, "shop")
+		sessionSet := func(p page) bool {
+			for _, v := range p.header.Values("Set-Cookie") {
+				if strings.HasPrefix(v, "gatehouse_console=") {
+					return true
+				}
+			}
+			return false
+		}
+		for i := range 20 {
+			c := newClient(t, f)
+			p := c.get("/console/sign-in")
+			if p.status != http.StatusOK || sessionSet(p) {
+				t.Fatalf("sign-in page %d: %d, Set-Cookie %q", i, p.status, p.header.Values("Set-Cookie"))
+			}
+			form := p.header.Get("Set-Cookie")
+			for _, want := range []string{"gatehouse_console_form=", "HttpOnly", "SameSite=Strict", "Path=/console/"} {
+				if !strings.Contains(form, want) {
+					t.Fatalf("form cookie %q lacks %s", form, want)
+				}
+			}
+			if r := c.do("POST", "/console/sign-in", url.Values{"api_key": {"gh_wrong"}, "csrf": {p.csrf(t)}}); r.status != http.StatusUnauthorized || sessionSet(r) {
+				t.Fatalf("wrong key: %d, Set-Cookie %q", r.status, r.header.Values("Set-Cookie"))
+			}
+			if r := c.get("/console/no-such-page"); r.status != http.StatusNotFound || len(r.header.Values("Set-Cookie")) != 0 {
+				t.Fatalf("unknown page: %d, Set-Cookie %q", r.status, r.header.Values("Set-Cookie"))
+			}
+		}
+		// Another browser's token does not pass for this one's.
+		mine, theirs := newClient(t, f), newClient(t, f)
+		mine.get("/console/sign-in")
+		other := theirs.get("/console/sign-in").csrf(t)
+		if r := mine.do("POST", "/console/sign-in", url.Values{"api_key": {f.admin}, "csrf": {other}}); r.status != http.StatusForbidden || sessionSet(r) {
+			t.Fatalf("another browser's token: %d", r.status)
+		}
+		// Signed in: a session, and the form cookie is gone.
+		mine.signIn(f.admin)
+		if mine.cookie() == nil {
+			t.Fatal("no session after sign-in")
+		}
+		u, _ := url.Parse(f.env.AdminURL + "/console/")
+		for _, k := range mine.c.Jar.Cookies(u) {
+			if k.Name == "gatehouse_console_form" {
+				t.Fatal("the form cookie outlived the sign-in")
+			}
+		}
+	})
+}
+
 // TestConsoleCookieAttributes: the session cookie is HttpOnly,
 // SameSite=Strict, scoped to /console/, and the pages carry a strict CSP.
 func TestConsoleCookieAttributes(t *testing.T) {

@@ -139,7 +139,7 @@ func (c *Console) deliveryLog(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if bad != "" {
-		p := c.page(r, "Delivery log", data)
+		p := c.page(w, r, "Delivery log", data)
 		p.Error = bad
 		c.pages.Render(w, r, http.StatusUnprocessableEntity, "deliveries", p)
 		return

@@ -54,6 +54,7 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 	c.sessions.Put(ctx, keyName, out.Viewer.Name)
 	c.sessions.Put(ctx, keyRole, out.Viewer.Role)
 	c.sessions.NewCSRF(ctx)
+	c.sessions.DropFormCSRF(w, r)
 	http.Redirect(w, r, Base+"deliveries", http.StatusSeeOther)
 }
 

@@ -37,8 +37,8 @@ type enterData struct {
 // enterPage answers a link's GET without spending it: mail scanners and
 // link previews fetch links before the partner does, and a GET that spent
 // it would hand the partner a "link already used" page. It shows which
-// app the link opens and a button (a same-origin POST with a CSRF token
-// of the anonymous session) that does.
+// app the link opens and a button (a same-origin POST with the CSRF
+// token of the page's form cookie) that does.
 func (p *Portal) enterPage(w http.ResponseWriter, r *http.Request) {
 	token := r.URL.Query().Get("token")
 	if token == "" {
@@ -77,6 +77,7 @@ func (p *Portal) enter(w http.ResponseWriter, r *http.Request) {
 	p.sessions.Put(r.Context(), keyReadOnly, red.ReadOnly)
 	p.sessions.Put(r.Context(), keyUntil, time.Now().Add(p.cfg.SessionTTL).Unix())
 	p.sessions.NewCSRF(r.Context())
+	p.sessions.DropFormCSRF(w, r)
 	p.log.InfoContext(r.Context(), "portal: link opened", "app_id", red.AppID, "read_only", red.ReadOnly, "request_id", httpx.GetRequestID(r.Context()))
 	http.Redirect(w, r, Base+"endpoints", http.StatusSeeOther)
 }

@@ -191,16 +191,17 @@ func (p *Portal) requireWrite(next http.Handler) http.Handler {
 }
 
 // page fills the layout's part of a page.
-func (p *Portal) page(r *http.Request, title string, data any) ui.Page {
+func (p *Portal) page(w http.ResponseWriter, r *http.Request, title string, data any) ui.Page {
 	pg := ui.Page{Title: title, Product: p.cfg.Name, Base: Base, Data: data, Current: r.URL.Path}
 	if p.cfg.Color != "" {
 		pg.Theme = Base + "theme.css"
 	}
-	// Only a page with a form gets a CSRF token, and with it a session:
-	// the pages anyone may fetch (an unknown link, not found) store
-	// nothing, so fetching them in a loop fills no session store.
+	// Only a page with a form gets a CSRF token; a link's page, before
+	// any session, a form cookie's (ui.Sessions.FormCSRF): the pages
+	// anyone may fetch store nothing, so fetching them in a loop (or a
+	// link's page, by whoever holds the link) fills no session store.
 	if _, ok := data.(enterData); ok {
-		pg.CSRF = p.sessions.CSRF(r.Context())
+		pg.CSRF = p.sessions.FormCSRF(w, r)
 	}
 	if app, ok := appFrom(r.Context()); ok {
 		pg.CSRF = p.sessions.CSRF(r.Context())
@@ -216,7 +217,7 @@ func (p *Portal) page(r *http.Request, title string, data any) ui.Page {
 }
 
 func (p *Portal) render(w http.ResponseWriter, r *http.Request, status int, name, title string, data any) {
-	p.pages.Render(w, r, status, name, p.page(r, title, data))
+	p.pages.Render(w, r, status, name, p.page(w, r, title, data))
 }
 
 // errorData is the error page's.

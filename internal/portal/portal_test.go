@@ -24,11 +24,17 @@ func TestPortalLinkAndSession(t *testing.T) {
 		link := f.link(t, f.appA, false, 0)
 		c := newClient(t, f.env.PublicURL)
 		// Opening the link (a GET, as a mail scanner or a link preview
-		// sends) spends nothing: it names the app and offers a button.
+		// sends) spends nothing: it names the app and offers a button. It
+		// stores no session either (scs sets its cookie whenever it stores
+		// one): the button's token is in a form cookie of its own.
 		scanner := newClient(t, f.env.PublicURL)
 		for range 2 {
 			if g := scanner.get(link); g.status != http.StatusOK || !strings.Contains(g.body, "Open the portal") || !strings.Contains(g.body, "shop-a") {
 				t.Fatalf("link page: %d %s", g.status, g.body)
+			}
+			if fresh := newClient(t, f.env.PublicURL).get(link); strings.Contains(strings.Join(fresh.header.Values("Set-Cookie"), "\n"), "gatehouse_portal=") ||
+				!strings.Contains(fresh.header.Get("Set-Cookie"), "gatehouse_portal_form=") {
+				t.Fatalf("link page's cookies: %q", fresh.header.Values("Set-Cookie"))
 			}
 		}
 		if r := scanner.get("/portal/endpoints"); r.status != http.StatusUnauthorized {
@@ -48,7 +54,12 @@ func TestPortalLinkAndSession(t *testing.T) {
 		if r.status != http.StatusSeeOther || r.header.Get("Location") != "/portal/endpoints" {
 			t.Fatalf("enter: %d %s", r.status, r.header.Get("Location"))
 		}
-		set := r.header.Get("Set-Cookie")
+		var set string // the session's cookie (beside the form cookie's deletion)
+		for _, v := range r.header.Values("Set-Cookie") {
+			if strings.HasPrefix(v, "gatehouse_portal=") {
+				set = v
+			}
+		}
 		for _, want := range []string{"gatehouse_portal=", "HttpOnly", "SameSite=Lax", "Path=/portal/"} {
 			if !strings.Contains(set, want) {
 				t.Fatalf("Set-Cookie %q lacks %s", set, want)
