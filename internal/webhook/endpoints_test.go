@@ -138,14 +138,18 @@ func TestEndpointFiltersFanOut(t *testing.T) {
 
 // TestFailingEndpointDoesNotDelayAnother: one endpoint of an app answers
 // 500 until its breaker opens; its waiting deliveries then wait for the
-// half-open time while the app's other endpoint receives every event
-// within 100 ms (p99 of 50, each measured from its commit). The same
+// half-open time while the app's other endpoint receives its events
+// within 100 ms (p90 of 50, each measured from its commit). The same
 // endpoint's latency alone (the failing one disabled) is measured first:
 // on a machine whose disk makes even that slower (SQLite's FULL fsyncs on a
 // busy CI box: p99 80–150 ms alone), the bound is four times that baseline
 // instead — an endpoint held behind the open one would wait for the
 // half-open time or an attempt timeout, seconds — so the test says "the
 // open breaker beside it does not hold it up", not "this disk is fast".
+// The 90th percentile, not the 99th (of 50, the slowest one): an endpoint
+// held up waits seconds for most events, while one event held up by a
+// stall of the machine (a race-detector build of four packages at once on
+// two cores) says nothing about the breaker.
 // (Beside an open breaker SQLite pays a little more: the failing
 // endpoint's copies of each event are claimed and postponed, writes that
 // take the single writer's turn.)
@@ -163,7 +167,7 @@ func TestFailingEndpointDoesNotDelayAnother(t *testing.T) {
 		// business transaction, before its commit (an fsync), which is not
 		// the dispatcher's time; an attempt that came before the Pay call
 		// returned counts as 0.
-		measure := func(n int) (p50, p99, worst time.Duration) {
+		measure := func(n int) (p50, p90, worst time.Duration) {
 			base := healthy.count()
 			var delays []time.Duration
 			for i := range n {
@@ -178,13 +182,13 @@ func TestFailingEndpointDoesNotDelayAnother(t *testing.T) {
 				delays = append(delays, max(0, healthy.requests()[base+i].at.Sub(committed)))
 			}
 			slices.Sort(delays)
-			return delays[len(delays)/2], delays[len(delays)*99/100], delays[len(delays)-1]
+			return delays[len(delays)/2], delays[len(delays)*9/10], delays[len(delays)-1]
 		}
 		if _, err := e.svc.SetEndpointEnabled(ctx, first.ID, false); err != nil {
 			t.Fatal(err)
 		}
-		b50, b99, bmax := measure(30)
-		t.Logf("healthy endpoint alone, event → first attempt: p50 %s, p99 %s, max %s", b50, b99, bmax)
+		b50, b90, bmax := measure(30)
+		t.Logf("healthy endpoint alone, event → first attempt: p50 %s, p90 %s, max %s", b50, b90, bmax)
 		if _, err := e.svc.SetEndpointEnabled(ctx, first.ID, true); err != nil {
 			t.Fatal(err)
 		}
@@ -203,10 +207,10 @@ func TestFailingEndpointDoesNotDelayAnother(t *testing.T) {
 		if st := e.breaker(t, appID); st != outbound.StateOpen {
 			t.Fatalf("PartnerApp.webhookBreaker (the first endpoint's) is %s, want OPEN", st)
 		}
-		p50, p99, worst := measure(50)
-		t.Logf("healthy endpoint beside an OPEN one, event → first attempt: p50 %s, p99 %s, max %s", p50, p99, worst)
-		if bound := max(100*time.Millisecond, 4*b99); p99 > bound {
-			t.Fatalf("p99 %s beside an open breaker, want ≤ %s (100 ms, or four times the %s measured alone)", p99, bound, b99)
+		p50, p90, worst := measure(50)
+		t.Logf("healthy endpoint beside an OPEN one, event → first attempt: p50 %s, p90 %s, max %s", p50, p90, worst)
+		if bound := max(100*time.Millisecond, 4*b90); p90 > bound {
+			t.Fatalf("p90 %s beside an open breaker, want ≤ %s (100 ms, or four times the %s measured alone)", p90, bound, b90)
 		}
 	})
 }
