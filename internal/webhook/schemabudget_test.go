@@ -51,7 +51,11 @@ func nestedA(n int) string {
 
 // bounded runs f and fails the test unless it returns within 3 s and the
 // process's heap and resident memory grow by less than 100 MiB meanwhile
-// (the peak, sampled every 5 ms).
+// (the peak, sampled every 5 ms). Under the race detector the resident
+// bound is raceResident: the detector's shadow memory is resident beside
+// the heap it covers (measured: +24 to +100 MiB resident for the same
+// +32 MiB of heap, the most on a loaded CI machine), while the heap, the
+// budget's own measure, is held to 100 MiB either way.
 func bounded(t *testing.T, what string, f func()) {
 	t.Helper()
 	runtime.GC()
@@ -83,6 +87,10 @@ func bounded(t *testing.T, what string, f func()) {
 	close(stop)
 	wg.Wait()
 	const limit = 100 << 20
+	residentLimit := uint64(limit)
+	if raceDetector {
+		residentLimit = raceResident
+	}
 	t.Logf("%s: %v, heap +%d MiB, resident +%d MiB", what, took.Round(time.Millisecond), (max(peakHeap, heap0)-heap0)>>20, (max(peakRSS, rss0)-rss0)>>20)
 	if took > 3*time.Second {
 		t.Errorf("%s took %v, want under 3 s", what, took)
@@ -90,10 +98,16 @@ func bounded(t *testing.T, what string, f func()) {
 	if peakHeap > heap0 && peakHeap-heap0 > limit {
 		t.Errorf("%s grew the heap by %d MiB, want under 100", what, (peakHeap-heap0)>>20)
 	}
-	if peakRSS > rss0 && peakRSS-rss0 > limit {
-		t.Errorf("%s grew the resident memory by %d MiB, want under 100", what, (peakRSS-rss0)>>20)
+	if peakRSS > rss0 && peakRSS-rss0 > residentLimit {
+		t.Errorf("%s grew the resident memory by %d MiB, want under %d", what, (peakRSS-rss0)>>20, residentLimit>>20)
 	}
 }
+
+// raceResident is the resident bound under the race detector: three
+// times the heap's, as the detector's shadow memory is a few times the
+// heap it covers. A validation without its budget (a gigabyte of heap in
+// the hostile run) is past it as it is past the heap's bound.
+const raceResident = 300 << 20
 
 // rss is the process's resident memory (Linux), 0 elsewhere.
 func rss(t *testing.T) uint64 {
